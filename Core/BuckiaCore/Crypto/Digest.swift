@@ -1,0 +1,157 @@
+import COpenSSL
+import Foundation
+
+/// A hash function Buckia computes locally through OpenSSL's libcrypto.
+public enum HashAlgorithm: String, Sendable, CaseIterable, Codable {
+    case md5, sha1, sha256
+
+    /// The digest length in bytes.
+    public var byteCount: Int {
+        switch self {
+        case .md5: 16
+        case .sha1: 20
+        case .sha256: 32
+        }
+    }
+
+    var evp: OpaquePointer {
+        switch self {
+        case .md5: EVP_md5()
+        case .sha1: EVP_sha1()
+        case .sha256: EVP_sha256()
+        }
+    }
+}
+
+/// The output of a hash function or MAC.
+public struct Digest: Hashable, Sendable, CustomStringConvertible {
+    /// The raw digest bytes.
+    public let bytes: [UInt8]
+
+    /// Wraps raw digest bytes.
+    public init(bytes: [UInt8]) { self.bytes = bytes }
+
+    /// Lowercase hexadecimal, as checksums are stored and compared.
+    public var hex: String { Hex.encode(bytes) }
+
+    /// Standard Base64, as in `Content-MD5` headers.
+    public var base64: String { Data(bytes).base64EncodedString() }
+
+    /// The digest as `Data`.
+    public var data: Data { Data(bytes) }
+
+    public var description: String { hex }
+}
+
+/// Computes a digest over data that arrives in pieces, with memory bounded by the pieces.
+///
+/// Not `Sendable`: one hasher belongs to one task.
+public final class DigestHasher {
+    /// The algorithm in use.
+    public let algorithm: HashAlgorithm
+    private let context: OpaquePointer
+
+    /// Starts a new digest.
+    public init(_ algorithm: HashAlgorithm) {
+        self.algorithm = algorithm
+        guard let context = EVP_MD_CTX_new() else {
+            // Only fails when allocation fails; there is nothing sensible to continue with.
+            preconditionFailure("OpenSSL could not allocate a digest context")
+        }
+        self.context = context
+        precondition(EVP_DigestInit_ex(context, algorithm.evp, nil) == 1, "OpenSSL refused to start \(algorithm)")
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    /// Feeds bytes into the digest.
+    public func update(_ buffer: UnsafeRawBufferPointer) {
+        guard buffer.count > 0 else { return }
+        EVP_DigestUpdate(context, buffer.baseAddress, buffer.count)
+    }
+
+    /// Feeds bytes into the digest.
+    public func update<Bytes: DataProtocol>(_ data: Bytes) {
+        for region in data.regions {
+            region.withUnsafeBytes { update($0) }
+        }
+    }
+
+    /// Returns the digest of everything fed so far. The hasher cannot be used afterwards.
+    public func finalize() -> Digest {
+        var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &output, &length)
+        return Digest(bytes: Array(output.prefix(Int(length))))
+    }
+}
+
+/// One-shot hashing of bytes and files.
+public enum Hashing {
+    /// The digest of `data`.
+    public static func digest<Bytes: DataProtocol>(_ data: Bytes, _ algorithm: HashAlgorithm) -> Digest {
+        let hasher = DigestHasher(algorithm)
+        hasher.update(data)
+        return hasher.finalize()
+    }
+
+    /// Lowercase hex SHA-256 of `data`.
+    public static func sha256Hex<Bytes: DataProtocol>(_ data: Bytes) -> String {
+        digest(data, .sha256).hex
+    }
+
+    /// The digests of a file, computed in one streaming pass through a fixed-size buffer.
+    public static func digests(ofFile url: URL, _ algorithms: [HashAlgorithm]) throws -> [HashAlgorithm: Digest] {
+        let file = try LocalFile.openForReading(url)
+        defer { try? file.close() }
+        let hashers = algorithms.map(DigestHasher.init)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = try file.read(into: buffer)
+            if count == 0 { break }
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            for hasher in hashers { hasher.update(chunk) }
+        }
+        return Dictionary(uniqueKeysWithValues: hashers.map { ($0.algorithm, $0.finalize()) })
+    }
+}
+
+/// Hexadecimal encoding and decoding.
+public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    /// Lowercase hex of `bytes`.
+    public static func encode<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The bytes of a hex string (either case), or nil if it is not hex.
+    public static func decode(_ string: String) -> [UInt8]? {
+        let chars = Array(string.utf8)
+        guard chars.count % 2 == 0 else { return nil }
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 48...57: c - 48
+            case 97...102: c - 87
+            case 65...70: c - 55
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(chars.count / 2)
+        var index = 0
+        while index < chars.count {
+            guard let high = value(chars[index]), let low = value(chars[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+
+/// The key of a value in a ``StorageEngine``.
+///
+/// `CacheKey("https://example.com/a.jpg")` hashes its input (SHA-256, hex) so any string,
+/// however long or odd, is a safe key; `CacheKey(verbatim:)` keeps the string as given, for
+/// keys you want to read back from ``StorageEngine/allKeys()``.
+public struct CacheKey: Hashable, Sendable, Codable, Comparable, CustomStringConvertible {
+    /// The stored key.
+    public let value: String
+
+    /// A key derived by hashing `string`.
+    public init(_ string: String) { value = Hashing.sha256Hex(Data(string.utf8)) }
+
+    /// A key derived by hashing a URL's absolute string.
+    public init(url: URL) { self.init(url.absoluteString) }
+
+    /// A key stored exactly as given.
+    public init(verbatim value: String) { self.value = value }
+
+    public var description: String { value }
+
+    public static func < (lhs: CacheKey, rhs: CacheKey) -> Bool { lhs.value.utf8Precedes(rhs.value) }
+
+    public init(from decoder: any Decoder) throws {
+        value = try decoder.singleValueContainer().decode(String.self)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+}
+
+/// A key-value store for `Data`, in Bodega's shape: the layer ObjectStorage persists through.
+///
+/// Unlike Bodega, a read that fails throws; only a missing key reads as nil.
+///
+/// ## Implementation requirements
+///
+/// - Be an actor: an engine is shared between tasks.
+/// - Make each write atomic, and batch writes atomic where the backend allows.
+/// - Keep `createdAt` when a key is overwritten and move `updatedAt`.
+/// - Return ``allKeys()`` and the `readAll` variants in ascending key order.
+/// - Run `BuckiaConformance`'s engine scenarios in your tests.
+public protocol StorageEngine: Actor {
+    /// What the engine supports (``Capability/persistent`` for engines that survive reopening).
+    nonisolated var capabilities: Set<Capability> { get }
+
+    /// Stores `data` under `key`, replacing any value there.
+    func write(_ data: Data, key: CacheKey) async throws
+    /// Stores many values, atomically where the backend allows.
+    func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) async throws
+
+    /// The value for `key`, or nil if there is none.
+    func read(key: CacheKey) async throws -> Data?
+    /// The values that exist for `keys`, in the order of `keys`.
+    func read(keys: [CacheKey]) async throws -> [Data]
+    /// The keys of `keys` that exist, with their values.
+    func readDataAndKeys(keys: [CacheKey]) async throws -> [(key: CacheKey, data: Data)]
+    /// Every value, in key order.
+    func readAllData() async throws -> [Data]
+    /// Every key and value, in key order.
+    func readAllDataAndKeys() async throws -> [(key: CacheKey, data: Data)]
+
+    /// Removes the value for `key`; removing a missing key succeeds.
+    func remove(key: CacheKey) async throws
+    /// Removes many values.
+    func remove(keys: [CacheKey]) async throws
+    /// Removes every value.
+    func removeAllData() async throws
+
+    /// Whether a value exists for `key`.
+    func keyExists(_ key: CacheKey) async throws -> Bool
+    /// How many values are stored.
+    func keyCount() async throws -> Int
+    /// Every key, in ascending order.
+    func allKeys() async throws -> [CacheKey]
+
+    /// When the value for `key` was first written, or nil if there is none.
+    func createdAt(key: CacheKey) async throws -> Date?
+    /// When the value for `key` was last written, or nil if there is none.
+    func updatedAt(key: CacheKey) async throws -> Date?
+}
+
+extension StorageEngine {
+    public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) async throws {
+        for (key, data) in dataAndKeys { try await write(data, key: key) }
+    }
+
+    public func read(keys: [CacheKey]) async throws -> [Data] {
+        try await readDataAndKeys(keys: keys).map(\.data)
+    }
+
+    public func readDataAndKeys(keys: [CacheKey]) async throws -> [(key: CacheKey, data: Data)] {
+        var result: [(key: CacheKey, data: Data)] = []
+        for key in keys {
+            if let data = try await read(key: key) { result.append((key, data)) }
+        }
+        return result
+    }
+
+    public func readAllData() async throws -> [Data] {
+        try await readAllDataAndKeys().map(\.data)
+    }
+
+    public func remove(keys: [CacheKey]) async throws {
+        for key in keys { try await remove(key: key) }
+    }
+
+    public func keyExists(_ key: CacheKey) async throws -> Bool {
+        try await read(key: key) != nil
+    }
+
+    public func keyCount() async throws -> Int {
+        try await allKeys().count
+    }
+}

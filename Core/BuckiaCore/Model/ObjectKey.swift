@@ -1,0 +1,96 @@
+/// A validated object key: the path of one object inside a bucket or root.
+///
+/// Keys are `/`-separated, relative, and stored byte for byte as given (no Unicode
+/// normalisation: NFC and NFD spellings are different keys, as on S3). A key is rejected
+/// before any I/O when it could escape its root or cannot be stored everywhere:
+///
+/// - empty, or longer than ``maximumUTF8Length`` bytes of UTF-8;
+/// - absolute (starts with `/`) or ends with `/`;
+/// - containing an empty, `.` or `..` segment;
+/// - containing NUL.
+///
+/// Provider requirements take `ObjectKey`, so an invalid path cannot reach a plugin. The
+/// `String` conveniences validate and throw ``BuckiaError/Code/invalidPath``.
+public struct ObjectKey: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
+    /// S3's limit, the strictest of the built-in backends.
+    public static let maximumUTF8Length = 1024
+
+    /// The key as a string.
+    public let rawValue: String
+
+    /// Validates `string` as a key.
+    ///
+    /// - Throws: ``BuckiaError`` with code ``BuckiaError/Code/invalidPath`` naming the rule broken.
+    public init(_ string: String) throws {
+        try ObjectKey.validate(string, allowEmpty: false, allowTrailingSlash: false)
+        self.rawValue = string
+    }
+
+    /// Joins a validated key onto a prefix (`"users/1/"` + `"a.txt"`).
+    public init(prefix: String, _ name: String) throws {
+        try self.init(prefix + name)
+    }
+
+    /// The key's segments, split on `/`.
+    public var segments: [Substring] { rawValue.split(separator: "/", omittingEmptySubsequences: false) }
+
+    /// The last segment.
+    public var lastSegment: String { String(segments.last ?? Substring(rawValue)) }
+
+    public var description: String { rawValue }
+
+    /// Orders keys by their UTF-8 bytes, the order S3 and every built-in provider list in.
+    public static func < (lhs: ObjectKey, rhs: ObjectKey) -> Bool {
+        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try self.init(try decoder.singleValueContainer().decode(String.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+
+    /// Checks a listing prefix: the key rules, except that it may be empty and may end in `/`.
+    public static func validatePrefix(_ prefix: String) throws {
+        try validate(prefix, allowEmpty: true, allowTrailingSlash: true)
+    }
+
+    private static func validate(_ string: String, allowEmpty: Bool, allowTrailingSlash: Bool) throws {
+        func reject(_ reason: String) -> BuckiaError {
+            BuckiaError(.invalidPath, "The object key is not valid: \(reason).", path: string)
+        }
+        if string.isEmpty {
+            if allowEmpty { return }
+            throw reject("it is empty")
+        }
+        if string.utf8.contains(0) { throw reject("it contains a NUL character") }
+        if string.utf8.count > maximumUTF8Length {
+            throw reject("it is \(string.utf8.count) bytes long; the limit is \(maximumUTF8Length)")
+        }
+        if string.hasPrefix("/") { throw reject("it is absolute; keys are relative to the bucket or root") }
+        var body = Substring(string)
+        if string.hasSuffix("/") {
+            guard allowTrailingSlash else { throw reject("it ends with '/'; a key names an object, not a folder") }
+            body = body.dropLast()
+        }
+        for segment in body.split(separator: "/", omittingEmptySubsequences: false) {
+            switch segment {
+            case "": throw reject("it contains an empty segment ('//')")
+            case ".": throw reject("it contains a '.' segment")
+            case "..": throw reject("it contains a '..' segment, which could escape the root")
+            default: continue
+            }
+        }
+    }
+}
+
+extension String {
+    /// Whether this string sorts before `other` by UTF-8 bytes (S3's listing order).
+    @inlinable
+    public func utf8Precedes(_ other: String) -> Bool {
+        utf8.lexicographicallyPrecedes(other.utf8)
+    }
+}

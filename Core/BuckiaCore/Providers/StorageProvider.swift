@@ -1,0 +1,131 @@
+import Foundation
+
+/// A place objects are stored: a cloud bucket, a storage zone, a local directory.
+///
+/// Every backend implements this one protocol, and everything above it (the client, sync,
+/// the command line, the conformance suite) works with any of them.
+///
+/// Requirements take ``ObjectKey`` values, which are validated when built, so a path with
+/// `..`, an absolute path or a NUL never reaches a provider. The `String` conveniences in
+/// the protocol extension validate for you and throw ``BuckiaError/Code/invalidPath``.
+///
+/// ## Implementation requirements
+///
+/// - Be `Sendable`: one provider value is used from many tasks at once.
+/// - Throw ``BuckiaError`` with the code that fits; a missing object on ``stat(remotePath:)``
+///   is `nil`, on a read or download it is ``BuckiaError/Code/notFound``, and deleting a
+///   missing object succeeds.
+/// - Make writes atomic: a reader sees the old object or the new one, never a mix.
+/// - Return listings in UTF-8 byte order of the keys, in pages of at most
+///   ``ProviderCapabilities/maxListPageSize`` entries.
+/// - Declare what you support in ``capabilities``; the defaults below throw
+///   ``BuckiaError/Code/unsupported`` for the optional operations.
+/// - Never put a credential in an error, a description or a log line.
+/// - Run `BuckiaConformance`'s provider scenarios in your tests.
+public protocol StorageProvider: Sendable {
+    /// The type name this provider registers under.
+    var providerType: ProviderType { get }
+
+    /// What this provider supports.
+    var capabilities: ProviderCapabilities { get }
+
+    /// Prepares the provider for use (authorizes, creates the root) and checks it answers.
+    ///
+    /// - Returns: Whether the provider is reachable and the credentials are accepted.
+    func connect() async throws -> Bool
+
+    /// Checks the provider answers and accepts the credentials, without changing anything.
+    func testConnection() async throws -> ConnectionStatus
+
+    /// Stores the contents of a local file under `remotePath`, streaming it.
+    ///
+    /// - Returns: What was stored.
+    func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile
+
+    /// Stores `data` under `remotePath`.
+    func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile
+
+    /// Writes the object's bytes to `localURL`, replacing what was there only once every
+    /// byte has arrived.
+    func downloadFile(remotePath: ObjectKey, localURL: URL) async throws -> DownloadResult
+
+    /// Reads an object, or a byte range of it, into memory.
+    ///
+    /// - Parameter range: The bytes to read; nil reads the whole object. Ranges need
+    ///   ``Capability/readWithRange``.
+    func readData(remotePath: ObjectKey, range: Range<Int64>?) async throws -> Data
+
+    /// Removes an object. Removing an object that does not exist succeeds.
+    func deleteFile(remotePath: ObjectKey) async throws
+
+    /// Describes one object, or returns nil when it does not exist.
+    func stat(remotePath: ObjectKey) async throws -> RemoteFile?
+
+    /// Returns one page of a listing. Callers use ``list(_:)``, which pages lazily.
+    func listPage(_ request: ListRequest) async throws -> ListPage
+
+    /// Returns the object's checksum in lowercase hex, computing it if the provider can,
+    /// or nil when the provider has no such checksum for it.
+    func checksum(remotePath: ObjectKey, algorithm: ChecksumAlgorithm) async throws -> String?
+
+    /// A URL that fetches the object without credentials (needs ``Capability/publicURL``).
+    func getPublicURL(remotePath: ObjectKey) throws -> URL
+
+    /// Issues a scoped, expiring token (needs ``Capability/accessToken``).
+    func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken
+}
+
+extension StorageProvider {
+    public func connect() async throws -> Bool {
+        try await testConnection().isConnected
+    }
+
+    /// Stores `data` through a temporary file and ``uploadFile(localURL:remotePath:options:)``.
+    public func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        try await TemporaryFile.with(data: data) { url in
+            try await uploadFile(localURL: url, remotePath: remotePath, options: options)
+        }
+    }
+
+    /// Reads the whole object through a temporary file; ranges throw ``BuckiaError/Code/unsupported``.
+    public func readData(remotePath: ObjectKey, range: Range<Int64>?) async throws -> Data {
+        if range != nil {
+            throw BuckiaError.unsupported(.readWithRange, provider: providerType, operation: "read")
+        }
+        return try await TemporaryFile.with { url in
+            _ = try await downloadFile(remotePath: remotePath, localURL: url)
+            return try Data(contentsOf: url)
+        }
+    }
+
+    /// Returns the checksum ``stat(remotePath:)`` reports, if any.
+    public func checksum(remotePath: ObjectKey, algorithm: ChecksumAlgorithm) async throws -> String? {
+        guard let file = try await stat(remotePath: remotePath) else {
+            throw BuckiaError.notFound(remotePath, operation: "checksum")
+        }
+        return file.checksums[algorithm]
+    }
+
+    public func getPublicURL(remotePath: ObjectKey) throws -> URL {
+        throw BuckiaError.unsupported(.publicURL, provider: providerType, operation: "getPublicURL")
+    }
+
+    public func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken {
+        throw BuckiaError.unsupported(.accessToken, provider: providerType, operation: "generateAccessToken")
+    }
+}
+
+extension BuckiaError {
+    /// The error for an operation a provider does not offer.
+    public static func unsupported(_ capability: Capability, provider: ProviderType, operation: String) -> BuckiaError {
+        BuckiaError(
+            .unsupported,
+            "The \(provider) provider does not support \(capability); check its capabilities before calling \(operation).",
+            operation: operation)
+    }
+
+    /// The error for an object that does not exist.
+    public static func notFound(_ key: ObjectKey, operation: String) -> BuckiaError {
+        BuckiaError(.notFound, "No object exists at this key.", operation: operation, path: key.rawValue)
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// Where and how to open a key-value engine.
+public struct EngineConfiguration: Hashable, Sendable, Codable {
+    /// Which engine to open.
+    public var type: EngineType
+    /// The directory the engine keeps its files in; engines that keep none ignore it.
+    public var directory: String?
+    /// Engine-specific settings.
+    public var options: [String: String]
+
+    /// Creates an engine configuration.
+    public init(type: EngineType, directory: String? = nil, options: [String: String] = [:]) {
+        self.type = type
+        self.directory = directory
+        self.options = options
+    }
+
+    /// The directory as a URL, or an error saying the engine needs one.
+    public func requireDirectory() throws -> URL {
+        guard let directory, !directory.isEmpty else {
+            throw BuckiaError(.invalidConfiguration, "The \(type) engine needs a directory.", path: "directory")
+        }
+        return URL(fileURLWithPath: directory, isDirectory: true)
+    }
+}
+
+/// An engine that can be built from a configuration, and so selected by name.
+public protocol StorageEnginePlugin: StorageEngine {
+    /// The type name configurations select this engine by.
+    static var engineType: EngineType { get }
+
+    /// Opens the engine.
+    init(configuration: EngineConfiguration) async throws
+}
+
+/// Engine types mapped to the code that opens them; the same mechanism as ``ProviderRegistry``.
+public struct EngineRegistry: Sendable {
+    private var storage = PluginRegistry<EngineType, EngineConfiguration, @Sendable () async throws -> any StorageEngine>(noun: "engine")
+
+    /// An empty registry.
+    public init() {}
+
+    /// Registers a plugin under its ``StorageEnginePlugin/engineType``.
+    ///
+    /// - Throws: ``BuckiaError/Code/alreadyExists`` if that type is already registered.
+    public mutating func register<Plugin: StorageEnginePlugin>(_ plugin: Plugin.Type) throws {
+        try storage.register(Plugin.engineType) { configuration in
+            { try await Plugin(configuration: configuration) }
+        }
+    }
+
+    /// The registered type names, sorted.
+    public var registeredTypes: [EngineType] { storage.registeredTypes }
+
+    /// Whether `type` is registered.
+    public func contains(_ type: EngineType) -> Bool { storage.contains(type) }
+
+    /// Opens the engine the configuration selects.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for an unknown type, listing the
+    ///   registered ones.
+    public func makeEngine(for configuration: EngineConfiguration) async throws -> any StorageEngine {
+        try await storage.make(configuration.type, configuration: configuration)()
+    }
+}

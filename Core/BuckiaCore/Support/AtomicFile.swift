@@ -1,0 +1,104 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Whole-file writes that either happen completely or not at all.
+///
+/// Bytes go to a temporary file first (in `temporaryDirectory`, which must be on the same file
+/// system as the destination, or beside the destination by default); the file is synced,
+/// renamed over the destination, and the directory synced. A crash leaves the old file or the
+/// new one, never a torn mix, and at worst a stray temporary file.
+public enum AtomicFile {
+    /// The size of the buffer streaming copies use: memory does not grow with file size.
+    public static let copyBufferSize = 1 << 20
+
+    /// Options shared by the write operations.
+    public struct Options: Sendable {
+        /// Where the temporary file goes; nil means beside the destination.
+        public var temporaryDirectory: URL?
+        /// The new file's mode bits.
+        public var permissions: mode_t
+        /// The modification time to give the new file; nil keeps the time of writing.
+        public var modificationDate: Date?
+        /// Whether to `fsync` the file and its directory (durability against power loss).
+        public var durable: Bool
+
+        /// Creates options.
+        public init(temporaryDirectory: URL? = nil, permissions: mode_t = 0o644, modificationDate: Date? = nil, durable: Bool = true) {
+            self.temporaryDirectory = temporaryDirectory
+            self.permissions = permissions
+            self.modificationDate = modificationDate
+            self.durable = durable
+        }
+    }
+
+    /// Writes `data` to `url` atomically.
+    public static func write(_ data: Data, to url: URL, permissions: mode_t = 0o644) throws {
+        try write(to: url, options: Options(permissions: permissions)) { file in try file.write(data) }
+    }
+
+    /// Creates the file through `body`, which writes to a temporary file, then moves it into place.
+    ///
+    /// If `body` throws, the temporary file is removed and the destination is untouched.
+    public static func write(to url: URL, options: Options, _ body: (LocalFile) throws -> Void) throws {
+        let directory = options.temporaryDirectory ?? url.deletingLastPathComponent()
+        let temporary = directory.appendingPathComponent(".buckia-\(UUID().uuidString).tmp", isDirectory: false)
+        let file = try LocalFile.createExclusive(temporary, permissions: options.permissions)
+        do {
+            try body(file)
+            if let date = options.modificationDate { try file.setModificationDate(date) }
+            if options.durable { try file.sync() }
+            try file.close()
+            if rename(temporary.path, url.path) != 0 {
+                throw BuckiaError.posix(errno, operation: "rename", path: url.path)
+            }
+        } catch {
+            try? file.close()
+            unlink(temporary.path)
+            throw error
+        }
+        if options.durable {
+            let parent = try LocalFile.openDirectory(url.deletingLastPathComponent().path)
+            try parent.sync()
+            try parent.close()
+        }
+    }
+
+    /// Streams `source` into `destination` atomically through a fixed-size buffer.
+    ///
+    /// - Parameter observe: Sees every chunk as it passes, to hash it on the way.
+    /// - Returns: The number of bytes copied.
+    @discardableResult
+    public static func copy(
+        from source: URL, to destination: URL, options: Options = Options(),
+        observe: ((UnsafeRawBufferPointer) -> Void)? = nil
+    ) throws -> Int64 {
+        let input = try LocalFile.openForReading(source)
+        defer { try? input.close() }
+        var total: Int64 = 0
+        try write(to: destination, options: options) { output in
+            total = try pump(from: input, to: output, observe: observe)
+        }
+        return total
+    }
+
+    /// Copies everything from `input` to `output` through one buffer of ``copyBufferSize``.
+    public static func pump(from input: LocalFile, to output: LocalFile, observe: ((UnsafeRawBufferPointer) -> Void)? = nil) throws -> Int64 {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: copyBufferSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var total: Int64 = 0
+        while true {
+            let count = try input.read(into: buffer)
+            if count == 0 { return total }
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            observe?(chunk)
+            try output.write(chunk)
+            total += Int64(count)
+        }
+    }
+}

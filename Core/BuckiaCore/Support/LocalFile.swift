@@ -1,0 +1,152 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An open file descriptor, for plugins that stream bytes with a fixed-size buffer.
+///
+/// Foundation's `FileHandle` hides `errno` and cannot set modification times; providers and
+/// engines need both. Every failure is a ``BuckiaError`` naming the path. The descriptor is
+/// closed on ``close()`` or when the value is released.
+public final class LocalFile {
+    /// The path the file was opened at, for messages.
+    public let path: String
+    private var descriptor: Int32
+
+    private init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    deinit {
+        if descriptor >= 0 { _ = systemClose(descriptor) }
+    }
+
+    /// Opens an existing file for reading.
+    public static func openForReading(_ url: URL) throws -> LocalFile {
+        try open(url.path, flags: O_RDONLY | O_CLOEXEC, mode: 0, operation: "open")
+    }
+
+    /// Creates a new file for writing; fails with ``BuckiaError/Code/alreadyExists`` if one is there.
+    public static func createExclusive(_ url: URL, permissions: mode_t = 0o644) throws -> LocalFile {
+        try open(url.path, flags: O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: permissions, operation: "create")
+    }
+
+    /// Opens a directory so it can be synced after a rename into it.
+    static func openDirectory(_ path: String) throws -> LocalFile {
+        try open(path, flags: O_RDONLY | O_DIRECTORY | O_CLOEXEC, mode: 0, operation: "open directory")
+    }
+
+    private static func open(_ path: String, flags: Int32, mode: mode_t, operation: String) throws -> LocalFile {
+        while true {
+            let fd = systemOpen(path, flags, mode)
+            if fd >= 0 { return LocalFile(descriptor: fd, path: path) }
+            if errno == EINTR { continue }
+            throw BuckiaError.posix(errno, operation: operation, path: path)
+        }
+    }
+
+    /// Reads up to `buffer.count` bytes at the current offset; returns 0 at end of file.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            let count = systemRead(descriptor, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            throw BuckiaError.posix(errno, operation: "read", path: path)
+        }
+    }
+
+    /// Reads up to `count` bytes starting at `offset`, without moving the file offset.
+    public func read(count: Int, at offset: Int64) throws -> Data {
+        var data = Data(count: count)
+        var filled = 0
+        try data.withUnsafeMutableBytes { buffer in
+            while filled < count {
+                let n = pread(descriptor, buffer.baseAddress! + filled, count - filled, off_t(offset) + off_t(filled))
+                if n == 0 { break }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw BuckiaError.posix(errno, operation: "read", path: path)
+                }
+                filled += n
+            }
+        }
+        data.removeSubrange(filled..<count)
+        return data
+    }
+
+    /// Writes every byte of `buffer`, retrying short writes.
+    public func write(_ buffer: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < buffer.count {
+            let count = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw BuckiaError.posix(errno, operation: "write", path: path)
+            }
+            offset += count
+        }
+    }
+
+    /// Writes every byte of `data`.
+    public func write(_ data: Data) throws {
+        try data.withUnsafeBytes { try write($0) }
+    }
+
+    /// Flushes the file's data and metadata to stable storage.
+    public func sync() throws {
+        if fsync(descriptor) != 0 {
+            throw BuckiaError.posix(errno, operation: "fsync", path: path)
+        }
+    }
+
+    /// Sets the modification (and access) time.
+    public func setModificationDate(_ date: Date) throws {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        let nanoseconds = Int((date.timeIntervalSince1970 - seconds) * 1_000_000_000)
+        let spec = timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)
+        let times = [spec, spec]
+        if futimens(descriptor, times) != 0 {
+            throw BuckiaError.posix(errno, operation: "set modification time", path: path)
+        }
+    }
+
+    /// The file's size and modification time.
+    public func status() throws -> (size: Int64, modificationDate: Date) {
+        var info = stat()
+        if fstat(descriptor, &info) != 0 {
+            throw BuckiaError.posix(errno, operation: "stat", path: path)
+        }
+        return (Int64(info.st_size), LocalFile.modificationDate(of: info))
+    }
+
+    /// Closes the descriptor, reporting a failed close (which can mean lost writes).
+    public func close() throws {
+        guard descriptor >= 0 else { return }
+        let fd = descriptor
+        descriptor = -1
+        if systemClose(fd) != 0 {
+            throw BuckiaError.posix(errno, operation: "close", path: path)
+        }
+    }
+
+    /// The modification time recorded in a `stat` result.
+    public static func modificationDate(of info: stat) -> Date {
+        #if canImport(Darwin)
+        let spec = info.st_mtimespec
+        #else
+        let spec = info.st_mtim
+        #endif
+        return Date(timeIntervalSince1970: TimeInterval(spec.tv_sec) + TimeInterval(spec.tv_nsec) / 1_000_000_000)
+    }
+}
+
+// The C functions share names with LocalFile's methods; these aliases keep calls unambiguous.
+private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
+private func systemClose(_ fd: Int32) -> Int32 { close(fd) }

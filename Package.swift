@@ -1,0 +1,74 @@
+// swift-tools-version:6.0
+//
+// Buckia: one API over many storage backends, and the engines that keep local data.
+//
+// Layout (one target per folder, `path:` points at it):
+//   Core/       system-library shims and the contracts every plugin implements
+//   Providers/  remote and local object stores (StorageProvider plugins)
+//   Engines/    key-value persistence (StorageEngine plugins)
+//   Tools/      the umbrella library, the conformance library, the command line
+//   Tests/      one test target per target, plus the cross-plugin conformance run
+//
+// "packages: none": this manifest declares no package dependencies. Everything beyond
+// Foundation comes from system C libraries through `.systemLibrary` targets.
+import PackageDescription
+
+let package = Package(
+    name: "Buckia",
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10)],
+    products: [
+        .library(name: "Buckia", targets: ["Buckia"]),
+        .library(name: "BuckiaCore", targets: ["BuckiaCore"]),
+        .library(name: "BuckiaHTTP", targets: ["BuckiaHTTP"]),
+        .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
+        .library(name: "BuckiaMemory", targets: ["BuckiaMemory"]),
+        .library(name: "BuckiaMemoryEngine", targets: ["BuckiaMemoryEngine"]),
+        .library(name: "BuckiaConformance", targets: ["BuckiaConformance"]),
+        .executable(name: "buckia", targets: ["BuckiaCLI"]),
+    ],
+    targets: [
+        // MARK: System libraries
+        .systemLibrary(
+            name: "CSQLite", path: "Core/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Core/COpenSSL", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        .systemLibrary(
+            name: "CZlib", path: "Core/CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
+
+        // MARK: Core
+        .target(name: "BuckiaCore", dependencies: ["COpenSSL", "CZlib"], path: "Core/BuckiaCore"),
+        .target(name: "BuckiaHTTP", dependencies: ["BuckiaCore"], path: "Core/BuckiaHTTP"),
+
+        // MARK: Providers
+        .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
+        .target(name: "BuckiaLocal", dependencies: ["BuckiaCore"], path: "Providers/BuckiaLocal"),
+
+        // MARK: Engines
+        .target(name: "BuckiaMemoryEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaMemoryEngine"),
+
+        // MARK: Tools
+        .target(
+            name: "Buckia",
+            dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine"],
+            path: "Tools/Buckia"),
+        .target(name: "BuckiaConformance", dependencies: ["BuckiaCore"], path: "Tools/BuckiaConformance"),
+        .executableTarget(
+            name: "BuckiaCLI", dependencies: ["Buckia", "BuckiaConformance"], path: "Tools/BuckiaCLI"),
+
+        // MARK: Tests
+        .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore"], path: "Tests/BuckiaCoreTests"),
+        .testTarget(
+            name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP"], path: "Tests/BuckiaHTTPTests",
+            resources: [.copy("Resources")]),
+        .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
+        .testTarget(
+            name: "ConformanceTests",
+            dependencies: ["Buckia", "BuckiaConformance"],
+            path: "Tests/ConformanceTests"),
+        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCLI"], path: "Tests/BuckiaCLITests"),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -40,13 +40,16 @@ public protocol StorageProvider: Sendable {
     /// Stores the contents of a local file under `remotePath`, streaming it.
     ///
     /// - Returns: What was stored.
+    @discardableResult
     func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile
 
     /// Stores `data` under `remotePath`.
+    @discardableResult
     func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile
 
     /// Writes the object's bytes to `localURL`, replacing what was there only once every
     /// byte has arrived.
+    @discardableResult
     func downloadFile(remotePath: ObjectKey, localURL: URL) async throws -> DownloadResult
 
     /// Reads an object, or a byte range of it, into memory.
@@ -81,6 +84,7 @@ extension StorageProvider {
     }
 
     /// Stores `data` through a temporary file and ``uploadFile(localURL:remotePath:options:)``.
+    @discardableResult
     public func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
         try await TemporaryFile.with(data: data) { url in
             try await uploadFile(localURL: url, remotePath: remotePath, options: options)

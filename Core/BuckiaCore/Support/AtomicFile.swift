@@ -27,13 +27,20 @@ public enum AtomicFile {
         public var modificationDate: Date?
         /// Whether to `fsync` the file and its directory (durability against power loss).
         public var durable: Bool
+        /// Whether to create the destination's folder if it is missing at rename time (a
+        /// concurrent delete may have pruned it after the caller created it).
+        public var createParentDirectories: Bool
 
         /// Creates options.
-        public init(temporaryDirectory: URL? = nil, permissions: mode_t = 0o644, modificationDate: Date? = nil, durable: Bool = true) {
+        public init(
+            temporaryDirectory: URL? = nil, permissions: mode_t = 0o644, modificationDate: Date? = nil, durable: Bool = true,
+            createParentDirectories: Bool = false
+        ) {
             self.temporaryDirectory = temporaryDirectory
             self.permissions = permissions
             self.modificationDate = modificationDate
             self.durable = durable
+            self.createParentDirectories = createParentDirectories
         }
     }
 
@@ -54,9 +61,7 @@ public enum AtomicFile {
             if let date = options.modificationDate { try file.setModificationDate(date) }
             if options.durable { try file.sync() }
             try file.close()
-            if rename(temporary.path, url.path) != 0 {
-                throw BuckiaError.posix(errno, operation: "rename", path: url.path)
-            }
+            try moveIntoPlace(temporary, url, createParents: options.createParentDirectories)
         } catch {
             try? file.close()
             unlink(temporary.path)
@@ -66,6 +71,18 @@ public enum AtomicFile {
             let parent = try LocalFile.openDirectory(url.deletingLastPathComponent().path)
             try parent.sync()
             try parent.close()
+        }
+    }
+
+    private static func moveIntoPlace(_ temporary: URL, _ url: URL, createParents: Bool) throws {
+        var attempts = 0
+        while rename(temporary.path, url.path) != 0 {
+            let code = errno
+            attempts += 1
+            guard code == ENOENT, createParents, attempts < 5 else {
+                throw BuckiaError.posix(code, operation: "rename", path: url.path)
+            }
+            try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         }
     }
 

@@ -1,0 +1,73 @@
+import BuckiaCore
+import Foundation
+
+/// A ``StorageEngine`` over a dictionary: the executable specification of the engine contract.
+///
+/// Nothing survives the process, so it does not claim ``Capability/persistent``.
+public actor MemoryStorageEngine: StorageEnginePlugin {
+    public static let engineType: EngineType = .memory
+
+    private struct Entry {
+        var data: Data
+        var createdAt: Date
+        var updatedAt: Date
+    }
+
+    private var entries: [CacheKey: Entry] = [:]
+    private let now: @Sendable () -> Date
+
+    public nonisolated let capabilities: Set<Capability> = []
+
+    /// Creates an empty engine.
+    public init(configuration: EngineConfiguration) async throws {
+        self.init()
+    }
+
+    /// Creates an empty engine with an injected clock.
+    public init(now: @escaping @Sendable () -> Date = { Date() }) {
+        self.now = now
+    }
+
+    public func write(_ data: Data, key: CacheKey) {
+        let time = now()
+        if var entry = entries[key] {
+            entry.data = data
+            entry.updatedAt = time
+            entries[key] = entry
+        } else {
+            entries[key] = Entry(data: data, createdAt: time, updatedAt: time)
+        }
+    }
+
+    public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) {
+        for (key, data) in dataAndKeys { write(data, key: key) }
+    }
+
+    public func read(key: CacheKey) -> Data? { entries[key]?.data }
+
+    public func readDataAndKeys(keys: [CacheKey]) -> [(key: CacheKey, data: Data)] {
+        keys.compactMap { key in entries[key].map { (key, $0.data) } }
+    }
+
+    public func readAllDataAndKeys() -> [(key: CacheKey, data: Data)] {
+        entries.sorted { $0.key < $1.key }.map { ($0.key, $0.value.data) }
+    }
+
+    public func remove(key: CacheKey) { entries[key] = nil }
+
+    public func remove(keys: [CacheKey]) {
+        for key in keys { entries[key] = nil }
+    }
+
+    public func removeAllData() { entries.removeAll() }
+
+    public func keyExists(_ key: CacheKey) -> Bool { entries[key] != nil }
+
+    public func keyCount() -> Int { entries.count }
+
+    public func allKeys() -> [CacheKey] { entries.keys.sorted() }
+
+    public func createdAt(key: CacheKey) -> Date? { entries[key]?.createdAt }
+
+    public func updatedAt(key: CacheKey) -> Date? { entries[key]?.updatedAt }
+}

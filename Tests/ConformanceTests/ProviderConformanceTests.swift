@@ -1,0 +1,30 @@
+import Buckia
+import BuckiaConformance
+import Foundation
+import Testing
+
+/// Every built-in provider through every provider scenario, one test case per pair.
+@Suite("Provider conformance")
+struct ProviderConformanceTests {
+    @Test("memory provider", arguments: ProviderConformance.scenarios)
+    func memory(_ scenario: ProviderScenario) async throws {
+        try await check(scenario, on: MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)))
+    }
+
+    @Test("local provider", arguments: ProviderConformance.scenarios)
+    func local(_ scenario: ProviderScenario) async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-local-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let configuration = BuckiaConfiguration(provider: .local, options: ["root": root.path])
+        try await check(scenario, on: ProviderRegistry.builtIn.makeProvider(for: configuration))
+    }
+}
+
+/// Runs one scenario, reporting a skip as a cancelled test case and a failure as an issue.
+func check(_ scenario: ProviderScenario, on provider: any StorageProvider) async throws {
+    let outcome = await ProviderConformance.run(scenario, on: provider)
+    if case .skipped(let reason) = outcome {
+        try Test.cancel(Comment(rawValue: "\(scenario.name): \(reason)"))
+    }
+    #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")
+}

@@ -1,0 +1,28 @@
+// The umbrella module: import Buckia to get the core contracts and every built-in plugin.
+@_exported import BuckiaCore
+@_exported import BuckiaHTTP
+@_exported import BuckiaLocal
+@_exported import BuckiaMemory
+@_exported import BuckiaMemoryEngine
+
+extension ProviderRegistry {
+    /// A registry with every provider that ships with Buckia.
+    ///
+    /// Add your own on a copy: `var registry = ProviderRegistry.builtIn; try registry.register(FTPProvider.self)`.
+    public static var builtIn: ProviderRegistry {
+        var registry = ProviderRegistry()
+        // Each built-in type is distinct, so registration cannot collide.
+        try? registry.register(LocalProvider.self)
+        try? registry.register(MemoryProvider.self)
+        return registry
+    }
+}
+
+extension EngineRegistry {
+    /// A registry with every engine that ships with Buckia.
+    public static var builtIn: EngineRegistry {
+        var registry = EngineRegistry()
+        try? registry.register(MemoryStorageEngine.self)
+        return registry
+    }
+}

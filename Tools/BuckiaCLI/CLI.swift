@@ -1,0 +1,63 @@
+import Buckia
+import Foundation
+
+/// The command table and dispatch.
+enum CLI {
+    static let globalOptions: [OptionSpec] = [
+        .value("config", "Read remotes from this JSON file instead of the default one."),
+        .flag("help", short: "h", "Show this help."),
+    ]
+
+    static var commands: [Command] {
+        [providersCommand, lsCommand, cpCommand, catCommand, rmCommand, conformanceCommand]
+    }
+
+    static var overview: String {
+        var lines = [
+            "buckia — one command line over every Buckia storage provider.", "",
+            "Usage: buckia COMMAND [ARGUMENTS] [--config FILE]", "", "Commands:",
+        ]
+        for command in commands {
+            lines.append("  \(command.name.padding(toLength: 12, withPad: " ", startingAt: 0)) \(command.summary)")
+        }
+        lines += [
+            "", "Paths are REMOTE:PATH for a configured remote (default: always exists) or a local path.",
+            "Run 'buckia COMMAND --help' for a command's options. Docs/CLI.md has the details.",
+        ]
+        return lines.joined(separator: "\n")
+    }
+
+    static func main(_ arguments: [String], environment: [String: String]) async -> ExitCode {
+        guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
+            if arguments.isEmpty {
+                Console.error(overview)
+                return .usage
+            }
+            Console.out(overview)
+            return .success
+        }
+        guard let command = commands.first(where: { $0.name == name }) else {
+            Console.error("buckia: unknown command \(name.debugDescription); run 'buckia --help' for the list.")
+            return .usage
+        }
+        do {
+            let parsed = try ArgumentParser.parse(Array(arguments.dropFirst()), options: command.options + globalOptions)
+            if parsed.flag("help") {
+                Console.out(command.help)
+                return .success
+            }
+            guard command.positionals.contains(parsed.positionals.count) else {
+                throw UsageError(description: "Usage: buckia \(command.usage)")
+            }
+            let invocation = Invocation(arguments: parsed, environment: environment, registry: .builtIn)
+            return try await command.run(invocation)
+        } catch let error as UsageError {
+            Console.error("buckia \(name): \(error.description)")
+            return .usage
+        } catch {
+            let wrapped = BuckiaError.wrapping(error)
+            Console.report(wrapped)
+            return ExitCode.from(wrapped)
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Buckia
+import BuckiaConformance
+import Foundation
+
+extension CLI {
+    static let providersCommand = Command(
+        name: "providers", summary: "List the provider types this build knows and the configured remotes.",
+        usage: "providers", positionals: 0...0, options: [], details: ""
+    ) { invocation in
+        Console.out("Provider types:")
+        for type in invocation.registry.registeredTypes { Console.out("  \(type)") }
+        let remotes = try invocation.remotes()
+        Console.out("Remotes:")
+        for name in remotes.remotes.keys.sorted() {
+            let remote = try remotes.configuration(named: name)
+            Console.out("  \(name): \(remote.provider) (\(remotes.sources[name] ?? "unknown"))")
+        }
+        return .success
+    }
+
+    static let lsCommand = Command(
+        name: "ls", summary: "List objects and folders under a remote path.",
+        usage: "ls REMOTE:PATH [--recursive] [--json]", positionals: 1...1,
+        options: [
+            .flag("recursive", short: "R", "List everything below, not just one level."),
+            .flag("json", "Print a JSON array of entries."),
+        ],
+        details: "Each line is SIZE MODIFIED PATH for an object, or PATH/ for a folder."
+    ) { invocation in
+        guard case .remote(let name, let path) = Location(invocation.positionals[0]) else {
+            throw UsageError(description: "ls needs a remote path such as default:photos")
+        }
+        let (provider, _) = try invocation.provider(named: name)
+        let json = invocation.arguments.flag("json")
+        var printer = ListingPrinter(json: json)
+        if !path.trimmedSlashes.isEmpty, let file = try await provider.stat(remotePath: path.trimmedSlashes) {
+            printer.print(.object(file))
+        } else {
+            let options = ListOptions(prefix: path.folderPrefix, recursive: invocation.arguments.flag("recursive"))
+            for try await entry in provider.list(options) { printer.print(entry) }
+        }
+        printer.finish()
+        return .success
+    }
+
+    static let catCommand = Command(
+        name: "cat", summary: "Write an object's bytes to standard output.",
+        usage: "cat REMOTE:PATH", positionals: 1...1, options: [], details: ""
+    ) { invocation in
+        guard case .remote(let name, let path) = Location(invocation.positionals[0]) else {
+            throw UsageError(description: "cat needs a remote path such as default:notes.txt")
+        }
+        let (provider, _) = try invocation.provider(named: name)
+        try await TemporaryFile.with { url in
+            try await provider.downloadFile(remotePath: path.trimmedSlashes, localURL: url)
+            let input = try LocalFile.openForReading(url)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
+            defer { buffer.deallocate() }
+            while true {
+                let count = try input.read(into: buffer)
+                if count == 0 { break }
+                FileHandle.standardOutput.write(Data(bytesNoCopy: buffer.baseAddress!, count: count, deallocator: .none))
+            }
+        }
+        return .success
+    }
+
+    static let conformanceCommand = Command(
+        name: "conformance", summary: "Run the provider conformance suite against a remote.",
+        usage: "conformance REMOTE:", positionals: 1...1,
+        options: [.value("filter", "Run only scenarios whose name contains this text.")],
+        details: "Writes under a fresh buckia-conformance-<random>/ prefix and removes it afterwards."
+    ) { invocation in
+        let argument = invocation.positionals[0]
+        let name: String
+        if case .remote(let remote, _) = Location(argument) { name = remote } else { name = argument.lowercased() }
+        let (provider, _) = try invocation.provider(named: name)
+        var scenarios = ProviderConformance.scenarios
+        if let filter = invocation.arguments.value("filter") {
+            scenarios = scenarios.filter { $0.name.localizedCaseInsensitiveContains(filter) }
+        }
+        let report = await ProviderConformance.runAll(on: provider, scenarios: scenarios) { scenario, outcome, _ in
+            Console.error("\(outcome.label) \(scenario.name)")
+        }
+        Console.out(report.table())
+        return report.succeeded ? .success : .conformanceFailed
+    }
+}
+
+/// Prints listing entries as text lines or as one streamed JSON array.
+struct ListingPrinter {
+    let json: Bool
+    private var first = true
+
+    init(json: Bool) { self.json = json }
+
+    mutating func print(_ entry: ListEntry) {
+        if json {
+            var object: [String: Any] = ["path": entry.path, "type": entry.file == nil ? "directory" : "object"]
+            if let file = entry.file {
+                object["size"] = file.size
+                if let date = file.modificationDate { object["modificationDate"] = date.formatted(.iso8601) }
+                if let etag = file.etag { object["etag"] = etag }
+            }
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+            Console.out((first ? "[" : ",") + String(decoding: data, as: UTF8.self))
+        } else if let file = entry.file {
+            let date = file.modificationDate.map { $0.formatted(.iso8601) } ?? "-"
+            Console.out("\(String(file.size).leftPadded(12)) \(date) \(file.path)")
+        } else {
+            Console.out("\(String(repeating: " ", count: 12)) \(String(repeating: " ", count: 20)) \(entry.path)")
+        }
+        first = false
+    }
+
+    func finish() {
+        if json { Console.out(first ? "[]" : "]") }
+    }
+}
+
+extension String {
+    func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}

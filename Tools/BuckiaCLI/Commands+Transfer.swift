@@ -1,0 +1,191 @@
+import Buckia
+import Foundation
+
+extension CLI {
+    static let cpCommand = Command(
+        name: "cp", summary: "Copy a file or, with -r, a folder between local paths and remotes.",
+        usage: "cp SOURCE DESTINATION [--recursive]", positionals: 2...2,
+        options: [.flag("recursive", short: "r", "Copy the contents of the SOURCE folder into DESTINATION.")],
+        details: """
+            A DESTINATION ending in '/' (or an existing local folder) receives the file under its own name.
+            Transfers stream through a fixed buffer: memory does not grow with file size.
+            """
+    ) { invocation in
+        let source = Location(invocation.positionals[0])
+        let destination = Location(invocation.positionals[1])
+        let copier = try Copier(invocation: invocation, source: source, destination: destination)
+        let (files, bytes) = invocation.arguments.flag("recursive") ? try await copier.copyTree() : try await copier.copyOne()
+        Console.error("Copied \(files) file\(files == 1 ? "" : "s") (\(bytes) bytes).")
+        return .success
+    }
+
+    static let rmCommand = Command(
+        name: "rm", summary: "Remove an object or, with -r, everything under a remote folder.",
+        usage: "rm REMOTE:PATH [--recursive]", positionals: 1...1,
+        options: [.flag("recursive", short: "r", "Remove every object under PATH/.")], details: ""
+    ) { invocation in
+        guard case .remote(let name, let path) = Location(invocation.positionals[0]) else {
+            throw UsageError(description: "rm needs a remote path such as default:old.txt")
+        }
+        let (provider, configuration) = try invocation.provider(named: name)
+        guard invocation.arguments.flag("recursive") else {
+            guard try await provider.stat(remotePath: path.trimmedSlashes) != nil else {
+                throw BuckiaError(.notFound, "No object exists at \(name):\(path.trimmedSlashes); use -r for a folder.", path: path)
+            }
+            try await provider.deleteFile(remotePath: path.trimmedSlashes)
+            return .success
+        }
+        var keys: [String] = []
+        for try await entry in provider.list(ListOptions(prefix: path.folderPrefix)) {
+            if let file = entry.file { keys.append(file.path) }
+        }
+        try await concurrently(keys, width: configuration.maxConcurrentOperations) { key in
+            try await provider.deleteFile(remotePath: key)
+        }
+        Console.error("Removed \(keys.count) object\(keys.count == 1 ? "" : "s").")
+        return .success
+    }
+}
+
+/// Runs `body` over `items` with at most `width` in flight.
+func concurrently<T: Sendable>(_ items: [T], width: Int, _ body: @escaping @Sendable (T) async throws -> Void) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        var iterator = items.makeIterator()
+        for _ in 0..<max(1, width) {
+            guard let item = iterator.next() else { break }
+            group.addTask { try await body(item) }
+        }
+        while try await group.next() != nil {
+            if let item = iterator.next() { group.addTask { try await body(item) } }
+        }
+    }
+}
+
+/// Copies between any two locations: local↔remote, remote↔remote, local↔local.
+struct Copier: Sendable {
+    enum Endpoint: Sendable {
+        case local(URL)
+        case remote(any StorageProvider, name: String, path: String, concurrency: Int)
+    }
+
+    let source: Endpoint
+    let destination: Endpoint
+    let destinationIsFolder: Bool
+
+    init(invocation: Invocation, source: Location, destination: Location) throws {
+        func endpoint(_ location: Location) throws -> Endpoint {
+            switch location {
+            case .local(let url): return .local(url)
+            case .remote(let name, let path):
+                let (provider, configuration) = try invocation.provider(named: name)
+                return .remote(provider, name: name, path: path, concurrency: configuration.maxConcurrentOperations)
+            }
+        }
+        self.source = try endpoint(source)
+        self.destination = try endpoint(destination)
+        let raw = invocation.positionals[1]
+        switch self.destination {
+        case .local(let url):
+            var isDirectory: ObjCBool = false
+            destinationIsFolder = raw.hasSuffix("/") || (FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue)
+        case .remote(_, _, let path, _):
+            destinationIsFolder = path.isEmpty || path.hasSuffix("/")
+        }
+    }
+
+    /// Copies one file; returns (1, bytes).
+    func copyOne() async throws -> (Int, Int64) {
+        let name: String
+        switch source {
+        case .local(let url):
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+                throw BuckiaError(.notFound, "The local file \(url.path) does not exist.", path: url.path)
+            }
+            if isDirectory.boolValue { throw UsageError(description: "\(url.path) is a folder; use -r to copy folders.") }
+            name = url.lastPathComponent
+        case .remote(_, _, let path, _):
+            name = path.trimmedSlashes.split(separator: "/").last.map(String.init) ?? ""
+        }
+        let target = try destinationIsFolder ? destinationPath(appending: name) : destinationPath(appending: nil)
+        return (1, try await copy(try sourcePath(appending: nil), to: target))
+    }
+
+    /// Copies everything under the source folder into the destination folder.
+    func copyTree() async throws -> (Int, Int64) {
+        var relatives: [String] = []
+        switch source {
+        case .local(let root):
+            guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else {
+                throw BuckiaError(.notFound, "The local folder \(root.path) cannot be read.", path: root.path)
+            }
+            let base = root.standardizedFileURL.resolvingSymlinksInPath().path
+            for case let url as URL in walker where (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
+                let full = url.standardizedFileURL.resolvingSymlinksInPath().path
+                guard full.hasPrefix(base + "/") else { continue }
+                relatives.append(String(full.dropFirst(base.count + 1)))
+            }
+        case .remote(let provider, _, let path, _):
+            let prefix = path.folderPrefix
+            for try await entry in provider.list(ListOptions(prefix: prefix)) {
+                if let file = entry.file { relatives.append(String(file.path.dropFirst(prefix.count))) }
+            }
+        }
+        let width = [source, destination].map { endpoint -> Int in
+            if case .remote(_, _, _, let concurrency) = endpoint { return concurrency }
+            return 4
+        }.min() ?? 4
+        let total = Locked<Int64>(0)
+        try await concurrently(relatives.sorted(), width: width) { relative in
+            let bytes = try await copy(sourcePath(appending: relative, asFolder: true), to: destinationPath(appending: relative, asFolder: true))
+            total.withLock { $0 += bytes }
+        }
+        return (relatives.count, total.withLock { $0 })
+    }
+
+    enum Resolved: Sendable {
+        case local(URL)
+        case remote(any StorageProvider, ObjectKey)
+    }
+
+    private func sourcePath(appending relative: String?, asFolder: Bool = false) throws -> Resolved {
+        try resolve(source, appending: relative, asFolder: asFolder)
+    }
+
+    private func destinationPath(appending relative: String?, asFolder: Bool = false) throws -> Resolved {
+        try resolve(destination, appending: relative, asFolder: asFolder || relative != nil)
+    }
+
+    private func resolve(_ endpoint: Endpoint, appending relative: String?, asFolder: Bool) throws -> Resolved {
+        switch endpoint {
+        case .local(let url):
+            guard let relative else { return .local(url) }
+            return .local(url.appendingPathComponent(relative))
+        case .remote(let provider, _, let path, _):
+            let key = asFolder ? path.folderPrefix + (relative ?? "") : path.trimmedSlashes
+            return .remote(provider, try ObjectKey(key))
+        }
+    }
+
+    private func copy(_ from: Resolved, to: Resolved) async throws -> Int64 {
+        switch (from, to) {
+        case (.local(let source), .remote(let provider, let key)):
+            return try await provider.uploadFile(localURL: source, remotePath: key, options: UploadOptions()).size
+        case (.remote(let provider, let key), .local(let target)):
+            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            return try await provider.downloadFile(remotePath: key, localURL: target).file.size
+        case (.remote(let sourceProvider, let sourceKey), .remote(let targetProvider, let targetKey)):
+            return try await TemporaryFile.with { url in
+                let downloaded = try await sourceProvider.downloadFile(remotePath: sourceKey, localURL: url)
+                let options = UploadOptions(contentType: downloaded.file.contentType, modificationDate: downloaded.file.modificationDate)
+                return try await targetProvider.uploadFile(localURL: url, remotePath: targetKey, options: options).size
+            }
+        case (.local(let source), .local(let target)):
+            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let input = try LocalFile.openForReading(source)
+            let modified = try input.status().modificationDate
+            try input.close()
+            return try AtomicFile.copy(from: source, to: target, options: AtomicFile.Options(modificationDate: modified))
+        }
+    }
+}

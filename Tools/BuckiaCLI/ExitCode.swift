@@ -1,0 +1,30 @@
+import BuckiaCore
+
+/// The process exit status, documented in Docs/CLI.md.
+enum ExitCode: Int32 {
+    /// Everything worked.
+    case success = 0
+    /// The operation failed (I/O, network, corrupt data, a remote error).
+    case failure = 1
+    /// The command was called wrongly, or a path argument is not a valid key.
+    case usage = 2
+    /// The object, file or remote does not exist.
+    case notFound = 3
+    /// Credentials were refused or do not allow the operation.
+    case denied = 4
+    /// The configuration file or environment is malformed or incomplete.
+    case configuration = 5
+    /// `conformance` ran, and at least one scenario failed.
+    case conformanceFailed = 6
+
+    /// The exit status for an error.
+    static func from(_ error: BuckiaError) -> ExitCode {
+        switch error.code {
+        case .notFound: .notFound
+        case .unauthorized, .permissionDenied: .denied
+        case .invalidConfiguration: .configuration
+        case .invalidPath: .usage
+        default: .failure
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import BuckiaCore
+import Foundation
+
+/// Named remotes from the configuration file, the environment and the built-in `default`.
+///
+/// - File: `--config PATH`, else `$BUCKIA_CONFIG`, else `$XDG_CONFIG_HOME/buckia/config.json`
+///   (`~/.config/buckia/config.json`): `{"remotes": {"NAME": <BuckiaConfiguration>}}`.
+/// - Environment: `BUCKIA_REMOTE_<NAME>_<KEY>`; NAME has no underscores. KEY is `PROVIDER`,
+///   `BUCKET`, `AUTH_METHOD`, `MAX_CONCURRENT_OPERATIONS`, `CREDENTIAL_<X>` (a credential) or
+///   anything else (a provider option); `<X>` and option keys become camelCase
+///   (`ACCESS_KEY_ID` → `accessKeyId`). Environment values override the file's.
+/// - `default`: a local provider under `$XDG_DATA_HOME/buckia/default`, unless configured.
+struct RemoteConfiguration {
+    private(set) var remotes: [String: BuckiaConfiguration] = [:]
+    /// Where each remote came from, for `buckia providers`.
+    private(set) var sources: [String: String] = [:]
+
+    struct File: Decodable {
+        var remotes: [String: BuckiaConfiguration]
+
+        private enum CodingKeys: String, CodingKey, CaseIterable { case remotes }
+
+        init(from decoder: any Decoder) throws {
+            try ConfigurationDecoding.rejectUnknownKeys(in: decoder, allowed: CodingKeys.allCases.map(\.stringValue))
+            remotes = try decoder.container(keyedBy: CodingKeys.self).decodeIfPresent([String: BuckiaConfiguration].self, forKey: .remotes) ?? [:]
+        }
+    }
+
+    static func load(explicitPath: String?, environment: [String: String]) throws -> RemoteConfiguration {
+        var configuration = RemoteConfiguration()
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.local/share"
+        configuration.remotes["default"] = BuckiaConfiguration(provider: .local, options: ["root": "\(dataHome)/buckia/default"])
+        configuration.sources["default"] = "built in"
+
+        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.config"
+        let path = explicitPath ?? environment["BUCKIA_CONFIG"] ?? "\(configHome)/buckia/config.json"
+        if FileManager.default.fileExists(atPath: path) {
+            let data: Data
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: path))
+            } catch {
+                throw BuckiaError(.invalidConfiguration, "The configuration file \(path) cannot be read: \(error.localizedDescription)", path: path)
+            }
+            let file: File
+            do {
+                file = try ConfigurationDecoding.decode(File.self, from: data)
+            } catch let error as BuckiaError {
+                throw BuckiaError(.invalidConfiguration, "The configuration file \(path) is invalid: \(error.message)", path: error.path)
+            }
+            for (name, remote) in file.remotes {
+                configuration.remotes[name.lowercased()] = remote
+                configuration.sources[name.lowercased()] = path
+            }
+        } else if explicitPath != nil {
+            throw BuckiaError(.invalidConfiguration, "The configuration file \(path) does not exist.", path: path)
+        }
+        try configuration.applyEnvironment(environment)
+        for (name, remote) in configuration.remotes {
+            do {
+                try remote.validate()
+            } catch let error as BuckiaError {
+                throw BuckiaError(.invalidConfiguration, "The remote \(name.debugDescription) is invalid: \(error.message)", path: error.path)
+            }
+        }
+        return configuration
+    }
+
+    private mutating func applyEnvironment(_ environment: [String: String]) throws {
+        let marker = "BUCKIA_REMOTE_"
+        for (variable, value) in environment.sorted(by: { $0.key < $1.key }) where variable.hasPrefix(marker) {
+            let rest = variable.dropFirst(marker.count)
+            guard let underscore = rest.firstIndex(of: "_"), underscore != rest.startIndex else {
+                throw BuckiaError(.invalidConfiguration, "The variable \(variable) should look like BUCKIA_REMOTE_<NAME>_<KEY>.", path: variable)
+            }
+            let name = rest[..<underscore].lowercased()
+            let key = String(rest[rest.index(after: underscore)...])
+            var remote = remotes[name] ?? BuckiaConfiguration(provider: ProviderType(rawValue: ""))
+            switch key {
+            case "PROVIDER": remote.provider = ProviderType(rawValue: value)
+            case "BUCKET": remote.bucketName = value
+            case "AUTH_METHOD":
+                guard let method = AuthenticationMethod(rawValue: value) else {
+                    let known = AuthenticationMethod.allCases.map(\.rawValue).joined(separator: ", ")
+                    throw BuckiaError(.invalidConfiguration, "\(variable) is \(value.debugDescription); use one of \(known).", path: variable)
+                }
+                remote.authConfig.method = method
+            case "MAX_CONCURRENT_OPERATIONS":
+                guard let number = Int(value) else {
+                    throw BuckiaError(.invalidConfiguration, "\(variable) should be a whole number.", path: variable)
+                }
+                remote.maxConcurrentOperations = number
+            default:
+                if key.hasPrefix("CREDENTIAL_") {
+                    remote.authConfig.credentials[Self.camelCase(key.dropFirst("CREDENTIAL_".count))] = Secret(value)
+                } else {
+                    remote.options[Self.camelCase(Substring(key))] = value
+                }
+            }
+            remotes[name] = remote
+            sources[name] = sources[name].map { "\($0) + environment" } ?? "environment"
+        }
+        for (name, remote) in remotes where remote.provider.rawValue.isEmpty {
+            throw BuckiaError(
+                .invalidConfiguration,
+                "The remote \(name.debugDescription) is set in the environment but has no provider; set BUCKIA_REMOTE_\(name.uppercased())_PROVIDER.",
+                path: name)
+        }
+    }
+
+    static func camelCase(_ key: Substring) -> String {
+        let words = key.lowercased().split(separator: "_")
+        guard let first = words.first else { return "" }
+        return String(first) + words.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+    }
+
+    func configuration(named name: String) throws -> BuckiaConfiguration {
+        guard let remote = remotes[name] else {
+            let known = remotes.keys.sorted().joined(separator: ", ")
+            throw BuckiaError(.notFound, "No remote named \(name.debugDescription) is configured; configured remotes: \(known).", path: name)
+        }
+        return remote
+    }
+}

@@ -98,7 +98,9 @@ struct RemoteConfiguration {
                 }
             }
             remotes[name] = remote
-            sources[name] = sources[name].map { "\($0) + environment" } ?? "environment"
+            if sources[name]?.hasSuffix("environment") != true {
+                sources[name] = sources[name].map { "\($0) + environment" } ?? "environment"
+            }
         }
         for (name, remote) in remotes where remote.provider.rawValue.isEmpty {
             throw BuckiaError(

@@ -1,0 +1,125 @@
+import BuckiaCore
+import BuckiaLocal
+import Foundation
+import Testing
+
+/// A fresh root (and a sibling "outside" folder) per test, removed afterwards.
+struct LocalFixture: ~Copyable {
+    let base: URL
+    let root: URL
+    let outside: URL
+    let provider: LocalProvider
+
+    init() throws {
+        base = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-localtests-\(UUID().uuidString)")
+        root = base.appendingPathComponent("root")
+        outside = base.appendingPathComponent("outside")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        provider = try LocalProvider(root: root)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: base) }
+}
+
+@Suite("Local provider")
+struct LocalProviderTests {
+    @Test("A symbolic link to a file outside the root is refused for reads")
+    func symlinkFileEscape() async throws {
+        let fixture = try LocalFixture()
+        try Data("secret".utf8).write(to: fixture.outside.appendingPathComponent("secret.txt"))
+        try FileManager.default.createSymbolicLink(
+            atPath: fixture.root.appendingPathComponent("link.txt").path,
+            withDestinationPath: fixture.outside.appendingPathComponent("secret.txt").path)
+        let error = await #expect(throws: BuckiaError.self) { try await fixture.provider.readData(remotePath: "link.txt") }
+        #expect(error?.code == .invalidPath)
+        #expect(try await fixture.provider.listFiles().isEmpty, "escaping links are not listed")
+    }
+
+    @Test("A symbolic link to a folder outside the root is refused for writes, and nothing lands outside")
+    func symlinkFolderEscape() async throws {
+        let fixture = try LocalFixture()
+        try FileManager.default.createSymbolicLink(
+            atPath: fixture.root.appendingPathComponent("out").path, withDestinationPath: fixture.outside.path)
+        let error = await #expect(throws: BuckiaError.self) {
+            try await fixture.provider.uploadData(Data("x".utf8), remotePath: "out/planted.txt")
+        }
+        #expect(error?.code == .invalidPath)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.outside.path).isEmpty)
+        let deleteError = await #expect(throws: BuckiaError.self) { try await fixture.provider.deleteFile(remotePath: "out/planted.txt") }
+        #expect(deleteError?.code == .invalidPath)
+    }
+
+    @Test("A symbolic link to a file inside the root reads like the file")
+    func symlinkInside() async throws {
+        let fixture = try LocalFixture()
+        try await fixture.provider.uploadData(Data("real".utf8), remotePath: "real.txt")
+        try FileManager.default.createSymbolicLink(
+            atPath: fixture.root.appendingPathComponent("alias.txt").path,
+            withDestinationPath: fixture.root.appendingPathComponent("real.txt").path)
+        #expect(try await fixture.provider.readData(remotePath: "alias.txt") == Data("real".utf8))
+        #expect(try await fixture.provider.listFiles().map(\.path) == ["alias.txt", "real.txt"])
+    }
+
+    @Test("Keys under the reserved .buckia folder are refused", arguments: [".buckia/tmp/x", ".buckia"])
+    func reservedName(_ key: String) async throws {
+        let fixture = try LocalFixture()
+        let error = await #expect(throws: BuckiaError.self) { try await fixture.provider.uploadData(Data(), remotePath: key) }
+        #expect(error?.code == .invalidPath)
+    }
+
+    @Test("A failed upload leaves the existing object and no temporary file")
+    func failedUploadIsAtomic() async throws {
+        let fixture = try LocalFixture()
+        try await fixture.provider.uploadData(Data("original".utf8), remotePath: "doc.txt")
+        let missing = fixture.base.appendingPathComponent("does-not-exist")
+        let error = await #expect(throws: BuckiaError.self) {
+            try await fixture.provider.uploadFile(localURL: missing, remotePath: "doc.txt")
+        }
+        #expect(error?.code == .notFound)
+        #expect(try await fixture.provider.readData(remotePath: "doc.txt") == Data("original".utf8))
+        let temporary = fixture.root.appendingPathComponent(".buckia/tmp").path
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).isEmpty)
+    }
+
+    @Test("An object and a folder cannot share a name", arguments: [("a", "a/b"), ("a/b", "a")])
+    func objectFolderConflict(first: String, second: String) async throws {
+        let fixture = try LocalFixture()
+        try await fixture.provider.uploadData(Data("1".utf8), remotePath: first)
+        let error = await #expect(throws: BuckiaError.self) { try await fixture.provider.uploadData(Data("2".utf8), remotePath: second) }
+        #expect(error?.code == .alreadyExists)
+        #expect(try await fixture.provider.readData(remotePath: first) == Data("1".utf8))
+    }
+
+    @Test("Deleting the last object in a folder removes the empty folders, not the root")
+    func deletePrunesFolders() async throws {
+        let fixture = try LocalFixture()
+        try await fixture.provider.uploadData(Data("x".utf8), remotePath: "a/b/c/file.txt")
+        try await fixture.provider.uploadData(Data("y".utf8), remotePath: "a/keep.txt")
+        try await fixture.provider.deleteFile(remotePath: "a/b/c/file.txt")
+        #expect(!FileManager.default.fileExists(atPath: fixture.root.appendingPathComponent("a/b").path))
+        #expect(FileManager.default.fileExists(atPath: fixture.root.appendingPathComponent("a/keep.txt").path))
+        try await fixture.provider.deleteFile(remotePath: "a/keep.txt")
+        #expect(FileManager.default.fileExists(atPath: fixture.root.path))
+    }
+
+    @Test("Checksums are computed on demand from the stored bytes")
+    func checksumsOnDemand() async throws {
+        let fixture = try LocalFixture()
+        try await fixture.provider.uploadData(Data("abc".utf8), remotePath: "abc.txt")
+        let key = try ObjectKey("abc.txt")
+        #expect(try await fixture.provider.checksum(remotePath: key, algorithm: .sha256) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(try await fixture.provider.checksum(remotePath: key, algorithm: .md5) == "900150983cd24fb0d6963f7d28e17f72")
+        #expect(try await fixture.provider.checksum(remotePath: key, algorithm: "crc32c") == nil)
+    }
+
+    @Test(
+        "Bad configurations fail with invalidConfiguration",
+        arguments: [[:], ["root": "relative/path"], ["root": "/tmp/x", "fsync": "sometimes"]]
+    )
+    func badConfiguration(_ options: [String: String]) throws {
+        let error = #expect(throws: BuckiaError.self) {
+            try LocalProvider(configuration: BuckiaConfiguration(provider: .local, options: options))
+        }
+        #expect(error?.code == .invalidConfiguration)
+    }
+}

@@ -28,3 +28,27 @@ func check(_ scenario: ProviderScenario, on provider: any StorageProvider) async
     }
     #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")
 }
+
+/// The third-party example from Docs/WritingAProvider.md, registered and run like a built-in.
+@Suite("Third-party provider conformance")
+struct ThirdPartyConformanceTests {
+    @Test("flatfolder provider (Docs/WritingAProvider.md)", arguments: ProviderConformance.scenarios)
+    func flatFolder(_ scenario: ProviderScenario) async throws {
+        var registry = ProviderRegistry.builtIn
+        try registry.register(FlatFolderProvider.self)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-flat-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let configuration = BuckiaConfiguration(provider: .flatFolder, options: ["folder": folder.path])
+        try await check(scenario, on: registry.makeProvider(for: configuration))
+    }
+
+    @Test("The guide shows the example exactly as it is compiled")
+    func guideMatchesSource() throws {
+        let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let source = try String(contentsOf: tests.appendingPathComponent("FlatFolderProvider.swift"), encoding: .utf8)
+        let guide = try String(
+            contentsOf: tests.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Docs/WritingAProvider.md"),
+            encoding: .utf8)
+        #expect(guide.contains("```swift\n" + source + "```"), "Docs/WritingAProvider.md must embed FlatFolderProvider.swift verbatim")
+    }
+}

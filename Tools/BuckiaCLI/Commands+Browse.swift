@@ -51,15 +51,33 @@ extension CLI {
             throw UsageError(description: "cat needs a remote path such as default:notes.txt")
         }
         let (provider, _) = try invocation.provider(named: name)
+        let key = try ObjectKey(path.trimmedSlashes)
+        if provider.capabilities.supports(.readWithRange) {
+            // Ranged reads of one buffer each: no temporary copy, memory bounded by the buffer.
+            guard let size = try await provider.stat(remotePath: key)?.size else {
+                throw BuckiaError.notFound(key, operation: "cat")
+            }
+            var offset: Int64 = 0
+            while offset < size {
+                let end = min(size, offset + Int64(AtomicFile.copyBufferSize))
+                let chunk = try await provider.readData(remotePath: key, range: offset..<end)
+                guard !chunk.isEmpty else {
+                    throw BuckiaError(.corrupt, "The object ended at byte \(offset) of the \(size) its size promised.", operation: "cat", path: key.rawValue)
+                }
+                FileHandle.standardOutput.write(chunk)
+                offset += Int64(chunk.count)
+            }
+            return .success
+        }
         try await TemporaryFile.with { url in
-            try await provider.downloadFile(remotePath: path.trimmedSlashes, localURL: url)
+            try await provider.downloadFile(remotePath: key, localURL: url)
             let input = try LocalFile.openForReading(url)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
             defer { buffer.deallocate() }
             while true {
                 let count = try input.read(into: buffer)
                 if count == 0 { break }
-                FileHandle.standardOutput.write(Data(bytesNoCopy: buffer.baseAddress!, count: count, deallocator: .none))
+                FileHandle.standardOutput.write(Data(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
             }
         }
         return .success

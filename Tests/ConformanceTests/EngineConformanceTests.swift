@@ -12,6 +12,7 @@ struct EngineConformanceTests {
         let engine = MemoryStorageEngine()
         let outcome = await EngineConformance.run(scenario) { engine }
         if case .skipped(let reason) = outcome {
+            FileHandle.standardError.write(Data("⊘ skipped memory engine × \(scenario.name): \(reason)\n".utf8))
             try Test.cancel(Comment(rawValue: "\(scenario.name): \(reason)"))
         }
         #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")

@@ -1,0 +1,97 @@
+import BuckiaCore
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The one HTTP transport every HTTP provider (S3, B2, Bunny) sends its requests through.
+///
+/// It wraps a `URLSession` and adds what storage traffic needs and URLSession lacks:
+/// - **Bounded memory.** File bodies go out with `upload(for:fromFile:)` (a real
+///   `Content-Length`, never chunked); downloads land in a file through `download(for:)` and
+///   are moved into place only when the status is 2xx, so an error body never clobbers the
+///   destination.
+/// - **Retries** of transient failures only, with exponential backoff, full jitter and
+///   `Retry-After` (see ``RetryPolicy``).
+/// - **Errors** as ``BuckiaCore/BuckiaError`` with a code to switch on and the raw facts in the
+///   cause (``HTTPFailure``, ``HTTPTransportFailure``). Swift task cancellation cancels the
+///   in-flight URLSession task and surfaces as `cancelled`; a timeout is `transient`.
+/// - **Redaction**: no credential appears in a description, log line or error.
+///
+/// ```swift
+/// let client = HTTPClient(configuration: .init(maximumConnectionsPerHost: 32))
+/// var request = HTTPRequest(.get, url, accepts: .successfulAnd([404]))
+/// request.headers.set("Authorization", secret: token)
+/// let response = try await client.send(request)
+/// if response.status == 404 { return nil }
+/// ```
+///
+/// Redirects are never followed: a 3xx is returned or mapped like any other status, because
+/// FoundationNetworking would re-send the credentials to the new host and drop an upload's
+/// body. Cookies are never stored and nothing is cached.
+public final class HTTPClient: Sendable {
+    /// The configuration the client was created with.
+    public let configuration: Configuration
+    let session: URLSession
+    let redirectRefusal: RedirectRefusal
+
+    /// Creates a client with its own URLSession.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.maximumConnectionsPerHost)
+        sessionConfiguration.timeoutIntervalForRequest = configuration.timeout.wholeSecondsForTimeout
+        sessionConfiguration.httpCookieAcceptPolicy = .never
+        sessionConfiguration.httpShouldSetCookies = false
+        sessionConfiguration.httpCookieStorage = nil
+        sessionConfiguration.urlCache = nil
+        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        redirectRefusal = RedirectRefusal()
+        session = URLSession(configuration: sessionConfiguration, delegate: redirectRefusal, delegateQueue: nil)
+    }
+
+    deinit {
+        session.finishTasksAndInvalidate()
+    }
+
+    /// Sends a request and returns the response with its body in memory.
+    ///
+    /// Use it for requests whose responses are small (metadata, listings, error documents);
+    /// download large bodies with ``download(_:to:)``.
+    ///
+    /// - Returns: The final response, whose status ``HTTPRequest/accepts`` accepted.
+    /// - Throws: ``BuckiaCore/BuckiaError``: mapped from the final status (cause
+    ///   ``HTTPFailure``) or the transport failure (cause ``HTTPTransportFailure``);
+    ///   `cancelled` when the task is cancelled; `notFound` when a file body does not exist.
+    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await perform(request, destination: nil)
+    }
+
+    /// Sends a request and streams a 2xx response body into `destination`, with memory
+    /// bounded whatever the body's size.
+    ///
+    /// The body is written to a temporary file and renamed over `destination` only when the
+    /// status is 2xx (copied atomically when the two are on different file systems); any
+    /// other status leaves `destination` untouched. A non-2xx status that the request accepts
+    /// returns a response whose body is the start of the error body as ``HTTPResponse/Body/data(_:)``.
+    ///
+    /// - Parameters:
+    ///   - request: The request; its body may be `none` or `data`, not `file`.
+    ///   - destination: Where the body goes; its directory must exist.
+    /// - Returns: The final response; its body is ``HTTPResponse/Body/file(_:)`` for a 2xx.
+    /// - Throws: As ``send(_:)``, plus local file errors from moving the body into place.
+    public func download(_ request: HTTPRequest, to destination: URL) async throws -> HTTPResponse {
+        if case .file = request.body {
+            throw BuckiaError(
+                .unsupported, "A download cannot send a file body: \(request.summary(configuration.redaction)).",
+                operation: "download")
+        }
+        return try await perform(request, destination: destination)
+    }
+
+    /// Hands a redacted line to the configured log hook, building it only when there is one.
+    func log(_ line: @autoclosure () -> String) {
+        configuration.log?(line())
+    }
+}

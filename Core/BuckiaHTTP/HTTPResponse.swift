@@ -1,0 +1,72 @@
+import Foundation
+
+/// A final HTTP response: status, header fields, and the body in memory or in a file.
+///
+/// Header lookups ignore case (`response.headers["etag"]` finds `ETag`). `description` is safe
+/// to log: it shows the status, the redacted URL and redacted header fields, never the body.
+public struct HTTPResponse: Sendable, CustomStringConvertible {
+    /// Where the response body is.
+    public enum Body: Sendable, Hashable {
+        /// The body bytes, from ``HTTPClient/send(_:)``, or the first bytes of a non-2xx body
+        /// that a download accepted (see ``HTTPClient/download(_:to:)``).
+        case data(Data)
+        /// The file a download moved the body to.
+        case file(URL)
+    }
+
+    /// The HTTP status code.
+    public var status: Int
+    /// The response header fields.
+    public var headers: HTTPHeaders
+    /// The body.
+    public var body: Body
+    /// The URL that answered, redacted, for messages.
+    public var redactedURL: String
+    /// How many attempts it took, retries included.
+    public var attempts: Int
+
+    /// Creates a response (mostly for tests and provider doubles).
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Body = .data(Data()), redactedURL: String = "", attempts: Int = 1) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.redactedURL = redactedURL
+        self.attempts = attempts
+    }
+
+    /// Whether the status is 2xx.
+    public var isSuccess: Bool { (200...299).contains(status) }
+
+    /// The body bytes when the body is in memory; empty for a file body.
+    public var data: Data {
+        if case .data(let data) = body { return data }
+        return Data()
+    }
+
+    /// The file holding the body, for a download.
+    public var fileURL: URL? {
+        if case .file(let url) = body { return url }
+        return nil
+    }
+
+    /// The value of a header field, compared case-insensitively.
+    public func header(_ name: String) -> String? { headers.first(name) }
+
+    /// The `Content-Length` the server declared, when it did.
+    public var contentLength: Int64? { header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } }
+
+    /// The `ETag` without surrounding quotes, when there is one.
+    public var etag: String? {
+        header("ETag").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
+    }
+
+    /// Status, redacted URL, redacted headers and the body's kind and size; safe to log.
+    public var description: String {
+        let bodyText: String
+        switch body {
+        case .data(let data): bodyText = "\(data.count) bytes"
+        case .file(let url): bodyText = "file \(url.path)"
+        }
+        return "HTTP \(status) from \(redactedURL) headers: \(headers) body: \(bodyText)"
+    }
+}

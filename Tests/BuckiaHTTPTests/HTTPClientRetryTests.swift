@@ -1,0 +1,154 @@
+import BuckiaCore
+import BuckiaHTTP
+import Foundation
+import Testing
+
+@Suite("HTTPClient retries")
+struct HTTPClientRetryTests {
+    @Test("Transient statuses are retried until the server answers 200", arguments: [503, 429, 500, 502, 504, 408])
+    func retriesTransientStatuses(status: Int) async throws {
+        try await withTestServer { server in
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 4)))
+            let id = uniqueID()
+            let response = try await client.send(HTTPRequest(.get, try server.url("/status/\(status)?id=\(id)&fail=2")))
+            #expect(response.status == 200)
+            #expect(response.attempts == 3)
+            let count = try await server.count(id)
+            #expect(count == 3)
+            // Full jitter at its top: 100 ms, then 200 ms.
+            #expect(sleeps.recorded == [.milliseconds(100), .milliseconds(200)])
+        }
+    }
+
+    @Test(
+        "Retry-After is honoured in both of its forms",
+        arguments: [
+            ("3", Duration.seconds(3)),
+            ("0", Duration.zero),
+            ("Sun, 06 Nov 1994 08:49:44 GMT", Duration.seconds(7)),
+        ])
+    func honoursRetryAfter(header: String, expected: Duration) async throws {
+        try await withTestServer { server in
+            // The injected clock reads 08:49:37, so the HTTP-date is seven seconds ahead.
+            let now = Date(timeIntervalSince1970: 784_111_777)
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(now: now)))
+            let id = uniqueID()
+            let value = header.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? header
+            let response = try await client.send(
+                HTTPRequest(.get, try server.url("/status/429?id=\(id)&fail=1&retry_after=\(value)")))
+            #expect(response.status == 200)
+            #expect(sleeps.recorded == [expected])
+        }
+    }
+
+    @Test("Statuses that will not change are never retried", arguments: [400, 401, 403, 404, 409, 412, 501])
+    func doesNotRetryPermanentFailures(status: Int) async throws {
+        try await withTestServer { server in
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy()))
+            let id = uniqueID()
+            await #expect(throws: BuckiaError.self) {
+                try await client.send(HTTPRequest(.get, try server.url("/status/\(status)?id=\(id)")))
+            }
+            let count = try await server.count(id)
+            #expect(count == 1)
+            #expect(sleeps.recorded.isEmpty)
+        }
+    }
+
+    @Test(
+        "Retries stop at maxAttempts and the error has the status's code",
+        arguments: [
+            (503, BuckiaError.Code.transient), (500, .transient), (504, .transient), (429, .rateLimited),
+        ])
+    func stopsAtMaxAttempts(status: Int, code: BuckiaError.Code) async throws {
+        try await withTestServer { server in
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)))
+            let id = uniqueID()
+            let error = await #expect(throws: BuckiaError.self) {
+                try await client.send(HTTPRequest(.get, try server.url("/status/\(status)?id=\(id)")))
+            }
+            #expect(error?.code == code)
+            #expect((error?.cause as? HTTPFailure)?.attempts == 3)
+            let count = try await server.count(id)
+            #expect(count == 3)
+            #expect(sleeps.recorded.count == 2)
+        }
+    }
+
+    @Test("A Retry-After beyond the limit ends the retries and travels in the error")
+    func longRetryAfterEndsRetries() async throws {
+        try await withTestServer { server in
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxRetryAfter: .seconds(60))))
+            let id = uniqueID()
+            let error = await #expect(throws: BuckiaError.self) {
+                try await client.send(HTTPRequest(.get, try server.url("/status/429?id=\(id)&retry_after=120")))
+            }
+            #expect(error?.code == .rateLimited)
+            #expect(error?.retryAfter == .seconds(120))
+            let count = try await server.count(id)
+            #expect(count == 1)
+            #expect(sleeps.recorded.isEmpty)
+        }
+    }
+
+    @Test("A connection closed without a response is retried")
+    func retriesDroppedConnections() async throws {
+        try await withTestServer { server in
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy()))
+            let id = uniqueID()
+            let response = try await client.send(HTTPRequest(.get, try server.url("/drop?id=\(id)&fail=1")))
+            #expect(response.status == 200)
+            #expect(response.attempts == 2)
+        }
+    }
+
+    @Test("A refused connection is transient and retried up to the limit")
+    func refusedConnectionIsTransient() async throws {
+        let server = try await TestServer.start()
+        let url = try server.url("/echo")
+        server.stop()
+        let sleeps = SleepRecorder()
+        let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)))
+        let error = await #expect(throws: BuckiaError.self) {
+            try await client.send(HTTPRequest(.get, url))
+        }
+        #expect(error?.code == .transient)
+        #expect((error?.cause as? HTTPTransportFailure)?.code == .cannotConnectToHost)
+        #expect(sleeps.recorded.count == 2)
+    }
+
+    @Test("A request's own policy overrides the client's")
+    func perRequestPolicy() async throws {
+        try await withTestServer { server in
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy()))
+            let id = uniqueID()
+            let request = HTTPRequest(.post, try server.url("/status/503?id=\(id)"), retryPolicy: RetryPolicy.none)
+            await #expect(throws: BuckiaError.self) { try await client.send(request) }
+            let count = try await server.count(id)
+            #expect(count == 1)
+        }
+    }
+
+    @Test("Log lines report each attempt, each retry with its delay, and the final status")
+    func logsRetries() async throws {
+        try await withTestServer { server in
+            let sleeps = SleepRecorder()
+            let log = LogRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(), log: log.hook))
+            let id = uniqueID()
+            _ = try await client.send(HTTPRequest(.get, try server.url("/status/503?id=\(id)&fail=1")))
+            let lines = log.recorded
+            #expect(lines.count == 4)
+            #expect(lines.contains { $0.contains("attempt 1/4") })
+            #expect(lines.contains { $0.contains("-> 503; retrying in 0.100s (attempt 2/4)") })
+            #expect(lines.last?.contains("-> 200") == true)
+        }
+    }
+}

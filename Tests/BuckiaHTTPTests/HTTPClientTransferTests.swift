@@ -1,0 +1,123 @@
+@testable import BuckiaHTTP
+import BuckiaCore
+import Foundation
+import Testing
+
+@Suite("HTTPClient uploads and downloads")
+struct HTTPClientTransferTests {
+    private let client = HTTPClient(configuration: .init(retryPolicy: .none))
+
+    @Test("A file upload arrives intact, with a Content-Length and not chunked")
+    func fileUpload() async throws {
+        try await withTestServer { server in
+            let data = Data((0..<(3 << 20) + 17).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) })
+            try await TemporaryFile.with(data: data) { file in
+                let response = try await client.send(HTTPRequest(.put, try server.url("/echo"), body: .file(file)))
+                let echo = try json(response)
+                #expect(echo["sha256"] as? String == Hashing.sha256Hex(data))
+                #expect(echo["length"] as? Int == data.count)
+                let headers = try #require(echo["headers"] as? [String: String])
+                #expect(headers["content-length"] == String(data.count))
+                #expect(headers["transfer-encoding"] == nil)
+            }
+        }
+    }
+
+    @Test("A body is sent again, whole, on every retry", arguments: ["data", "file"])
+    func bodyIsResentOnRetry(kind: String) async throws {
+        try await withTestServer { server in
+            let data = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 * 31) })
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy()))
+            try await TemporaryFile.with(data: data) { file in
+                let body: HTTPRequest.Body = kind == "file" ? .file(file) : .data(data)
+                let url = try server.url("/status/503?id=\(uniqueID())&fail=2")
+                let response = try await client.send(HTTPRequest(.put, url, body: body))
+                let echo = try json(response)
+                #expect(echo["attempts"] as? Int == 3)
+                #expect(echo["sha256"] as? String == Hashing.sha256Hex(data))
+            }
+        }
+    }
+
+    @Test("A POST body is labelled octet-stream, not form data, and default headers are set")
+    func defaultHeaders() async throws {
+        try await withTestServer { server in
+            let response = try await client.send(HTTPRequest(.post, try server.url("/echo"), body: .data(Data("{}".utf8))))
+            let headers = try #require(try json(response)["headers"] as? [String: String])
+            #expect(headers["content-type"] == "application/octet-stream")
+            #expect(headers["accept-encoding"] == "identity")
+            #expect(headers["user-agent"] == "Buckia")
+        }
+    }
+
+    @Test("A download lands in the destination byte for byte", arguments: [0, 1, 65_536, 1_000_003])
+    func download(size: Int) async throws {
+        try await withTestServer { server in
+            try await TemporaryFile.with { destination in
+                let response = try await client.download(
+                    HTTPRequest(.get, try server.url("/download?size=\(size)")), to: destination)
+                #expect(response.status == 200)
+                #expect(response.fileURL == destination)
+                #expect(response.contentLength == Int64(size))
+                #expect(try Data(contentsOf: destination) == patternBytes(count: size))
+            }
+        }
+    }
+
+    @Test("A failed download leaves the destination untouched and keeps the error body")
+    func failedDownloadKeepsDestination() async throws {
+        try await withTestServer { server in
+            let original = Data("the previous contents".utf8)
+            try await TemporaryFile.with(data: original) { destination in
+                let error = await #expect(throws: BuckiaError.self) {
+                    try await client.download(HTTPRequest(.get, try server.url("/notfound")), to: destination)
+                }
+                #expect(error?.code == .notFound)
+                #expect((error?.cause as? HTTPFailure)?.bodyText.contains("NoSuchKey") == true)
+                let contents = try Data(contentsOf: destination)
+                #expect(contents == original)
+            }
+        }
+    }
+
+    @Test("An accepted error status in a download returns the error body, not a file")
+    func acceptedDownloadError() async throws {
+        try await withTestServer { server in
+            let destination = TemporaryFile.makeURL()
+            let request = HTTPRequest(.get, try server.url("/notfound"), accepts: .successfulAnd([404]))
+            let response = try await client.download(request, to: destination)
+            #expect(response.status == 404)
+            #expect(String(decoding: response.data, as: UTF8.self).contains("NoSuchKey"))
+            #expect(!FileManager.default.fileExists(atPath: destination.path))
+        }
+    }
+
+    @Test("An error body is kept only up to the limit")
+    func errorBodyIsBounded() async throws {
+        try await withTestServer { server in
+            let client = HTTPClient(configuration: .init(retryPolicy: .none, errorBodyLimit: 16))
+            let error = await #expect(throws: BuckiaError.self) {
+                try await client.send(HTTPRequest(.get, try server.url("/notfound")))
+            }
+            let failure = try #require(error?.cause as? HTTPFailure)
+            #expect(failure.body.count == 16)
+            #expect(failure.isBodyTruncated)
+        }
+    }
+
+    @Test("A missing upload file fails as notFound before anything is sent")
+    func missingUploadFile() async throws {
+        let missing = TemporaryFile.makeURL()
+        let request = HTTPRequest(.put, try #require(URL(string: "http://127.0.0.1:9/echo")), body: .file(missing))
+        let error = await #expect(throws: BuckiaError.self) { try await client.send(request) }
+        #expect(error?.code == .notFound)
+        #expect(error?.path == missing.path)
+    }
+
+    @Test("The session allows the configured number of connections per host")
+    func connectionsPerHost() {
+        let client = HTTPClient(configuration: .init(maximumConnectionsPerHost: 32))
+        #expect(client.session.configuration.httpMaximumConnectionsPerHost == 32)
+    }
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""A tiny HTTP server for BuckiaHTTP's tests (standard library only).
+
+Binds 127.0.0.1 on a free port, prints the port as its first stdout line, and serves:
+
+  /echo                     any method: reads the body in chunks and returns JSON with the
+                            method, body length, sha256, path, query and request headers.
+  /status/<code>?id=&fail=&retry_after=&echo_secrets=
+                            responds <code>; with `fail=N`, only the first N requests for `id`
+                            get <code> and later ones get 200 with JSON {attempts, length, sha256}
+                            of the last body. `retry_after` adds that header.
+                            `echo_secrets=1` puts the request's Authorization header and query
+                            string in the body, as S3 does in SignatureDoesNotMatch.
+  /count/<id>               how many requests /status, /drop and /slow saw for <id>.
+  /download?size=N          N deterministic bytes (byte i is PATTERN[i % 251]), streamed.
+  /slow?delay=S&id=         waits S seconds (at most 5) before answering 200.
+  /drop?id=&fail=N          closes the connection without answering (first N times), then 200.
+  /redirect                 302 to /echo.
+  /notfound                 404 with an XML error body.
+
+The server exits when its stdin closes, so it never outlives the test process.
+"""
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+COUNTS = {}
+COUNTS_LOCK = threading.Lock()
+PATTERN = bytes((i * 7 + 3) % 251 for i in range(251))
+CHUNK = 64 * 1024
+
+
+def hit(key):
+    """Counts a request for a test-chosen id and returns the new count."""
+    with COUNTS_LOCK:
+        COUNTS[key] = COUNTS.get(key, 0) + 1
+        return COUNTS[key]
+
+
+def pattern_bytes(offset, length):
+    start = offset % len(PATTERN)
+    repeats = (start + length) // len(PATTERN) + 1
+    return (PATTERN * repeats)[start:start + length]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, format, *args):
+        pass
+
+    def do_GET(self):
+        self.route()
+
+    do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = do_GET
+
+    def route(self):
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        parts = url.path.strip("/").split("/")
+        length, sha256 = self.read_body()
+        name = parts[0]
+        if name == "echo":
+            self.reply_json(200, {
+                "method": self.command, "length": length, "sha256": sha256,
+                "path": url.path, "query": url.query,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+            })
+        elif name == "status":
+            self.status(int(parts[1]), query, length, sha256)
+        elif name == "count":
+            with COUNTS_LOCK:
+                self.reply_json(200, {"count": COUNTS.get(parts[1], 0)})
+        elif name == "download":
+            self.download(int(query.get("size", "0")))
+        elif name == "slow":
+            hit(query.get("id", "slow"))
+            time.sleep(min(float(query.get("delay", "1")), 5.0))
+            self.reply_json(200, {"slept": True})
+        elif name == "drop":
+            if hit(query.get("id", "drop")) <= int(query.get("fail", "1000000")):
+                self.close_connection = True
+                return
+            self.reply_json(200, {"dropped": False})
+        elif name == "redirect":
+            self.reply(302, b"moved", {"Location": "/echo"})
+        elif name == "notfound":
+            error = b"<Error><Code>NoSuchKey</Code><Message>The key does not exist.</Message></Error>"
+            self.reply(404, error, {"Content-Type": "application/xml"})
+        else:
+            self.reply(400, b"unknown route")
+
+    def read_body(self):
+        """Hashes the request body in chunks, so large uploads need little memory."""
+        remaining = int(self.headers.get("Content-Length") or 0)
+        digest, total = hashlib.sha256(), 0
+        while remaining > 0:
+            chunk = self.rfile.read(min(CHUNK, remaining))
+            if not chunk:
+                break
+            digest.update(chunk)
+            total += len(chunk)
+            remaining -= len(chunk)
+        return total, digest.hexdigest()
+
+    def status(self, code, query, length, sha256):
+        count = hit(query.get("id", "status"))
+        if count > int(query.get("fail", "1000000")):
+            self.reply_json(200, {"attempts": count, "length": length, "sha256": sha256})
+            return
+        headers = {}
+        if "retry_after" in query:
+            headers["Retry-After"] = query["retry_after"]
+        if query.get("echo_secrets") == "1":
+            body = "<Error><Code>SignatureDoesNotMatch</Code><Authorization>%s</Authorization><Query>%s</Query></Error>" % (
+                self.headers.get("Authorization", ""), urlsplit(self.path).query)
+        else:
+            body = "<Error><Code>Status%d</Code><Message>status %d</Message></Error>" % (code, code)
+        self.reply(code, body.encode(), headers)
+
+    def download(self, size):
+        self.send_response(200)
+        self.send_header("Content-Length", str(size))
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        offset = 0
+        while offset < size:
+            length = min(CHUNK, size - offset)
+            self.wfile.write(pattern_bytes(offset, length))
+            offset += length
+
+    def reply_json(self, code, value):
+        self.reply(code, json.dumps(value).encode(), {"Content-Type": "application/json"})
+
+    def reply(self, code, body, headers=None):
+        self.send_response(code)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+
+def exit_when_stdin_closes():
+    sys.stdin.buffer.read()
+    os._exit(0)
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

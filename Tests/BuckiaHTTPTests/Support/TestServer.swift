@@ -1,0 +1,171 @@
+import BuckiaCore
+import BuckiaHTTP
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The Python test server (`Resources/test_server.py`).
+///
+/// Most tests share one server per test process (``shared()``): requests carry test-chosen
+/// ids, so parallel tests never see each other's counters, and the machine does not start
+/// dozens of interpreters at once. Tests that need a server to go away start their own.
+///
+/// It listens on 127.0.0.1 only, on a port it chooses and prints. It is stopped with SIGKILL:
+/// a child started from an async test inherits a blocked SIGTERM, so `terminate()` would do
+/// nothing. It also exits when its stdin closes, which happens when the test process ends,
+/// so even the shared server never outlives the tests.
+///
+/// `@unchecked Sendable`: `Process` is not `Sendable`, but after `start()` returns the
+/// process is only touched by `stop()`, which holds `lock`.
+final class TestServer: @unchecked Sendable {
+    let port: Int
+    private let process: Process
+    private let input: Pipe
+    private let lock = NSLock()
+
+    private init(port: Int, process: Process, input: Pipe) {
+        self.port = port
+        self.process = process
+        self.input = input
+    }
+
+    /// The server shared by every test of this process, started on first use.
+    static func shared() async throws -> TestServer {
+        try await sharedServer.value
+    }
+
+    private static let sharedServer = Task { try await start() }
+
+    /// Starts a server and waits (at most 10 s) for it to print its port.
+    ///
+    /// The blocking work runs on a Dispatch thread, never on the cooperative pool (two
+    /// threads on a two-core machine), so other tests keep running meanwhile.
+    static func start() async throws -> TestServer {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try startBlocking() })
+            }
+        }
+    }
+
+    private static func startBlocking() throws -> TestServer {
+        let process = Process()
+        process.executableURL = try pythonExecutable.get()
+        process.arguments = [try scriptURL().path]
+        let output = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        guard let line = readLine(from: output.fileHandleForReading.fileDescriptor, timeoutMilliseconds: 10_000),
+            let port = Int(line)
+        else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw BuckiaError(.io, "The test server did not print its port.")
+        }
+        return TestServer(port: port, process: process, input: input)
+    }
+
+    /// Stops the server; safe to call more than once.
+    func stop() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard process.isRunning else { return }
+        try? input.fileHandleForWriting.close()
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// A URL on this server; `path` may carry a query.
+    func url(_ path: String) throws -> URL {
+        guard let url = URL(string: "http://127.0.0.1:\(port)\(path)") else {
+            throw BuckiaError(.invalidPath, "Not a URL path: \(path)")
+        }
+        return url
+    }
+
+    /// How many requests the server counted for a test-chosen id.
+    func count(_ id: String) async throws -> Int {
+        let response = try await HTTPClient().send(HTTPRequest(.get, try url("/count/\(id)")))
+        return try JSONDecoder().decode([String: Int].self, from: response.data)["count"] ?? -1
+    }
+
+    private static func scriptURL() throws -> URL {
+        if let url = Bundle.module.url(forResource: "test_server", withExtension: "py", subdirectory: "Resources") {
+            return url
+        }
+        let beside = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Resources/test_server.py")
+        guard FileManager.default.fileExists(atPath: beside.path) else {
+            throw BuckiaError(.notFound, "test_server.py is missing from the test bundle.")
+        }
+        return beside
+    }
+
+    /// The interpreter `python3` on `PATH` runs, resolved once: `python3` may be a shim (pyenv)
+    /// that costs far more to start than the interpreter itself.
+    private static let pythonExecutable = Result { () throws(BuckiaError) -> URL in
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let candidates = path.split(separator: ":").map {
+            URL(fileURLWithPath: String($0)).appendingPathComponent("python3")
+        }
+        guard let python3 = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
+            throw BuckiaError(.notFound, "python3 is not on PATH; the HTTP tests need it for their server.")
+        }
+        let process = Process()
+        process.executableURL = python3
+        process.arguments = ["-c", "import sys; print(sys.executable)"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            return python3
+        }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let resolved = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return resolved.isEmpty ? python3 : URL(fileURLWithPath: resolved)
+    }
+
+    /// Reads one line from a pipe, giving up after the timeout.
+    private static func readLine(from descriptor: Int32, timeoutMilliseconds: Int) -> String? {
+        var bytes: [UInt8] = []
+        let deadline = ContinuousClock.now + .milliseconds(timeoutMilliseconds)
+        while ContinuousClock.now < deadline {
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) >= 0 else { return nil }
+            guard poller.revents != 0 else { continue }
+            var byte: UInt8 = 0
+            guard read(descriptor, &byte, 1) == 1 else { return nil }
+            if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(byte)
+        }
+        return nil
+    }
+}
+
+/// Runs `body` with the shared server.
+func withTestServer<Result>(_ body: (TestServer) async throws -> Result) async throws -> Result {
+    try await body(try await TestServer.shared())
+}
+
+/// Runs `body` with a server of its own, and always stops it.
+func withOwnServer<Result>(_ body: (TestServer) async throws -> Result) async throws -> Result {
+    let server = try await TestServer.start()
+    do {
+        let result = try await body(server)
+        server.stop()
+        return result
+    } catch {
+        server.stop()
+        throw error
+    }
+}

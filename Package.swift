@@ -61,7 +61,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore"], path: "Tests/BuckiaCoreTests"),
         .testTarget(
-            name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP"], path: "Tests/BuckiaHTTPTests",
+            name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore"], path: "Tests/BuckiaHTTPTests",
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
         .testTarget(

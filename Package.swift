@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "Buckia", targets: ["Buckia"]),
         .library(name: "BuckiaCore", targets: ["BuckiaCore"]),
         .library(name: "BuckiaHTTP", targets: ["BuckiaHTTP"]),
+        .library(name: "BuckiaSQLite", targets: ["BuckiaSQLite"]),
         .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
         .library(name: "BuckiaMemory", targets: ["BuckiaMemory"]),
         .library(name: "BuckiaMemoryEngine", targets: ["BuckiaMemoryEngine"]),
@@ -41,6 +42,7 @@ let package = Package(
         // MARK: Core
         .target(name: "BuckiaCore", dependencies: ["COpenSSL", "CZlib"], path: "Core/BuckiaCore"),
         .target(name: "BuckiaHTTP", dependencies: ["BuckiaCore"], path: "Core/BuckiaHTTP"),
+        .target(name: "BuckiaSQLite", dependencies: ["BuckiaCore", "CSQLite"], path: "Core/BuckiaSQLite"),
 
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
@@ -63,6 +65,7 @@ let package = Package(
         .testTarget(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore"], path: "Tests/BuckiaHTTPTests",
             resources: [.copy("Resources")]),
+        .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
         .testTarget(
             name: "ConformanceTests",

@@ -1,0 +1,161 @@
+import BuckiaCore
+import CSQLite
+import Foundation
+
+/// One connection to an SQLite database: the small Swift layer every SQLite user in Buckia
+/// shares.
+///
+/// Statements are compiled once and cached by their SQL text; values bind by type; errors are
+/// ``BuckiaCore/BuckiaError`` with the SQLite result code as cause. A corrupt or foreign file
+/// fails with ``BuckiaCore/BuckiaError/Code/corrupt`` on open, before anything is written.
+///
+/// Not `Sendable`: an SQLite connection and its statements belong to one task at a time.
+/// Own it from an actor (as the engines do), or open one connection per task.
+///
+/// ```swift
+/// let db = try SQLiteConnection(path: "/tmp/app.sqlite")
+/// try db.execute("CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value BLOB)")
+/// try db.transaction {
+///     try db.run("INSERT INTO kv VALUES (?, ?)", ["a", .blob(Data([1, 2]))])
+/// }
+/// let values = try db.query("SELECT value FROM kv") { $0.data(0) }
+/// ```
+public final class SQLiteConnection {
+    let handle: OpaquePointer
+    /// The database file, or `:memory:`.
+    public let path: String
+    private var statements: [String: SQLiteStatement] = [:]
+
+    /// How to open the database.
+    public enum OpenMode: Sendable {
+        /// Read and write, creating the file if `create` and it is missing.
+        case readWrite(create: Bool)
+        /// Read only; writes fail.
+        case readOnly
+    }
+
+    /// Opens (or creates) a database and checks it is one.
+    ///
+    /// - Parameters:
+    ///   - busyTimeout: How long a statement waits for another connection's lock before
+    ///     failing with ``BuckiaCore/BuckiaError/Code/transient``.
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/corrupt`` for a file that is not an SQLite
+    ///   database, ``BuckiaCore/BuckiaError/Code/permissionDenied`` for one that cannot be opened.
+    public init(path: String, mode: OpenMode = .readWrite(create: true), busyTimeout: Duration = .seconds(5)) throws {
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+        switch mode {
+        case .readWrite(let create): flags |= SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)
+        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        }
+        var connection: OpaquePointer?
+        let status = sqlite3_open_v2(path, &connection, flags, nil)
+        guard status == SQLITE_OK, let connection else {
+            let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(connection)
+            throw SQLiteConnection.error(status, extended: status, message: message, operation: "open", path: path)
+        }
+        self.handle = connection
+        self.path = path
+        sqlite3_extended_result_codes(connection, 1)
+        let milliseconds = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(connection, Int32(clamping: milliseconds))
+        // Reading the schema is the first moment SQLite looks at the file's header.
+        try execute("SELECT count(*) FROM sqlite_schema")
+    }
+
+    /// A private database in memory, gone when the connection closes.
+    public static func inMemory() throws -> SQLiteConnection {
+        try SQLiteConnection(path: ":memory:")
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements that return no rows (schema, pragmas).
+    public func execute(_ sql: String) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(handle, sql, nil, nil, &message)
+        defer { sqlite3_free(message) }
+        guard status == SQLITE_OK else { throw error(status, operation: "execute", sql: sql) }
+    }
+
+    /// The cached compiled statement for `sql`, or a fresh one if the cached one is in use.
+    public func prepare(_ sql: String) throws -> SQLiteStatement {
+        if let cached = statements[sql], !cached.inUse { return cached }
+        let statement = try SQLiteStatement(connection: self, sql: sql)
+        if statements[sql] == nil { statements[sql] = statement }
+        return statement
+    }
+
+    /// Runs a statement that returns no rows, with bound values.
+    public func run(_ sql: String, _ values: [SQLiteValue] = []) throws {
+        let statement = try prepare(sql)
+        try statement.bind(values)
+        defer { statement.reset() }
+        while try statement.step() {}
+    }
+
+    /// Runs a query and maps every row.
+    public func query<Row>(_ sql: String, _ values: [SQLiteValue] = [], _ transform: (SQLiteRow) throws -> Row) throws -> [Row] {
+        var rows: [Row] = []
+        try forEachRow(sql, values) { row in
+            rows.append(try transform(row))
+            return true
+        }
+        return rows
+    }
+
+    /// Streams a query's rows to `body` one at a time; return false to stop early.
+    public func forEachRow(_ sql: String, _ values: [SQLiteValue] = [], _ body: (SQLiteRow) throws -> Bool) throws {
+        let statement = try prepare(sql)
+        statement.inUse = true
+        defer {
+            statement.inUse = false
+            statement.reset()
+        }
+        try statement.bind(values)
+        while try statement.step() {
+            if try !body(statement.row) { return }
+        }
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    public var changes: Int { Int(sqlite3_changes64(handle)) }
+
+    /// Whether a transaction is open.
+    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    // MARK: Errors
+
+    func error(_ status: Int32, operation: String, sql: String? = nil) -> BuckiaError {
+        SQLiteConnection.error(
+            status, extended: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)),
+            operation: operation, path: sql.map { "\(path): \($0)" } ?? path)
+    }
+
+    static func error(_ status: Int32, extended: Int32, message: String, operation: String, path: String) -> BuckiaError {
+        let cause = SQLiteResultCode(code: status & 0xff, extendedCode: extended, message: message)
+        switch status & 0xff {
+        case SQLITE_NOTADB, SQLITE_CORRUPT:
+            return BuckiaError(.corrupt, "The file is not a usable SQLite database (\(message)); it was left untouched.", operation: operation, path: path, cause: cause)
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            return BuckiaError(.transient, "The database is locked by another connection; retry, or raise the busy timeout.", operation: operation, path: path, cause: cause)
+        case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
+            return BuckiaError(.permissionDenied, "The database cannot be written: \(message).", operation: operation, path: path, cause: cause)
+        case SQLITE_CANTOPEN:
+            return BuckiaError(.permissionDenied, "The database file cannot be opened; check that its folder exists and is writable.", operation: operation, path: path, cause: cause)
+        case SQLITE_FULL:
+            return BuckiaError(.io, "The disk is full; free space and retry.", operation: operation, path: path, cause: cause)
+        case SQLITE_TOOBIG:
+            return BuckiaError(.invalidPath, "A value is larger than SQLite allows.", operation: operation, path: path, cause: cause)
+        case SQLITE_CONSTRAINT:
+            return BuckiaError(.conditionNotMatch, "A database constraint failed: \(message).", operation: operation, path: path, cause: cause)
+        case SQLITE_INTERRUPT:
+            return BuckiaError(.cancelled, "The database operation was interrupted.", operation: operation, path: path, cause: cause)
+        default:
+            return BuckiaError(.io, "SQLite failed to \(operation): \(message).", operation: operation, path: path, cause: cause)
+        }
+    }
+}

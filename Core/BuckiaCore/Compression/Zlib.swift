@@ -29,7 +29,13 @@ public final class Deflater {
     /// Starts a compression stream.
     ///
     /// - Parameter level: 0 (store) to 9 (smallest); -1 is zlib's default (6).
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a level outside -1...9.
     public init(format: CompressionFormat = .zlib, level: Int32 = -1) throws {
+        guard (-1...9).contains(level) else {
+            throw BuckiaError(
+                .invalidConfiguration, "The compression level is \(level); use 0 (store) to 9 (smallest), or -1 for the default.",
+                operation: "start compressing")
+        }
         let status = buckia_deflateInit2(&stream, level, format.windowBits, 8)
         guard status == Z_OK else { throw ZlibStream.error(status, "start compressing", &stream) }
     }
@@ -94,7 +100,12 @@ public final class Inflater {
             }
             return Data()
         }
-        let output = try ZlibStream.drive(&stream, input: input, operation: "decompress") { stream in
+        let alreadyProduced = produced
+        let output = try ZlibStream.drive(
+            &stream, input: input, operation: "decompress",
+            // Checked after every chunk, so a bomb fails before it fills memory.
+            checkOutput: { total in try self.checkLimit(alreadyProduced + Int64(total)) }
+        ) { stream in
             let status = inflate(&stream, Z_NO_FLUSH)
             switch status {
             case Z_STREAM_END:
@@ -105,16 +116,24 @@ public final class Inflater {
                 return false
             case Z_OK: return stream.avail_in > 0 || stream.avail_out == 0
             case Z_BUF_ERROR: return false
+            case Z_NEED_DICT:
+                // Buckia never compresses with a preset dictionary, so the header is not ours.
+                throw BuckiaError(
+                    .corrupt, "The compressed data asks for a preset dictionary; it was not written by Buckia.",
+                    operation: "decompress")
             default: throw ZlibStream.error(status, "decompress", &stream)
             }
         }
         produced += Int64(output.count)
-        if let maximumOutput, produced > maximumOutput {
+        return output
+    }
+
+    private func checkLimit(_ total: Int64) throws {
+        if let maximumOutput, total > maximumOutput {
             throw BuckiaError(
                 .corrupt, "Decompressed data exceeds the \(maximumOutput)-byte limit; the input may be a decompression bomb.",
                 operation: "decompress")
         }
-        return output
     }
 
     /// Checks the stream ended properly; truncated input fails here.
@@ -150,14 +169,23 @@ enum ZlibStream {
     static let chunkSize = 64 * 1024
 
     /// Feeds `input` through `step` until it asks to stop, collecting output in chunks.
+    ///
+    /// - Parameter checkOutput: Sees the output size so far after every chunk, and may throw
+    ///   to stop early.
     static func drive(
-        _ stream: inout z_stream, input: Data, operation: String, step: (inout z_stream) throws -> Bool
+        _ stream: inout z_stream, input: Data, operation: String, checkOutput: (Int) throws -> Void = { _ in },
+        step: (inout z_stream) throws -> Bool
     ) throws -> Data {
         var output = Data()
-        var input = input
         var buffer = [UInt8](repeating: 0, count: chunkSize)
-        try input.withUnsafeMutableBytes { (inputBuffer: UnsafeMutableRawBufferPointer) in
-            stream.next_in = inputBuffer.baseAddress?.assumingMemoryBound(to: Bytef.self)
+        try input.withUnsafeBytes { (inputBuffer: UnsafeRawBufferPointer) in
+            guard inputBuffer.count <= Int(uInt.max) else {
+                throw BuckiaError(
+                    .unsupported, "zlib takes at most \(uInt.max) bytes per call; pass larger data in pieces.",
+                    operation: operation)
+            }
+            // zlib only reads through `next_in`; the header just lacks `const`.
+            stream.next_in = inputBuffer.baseAddress.map { UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: Bytef.self)) }
             stream.avail_in = uInt(inputBuffer.count)
             defer {
                 stream.next_in = nil
@@ -172,6 +200,7 @@ enum ZlibStream {
                     output.append(outputBuffer.baseAddress!, count: chunkSize - Int(stream.avail_out))
                     stream.next_out = nil
                 }
+                try checkOutput(output.count)
             }
         }
         return output
@@ -179,7 +208,7 @@ enum ZlibStream {
 
     static func error(_ status: Int32, _ operation: String, _ stream: inout z_stream) -> BuckiaError {
         let detail = stream.msg.map { String(cString: $0) } ?? "zlib status \(status)"
-        let code: BuckiaError.Code = status == Z_DATA_ERROR ? .corrupt : .io
+        let code: BuckiaError.Code = status == Z_DATA_ERROR || status == Z_NEED_DICT ? .corrupt : .io
         return BuckiaError(code, "Could not \(operation): \(detail).", operation: operation)
     }
 }

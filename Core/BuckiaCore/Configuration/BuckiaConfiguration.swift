@@ -75,7 +75,16 @@ public struct BuckiaConfiguration: Hashable, Sendable, Codable, CustomStringConv
                 "maxConcurrentOperations is \(maxConcurrentOperations); use a number from 1 to 1024.",
                 path: "maxConcurrentOperations")
         }
-        _ = try pathFilter()
+        for (name, patterns) in [("includePatterns", includePatterns), ("excludePatterns", excludePatterns)] {
+            for (index, pattern) in patterns.enumerated() {
+                do {
+                    _ = try GlobPattern(pattern)
+                } catch let error as BuckiaError {
+                    let path = "\(name)[\(index)]"
+                    throw BuckiaError(.invalidConfiguration, "The setting \(path.debugDescription) is wrong: \(error.message)", path: path)
+                }
+            }
+        }
     }
 
     /// A provider option, or an error saying it is required.

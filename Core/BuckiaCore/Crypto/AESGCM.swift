@@ -89,14 +89,21 @@ public enum AESGCM {
     ///   tampered with, or the key is wrong.
     public static func open(_ box: SealedBox, key: [UInt8], authenticating aad: some DataProtocol = Data()) throws -> Data {
         try checkKey(key)
+        // A box with the wrong nonce or tag length cannot have come from `seal`.
+        guard box.nonce.count == nonceByteCount, box.tag.count == tagByteCount else {
+            throw BuckiaError(
+                .corrupt,
+                "The encrypted data has a \(box.nonce.count)-byte nonce and a \(box.tag.count)-byte tag; "
+                    + "AES-GCM boxes hold \(nonceByteCount) and \(tagByteCount).",
+                operation: "decrypt")
+        }
         let aadBytes = Array(aad)
         let context = try makeContext()
         defer { EVP_CIPHER_CTX_free(context) }
         var output = [UInt8](repeating: 0, count: box.ciphertext.count + 16)
         var length: Int32 = 0
         var tag = box.tag
-        guard box.nonce.count == nonceByteCount, tag.count == tagByteCount,
-              EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
+        guard EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
               EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1,
               EVP_DecryptInit_ex(context, nil, nil, key, box.nonce) == 1,
               aadBytes.isEmpty || EVP_DecryptUpdate(context, nil, &length, aadBytes, Int32(aadBytes.count)) == 1,

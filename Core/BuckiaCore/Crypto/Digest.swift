@@ -101,10 +101,13 @@ public enum Hashing {
     }
 
     /// The digests of a file, computed in one streaming pass through a fixed-size buffer.
+    ///
+    /// An algorithm listed more than once is computed once.
     public static func digests(ofFile url: URL, _ algorithms: [HashAlgorithm]) throws -> [HashAlgorithm: Digest] {
         let file = try LocalFile.openForReading(url)
         defer { try? file.close() }
-        let hashers = algorithms.map(DigestHasher.init)
+        var seen: Set<HashAlgorithm> = []
+        let hashers = algorithms.filter { seen.insert($0).inserted }.map(DigestHasher.init)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
         defer { buffer.deallocate() }
         while true {

@@ -45,10 +45,7 @@ public struct GlobPattern: Hashable, Sendable, CustomStringConvertible {
             subject = subject[subject.index(after: slash)...]
         }
         let characters = Array(subject)
-        return alternatives.contains { tokens in
-            var matcher = GlobMatcher(tokens: tokens, subject: characters)
-            return matcher.run()
-        }
+        return alternatives.contains { GlobMatcher(tokens: $0, subject: characters).run() }
     }
 
     // MARK: Parsing
@@ -179,28 +176,31 @@ public struct GlobPattern: Hashable, Sendable, CustomStringConvertible {
             negated = true
             body = body.dropFirst()
         }
-        var set = CharacterSet()
-        var items: [Character] = []
+        // Escapes are resolved first, remembering which characters were escaped: `\-` is a
+        // literal hyphen, never a range.
+        var items: [(character: Character, escaped: Bool)] = []
         var index = body.startIndex
         while index < body.endIndex {
             if body[index] == "\\", index + 1 < body.endIndex {
-                items.append(body[index + 1])
+                items.append((body[index + 1], true))
                 index += 2
             } else {
-                items.append(body[index])
+                items.append((body[index], false))
                 index += 1
             }
         }
+        var set = CharacterSet()
         var i = 0
         while i < items.count {
-            if i + 2 < items.count, items[i + 1] == "-" {
-                guard items[i] <= items[i + 2] else {
-                    throw invalid(pattern, "the range \(items[i])-\(items[i + 2]) is backwards")
+            if i + 2 < items.count, items[i + 1] == ("-", false) {
+                let (low, high) = (items[i].character, items[i + 2].character)
+                guard low <= high else {
+                    throw invalid(pattern, "the range \(low)-\(high) is backwards")
                 }
-                set.ranges.append(items[i]...items[i + 2])
+                set.ranges.append(low...high)
                 i += 3
             } else {
-                set.singles.append(items[i])
+                set.singles.append(items[i].character)
                 i += 1
             }
         }
@@ -208,54 +208,57 @@ public struct GlobPattern: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Matches tokens against a subject with memoised backtracking: O(tokens × characters).
+/// Matches tokens against a subject by dynamic programming over suffixes: O(tokens ×
+/// characters) time and O(characters) memory, however many `*` the pattern holds.
 private struct GlobMatcher {
     let tokens: [GlobPattern.Token]
     let subject: [Character]
-    var failed: Set<Int> = []
 
     init(tokens: [GlobPattern.Token], subject: [Character]) {
         self.tokens = tokens
         self.subject = subject
     }
 
-    mutating func run() -> Bool { match(0, 0) }
-
-    private mutating func match(_ t: Int, _ s: Int) -> Bool {
-        let memoKey = t * (subject.count + 1) + s
-        if failed.contains(memoKey) { return false }
-        let result = evaluate(t, s)
-        if !result { failed.insert(memoKey) }
-        return result
-    }
-
-    private mutating func evaluate(_ t: Int, _ s: Int) -> Bool {
-        guard t < tokens.count else { return s == subject.count }
-        switch tokens[t] {
-        case .literal(let c):
-            return s < subject.count && subject[s] == c && match(t + 1, s + 1)
-        case .anyCharacter:
-            return s < subject.count && subject[s] != "/" && match(t + 1, s + 1)
-        case .set(let set, let negated):
-            guard s < subject.count, subject[s] != "/" else { return false }
-            return set.contains(subject[s]) != negated && match(t + 1, s + 1)
-        case .anyRun:
-            var end = s
-            while true {
-                if match(t + 1, end) { return true }
-                guard end < subject.count, subject[end] != "/" else { return false }
-                end += 1
+    /// Whether the whole subject matches the whole token list.
+    func run() -> Bool {
+        let count = subject.count
+        // `next[s]`: whether tokens[t + 1...] match subject[s...]; starts as the empty pattern.
+        var next = [Bool](repeating: false, count: count + 1)
+        next[count] = true
+        var current = next
+        for t in stride(from: tokens.count - 1, through: 0, by: -1) {
+            switch tokens[t] {
+            case .literal(let c):
+                current[count] = false
+                for s in 0..<count { current[s] = subject[s] == c && next[s + 1] }
+            case .anyCharacter:
+                current[count] = false
+                for s in 0..<count { current[s] = subject[s] != "/" && next[s + 1] }
+            case .set(let set, let negated):
+                current[count] = false
+                for s in 0..<count { current[s] = subject[s] != "/" && set.contains(subject[s]) != negated && next[s + 1] }
+            case .anyRun:
+                // Zero characters, or one non-'/' character and then this token again.
+                current[count] = next[count]
+                for s in stride(from: count - 1, through: 0, by: -1) {
+                    current[s] = next[s] || (subject[s] != "/" && current[s + 1])
+                }
+            case .anySegments:
+                if t + 1 == tokens.count {
+                    // A trailing `**` also matches everything below.
+                    for s in 0...count { current[s] = true }
+                } else {
+                    // Zero segments, or whole segments up to any later '/'.
+                    var afterSomeSlash = false
+                    current[count] = next[count]
+                    for s in stride(from: count - 1, through: 0, by: -1) {
+                        if subject[s] == "/", next[s + 1] { afterSomeSlash = true }
+                        current[s] = next[s] || afterSomeSlash
+                    }
+                }
             }
-        case .anySegments:
-            // Zero segments, or skip through each following '/'.
-            if match(t + 1, s) { return true }
-            var end = s
-            while end < subject.count {
-                if subject[end] == "/", match(t + 1, end + 1) { return true }
-                end += 1
-            }
-            // A trailing `**` also matches everything below.
-            return t + 1 == tokens.count
+            swap(&current, &next)
         }
+        return next[0]
     }
 }

@@ -9,6 +9,10 @@
 /// - containing an empty, `.` or `..` segment;
 /// - containing NUL.
 ///
+/// The rules are checked on the UTF-8 bytes, as a file system or server sees them: a
+/// combining mark after a `/` fuses with it into one `Character`, but the bytes still hold a
+/// separator. Equality, hashing and ordering are by bytes too.
+///
 /// Provider requirements take `ObjectKey`, so an invalid path cannot reach a plugin. The
 /// `String` conveniences validate and throw ``BuckiaError/Code/invalidPath``.
 public struct ObjectKey: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
@@ -31,13 +35,26 @@ public struct ObjectKey: Hashable, Sendable, Comparable, CustomStringConvertible
         try self.init(prefix + name)
     }
 
-    /// The key's segments, split on `/`.
-    public var segments: [Substring] { rawValue.split(separator: "/", omittingEmptySubsequences: false) }
+    /// The key's segments, split on each `/` byte.
+    public var segments: [Substring] {
+        rawValue.utf8.split(separator: ObjectKey.slash, omittingEmptySubsequences: false).map { rawValue[$0.startIndex..<$0.endIndex] }
+    }
 
     /// The last segment.
     public var lastSegment: String { String(segments.last ?? Substring(rawValue)) }
 
     public var description: String { rawValue }
+
+    /// Compares the UTF-8 bytes: NFC and NFD spellings are different keys, although Swift's
+    /// `String` equality treats them as the same.
+    public static func == (lhs: ObjectKey, rhs: ObjectKey) -> Bool {
+        lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(rawValue.utf8.count)
+        for byte in rawValue.utf8 { hasher.combine(byte) }
+    }
 
     /// Orders keys by their UTF-8 bytes, the order S3 and every built-in provider list in.
     public static func < (lhs: ObjectKey, rhs: ObjectKey) -> Bool {
@@ -58,31 +75,32 @@ public struct ObjectKey: Hashable, Sendable, Comparable, CustomStringConvertible
         try validate(prefix, allowEmpty: true, allowTrailingSlash: true)
     }
 
+    private static let slash = UInt8(ascii: "/")
+    private static let dot = UInt8(ascii: ".")
+
     private static func validate(_ string: String, allowEmpty: Bool, allowTrailingSlash: Bool) throws {
         func reject(_ reason: String) -> BuckiaError {
             BuckiaError(.invalidPath, "The object key is not valid: \(reason).", path: string)
         }
-        if string.isEmpty {
+        let bytes = string.utf8
+        if bytes.isEmpty {
             if allowEmpty { return }
             throw reject("it is empty")
         }
-        if string.utf8.contains(0) { throw reject("it contains a NUL character") }
-        if string.utf8.count > maximumUTF8Length {
-            throw reject("it is \(string.utf8.count) bytes long; the limit is \(maximumUTF8Length)")
+        if bytes.contains(0) { throw reject("it contains a NUL character") }
+        if bytes.count > maximumUTF8Length {
+            throw reject("it is \(bytes.count) bytes long; the limit is \(maximumUTF8Length)")
         }
-        if string.hasPrefix("/") { throw reject("it is absolute; keys are relative to the bucket or root") }
-        var body = Substring(string)
-        if string.hasSuffix("/") {
+        if bytes.first == slash { throw reject("it is absolute; keys are relative to the bucket or root") }
+        var body = bytes[...]
+        if bytes.last == slash {
             guard allowTrailingSlash else { throw reject("it ends with '/'; a key names an object, not a folder") }
             body = body.dropLast()
         }
-        for segment in body.split(separator: "/", omittingEmptySubsequences: false) {
-            switch segment {
-            case "": throw reject("it contains an empty segment ('//')")
-            case ".": throw reject("it contains a '.' segment")
-            case "..": throw reject("it contains a '..' segment, which could escape the root")
-            default: continue
-            }
+        for segment in body.split(separator: slash, omittingEmptySubsequences: false) {
+            if segment.isEmpty { throw reject("it contains an empty segment ('//')") }
+            if segment.elementsEqual([dot]) { throw reject("it contains a '.' segment") }
+            if segment.elementsEqual([dot, dot]) { throw reject("it contains a '..' segment, which could escape the root") }
         }
     }
 }

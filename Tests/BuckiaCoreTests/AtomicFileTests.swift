@@ -1,0 +1,155 @@
+import BuckiaCore
+import Foundation
+import Testing
+
+/// What a test body throws on purpose.
+private struct Interrupted: Error {}
+
+private func fileModificationDate(of url: URL) throws -> Date {
+    let file = try LocalFile.openForReading(url)
+    defer { try? file.close() }
+    return try file.status().modificationDate
+}
+
+struct AtomicFileTests {
+    @Test("A write can be read back, with the requested mode", arguments: [0, 1, 4096, 3 * 1024 * 1024 + 5])
+    func writeThenRead(size: Int) throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        var generator = SeededBytes(seed: UInt64(size))
+        let data = generator.data(count: size)
+        let url = directory.file("out.bin")
+        try AtomicFile.write(data, to: url, permissions: 0o600)
+        #expect(try Data(contentsOf: url) == data)
+        let mode = try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try directory.contents() == ["out.bin"])
+    }
+
+    @Test("A write replaces an existing file whole")
+    func overwrite() throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        let url = directory.file("f")
+        try AtomicFile.write(Data(repeating: 1, count: 10_000), to: url)
+        try AtomicFile.write(Data("short".utf8), to: url)
+        #expect(try Data(contentsOf: url) == Data("short".utf8))
+    }
+
+    @Test("A throwing body leaves the destination untouched and no temporary file", arguments: [true, false])
+    func throwingBody(destinationExists: Bool) throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        let url = directory.file("keep.txt")
+        if destinationExists { try Data("original".utf8).write(to: url) }
+        #expect(throws: Interrupted.self) {
+            try AtomicFile.write(to: url, options: AtomicFile.Options()) { file in
+                try file.write(Data("half of the new".utf8))
+                throw Interrupted()
+            }
+        }
+        if destinationExists {
+            #expect(try Data(contentsOf: url) == Data("original".utf8))
+            #expect(try directory.contents() == ["keep.txt"])
+        } else {
+            #expect(try directory.contents().isEmpty)
+        }
+    }
+
+    @Test("The temporary file goes where the options say, and is gone afterwards")
+    func temporaryDirectory() throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        let staging = directory.url.appendingPathComponent("staging", isDirectory: true)
+        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: false)
+        let url = directory.file("final")
+        var seen: [String] = []
+        try AtomicFile.write(to: url, options: AtomicFile.Options(temporaryDirectory: staging, durable: false)) { file in
+            seen = try FileManager.default.contentsOfDirectory(atPath: staging.path)
+            try file.write(Data("x".utf8))
+        }
+        #expect(seen.count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: staging.path).isEmpty)
+        #expect(try Data(contentsOf: url) == Data("x".utf8))
+    }
+
+    @Test("Copy streams every byte, reports the count and shows each chunk to the observer",
+          arguments: [0, 1, 1 << 20, 3 * (1 << 20) + 123])
+    func copy(size: Int) throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        var generator = SeededBytes(seed: 77)
+        let data = generator.data(count: size)
+        let source = directory.file("source")
+        let destination = directory.file("destination")
+        try data.write(to: source)
+
+        let hasher = DigestHasher(.sha256)
+        var observed = 0
+        let copied = try AtomicFile.copy(from: source, to: destination) { chunk in
+            hasher.update(chunk)
+            observed += chunk.count
+        }
+        #expect(copied == Int64(size))
+        #expect(observed == size)
+        #expect(hasher.finalize() == Hashing.digest(data, .sha256))
+        #expect(try Data(contentsOf: destination) == data)
+        #expect(try directory.contents() == ["destination", "source"])
+    }
+
+    @Test("Copying a missing source fails with notFound and creates nothing")
+    func copyMissingSource() throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        let error = #expect(throws: BuckiaError.self) {
+            try AtomicFile.copy(from: directory.file("absent"), to: directory.file("destination"))
+        }
+        #expect(error?.code == .notFound)
+        #expect(error?.path == directory.file("absent").path)
+        #expect(try directory.contents().isEmpty)
+    }
+
+    @Test(
+        "The modification date is applied",
+        arguments: [0, 1_000_000_000.25, 1_700_000_000.5, -86_400.75] as [TimeInterval])
+    func modificationDate(seconds: TimeInterval) throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        let date = Date(timeIntervalSince1970: seconds)
+        let written = directory.file("written")
+        try AtomicFile.write(to: written, options: AtomicFile.Options(modificationDate: date)) { try $0.write(Data("x".utf8)) }
+        #expect(abs(try fileModificationDate(of: written).timeIntervalSince(date)) < 0.000_01)
+
+        let copied = directory.file("copied")
+        try AtomicFile.copy(from: written, to: copied, options: AtomicFile.Options(modificationDate: date))
+        #expect(abs(try fileModificationDate(of: copied).timeIntervalSince(date)) < 0.000_01)
+    }
+}
+
+struct LocalFileTests {
+    @Test("Positional reads stop at the end of the file", arguments: [(0, 4, "0123"), (8, 4, "89"), (10, 4, ""), (3, 0, "")])
+    func positionalRead(offset: Int64, count: Int, expected: String) throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        let url = directory.file("digits")
+        try Data("0123456789".utf8).write(to: url)
+        let file = try LocalFile.openForReading(url)
+        #expect(try file.read(count: count, at: offset) == Data(expected.utf8))
+        #expect(try file.status().size == 10)
+        try file.close()
+        try file.close()
+    }
+
+    @Test("Exclusive creation refuses an existing file; opening a missing one is notFound")
+    func openErrors() throws {
+        let directory = try ScratchDirectory()
+        defer { directory.remove() }
+        let url = directory.file("exists")
+        try Data().write(to: url)
+        let exists = #expect(throws: BuckiaError.self) { try LocalFile.createExclusive(url) }
+        #expect(exists?.code == .alreadyExists)
+        #expect(exists?.path == url.path)
+        let missing = #expect(throws: BuckiaError.self) { try LocalFile.openForReading(directory.file("missing")) }
+        #expect(missing?.code == .notFound)
+    }
+}

@@ -1,0 +1,141 @@
+import BuckiaCore
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An error that is neither Buckia's, POSIX nor Cocoa.
+private struct PluginFailure: Error, CustomStringConvertible {
+    var description: String { "the plugin fell over" }
+}
+
+struct BuckiaErrorTests {
+    static let allCodes: [BuckiaError.Code] = [
+        .notFound, .alreadyExists, .permissionDenied, .unauthorized, .conditionNotMatch, .rateLimited,
+        .invalidConfiguration, .invalidPath, .checksumMismatch, .unsupported, .corrupt, .transient, .cancelled, .io,
+    ]
+
+    @Test("Every code is distinct and describes itself by name")
+    func codes() {
+        #expect(Set(Self.allCodes).count == Self.allCodes.count)
+        #expect(Self.allCodes.map(\.description) == [
+            "notFound", "alreadyExists", "permissionDenied", "unauthorized", "conditionNotMatch", "rateLimited",
+            "invalidConfiguration", "invalidPath", "checksumMismatch", "unsupported", "corrupt", "transient",
+            "cancelled", "io",
+        ])
+    }
+
+    @Test("Only transient and rate-limited failures are retryable", arguments: allCodes)
+    func retryable(code: BuckiaError.Code) {
+        #expect(BuckiaError(code, "x").isRetryable == (code == .transient || code == .rateLimited))
+    }
+
+    @Test(
+        "The description carries code, message, operation, path and cause",
+        arguments: [
+            (BuckiaError(.notFound, "No object."), ["notFound: No object."], ["operation", "path", "cause"]),
+            (BuckiaError(.io, "Disk broke.", operation: "upload"), ["io: Disk broke.", "operation: upload"], ["path:"]),
+            (BuckiaError(.invalidPath, "Bad key.", path: "a/../b"), ["path: \"a/../b\""], ["operation:"]),
+            (BuckiaError(.transient, "Reset.", operation: "list", path: "p/", cause: PluginFailure()),
+             ["transient: Reset.", "operation: list", "path: \"p/\"", "cause: the plugin fell over"], []),
+        ] as [(BuckiaError, [String], [String])])
+    func description(error: BuckiaError, contains: [String], lacks: [String]) {
+        for text in contains { #expect(error.description.contains(text), "missing \(text)") }
+        for text in lacks { #expect(!error.description.contains(text), "unexpected \(text)") }
+        #expect(error.debugDescription == "BuckiaError(\(error.description))")
+        #expect(String(reflecting: error) == error.debugDescription)
+    }
+
+    @Test("Wrapping keeps a BuckiaError and fills in only missing context")
+    func wrappingKeepsBuckiaError() {
+        let original = BuckiaError(.checksumMismatch, "Bad bytes.", retryAfter: .seconds(3))
+        let filled = BuckiaError.wrapping(original, operation: "download", path: "a.txt")
+        #expect(filled.code == .checksumMismatch)
+        #expect(filled.message == "Bad bytes.")
+        #expect(filled.operation == "download")
+        #expect(filled.path == "a.txt")
+        #expect(filled.retryAfter == .seconds(3))
+
+        let kept = BuckiaError.wrapping(filled, operation: "sync", path: "b.txt")
+        #expect(kept.operation == "download")
+        #expect(kept.path == "a.txt")
+    }
+
+    @Test("Cancellation wraps as cancelled")
+    func cancellation() {
+        let error = BuckiaError.wrapping(CancellationError(), operation: "upload", path: "k")
+        #expect(error.code == .cancelled)
+        #expect(!error.isRetryable)
+        #expect(error.operation == "upload")
+        #expect(error.path == "k")
+    }
+
+    @Test(
+        "errno values map to the nearest code",
+        arguments: [
+            (ENOENT, .notFound), (EEXIST, .alreadyExists), (EACCES, .permissionDenied), (EPERM, .permissionDenied),
+            (EROFS, .permissionDenied), (ENOSPC, .io), (ENAMETOOLONG, .invalidPath), (ENOTDIR, .invalidPath),
+            (EISDIR, .invalidPath), (EINTR, .transient), (EAGAIN, .transient), (EIO, .io),
+        ] as [(Int32, BuckiaError.Code)])
+    func posix(number: Int32, code: BuckiaError.Code) throws {
+        let direct = BuckiaError.posix(number, operation: "open", path: "/x/y")
+        #expect(direct.code == code)
+        #expect(direct.operation == "open")
+        #expect(direct.path == "/x/y")
+        #expect(direct.description.contains("/x/y"))
+        let cause = try #require(direct.cause as? POSIXErrorNumber)
+        #expect(cause.rawValue == number)
+
+        let posixCode = try #require(POSIXErrorCode(rawValue: number))
+        #expect(BuckiaError.wrapping(POSIXError(posixCode), operation: "read", path: "p").code == direct.code)
+        let ns = NSError(domain: NSPOSIXErrorDomain, code: Int(number))
+        #expect(BuckiaError.wrapping(ns, operation: "read", path: "p").code == direct.code)
+    }
+
+    @Test(
+        "Cocoa file errors map to the nearest code",
+        arguments: [
+            (CocoaError.Code.fileNoSuchFile, BuckiaError.Code.notFound), (.fileReadNoSuchFile, .notFound),
+            (.fileWriteNoPermission, .permissionDenied), (.fileReadNoPermission, .permissionDenied),
+            (.fileWriteFileExists, .alreadyExists), (.fileReadCorruptFile, .corrupt), (.fileWriteOutOfSpace, .io),
+        ])
+    func cocoa(cocoaCode: CocoaError.Code, code: BuckiaError.Code) {
+        let error = BuckiaError.wrapping(CocoaError(cocoaCode), operation: "read", path: "f")
+        #expect(error.code == code)
+        #expect(error.cause != nil)
+    }
+
+    @Test("A real missing-file read wraps as notFound")
+    func realMissingFile() {
+        let url = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)")
+        do {
+            _ = try Data(contentsOf: url)
+            Issue.record("reading a missing file succeeded")
+        } catch {
+            #expect(BuckiaError.wrapping(error, operation: "read", path: url.path).code == .notFound)
+        }
+    }
+
+    @Test("Any other error wraps as io, keeping its text as the cause")
+    func otherErrors() {
+        let error = BuckiaError.wrapping(PluginFailure(), operation: "stat", path: "k")
+        #expect(error.code == .io)
+        #expect(error.operation == "stat")
+        #expect(error.description.contains("the plugin fell over"))
+        #expect((error.cause as? SendableErrorDescription)?.description == "the plugin fell over")
+    }
+
+    @Test("The provider helpers build unsupported and notFound errors")
+    func helpers() throws {
+        let unsupported = BuckiaError.unsupported(.presign, provider: .bunny, operation: "presign")
+        #expect(unsupported.code == .unsupported)
+        #expect(unsupported.message.contains("presign"))
+        let notFound = BuckiaError.notFound(try ObjectKey("a/b"), operation: "read")
+        #expect(notFound.code == .notFound)
+        #expect(notFound.path == "a/b")
+    }
+}

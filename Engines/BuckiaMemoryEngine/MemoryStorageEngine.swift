@@ -4,7 +4,7 @@ import Foundation
 /// A ``StorageEngine`` over a dictionary: the executable specification of the engine contract.
 ///
 /// Nothing survives the process, so it does not claim ``Capability/persistent``.
-public actor MemoryStorageEngine: StorageEnginePlugin {
+public actor MemoryStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     public static let engineType: EngineType = .memory
 
     private struct Entry {
@@ -16,7 +16,7 @@ public actor MemoryStorageEngine: StorageEnginePlugin {
     private var entries: [CacheKey: Entry] = [:]
     private let now: @Sendable () -> Date
 
-    public nonisolated let capabilities: Set<Capability> = []
+    public nonisolated let capabilities: Set<Capability> = [.pagination]
 
     /// Creates an empty engine.
     public init(configuration: EngineConfiguration) async throws {
@@ -28,7 +28,8 @@ public actor MemoryStorageEngine: StorageEnginePlugin {
         self.now = now
     }
 
-    public func write(_ data: Data, key: CacheKey) {
+    public func write(_ data: Data, key: CacheKey) throws {
+        try key.validate()
         let time = now()
         if var entry = entries[key] {
             entry.data = data
@@ -39,8 +40,10 @@ public actor MemoryStorageEngine: StorageEnginePlugin {
         }
     }
 
-    public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) {
-        for (key, data) in dataAndKeys { write(data, key: key) }
+    public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) throws {
+        // Validate everything first, so a bad key leaves the batch unwritten.
+        for (key, _) in dataAndKeys { try key.validate() }
+        for (key, data) in dataAndKeys { try write(data, key: key) }
     }
 
     public func read(key: CacheKey) -> Data? { entries[key]?.data }
@@ -51,6 +54,11 @@ public actor MemoryStorageEngine: StorageEnginePlugin {
 
     public func readAllDataAndKeys() -> [(key: CacheKey, data: Data)] {
         entries.sorted { $0.key < $1.key }.map { ($0.key, $0.value.data) }
+    }
+
+    public func readDataAndKeys(after cursor: CacheKey?, limit: Int) -> [(key: CacheKey, data: Data)] {
+        let keys = entries.keys.filter { key in cursor.map { $0 < key } ?? true }.sorted().prefix(limit)
+        return keys.compactMap { key in entries[key].map { (key, $0.data) } }
     }
 
     public func remove(key: CacheKey) { entries[key] = nil }

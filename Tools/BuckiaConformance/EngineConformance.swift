@@ -24,7 +24,7 @@ public struct EngineScenarioContext: Sendable {
 /// ```
 public enum EngineConformance {
     /// Every engine scenario, in a stable order.
-    public static var scenarios: [EngineScenario] { basicScenarios }
+    public static var scenarios: [EngineScenario] { basicScenarios + dataScenarios }
 
     /// Runs one scenario; `open` must return an engine over empty storage the first time.
     public static func run(_ scenario: EngineScenario, open: @escaping @Sendable () async throws -> any StorageEngine) async -> ScenarioOutcome {

@@ -18,6 +18,23 @@ public struct CacheKey: Hashable, Sendable, Codable, Comparable, CustomStringCon
     /// A key stored exactly as given.
     public init(verbatim value: String) { self.value = value }
 
+    /// The longest key, in UTF-8 bytes, every engine accepts.
+    public static let maximumUTF8Length = 4096
+
+    /// Checks the key fits every engine: not empty, no NUL, at most ``maximumUTF8Length`` bytes.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidPath`` saying which rule the key breaks.
+    public func validate() throws {
+        let length = value.utf8.count
+        if length == 0 { throw BuckiaError(.invalidPath, "A cache key cannot be empty.", operation: "validate key") }
+        if length > CacheKey.maximumUTF8Length {
+            throw BuckiaError(
+                .invalidPath, "The cache key is \(length) bytes; the limit is \(CacheKey.maximumUTF8Length). Use CacheKey(_:) to hash a long key.",
+                operation: "validate key", path: String(value.prefix(64)) + "…")
+        }
+        if value.utf8.contains(0) { throw BuckiaError(.invalidPath, "A cache key cannot contain NUL.", operation: "validate key") }
+    }
+
     public var description: String { value }
 
     public static func < (lhs: CacheKey, rhs: CacheKey) -> Bool { lhs.value.utf8Precedes(rhs.value) }

@@ -29,6 +29,8 @@ public struct Capability: StringIdentifier {
     public static let preservesModificationTime: Capability = "preservesModificationTime"
     /// Data survives the provider or engine being closed and opened again.
     public static let persistent: Capability = "persistent"
+    /// The engine is a ``PaginatedStorageEngine``.
+    public static let pagination: Capability = "pagination"
 }
 
 /// What one provider can do.

@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
         .library(name: "BuckiaMemory", targets: ["BuckiaMemory"]),
         .library(name: "BuckiaMemoryEngine", targets: ["BuckiaMemoryEngine"]),
+        .library(name: "BuckiaSQLiteEngine", targets: ["BuckiaSQLiteEngine"]),
         .library(name: "BuckiaConformance", targets: ["BuckiaConformance"]),
         .executable(name: "buckia", targets: ["BuckiaCLI"]),
     ],
@@ -50,11 +51,16 @@ let package = Package(
 
         // MARK: Engines
         .target(name: "BuckiaMemoryEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaMemoryEngine"),
+        .target(
+            name: "BuckiaSQLiteEngine", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Engines/BuckiaSQLiteEngine"),
 
         // MARK: Tools
         .target(
             name: "Buckia",
-            dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine"],
+            dependencies: [
+                "BuckiaCore", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
+                "BuckiaSQLiteEngine",
+            ],
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore"], path: "Tools/BuckiaConformance"),
         .executableTarget(
@@ -66,6 +72,8 @@ let package = Package(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore"], path: "Tests/BuckiaHTTPTests",
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
+        .testTarget(
+            name: "BuckiaSQLiteEngineTests", dependencies: ["BuckiaSQLiteEngine"], path: "Tests/BuckiaSQLiteEngineTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
         .testTarget(
             name: "ConformanceTests",

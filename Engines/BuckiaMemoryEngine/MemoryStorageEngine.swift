@@ -28,8 +28,12 @@ public actor MemoryStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
         self.now = now
     }
 
-    public func write(_ data: Data, key: CacheKey) throws {
+    public func write(_ data: Data, key: CacheKey) async throws {
         try key.validate()
+        store(data, key)
+    }
+
+    private func store(_ data: Data, _ key: CacheKey) {
         let time = now()
         if var entry = entries[key] {
             entry.data = data
@@ -40,42 +44,42 @@ public actor MemoryStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
         }
     }
 
-    public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) throws {
+    public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) async throws {
         // Validate everything first, so a bad key leaves the batch unwritten.
         for (key, _) in dataAndKeys { try key.validate() }
-        for (key, data) in dataAndKeys { try write(data, key: key) }
+        for (key, data) in dataAndKeys { store(data, key) }
     }
 
-    public func read(key: CacheKey) -> Data? { entries[key]?.data }
+    public func read(key: CacheKey) async -> Data? { entries[key]?.data }
 
-    public func readDataAndKeys(keys: [CacheKey]) -> [(key: CacheKey, data: Data)] {
+    public func readDataAndKeys(keys: [CacheKey]) async -> [(key: CacheKey, data: Data)] {
         keys.compactMap { key in entries[key].map { (key, $0.data) } }
     }
 
-    public func readAllDataAndKeys() -> [(key: CacheKey, data: Data)] {
+    public func readAllDataAndKeys() async -> [(key: CacheKey, data: Data)] {
         entries.sorted { $0.key < $1.key }.map { ($0.key, $0.value.data) }
     }
 
-    public func readDataAndKeys(after cursor: CacheKey?, limit: Int) -> [(key: CacheKey, data: Data)] {
+    public func readDataAndKeys(after cursor: CacheKey?, limit: Int) async -> [(key: CacheKey, data: Data)] {
         let keys = entries.keys.filter { key in cursor.map { $0 < key } ?? true }.sorted().prefix(limit)
         return keys.compactMap { key in entries[key].map { (key, $0.data) } }
     }
 
-    public func remove(key: CacheKey) { entries[key] = nil }
+    public func remove(key: CacheKey) async { entries[key] = nil }
 
-    public func remove(keys: [CacheKey]) {
+    public func remove(keys: [CacheKey]) async {
         for key in keys { entries[key] = nil }
     }
 
-    public func removeAllData() { entries.removeAll() }
+    public func removeAllData() async { entries.removeAll() }
 
-    public func keyExists(_ key: CacheKey) -> Bool { entries[key] != nil }
+    public func keyExists(_ key: CacheKey) async -> Bool { entries[key] != nil }
 
-    public func keyCount() -> Int { entries.count }
+    public func keyCount() async -> Int { entries.count }
 
-    public func allKeys() -> [CacheKey] { entries.keys.sorted() }
+    public func allKeys() async -> [CacheKey] { entries.keys.sorted() }
 
-    public func createdAt(key: CacheKey) -> Date? { entries[key]?.createdAt }
+    public func createdAt(key: CacheKey) async -> Date? { entries[key]?.createdAt }
 
-    public func updatedAt(key: CacheKey) -> Date? { entries[key]?.updatedAt }
+    public func updatedAt(key: CacheKey) async -> Date? { entries[key]?.updatedAt }
 }

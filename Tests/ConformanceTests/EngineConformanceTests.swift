@@ -10,11 +10,28 @@ struct EngineConformanceTests {
     func memory(_ scenario: EngineScenario) async throws {
         // One engine per scenario: "opening again" returns the same in-memory store.
         let engine = MemoryStorageEngine()
-        let outcome = await EngineConformance.run(scenario) { engine }
-        if case .skipped(let reason) = outcome {
-            FileHandle.standardError.write(Data("⊘ skipped memory engine × \(scenario.name): \(reason)\n".utf8))
-            try Test.cancel(Comment(rawValue: "\(scenario.name): \(reason)"))
-        }
-        #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")
+        try await checkEngine(scenario, named: "memory") { engine }
     }
+
+    @Test("sqlite engine", arguments: EngineConformance.scenarios)
+    func sqlite(_ scenario: EngineScenario) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-sqlite-engine-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let registry = EngineRegistry.builtIn
+        try await checkEngine(scenario, named: "sqlite") {
+            try await registry.makeEngine(for: EngineConfiguration(type: .sqlite, directory: directory.path))
+        }
+    }
+}
+
+/// Runs one engine scenario, reporting a skip as a cancelled test case and a failure as an issue.
+func checkEngine(
+    _ scenario: EngineScenario, named name: String, open: @escaping @Sendable () async throws -> any StorageEngine
+) async throws {
+    let outcome = await EngineConformance.run(scenario, open: open)
+    if case .skipped(let reason) = outcome {
+        FileHandle.standardError.write(Data("⊘ skipped \(name) engine × \(scenario.name): \(reason)\n".utf8))
+        try Test.cancel(Comment(rawValue: "\(scenario.name): \(reason)"))
+    }
+    #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")
 }

@@ -4,6 +4,8 @@
 @_exported import BuckiaLocal
 @_exported import BuckiaMemory
 @_exported import BuckiaMemoryEngine
+@_exported import BuckiaSQLite
+@_exported import BuckiaSQLiteEngine
 
 extension ProviderRegistry {
     /// A registry with every provider that ships with Buckia.
@@ -23,6 +25,7 @@ extension EngineRegistry {
     public static var builtIn: EngineRegistry {
         var registry = EngineRegistry()
         try? registry.register(MemoryStorageEngine.self)
+        try? registry.register(SQLiteStorageEngine.self)
         return registry
     }
 }

@@ -59,6 +59,10 @@ public struct CacheKey: Hashable, Sendable, Codable, Comparable, CustomStringCon
 /// - Make each write atomic, and batch writes atomic where the backend allows.
 /// - Keep `createdAt` when a key is overwritten and move `updatedAt`.
 /// - Return ``allKeys()`` and the `readAll` variants in ascending key order.
+/// - Declare every method you implement `async`, even when its body never suspends: in async
+///   code Swift prefers an `async` overload, so a synchronous actor method loses to this
+///   protocol's default (a one-by-one batch write, say) when called on the concrete type.
+/// - Validate keys with ``CacheKey/validate()`` before any I/O; a batch validates all first.
 /// - Run `BuckiaConformance`'s engine scenarios in your tests.
 public protocol StorageEngine: Actor {
     /// What the engine supports (``Capability/persistent`` for engines that survive reopening).

@@ -1,0 +1,183 @@
+import BuckiaCore
+import BuckiaSQLite
+import Foundation
+
+/// A ``BuckiaCore/StorageEngine`` in one SQLite database: the engine to choose by default.
+///
+/// One table holds every value. Batches are written in one transaction, an overwrite keeps
+/// `createdAt` and moves `updatedAt` (an upsert), and the database runs in WAL mode, so reads
+/// proceed on their own connections while a write is in flight. Opening reads no values:
+/// it costs the same for ten values or a million.
+///
+/// The file is marked with an SQLite `application_id`. Opening a file that is not an SQLite
+/// database fails with ``BuckiaCore/BuckiaError/Code/corrupt``, and a database that belongs to
+/// something else with ``BuckiaCore/BuckiaError/Code/invalidConfiguration``; either way the
+/// file is left as it was.
+///
+/// ```swift
+/// let engine = try SQLiteStorageEngine(directory: StorageDirectory.defaultStorageDirectory(appendingPath: "Animals").url)
+/// try await engine.write(Data("🐼".utf8), key: CacheKey(verbatim: "panda"))
+/// ```
+public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
+    public static let engineType: EngineType = .sqlite
+
+    /// The file name used inside the engine's directory.
+    public static let defaultFileName = "buckia-kv.sqlite3"
+
+    public nonisolated let capabilities: Set<Capability> = [.persistent, .pagination]
+
+    /// The database file.
+    public nonisolated let fileURL: URL
+
+    private let writer: SQLiteConnection
+    private let readers: SQLiteReaderPool
+    private let now: @Sendable () -> Date
+
+    /// Opens (creating if needed) the engine's database in `directory`.
+    ///
+    /// - Parameter synchronous: `NORMAL` (default: durable except for the last commits before a
+    ///   power loss, which WAL makes safe) or `FULL` (sync every commit).
+    /// - Throws: ``BuckiaCore/BuckiaError`` when the folder cannot be created, the file is not a
+    ///   database, or the database is not this engine's.
+    public init(
+        directory: URL, fileName: String = SQLiteStorageEngine.defaultFileName, synchronous: String = "NORMAL",
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw BuckiaError.wrapping(error, operation: "open engine", path: directory.path)
+        }
+        let url = directory.appendingPathComponent(fileName)
+        let writer = try SQLiteConnection(path: url.path)
+        try SQLiteSchema.prepare(writer, synchronous: synchronous)
+        self.fileURL = url
+        self.writer = writer
+        self.readers = SQLiteReaderPool(path: url.path)
+        self.now = now
+    }
+
+    /// Opens the engine a configuration describes: `directory` (required), options
+    /// `fileName` and `synchronous`.
+    public init(configuration: EngineConfiguration) async throws {
+        let synchronous = configuration.options["synchronous"]?.uppercased() ?? "NORMAL"
+        guard ["NORMAL", "FULL", "OFF"].contains(synchronous) else {
+            throw BuckiaError(.invalidConfiguration, "The sqlite engine's synchronous option must be NORMAL, FULL or OFF.", path: "options.synchronous")
+        }
+        try self.init(
+            directory: try configuration.requireDirectory(),
+            fileName: configuration.options["fileName"] ?? SQLiteStorageEngine.defaultFileName, synchronous: synchronous)
+    }
+
+    /// An engine in the platform's default storage folder plus `pathComponent` (Bodega's `.default`).
+    public static func `default`(appendingPath pathComponent: String = "") throws -> SQLiteStorageEngine {
+        try SQLiteStorageEngine(directory: StorageDirectory.defaultStorageDirectory(appendingPath: pathComponent).url)
+    }
+
+    // MARK: Writing
+
+    public func write(_ data: Data, key: CacheKey) async throws {
+        try key.validate()
+        try upsert(key, data, at: now().timeIntervalSince1970)
+    }
+
+    public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) async throws {
+        for (key, _) in dataAndKeys { try key.validate() }
+        let time = now().timeIntervalSince1970
+        try writer.transaction {
+            for (key, data) in dataAndKeys { try upsert(key, data, at: time) }
+        }
+    }
+
+    private func upsert(_ key: CacheKey, _ data: Data, at time: Double) throws {
+        try writer.run(SQLiteSchema.upsert, [.text(key.value), .blob(data), .real(time)])
+    }
+
+    public func remove(key: CacheKey) async throws {
+        try writer.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)])
+    }
+
+    public func remove(keys: [CacheKey]) async throws {
+        try writer.transaction {
+            for key in keys { try writer.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
+        }
+    }
+
+    public func removeAllData() async throws {
+        try writer.run("DELETE FROM buckia_kv")
+    }
+
+    // MARK: Reading (on pooled reader connections, concurrently with writes)
+
+    public nonisolated func read(key: CacheKey) async throws -> Data? {
+        try readers.withConnection { db in
+            try db.query("SELECT data FROM buckia_kv WHERE key = ?1", [.text(key.value)]) { $0.data(0) ?? Data() }.first
+        }
+    }
+
+    public nonisolated func readDataAndKeys(keys: [CacheKey]) async throws -> [(key: CacheKey, data: Data)] {
+        try readers.withConnection { db in
+            try db.transaction(.deferred) {
+                try keys.compactMap { key in
+                    try db.query("SELECT data FROM buckia_kv WHERE key = ?1", [.text(key.value)]) { (key, $0.data(0) ?? Data()) }.first
+                }
+            }
+        }
+    }
+
+    public nonisolated func readAllDataAndKeys() async throws -> [(key: CacheKey, data: Data)] {
+        try readers.withConnection { db in
+            try db.query("SELECT key, data FROM buckia_kv ORDER BY key") { (CacheKey(verbatim: $0.string(0) ?? ""), $0.data(1) ?? Data()) }
+        }
+    }
+
+    public nonisolated func readAllData() async throws -> [Data] {
+        try readers.withConnection { db in
+            try db.query("SELECT data FROM buckia_kv ORDER BY key") { $0.data(0) ?? Data() }
+        }
+    }
+
+    public nonisolated func readDataAndKeys(after cursor: CacheKey?, limit: Int) async throws -> [(key: CacheKey, data: Data)] {
+        try readers.withConnection { db in
+            let row: (SQLiteRow) -> (key: CacheKey, data: Data) = { (CacheKey(verbatim: $0.string(0) ?? ""), $0.data(1) ?? Data()) }
+            if let cursor {
+                return try db.query("SELECT key, data FROM buckia_kv WHERE key > ?1 ORDER BY key LIMIT ?2", [.text(cursor.value), .integer(Int64(limit))], row)
+            }
+            return try db.query("SELECT key, data FROM buckia_kv ORDER BY key LIMIT ?1", [.integer(Int64(limit))], row)
+        }
+    }
+
+    public nonisolated func keyExists(_ key: CacheKey) async throws -> Bool {
+        try readers.withConnection { db in
+            try !db.query("SELECT 1 FROM buckia_kv WHERE key = ?1", [.text(key.value)]) { _ in true }.isEmpty
+        }
+    }
+
+    public nonisolated func keyCount() async throws -> Int {
+        try readers.withConnection { db in
+            try db.query("SELECT count(*) FROM buckia_kv") { Int($0.int64(0)) }.first ?? 0
+        }
+    }
+
+    public nonisolated func allKeys() async throws -> [CacheKey] {
+        try readers.withConnection { db in
+            try db.query("SELECT key FROM buckia_kv ORDER BY key") { CacheKey(verbatim: $0.string(0) ?? "") }
+        }
+    }
+
+    public nonisolated func createdAt(key: CacheKey) async throws -> Date? {
+        try timestamp("created_at", key)
+    }
+
+    public nonisolated func updatedAt(key: CacheKey) async throws -> Date? {
+        try timestamp("updated_at", key)
+    }
+
+    private nonisolated func timestamp(_ column: String, _ key: CacheKey) throws -> Date? {
+        try readers.withConnection { db in
+            try db.query("SELECT \(column) FROM buckia_kv WHERE key = ?1", [.text(key.value)]) {
+                Date(timeIntervalSince1970: $0.double(0))
+            }.first
+        }
+    }
+}

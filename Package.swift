@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "BuckiaSQLiteEngine", targets: ["BuckiaSQLiteEngine"]),
         .library(name: "BuckiaConformance", targets: ["BuckiaConformance"]),
         .executable(name: "buckia", targets: ["BuckiaCLI"]),
+        .executable(name: "buckia-bench", targets: ["BuckiaBench"]),
     ],
     targets: [
         // MARK: System libraries
@@ -65,6 +66,7 @@ let package = Package(
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore"], path: "Tools/BuckiaConformance"),
         .executableTarget(
             name: "BuckiaCLI", dependencies: ["Buckia", "BuckiaConformance"], path: "Tools/BuckiaCLI"),
+        .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "CSQLite"], path: "Tools/buckia-bench"),
 
         // MARK: Tests
         .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore"], path: "Tests/BuckiaCoreTests"),

@@ -9,7 +9,7 @@ enum CLI {
     ]
 
     static var commands: [Command] {
-        [providersCommand, lsCommand, cpCommand, catCommand, rmCommand, conformanceCommand]
+        [providersCommand, lsCommand, cpCommand, catCommand, rmCommand, kvCommand, conformanceCommand]
     }
 
     static var overview: String {

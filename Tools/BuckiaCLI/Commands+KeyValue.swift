@@ -1,0 +1,48 @@
+import Buckia
+import Foundation
+
+extension CLI {
+    static let kvCommand = Command(
+        name: "kv", summary: "Read and write a key-value engine (sqlite, disk, memory).",
+        usage: "kv [--engine TYPE] [--path DIR] put KEY [VALUE] | get KEY | rm KEY | ls | count", positionals: 1...3,
+        options: [
+            .value("engine", "The engine type (default sqlite)."),
+            .value("path", "The engine's folder (default $XDG_DATA_HOME/buckia/kv-TYPE)."),
+        ],
+        details: """
+            put reads the value from standard input when VALUE is omitted. Keys are stored verbatim.
+            get writes the value's bytes to standard output; a missing key exits 3.
+            """
+    ) { invocation in
+        let type = EngineType(rawValue: invocation.arguments.value("engine") ?? "sqlite")
+        let home = invocation.environment["HOME"] ?? NSHomeDirectory()
+        let dataHome = invocation.environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.local/share"
+        let path = invocation.arguments.value("path") ?? "\(dataHome)/buckia/kv-\(type)"
+        let engine = try await EngineRegistry.builtIn.makeEngine(for: EngineConfiguration(type: type, directory: path))
+        let arguments = invocation.positionals
+        func key() throws -> CacheKey {
+            guard arguments.count >= 2 else { throw UsageError(description: "kv \(arguments[0]) needs a KEY.") }
+            return CacheKey(verbatim: arguments[1])
+        }
+        switch arguments[0] {
+        case "put":
+            let value = arguments.count == 3 ? Data(arguments[2].utf8) : FileHandle.standardInput.readDataToEndOfFile()
+            try await engine.write(value, key: try key())
+        case "get":
+            let key = try key()
+            guard let value = try await engine.read(key: key) else {
+                throw BuckiaError(.notFound, "No value is stored under \(key.value.debugDescription).", path: path)
+            }
+            FileHandle.standardOutput.write(value)
+        case "rm":
+            try await engine.remove(key: try key())
+        case "ls":
+            for key in try await engine.allKeys() { Console.out(key.value) }
+        case "count":
+            Console.out(String(try await engine.keyCount()))
+        default:
+            throw UsageError(description: "Unknown kv action \(arguments[0].debugDescription); use put, get, rm, ls or count.")
+        }
+        return .success
+    }
+}

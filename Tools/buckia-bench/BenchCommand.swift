@@ -1,0 +1,96 @@
+import Buckia
+import Foundation
+
+/// Parses the command line and runs the chosen sections.
+enum BenchCommand {
+    static let usage = """
+        Usage: buckia-bench engines [--sizes N,N,…] [--repeat R] [--value-bytes B] [--engines a,b]
+
+        Measures each key-value engine and, in the same run, the limits: raw SQLite C calls doing
+        the same statements and raw open/write/close of one file per value. Every run uses a fresh
+        folder; the table reports the median of R runs and the ratio to the limit.
+        """
+
+    static func main(_ arguments: [String]) async -> Int32 {
+        guard arguments.first == "engines" else {
+            FileHandle.standardError.write(Data((usage + "\n").utf8))
+            return arguments.first == "--help" ? 0 : 2
+        }
+        var sizes = [1_000, 10_000, 100_000]
+        var repeats = 3
+        var valueBytes = 1024
+        var engines = EngineRegistry.builtIn.registeredTypes.filter { $0 != .memory }
+        var index = 1
+        while index < arguments.count {
+            let name = arguments[index]
+            guard index + 1 < arguments.count else {
+                FileHandle.standardError.write(Data("buckia-bench: \(name) needs a value\n".utf8))
+                return 2
+            }
+            let value = arguments[index + 1]
+            switch name {
+            case "--sizes": sizes = value.split(separator: ",").compactMap { Int($0) }
+            case "--repeat": repeats = max(1, Int(value) ?? 3)
+            case "--value-bytes": valueBytes = max(1, Int(value) ?? 1024)
+            case "--engines": engines = value.split(separator: ",").map { EngineType(rawValue: String($0)) }
+            default:
+                FileHandle.standardError.write(Data("buckia-bench: unknown option \(name)\n\(usage)\n".utf8))
+                return 2
+            }
+            index += 2
+        }
+        do {
+            let bench = EngineBench(sizes: sizes, repeats: repeats, valueBytes: valueBytes, engines: engines)
+            print(try await bench.run())
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("buckia-bench: \(error)\n".utf8))
+            return 1
+        }
+    }
+}
+
+/// Timing helpers.
+enum Stopwatch {
+    /// Seconds taken by `body`.
+    static func time(_ body: () async throws -> Void) async rethrows -> Double {
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await body()
+        let elapsed = clock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// The median of `values`.
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+    }
+
+    /// A duration for a table: µs, ms or s with three significant figures.
+    static func format(_ seconds: Double) -> String {
+        switch seconds {
+        case ..<0.001: String(format: "%.1f µs", seconds * 1e6)
+        case ..<1: String(format: "%.2f ms", seconds * 1e3)
+        default: String(format: "%.2f s", seconds)
+        }
+    }
+}
+
+/// A fresh scratch folder per measurement, under one root removed at the end.
+struct Scratch {
+    let root: URL
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+    }
+
+    func fresh(_ name: String) throws -> URL {
+        let url = root.appendingPathComponent("\(name)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: root) }
+}

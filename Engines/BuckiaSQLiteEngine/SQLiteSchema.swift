@@ -28,6 +28,8 @@ enum SQLiteSchema {
     static func prepare(_ db: SQLiteConnection, synchronous: String) throws {
         let application = try db.query("PRAGMA application_id") { $0.int64(0) }.first ?? 0
         let tables = try db.query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name") { $0.string(0) ?? "" }
+        try tune(db)
+        try db.setSynchronous(synchronous)
         if application != applicationID {
             guard application == 0, tables.isEmpty else {
                 let listed = tables.prefix(5).joined(separator: ", ")
@@ -44,9 +46,11 @@ enum SQLiteSchema {
                     "The database was written by a newer Buckia (schema \(found), this one reads \(version)); it was left untouched.",
                     operation: "open engine", path: db.path)
             }
+            // An existing database of this schema needs no writes to open: opening stays a few
+            // reads however many values it holds.
+            if found == version, tables.contains("buckia_kv") { return }
         }
         try db.setJournalMode(.wal)
-        try db.setSynchronous(synchronous)
         try db.transaction {
             try db.execute(create)
             try db.execute("PRAGMA application_id = \(applicationID)")
@@ -55,26 +59,66 @@ enum SQLiteSchema {
     }
 }
 
-/// Reader connections handed out one caller at a time, so reads run in parallel with each
-/// other and with the actor's writer (WAL lets readers see the last commit).
+extension SQLiteSchema {
+    /// Per-connection settings: reads through a memory map skip copying pages into each
+    /// connection's own cache, which matters for readers that start cold.
+    static func tune(_ db: SQLiteConnection) throws {
+        try db.execute("PRAGMA mmap_size = 1073741824")
+    }
+}
+
+/// The engine's connections: one primary that writes (and reads when it is free, with a warm
+/// page cache) and read-only connections for reads that arrive while it is busy, so reads run
+/// in parallel with each other and with a write (WAL lets readers see the last commit).
 ///
-/// `@unchecked Sendable`: the only mutable state, the idle list, is guarded by the lock, and
-/// a connection is used by exactly one caller between `take` and `give back`.
-final class SQLiteReaderPool: @unchecked Sendable {
+/// `@unchecked Sendable`: the primary is used only while `primaryLock` is held, and a reader
+/// only between taking it from `idle` (under `lock`) and giving it back; no connection is
+/// ever used by two callers at once.
+final class SQLiteConnectionPool: @unchecked Sendable {
     private let path: String
+    private let primary: SQLiteConnection
+    private let primaryLock = NSLock()
     private let lock = NSLock()
     private var idle: [SQLiteConnection] = []
     private let maximumIdle = 8
 
-    init(path: String) { self.path = path }
+    init(primary: SQLiteConnection, path: String) {
+        self.primary = primary
+        self.path = path
+    }
 
-    func withConnection<Result>(_ body: (SQLiteConnection) throws -> Result) throws -> Result {
-        let connection = try lock.withLock { idle.popLast() } ?? SQLiteConnection(path: path, mode: .readOnly)
+    /// Runs `body` on the primary connection, waiting for a read that holds it.
+    func write<Result>(_ body: (SQLiteConnection) throws -> Result) rethrows -> Result {
+        primaryLock.lock()
+        defer { primaryLock.unlock() }
+        return try body(primary)
+    }
+
+    /// Runs `body` on the primary if it is free, else on a reader connection.
+    func read<Result>(_ body: (SQLiteConnection) throws -> Result) throws -> Result {
+        if primaryLock.try() {
+            defer { primaryLock.unlock() }
+            return try body(primary)
+        }
+        let connection = try lock.withLock { idle.popLast() } ?? open()
         defer {
             lock.withLock {
                 if idle.count < maximumIdle { idle.append(connection) }
             }
         }
         return try body(connection)
+    }
+
+    /// Closes the idle readers. The engine calls this first when it goes away, so that the
+    /// primary is the last connection to close and checkpoints the WAL into the database; a
+    /// read-only connection closing last would leave the WAL for the next open to replay.
+    func closeReaders() {
+        lock.withLock { idle.removeAll() }
+    }
+
+    private func open() throws -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: path, mode: .readOnly)
+        try SQLiteSchema.tune(connection)
+        return connection
     }
 }

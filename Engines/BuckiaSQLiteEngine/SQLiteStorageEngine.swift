@@ -29,8 +29,7 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     /// The database file.
     public nonisolated let fileURL: URL
 
-    private let writer: SQLiteConnection
-    private let readers: SQLiteReaderPool
+    private let connections: SQLiteConnectionPool
     private let now: @Sendable () -> Date
 
     /// Opens (creating if needed) the engine's database in `directory`.
@@ -52,8 +51,7 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
         let writer = try SQLiteConnection(path: url.path)
         try SQLiteSchema.prepare(writer, synchronous: synchronous)
         self.fileURL = url
-        self.writer = writer
-        self.readers = SQLiteReaderPool(path: url.path)
+        self.connections = SQLiteConnectionPool(primary: writer, path: url.path)
         self.now = now
     }
 
@@ -67,6 +65,10 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
         try self.init(
             directory: try configuration.requireDirectory(),
             fileName: configuration.options["fileName"] ?? SQLiteStorageEngine.defaultFileName, synchronous: synchronous)
+    }
+
+    deinit {
+        connections.closeReaders()
     }
 
     /// An engine in the platform's default storage folder plus `pathComponent` (Bodega's `.default`).
@@ -84,39 +86,43 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) async throws {
         for (key, _) in dataAndKeys { try key.validate() }
         let time = now().timeIntervalSince1970
-        try writer.transaction {
-            for (key, data) in dataAndKeys { try upsert(key, data, at: time) }
+        try connections.write { db in
+            try db.transaction {
+                for (key, data) in dataAndKeys { try db.run(SQLiteSchema.upsert, [.text(key.value), .blob(data), .real(time)]) }
+            }
         }
     }
 
     private func upsert(_ key: CacheKey, _ data: Data, at time: Double) throws {
-        try writer.run(SQLiteSchema.upsert, [.text(key.value), .blob(data), .real(time)])
+        try connections.write { try $0.run(SQLiteSchema.upsert, [.text(key.value), .blob(data), .real(time)]) }
     }
 
     public func remove(key: CacheKey) async throws {
-        try writer.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)])
+        try connections.write { try $0.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
     }
 
     public func remove(keys: [CacheKey]) async throws {
-        try writer.transaction {
-            for key in keys { try writer.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
+        try connections.write { db in
+            try db.transaction {
+                for key in keys { try db.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
+            }
         }
     }
 
     public func removeAllData() async throws {
-        try writer.run("DELETE FROM buckia_kv")
+        try connections.write { try $0.run("DELETE FROM buckia_kv") }
     }
 
-    // MARK: Reading (on pooled reader connections, concurrently with writes)
+    // MARK: Reading (on the primary when free, else on reader connections, concurrently with writes)
 
     public nonisolated func read(key: CacheKey) async throws -> Data? {
-        try readers.withConnection { db in
+        try connections.read { db in
             try db.query("SELECT data FROM buckia_kv WHERE key = ?1", [.text(key.value)]) { $0.data(0) ?? Data() }.first
         }
     }
 
     public nonisolated func readDataAndKeys(keys: [CacheKey]) async throws -> [(key: CacheKey, data: Data)] {
-        try readers.withConnection { db in
+        try connections.read { db in
             try db.transaction(.deferred) {
                 try keys.compactMap { key in
                     try db.query("SELECT data FROM buckia_kv WHERE key = ?1", [.text(key.value)]) { (key, $0.data(0) ?? Data()) }.first
@@ -126,19 +132,19 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     }
 
     public nonisolated func readAllDataAndKeys() async throws -> [(key: CacheKey, data: Data)] {
-        try readers.withConnection { db in
+        try connections.read { db in
             try db.query("SELECT key, data FROM buckia_kv ORDER BY key") { (CacheKey(verbatim: $0.string(0) ?? ""), $0.data(1) ?? Data()) }
         }
     }
 
     public nonisolated func readAllData() async throws -> [Data] {
-        try readers.withConnection { db in
+        try connections.read { db in
             try db.query("SELECT data FROM buckia_kv ORDER BY key") { $0.data(0) ?? Data() }
         }
     }
 
     public nonisolated func readDataAndKeys(after cursor: CacheKey?, limit: Int) async throws -> [(key: CacheKey, data: Data)] {
-        try readers.withConnection { db in
+        try connections.read { db in
             let row: (SQLiteRow) -> (key: CacheKey, data: Data) = { (CacheKey(verbatim: $0.string(0) ?? ""), $0.data(1) ?? Data()) }
             if let cursor {
                 return try db.query("SELECT key, data FROM buckia_kv WHERE key > ?1 ORDER BY key LIMIT ?2", [.text(cursor.value), .integer(Int64(limit))], row)
@@ -148,19 +154,19 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     }
 
     public nonisolated func keyExists(_ key: CacheKey) async throws -> Bool {
-        try readers.withConnection { db in
+        try connections.read { db in
             try !db.query("SELECT 1 FROM buckia_kv WHERE key = ?1", [.text(key.value)]) { _ in true }.isEmpty
         }
     }
 
     public nonisolated func keyCount() async throws -> Int {
-        try readers.withConnection { db in
+        try connections.read { db in
             try db.query("SELECT count(*) FROM buckia_kv") { Int($0.int64(0)) }.first ?? 0
         }
     }
 
     public nonisolated func allKeys() async throws -> [CacheKey] {
-        try readers.withConnection { db in
+        try connections.read { db in
             try db.query("SELECT key FROM buckia_kv ORDER BY key") { CacheKey(verbatim: $0.string(0) ?? "") }
         }
     }
@@ -174,7 +180,7 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     }
 
     private nonisolated func timestamp(_ column: String, _ key: CacheKey) throws -> Date? {
-        try readers.withConnection { db in
+        try connections.read { db in
             try db.query("SELECT \(column) FROM buckia_kv WHERE key = ?1", [.text(key.value)]) {
                 Date(timeIntervalSince1970: $0.double(0))
             }.first

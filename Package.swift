@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
         .library(name: "BuckiaMemory", targets: ["BuckiaMemory"]),
         .library(name: "BuckiaMemoryEngine", targets: ["BuckiaMemoryEngine"]),
+        .library(name: "BuckiaDiskEngine", targets: ["BuckiaDiskEngine"]),
         .library(name: "BuckiaConformance", targets: ["BuckiaConformance"]),
         .executable(name: "buckia", targets: ["BuckiaCLI"]),
     ],
@@ -50,11 +51,14 @@ let package = Package(
 
         // MARK: Engines
         .target(name: "BuckiaMemoryEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaMemoryEngine"),
+        .target(name: "BuckiaDiskEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaDiskEngine"),
 
         // MARK: Tools
         .target(
             name: "Buckia",
-            dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine"],
+            dependencies: [
+                "BuckiaCore", "BuckiaHTTP", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine", "BuckiaDiskEngine",
+            ],
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore"], path: "Tools/BuckiaConformance"),
         .executableTarget(
@@ -67,6 +71,9 @@ let package = Package(
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
+        .testTarget(
+            name: "BuckiaDiskEngineTests", dependencies: ["BuckiaDiskEngine", "BuckiaCore", "BuckiaConformance"],
+            path: "Tests/BuckiaDiskEngineTests"),
         .testTarget(
             name: "ConformanceTests",
             dependencies: ["Buckia", "BuckiaConformance"],

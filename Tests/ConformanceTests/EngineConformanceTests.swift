@@ -17,4 +17,23 @@ struct EngineConformanceTests {
         }
         #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")
     }
+
+    @Test("disk engine, flat layout", arguments: EngineConformance.scenarios)
+    func diskFlat(_ scenario: EngineScenario) async throws {
+        await runDisk(scenario, layout: .flat)
+    }
+
+    @Test("disk engine, git-style layout", arguments: EngineConformance.scenarios)
+    func diskGitStyle(_ scenario: EngineScenario) async throws {
+        await runDisk(scenario, layout: .gitStyle)
+    }
+
+    /// Runs a scenario over a fresh directory; each `open` is a new engine over the same
+    /// directory, which is how persistence is checked. No scenario may be skipped.
+    private func runDisk(_ scenario: EngineScenario, layout: StorageLayout) async {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-disk-conformance-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outcome = await EngineConformance.run(scenario) { try DiskStorageEngine(directory: directory, layout: layout) }
+        #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")
+    }
 }

@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "BuckiaMemory", targets: ["BuckiaMemory"]),
         .library(name: "BuckiaMemoryEngine", targets: ["BuckiaMemoryEngine"]),
         .library(name: "BuckiaSQLiteEngine", targets: ["BuckiaSQLiteEngine"]),
+        .library(name: "BuckiaDiskEngine", targets: ["BuckiaDiskEngine"]),
         .library(name: "BuckiaConformance", targets: ["BuckiaConformance"]),
         .executable(name: "buckia", targets: ["BuckiaCLI"]),
         .executable(name: "buckia-bench", targets: ["BuckiaBench"]),
@@ -54,13 +55,14 @@ let package = Package(
         .target(name: "BuckiaMemoryEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaMemoryEngine"),
         .target(
             name: "BuckiaSQLiteEngine", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Engines/BuckiaSQLiteEngine"),
+        .target(name: "BuckiaDiskEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaDiskEngine"),
 
         // MARK: Tools
         .target(
             name: "Buckia",
             dependencies: [
                 "BuckiaCore", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
-                "BuckiaSQLiteEngine",
+                "BuckiaSQLiteEngine", "BuckiaDiskEngine",
             ],
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore"], path: "Tools/BuckiaConformance"),
@@ -77,6 +79,9 @@ let package = Package(
         .testTarget(
             name: "BuckiaSQLiteEngineTests", dependencies: ["BuckiaSQLiteEngine"], path: "Tests/BuckiaSQLiteEngineTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
+        .testTarget(
+            name: "BuckiaDiskEngineTests", dependencies: ["BuckiaDiskEngine", "BuckiaCore", "BuckiaConformance"],
+            path: "Tests/BuckiaDiskEngineTests"),
         .testTarget(
             name: "ConformanceTests",
             dependencies: ["Buckia", "BuckiaConformance"],

@@ -22,6 +22,24 @@ struct EngineConformanceTests {
             try await registry.makeEngine(for: EngineConfiguration(type: .sqlite, directory: directory.path))
         }
     }
+
+    @Test("disk engine, flat layout", arguments: EngineConformance.scenarios)
+    func diskFlat(_ scenario: EngineScenario) async throws {
+        try await runDisk(scenario, layout: .flat)
+    }
+
+    @Test("disk engine, git-style layout", arguments: EngineConformance.scenarios)
+    func diskGitStyle(_ scenario: EngineScenario) async throws {
+        try await runDisk(scenario, layout: .gitStyle)
+    }
+
+    /// Runs a scenario over a fresh directory; each `open` is a new engine over the same
+    /// directory, which is how persistence is checked.
+    private func runDisk(_ scenario: EngineScenario, layout: StorageLayout) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-disk-conformance-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await checkEngine(scenario, named: "disk (\(layout))") { try DiskStorageEngine(directory: directory, layout: layout) }
+    }
 }
 
 /// Runs one engine scenario, reporting a skip as a cancelled test case and a failure as an issue.

@@ -1,5 +1,6 @@
 // The umbrella module: import Buckia to get the core contracts and every built-in plugin.
 @_exported import BuckiaCore
+@_exported import BuckiaDiskEngine
 @_exported import BuckiaHTTP
 @_exported import BuckiaLocal
 @_exported import BuckiaMemory
@@ -26,6 +27,7 @@ extension EngineRegistry {
         var registry = EngineRegistry()
         try? registry.register(MemoryStorageEngine.self)
         try? registry.register(SQLiteStorageEngine.self)
+        try? registry.register(DiskStorageEngine.self)
         return registry
     }
 }

@@ -10,12 +10,18 @@ import Darwin
 
 extension LocalProvider {
     /// Lists by walking folders in UTF-8 order of the keys they hold, pruning every folder
-    /// that lies wholly before the resume point or outside the prefix. Each page is one
-    /// pruned walk, so memory holds one page and one folder's names at a time.
+    /// that lies wholly before the resume point or outside the prefix. Each page is one pruned
+    /// walk: memory holds one page and one folder's names at a time.
+    ///
+    /// Folders are opened relative to their parent without following links, and symbolic
+    /// links are not listed. Names before the resume point are skipped from the directory
+    /// entry alone, so a page of a large folder costs one read of its names, one sort of
+    /// those after the resume point, and a `stat` per listed file. Very large flat folders
+    /// still cost a read of every name per page: prefer nested keys for millions of objects.
     public func listPage(_ request: ListRequest) async throws -> ListPage {
         var builder = try ListPageBuilder(request: request, maxPageSize: capabilities.maxListPageSize)
         let walk = Walk(provider: self, options: request.options, resumeAfter: builder.resumeAfter)
-        _ = try walk.visit(folder: "") { builder.offer($0) }
+        _ = try walk.visit(try DirectoryHandle(path: rootPath), folder: "") { builder.offer($0) }
         return builder.page()
     }
 
@@ -24,78 +30,68 @@ extension LocalProvider {
         let options: ListOptions
         let resumeAfter: String?
 
-        /// Visits files under `folder` (a key prefix ending in `/`, or empty) in key order.
-        /// Returns false when `offer` asked to stop.
-        func visit(folder: String, offer: (RemoteFile) -> Bool) throws -> Bool {
-            for (name, info) in try entries(of: folder) {
-                let isFolder = (info.st_mode & S_IFMT) == S_IFDIR
-                let path = folder + name + (isFolder ? "/" : "")
-                if isFolder {
-                    guard path.hasPrefix(options.prefix) || options.prefix.hasPrefix(path) else { continue }
-                    if let resumeAfter, !resumeAfter.utf8Precedes(path), !resumeAfter.hasPrefix(path) { continue }
+        /// Visits the files under `handle` (the folder whose keys start with `folder`) in key
+        /// order. Returns false when `offer` asked to stop.
+        func visit(_ handle: DirectoryHandle, folder: String, offer: (RemoteFile) -> Bool) throws -> Bool {
+            for (name, kind) in try entries(handle, folder: folder) {
+                let path = folder + name + (kind == .folder ? "/" : "")
+                if kind == .folder {
+                    guard let child = try? handle.folder(name, create: false) else { continue }
                     let rollsUp = !options.recursive && path.hasPrefix(options.prefix) && path != options.prefix
                     if rollsUp {
                         // One file is enough to report the folder; skip the rest of it.
-                        if let first = try firstFile(under: path), !offer(first) { return false }
-                    } else if try !visit(folder: path, offer: offer) {
+                        if let first = try firstFile(child, folder: path), !offer(first) { return false }
+                    } else if try !visit(child, folder: path, offer: offer) {
                         return false
                     }
-                } else if (info.st_mode & S_IFMT) == S_IFREG, path.hasPrefix(options.prefix) {
-                    if !offer(provider.remoteFile(path, info)) { return false }
+                } else if path.hasPrefix(options.prefix), let file = try describe(handle, name, path) {
+                    if !offer(file) { return false }
                 }
             }
             return true
         }
 
-        /// The first file in key order under `folder` that lies after the resume point.
-        private func firstFile(under folder: String) throws -> RemoteFile? {
-            for (name, info) in try entries(of: folder) {
-                let isFolder = (info.st_mode & S_IFMT) == S_IFDIR
-                let path = folder + name + (isFolder ? "/" : "")
-                if let resumeAfter, !resumeAfter.utf8Precedes(path), !(isFolder && resumeAfter.hasPrefix(path)) { continue }
-                if isFolder {
-                    if let file = try firstFile(under: path) { return file }
-                } else if (info.st_mode & S_IFMT) == S_IFREG {
-                    return provider.remoteFile(path, info)
+        private func firstFile(_ handle: DirectoryHandle, folder: String) throws -> RemoteFile? {
+            for (name, kind) in try entries(handle, folder: folder) {
+                if kind == .folder {
+                    guard let child = try? handle.folder(name, create: false) else { continue }
+                    if let file = try firstFile(child, folder: folder + name + "/") { return file }
+                } else if let file = try describe(handle, name, folder + name) {
+                    return file
                 }
             }
             return nil
         }
 
-        /// A folder's entries, sorted as keys sort: folders as if their name ended in `/`.
-        /// Symbolic links are followed only to files inside the root; linked folders are not
-        /// descended into, which keeps walks finite.
-        private func entries(of folder: String) throws -> [(String, FileStatus)] {
-            let directoryPath = provider.rootPath + "/" + folder
-            guard let directory = opendir(directoryPath) else {
-                if errno == ENOENT || errno == ENOTDIR { return [] }
-                throw BuckiaError.posix(errno, operation: "list", path: folder)
-            }
-            defer { closedir(directory) }
-            var result: [(String, FileStatus, String)] = []
-            while let entry = readdir(directory) {
-                // Names that are not valid UTF-8 cannot be keys; they are skipped.
-                let decoded = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(validating: raw.prefix { $0 != 0 }, as: UTF8.self)
-                }
-                guard let name = decoded else { continue }
-                if name == "." || name == ".." { continue }
+        private func describe(_ handle: DirectoryHandle, _ name: String, _ path: String) throws -> RemoteFile? {
+            let (kind, info) = try handle.entry(name)
+            return kind == .file ? provider.remoteFile(path, info) : nil
+        }
+
+        /// A folder's files and folders that can still matter, sorted as keys sort (a folder
+        /// as its name plus `/`). Links and other kinds are left out; so are entries wholly
+        /// before the resume point or outside the prefix, decided from names alone.
+        private func entries(_ handle: DirectoryHandle, folder: String) throws -> [(String, DirectoryHandle.EntryKind)] {
+            var kept: [(name: String, kind: DirectoryHandle.EntryKind, sortKey: String)] = []
+            for (name, kind) in try handle.names() {
                 if folder.isEmpty && name == LocalProvider.reservedName { continue }
-                var info = FileStatus()
-                let full = directoryPath + name
-                guard lstat(full, &info) == 0 else { continue }
-                if (info.st_mode & S_IFMT) == S_IFLNK {
-                    guard let real = provider.realPath(full),
-                          real.hasPrefix(provider.rootPath + "/"),
-                          statFollowingLinks(real, &info) == 0,
-                          (info.st_mode & S_IFMT) == S_IFREG
-                    else { continue }
+                switch kind {
+                case .file:
+                    let path = folder + name
+                    guard path.hasPrefix(options.prefix) else { continue }
+                    if let resumeAfter, !resumeAfter.utf8Precedes(path) { continue }
+                    kept.append((name, kind, name))
+                case .folder:
+                    let path = folder + name + "/"
+                    guard path.hasPrefix(options.prefix) || options.prefix.hasPrefix(path) else { continue }
+                    if let resumeAfter, !resumeAfter.utf8Precedes(path), !resumeAfter.hasPrefix(path) { continue }
+                    kept.append((name, kind, name + "/"))
+                default:
+                    continue
                 }
-                let sortName = (info.st_mode & S_IFMT) == S_IFDIR ? name + "/" : name
-                result.append((name, info, sortName))
             }
-            result.sort { $0.2.utf8Precedes($1.2) }
-            return result.map { ($0.0, $0.1) }
+            kept.sort { $0.sortKey.utf8Precedes($1.sortKey) }
+            return kept.map { ($0.name, $0.kind) }
         }
     }
 }

@@ -91,37 +91,31 @@ public struct LocalProvider: StorageProviderPlugin {
 
     @discardableResult
     public func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
-        let destination = try resolve(remotePath, for: .write)
+        // The source opens first, so a missing source creates no folders.
+        let source: LocalFile
+        let modified: Date
         do {
-            let source = try LocalFile.openForReading(localURL)
-            defer { try? source.close() }
-            let modified = try options.modificationDate ?? source.status().modificationDate
-            try AtomicFile.write(to: destination, options: writeOptions(modified)) { output in
-                _ = try AtomicFile.pump(from: source, to: output)
-            }
+            source = try LocalFile.openForReading(localURL)
+            modified = try options.modificationDate ?? source.status().modificationDate
         } catch {
-            throw mapWriteError(error, key: remotePath, operation: "upload")
+            throw BuckiaError.wrapping(error, operation: "upload", path: localURL.path)
         }
-        return try describe(remotePath, at: destination, operation: "upload")
+        defer { try? source.close() }
+        try writeObject(remotePath, modified: modified) { output in _ = try AtomicFile.pump(from: source, to: output) }
+        return try describe(remotePath, operation: "upload")
     }
 
     @discardableResult
     public func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
-        let destination = try resolve(remotePath, for: .write)
-        do {
-            try AtomicFile.write(to: destination, options: writeOptions(options.modificationDate)) { try $0.write(data) }
-        } catch {
-            throw mapWriteError(error, key: remotePath, operation: "upload")
-        }
-        return try describe(remotePath, at: destination, operation: "upload")
+        try writeObject(remotePath, modified: options.modificationDate) { try $0.write(data) }
+        return try describe(remotePath, operation: "upload")
     }
 
     @discardableResult
     public func downloadFile(remotePath: ObjectKey, localURL: URL) async throws -> DownloadResult {
-        let source = try resolve(remotePath, for: .read)
+        let input = try openObject(remotePath, operation: "download")
+        defer { try? input.close() }
         do {
-            let input = try LocalFile.openForReading(source)
-            defer { try? input.close() }
             let status = try input.status()
             try AtomicFile.write(
                 to: localURL, options: AtomicFile.Options(modificationDate: status.modificationDate, durable: durable)
@@ -136,10 +130,9 @@ public struct LocalProvider: StorageProviderPlugin {
     }
 
     public func readData(remotePath: ObjectKey, range: Range<Int64>?) async throws -> Data {
-        let source = try resolve(remotePath, for: .read)
+        let input = try openObject(remotePath, operation: "read")
+        defer { try? input.close() }
         do {
-            let input = try LocalFile.openForReading(source)
-            defer { try? input.close() }
             let size = try input.status().size
             let lower = max(0, min(range?.lowerBound ?? 0, size))
             let upper = max(lower, min(range?.upperBound ?? size, size))
@@ -149,50 +142,57 @@ public struct LocalProvider: StorageProviderPlugin {
         }
     }
 
+    /// Removes the object's file, then the folders that leaves empty, as an object store has
+    /// no empty folders. Everything happens relative to folders opened without following
+    /// links. Uploads recreate a folder a concurrent delete removed.
     public func deleteFile(remotePath: ObjectKey) async throws {
-        let path = try resolve(remotePath, for: .delete).path
-        if unlink(path) != 0 {
-            switch errno {
-            case ENOENT, ENOTDIR: return
-            case EISDIR: return  // a folder is not an object
-            case EPERM where isDirectory(path): return  // Linux reports EISDIR, macOS EPERM
-            default: throw BuckiaError.posix(errno, operation: "delete", path: remotePath.rawValue)
-            }
+        let location: Location
+        do {
+            location = try locate(remotePath, create: false, operation: "delete")
+        } catch let error as BuckiaError where error.code == .notFound {
+            return
         }
-        removeEmptyFolders(above: path)
-    }
-
-    /// Removes folders the delete left empty, up to the root, as an object store has no
-    /// empty folders. Stops at the first folder that is not empty; uploads recreate folders
-    /// they find missing (see ``AtomicFile/Options/createParentDirectories``).
-    private func removeEmptyFolders(above path: String) {
-        var folder = (path as NSString).deletingLastPathComponent
-        while folder.count > rootPath.count, folder.hasPrefix(rootPath + "/"), rmdir(folder) == 0 {
-            folder = (folder as NSString).deletingLastPathComponent
+        switch try location.parent.entry(location.name).kind {
+        case .missing, .folder:
+            return  // nothing there, or a folder, which is not an object
+        case .symbolicLink:
+            throw BuckiaError(
+                .invalidPath, "The key names a symbolic link; the local provider neither follows nor removes links.",
+                operation: "delete", path: remotePath.rawValue)
+        case .file, .other:
+            try location.parent.removeFile(location.name)
         }
+        for (folder, child) in location.chain.reversed() where !folder.removeFolderIfEmpty(child) { break }
     }
 
     public func stat(remotePath: ObjectKey) async throws -> RemoteFile? {
-        let path: URL
+        try statNow(remotePath, operation: "stat")
+    }
+
+    private func statNow(_ key: ObjectKey, operation: String) throws -> RemoteFile? {
+        let location: Location
         do {
-            path = try resolve(remotePath, for: .read)
+            location = try locate(key, create: false, operation: operation)
         } catch let error as BuckiaError where error.code == .notFound {
             return nil
         }
-        var info = FileStatus()
-        guard statFollowingLinks(path.path, &info) == 0 else {
-            if errno == ENOENT || errno == ENOTDIR { return nil }
-            throw BuckiaError.posix(errno, operation: "stat", path: remotePath.rawValue)
+        let (kind, info) = try location.parent.entry(location.name)
+        switch kind {
+        case .file: return remoteFile(key.rawValue, info)
+        case .symbolicLink:
+            throw BuckiaError(
+                .invalidPath, "The key names a symbolic link; the local provider does not follow links.",
+                operation: operation, path: key.rawValue)
+        default: return nil
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return remoteFile(remotePath.rawValue, info)
     }
 
     public func checksum(remotePath: ObjectKey, algorithm: ChecksumAlgorithm) async throws -> String? {
         guard let hash = algorithm.hashAlgorithm else { return nil }
-        let path = try resolve(remotePath, for: .read)
+        let input = try openObject(remotePath, operation: "checksum")
+        defer { try? input.close() }
         do {
-            return try Hashing.digests(ofFile: path, [hash])[hash]?.hex
+            return try Hashing.digests(of: input, [hash])[hash]?.hex
         } catch {
             throw BuckiaError.wrapping(error, operation: "checksum", path: remotePath.rawValue)
         }
@@ -203,12 +203,6 @@ public struct LocalProvider: StorageProviderPlugin {
     }
 
     // MARK: Helpers
-
-    func writeOptions(_ modified: Date?) -> AtomicFile.Options {
-        AtomicFile.Options(
-            temporaryDirectory: root.appendingPathComponent("\(LocalProvider.reservedName)/tmp", isDirectory: true),
-            modificationDate: modified, durable: durable, createParentDirectories: true)
-    }
 
     func etag(size: Int64, modified: Date) -> String {
         let nanoseconds = Int64((modified.timeIntervalSince1970 * 1_000_000_000).rounded())
@@ -222,39 +216,13 @@ public struct LocalProvider: StorageProviderPlugin {
             etag: etag(size: Int64(info.st_size), modified: modified))
     }
 
-    private func describe(_ key: ObjectKey, at url: URL, operation: String) throws -> RemoteFile {
-        var info = FileStatus()
-        guard statFollowingLinks(url.path, &info) == 0 else {
-            throw BuckiaError.posix(errno, operation: operation, path: key.rawValue)
+    private func describe(_ key: ObjectKey, operation: String) throws -> RemoteFile {
+        guard let file = try statNow(key, operation: operation) else {
+            throw BuckiaError.notFound(key, operation: operation)
         }
-        return remoteFile(key.rawValue, info)
-    }
-
-    private func isDirectory(_ path: String) -> Bool {
-        var info = FileStatus()
-        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
-    }
-
-    private func mapWriteError(_ error: any Error, key: ObjectKey, operation: String) -> BuckiaError {
-        let wrapped = BuckiaError.wrapping(error, operation: operation, path: key.rawValue)
-        guard let cause = wrapped.cause as? POSIXErrorNumber else { return wrapped }
-        switch cause.rawValue {
-        case EISDIR:
-            return BuckiaError(
-                .alreadyExists, "A folder exists where this object would go; the local file system cannot hold both.",
-                operation: operation, path: key.rawValue, cause: cause)
-        case ENOTDIR, EEXIST:
-            return BuckiaError(
-                .alreadyExists, "An object exists where this key needs a folder; the local file system cannot hold both.",
-                operation: operation, path: key.rawValue, cause: cause)
-        default:
-            return wrapped
-        }
+        return file
     }
 }
 
 /// The C `stat` structure; inside ``LocalProvider`` the name `stat` means the provider's method.
 typealias FileStatus = stat
-
-/// Follows symbolic links, like stat(2).
-func statFollowingLinks(_ path: String, _ info: inout FileStatus) -> Int32 { stat(path, &info) }

@@ -49,15 +49,59 @@ struct LocalProviderTests {
         #expect(deleteError?.code == .invalidPath)
     }
 
-    @Test("A symbolic link to a file inside the root reads like the file")
+    @Test("Symbolic links are never followed, even to files inside the root")
     func symlinkInside() async throws {
         let fixture = try LocalFixture()
         try await fixture.provider.uploadData(Data("real".utf8), remotePath: "real.txt")
         try FileManager.default.createSymbolicLink(
             atPath: fixture.root.appendingPathComponent("alias.txt").path,
             withDestinationPath: fixture.root.appendingPathComponent("real.txt").path)
-        #expect(try await fixture.provider.readData(remotePath: "alias.txt") == Data("real".utf8))
-        #expect(try await fixture.provider.listFiles().map(\.path) == ["alias.txt", "real.txt"])
+        let error = await #expect(throws: BuckiaError.self) { try await fixture.provider.readData(remotePath: "alias.txt") }
+        #expect(error?.code == .invalidPath)
+        #expect(try await fixture.provider.listFiles().map(\.path) == ["real.txt"])
+    }
+
+    // Regression: the provider once checked a path with realpath and then used it, so a folder
+    // swapped for a link in between sent the write outside the root.
+    @Test("A folder swapped for a link during uploads never lets a write escape the root")
+    func swapRace() async throws {
+        let fixture = try LocalFixture()
+        let folder = fixture.root.appendingPathComponent("d").path
+        let stop = Locked(false)
+        let swapper = Thread {
+            var rounds = 0
+            while !stop.withLock({ $0 }) && rounds < 20_000 {
+                try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+                try? FileManager.default.removeItem(atPath: folder)
+                try? FileManager.default.createSymbolicLink(atPath: folder, withDestinationPath: fixture.outside.path)
+                try? FileManager.default.removeItem(atPath: folder)
+                rounds += 1
+            }
+        }
+        swapper.start()
+        for index in 0..<300 {
+            _ = try? await fixture.provider.uploadData(Data("x".utf8), remotePath: "d/file-\(index).txt")
+        }
+        stop.withLock { $0 = true }
+        while swapper.isExecuting { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.outside.path).isEmpty)
+    }
+
+    @Test("A key that is only a folder of other keys reads as missing")
+    func folderIsNotAnObject() async throws {
+        let fixture = try LocalFixture()
+        try await fixture.provider.uploadData(Data("x".utf8), remotePath: "k/inner.txt")
+        let error = await #expect(throws: BuckiaError.self) { try await fixture.provider.readData(remotePath: "k") }
+        #expect(error?.code == .notFound)
+        #expect(try await fixture.provider.stat(remotePath: "k") == nil)
+    }
+
+    @Test("A failed upload creates no folders")
+    func failedUploadCreatesNoFolders() async throws {
+        let fixture = try LocalFixture()
+        let missing = fixture.base.appendingPathComponent("does-not-exist")
+        await #expect(throws: BuckiaError.self) { try await fixture.provider.uploadFile(localURL: missing, remotePath: "a/b/c/x.txt") }
+        #expect(!FileManager.default.fileExists(atPath: fixture.root.appendingPathComponent("a").path))
     }
 
     @Test("Keys under the reserved .buckia folder are refused", arguments: [".buckia/tmp/x", ".buckia"])

@@ -106,6 +106,11 @@ public enum Hashing {
     public static func digests(ofFile url: URL, _ algorithms: [HashAlgorithm]) throws -> [HashAlgorithm: Digest] {
         let file = try LocalFile.openForReading(url)
         defer { try? file.close() }
+        return try digests(of: file, algorithms)
+    }
+
+    /// The digests of an open file from its current offset to the end, in one streaming pass.
+    public static func digests(of file: LocalFile, _ algorithms: [HashAlgorithm]) throws -> [HashAlgorithm: Digest] {
         var seen: Set<HashAlgorithm> = []
         let hashers = algorithms.filter { seen.insert($0).inserted }.map(DigestHasher.init)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)

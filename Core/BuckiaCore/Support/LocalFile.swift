@@ -17,7 +17,7 @@ public final class LocalFile {
     public let path: String
     private var descriptor: Int32
 
-    private init(descriptor: Int32, path: String) {
+    init(descriptor: Int32, path: String) {
         self.descriptor = descriptor
         self.path = path
     }
@@ -122,6 +122,31 @@ public final class LocalFile {
             throw BuckiaError.posix(errno, operation: "stat", path: path)
         }
         return (Int64(info.st_size), LocalFile.modificationDate(of: info))
+    }
+
+    /// Whether the descriptor refers to a regular file (not a folder, device or pipe).
+    public func isRegularFile() throws -> Bool {
+        var info = stat()
+        if fstat(descriptor, &info) != 0 {
+            throw BuckiaError.posix(errno, operation: "stat", path: path)
+        }
+        return (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// Sets the file's permission bits.
+    public func setPermissions(_ mode: mode_t) throws {
+        if fchmod(descriptor, mode & 0o7777) != 0 {
+            throw BuckiaError.posix(errno, operation: "chmod", path: path)
+        }
+    }
+
+    /// The file's permission bits.
+    public func permissions() throws -> mode_t {
+        var info = stat()
+        if fstat(descriptor, &info) != 0 {
+            throw BuckiaError.posix(errno, operation: "stat", path: path)
+        }
+        return info.st_mode & 0o7777
     }
 
     /// Closes the descriptor, reporting a failed close (which can mean lost writes).

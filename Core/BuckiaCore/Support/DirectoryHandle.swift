@@ -1,0 +1,179 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An open folder, for working inside a root without the check-then-use races of paths.
+///
+/// Every name is resolved relative to this descriptor and symbolic links are never followed
+/// (`O_NOFOLLOW`, `AT_SYMLINK_NOFOLLOW`), so swapping a folder for a link between a check and
+/// a use cannot redirect a read, write or delete outside the root. Not `Sendable`: a handle
+/// belongs to one operation; it closes when released.
+public final class DirectoryHandle {
+    let descriptor: Int32
+    /// The folder's path, for messages.
+    public let path: String
+
+    /// Opens the folder at `path` (which may itself be reached through links).
+    public init(path: String) throws {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "open folder", path: path) }
+        descriptor = fd
+        self.path = path
+    }
+
+    private init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    deinit { close(descriptor) }
+
+    /// What is at `name` in this folder, without following a link.
+    public enum EntryKind: Sendable { case missing, file, folder, symbolicLink, other }
+
+    /// The kind of `name`, and its `stat` when it exists.
+    public func entry(_ name: String) throws -> (kind: EntryKind, status: stat) {
+        var info = stat()
+        guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+            if errno == ENOENT { return (.missing, info) }
+            throw BuckiaError.posix(errno, operation: "stat", path: child(name))
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return (.file, info)
+        case S_IFDIR: return (.folder, info)
+        case S_IFLNK: return (.symbolicLink, info)
+        default: return (.other, info)
+        }
+    }
+
+    /// Opens the subfolder `name`, creating it when `create` is set.
+    ///
+    /// - Throws: ``BuckiaError/Code/notFound`` when it is missing (and not created),
+    ///   ``BuckiaError/Code/invalidPath`` when it is a symbolic link,
+    ///   ``BuckiaError/Code/alreadyExists`` when a file is in the way.
+    public func folder(_ name: String, create: Bool) throws -> DirectoryHandle {
+        for attempt in 0..<3 {
+            let fd = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if fd >= 0 { return DirectoryHandle(descriptor: fd, path: child(name)) }
+            let code = errno
+            switch code {
+            case ENOENT where create && attempt < 2:
+                if mkdirat(descriptor, name, 0o755) != 0 && errno != EEXIST {
+                    throw BuckiaError.posix(errno, operation: "create folder", path: child(name))
+                }
+            case ENOENT:
+                throw BuckiaError(.notFound, "The folder \(child(name).debugDescription) does not exist.", operation: "open folder", path: child(name))
+            case ELOOP:
+                throw symbolicLink(name)
+            case ENOTDIR:
+                if try entry(name).kind == .symbolicLink { throw symbolicLink(name) }
+                throw BuckiaError(
+                    .alreadyExists, "A file is where the folder \(child(name).debugDescription) is needed.",
+                    operation: "open folder", path: child(name))
+            default:
+                throw BuckiaError.posix(code, operation: "open folder", path: child(name))
+            }
+        }
+        throw BuckiaError(.transient, "The folder \(child(name).debugDescription) kept disappearing while it was created.", path: child(name))
+    }
+
+    /// Opens the regular file `name` for reading.
+    ///
+    /// - Throws: ``BuckiaError/Code/notFound`` when it is missing or is a folder,
+    ///   ``BuckiaError/Code/invalidPath`` when it is a symbolic link.
+    public func openFile(_ name: String) throws -> LocalFile {
+        let fd = openat(descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT, EISDIR: throw BuckiaError(.notFound, "No file exists at \(child(name).debugDescription).", operation: "open", path: child(name))
+            case ELOOP: throw symbolicLink(name)
+            default: throw BuckiaError.posix(errno, operation: "open", path: child(name))
+            }
+        }
+        let file = LocalFile(descriptor: fd, path: child(name))
+        guard try file.isRegularFile() else {
+            throw BuckiaError(.notFound, "\(child(name).debugDescription) is not a regular file.", operation: "open", path: child(name))
+        }
+        return file
+    }
+
+    /// Creates a new, uniquely named file in this folder for writing.
+    public func createTemporaryFile(permissions: mode_t = 0o644) throws -> (name: String, file: LocalFile) {
+        let name = ".buckia-\(UUID().uuidString).tmp"
+        let fd = openat(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
+        guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "create", path: child(name)) }
+        return (name, LocalFile(descriptor: fd, path: child(name)))
+    }
+
+    /// Moves `name` from this folder to `newName` in `destination`, replacing what is there
+    /// (a link there is replaced, never followed).
+    public func move(_ name: String, to destination: DirectoryHandle, as newName: String) throws {
+        guard renameat(descriptor, name, destination.descriptor, newName) == 0 else {
+            throw BuckiaError.posix(errno, operation: "rename", path: destination.child(newName))
+        }
+    }
+
+    /// Removes the file or link `name`; returns false when nothing was there.
+    @discardableResult
+    public func removeFile(_ name: String) throws -> Bool {
+        guard unlinkat(descriptor, name, 0) == 0 else {
+            if errno == ENOENT { return false }
+            throw BuckiaError.posix(errno, operation: "remove", path: child(name))
+        }
+        return true
+    }
+
+    /// Removes the subfolder `name` if it is empty; returns whether it was removed.
+    @discardableResult
+    public func removeFolderIfEmpty(_ name: String) -> Bool {
+        unlinkat(descriptor, name, AT_REMOVEDIR) == 0
+    }
+
+    /// Flushes the folder's entries to stable storage, after a rename into it.
+    public func sync() throws {
+        guard fsync(descriptor) == 0 else { throw BuckiaError.posix(errno, operation: "fsync", path: path) }
+    }
+
+    /// The names in this folder with their kinds, `.` and `..` left out, unsorted.
+    ///
+    /// Kinds come from the directory entry where the file system provides them, so listing
+    /// a large folder costs one `stat` only for entries of unknown type.
+    public func names() throws -> [(name: String, kind: EntryKind)] {
+        let fd = openat(descriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0, let stream = fdopendir(fd) else {
+            throw BuckiaError.posix(errno, operation: "list", path: path)
+        }
+        defer { closedir(stream) }
+        var result: [(String, EntryKind)] = []
+        while let entry = readdir(stream) {
+            let decoded = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(validating: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            // Names that are not valid UTF-8 cannot be keys; they are skipped.
+            guard let name = decoded, name != ".", name != ".." else { continue }
+            let kind: EntryKind
+            switch Int32(entry.pointee.d_type) {
+            case Int32(DT_REG): kind = .file
+            case Int32(DT_DIR): kind = .folder
+            case Int32(DT_LNK): kind = .symbolicLink
+            case Int32(DT_UNKNOWN): kind = try self.entry(name).kind
+            default: kind = .other
+            }
+            result.append((name, kind))
+        }
+        return result
+    }
+
+    func child(_ name: String) -> String { path.hasSuffix("/") ? path + name : path + "/" + name }
+
+    private func symbolicLink(_ name: String) -> BuckiaError {
+        BuckiaError(
+            .invalidPath, "\(child(name).debugDescription) is a symbolic link; links are not followed, so nothing can reach outside the root.",
+            path: child(name))
+    }
+}

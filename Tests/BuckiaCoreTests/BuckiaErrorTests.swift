@@ -139,3 +139,29 @@ struct BuckiaErrorTests {
         #expect(notFound.path == "a/b")
     }
 }
+
+@Suite("URL redaction in errors")
+struct URLRedactionTests {
+    @Test("URLs in error text lose their query and user information", arguments: [
+        ("fetch https://bucket.s3.amazonaws.com/k?X-Amz-Signature=SECRETSIG&X-Amz-Credential=AKIA now",
+         "fetch https://bucket.s3.amazonaws.com/k?<REDACTED> now"),
+        ("url=\"http://user:PASSWORD@127.0.0.1:9000/b?token=SECRETSIG\"", "url=\"http://<REDACTED>@127.0.0.1:9000/b?<REDACTED>\""),
+        ("plain text, no url", "plain text, no url"),
+        ("two: https://a/x?sig=SECRETSIG, https://b/y#frag", "two: https://a/x?<REDACTED>, https://b/y?<REDACTED>"),
+    ])
+    func scrub(_ text: String, _ expected: String) {
+        #expect(URLRedaction.scrub(text) == expected)
+    }
+
+    // Regression: wrapping a URLError once put its failing URL, signature and all, in the message.
+    @Test("Wrapping an error that carries a URL keeps its signature out of the message")
+    func wrappedURLError() {
+        let url = "https://h/object?X-Amz-Signature=SECRETSIG"
+        let error = NSError(domain: NSURLErrorDomain, code: -1001, userInfo: [
+            NSURLErrorFailingURLErrorKey: URL(string: url) as Any, "NSErrorFailingURLStringKey": url, NSLocalizedDescriptionKey: "The request timed out.",
+        ])
+        let wrapped = BuckiaError.wrapping(error, operation: "download")
+        #expect(!"\(wrapped)".contains("SECRETSIG"))
+        #expect(wrapped.code == .transient)
+    }
+}

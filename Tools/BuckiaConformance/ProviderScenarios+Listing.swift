@@ -23,6 +23,29 @@ extension ProviderConformance {
                     try await context.listedPaths(ListOptions(prefix: "dir/", recursive: false)),
                     ["dir/one.txt", "dir/sub/", "dir/two.txt"], "level 'dir/'")
             },
+            ProviderScenario("list: one level across pages", contract: "One-level pages join up with each folder exactly once, and start-after a folder skips it.") { context in
+                try await put(context, ["a/1", "a/2", "b/1", "c", "d/1", "d/2", "d/e/3", "e", "x/ab/1", "x/ab2/3", "x/abc"])
+                var listed: [String] = []
+                for try await page in context.provider.list(ListOptions(prefix: context.prefix, recursive: false, pageSize: 2)).pages {
+                    try Expect.that(page.entries.count <= 2, "a page of \(page.entries.count) entries exceeds the requested 2")
+                    listed += page.entries.map { String($0.path.dropFirst(context.prefix.count)) }
+                }
+                try Expect.equal(listed, ["a/", "b/", "c", "d/", "e", "x/"], "one-level pages of 2")
+                try Expect.equal(
+                    try await context.listedPaths(ListOptions(recursive: false, startAfter: "b/")), ["c", "d/", "e", "x/"],
+                    "one level after the folder 'b/'")
+                try Expect.equal(
+                    try await context.listedPaths(ListOptions(prefix: "x/ab", recursive: false)), ["x/ab/", "x/ab2/", "x/abc"],
+                    "one level under the partial prefix 'x/ab'")
+                try Expect.equal(
+                    try await context.listedPaths(ListOptions(startAfter: "d/")), ["d/1", "d/2", "d/e/3", "e", "x/ab/1", "x/ab2/3", "x/abc"],
+                    "recursive listing after 'd/' includes the keys under it")
+            },
+            ProviderScenario("list: a folder is not an object", contract: "A key that is only a folder of other keys reads as notFound and stats as nil.") { context in
+                try await put(context, ["k/inner.txt"])
+                try Expect.that(try await context.provider.stat(remotePath: context.key("k")) == nil, "stat of a folder-only key was not nil")
+                try await Expect.error(.notFound, "readData of a folder-only key") { try await context.provider.readData(remotePath: context.key("k"), range: nil) }
+            },
             ProviderScenario(
                 "list: start-after", contract: "start-after returns only the keys after it, in order.", requires: [.listStartAfter]
             ) { context in

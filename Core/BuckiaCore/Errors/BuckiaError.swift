@@ -148,19 +148,62 @@ extension BuckiaError {
                 code, "A file operation failed: \(nsError.localizedDescription)",
                 operation: operation, path: path, cause: SendableErrorDescription(nsError))
         }
+        if nsError.userInfo.keys.contains(where: { $0.contains("URL") }) {
+            // URLError and friends carry the failing URL, with any signature or token in its
+            // query; describe them by code and message only.
+            return BuckiaError(
+                .transient, "A network request failed: \(URLRedaction.scrub(nsError.localizedDescription)) (\(nsError.domain) \(nsError.code)).",
+                operation: operation, path: path, cause: SendableErrorDescription(error))
+        }
         return BuckiaError(
-            .io, "The operation failed: \(error)", operation: operation, path: path,
+            .io, "The operation failed: \(URLRedaction.scrub(String(describing: error)))", operation: operation, path: path,
             cause: SendableErrorDescription(error))
     }
 }
 
 /// Keeps the text of a non-`Sendable` error so it can travel as a ``BuckiaError/cause``.
+///
+/// URLs in the text lose their query and user information, where signatures and tokens live.
 public struct SendableErrorDescription: Error, Sendable, CustomStringConvertible {
-    /// The original error's description.
+    /// The original error's description, with URLs scrubbed.
     public let description: String
 
     /// Captures the description of `error`.
     public init(_ error: any Error) {
-        self.description = String(describing: error)
+        self.description = URLRedaction.scrub(String(describing: error))
+    }
+}
+
+/// Removes the parts of URLs that carry credentials from free text.
+public enum URLRedaction {
+    /// `text` with every `scheme://…` URL's user information and query replaced by
+    /// `<REDACTED>`: `https://u:p@h/x?X-Amz-Signature=…` becomes `https://<REDACTED>@h/x?<REDACTED>`.
+    public static func scrub(_ text: String) -> String {
+        var output = ""
+        var rest = Substring(text)
+        while let marker = rest.range(of: "://") {
+            let schemeStart = rest[..<marker.lowerBound].lastIndex { !($0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == ".") }
+                .map { rest.index(after: $0) } ?? rest.startIndex
+            output += rest[..<schemeStart]
+            let end = rest[marker.upperBound...].firstIndex { $0.isWhitespace || "\"'<>,;)]}".contains($0) } ?? rest.endIndex
+            output += scrubURL(rest[schemeStart..<end], schemeLength: rest.distance(from: schemeStart, to: marker.upperBound))
+            rest = rest[end...]
+        }
+        return output + rest
+    }
+
+    private static func scrubURL(_ url: Substring, schemeLength: Int) -> String {
+        let scheme = url.prefix(schemeLength)
+        var remainder = url.dropFirst(schemeLength)
+        var result = String(scheme)
+        let authorityEnd = remainder.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? remainder.endIndex
+        if let at = remainder[..<authorityEnd].lastIndex(of: "@") {
+            result += "<REDACTED>@"
+            remainder = remainder[remainder.index(after: at)...]
+        }
+        if let query = remainder.firstIndex(where: { $0 == "?" || $0 == "#" }) {
+            return result + remainder[..<query] + "?<REDACTED>"
+        }
+        return result + remainder
     }
 }

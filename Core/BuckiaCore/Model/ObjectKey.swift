@@ -96,6 +96,13 @@ public struct ObjectKey: Hashable, Sendable, Comparable, CustomStringConvertible
         if bytes.last == slash {
             guard allowTrailingSlash else { throw reject("it ends with '/'; a key names an object, not a folder") }
             body = body.dropLast()
+        } else if allowTrailingSlash {
+            // A prefix's last segment is the start of a name: "." and ".." may begin ".env" or "..x".
+            if let lastSlash = body.lastIndex(of: slash) {
+                body = body[..<lastSlash]
+            } else {
+                return
+            }
         }
         for segment in body.split(separator: slash, omittingEmptySubsequences: false) {
             if segment.isEmpty { throw reject("it contains an empty segment ('//')") }

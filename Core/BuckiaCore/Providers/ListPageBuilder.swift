@@ -16,7 +16,6 @@
 public struct ListPageBuilder: Sendable {
     private let options: ListOptions
     private let pageSize: Int
-    private let skipUnder: String?
     private var entries: [ListEntry] = []
     private var lastDirectory: String?
     private var hasMore = false
@@ -34,7 +33,6 @@ public struct ListPageBuilder: Sendable {
         pageSize = max(1, min(request.options.pageSize ?? maxPageSize, maxPageSize))
         let markers = [request.options.startAfter, request.continuation].compactMap { $0 }
         resumeAfter = markers.max { $0.utf8Precedes($1) }
-        skipUnder = request.continuation.flatMap { $0.hasSuffix("/") ? $0 : nil }
     }
 
     /// Offers the next object in UTF-8 order.
@@ -45,11 +43,13 @@ public struct ListPageBuilder: Sendable {
         let path = file.path
         guard path.hasPrefix(options.prefix) else { return true }
         if let resumeAfter, !resumeAfter.utf8Precedes(path) { return true }
-        if let skipUnder, path.hasPrefix(skipUnder) { return true }
         let entry: ListEntry
         if !options.recursive, let slash = path.utf8.dropFirst(options.prefix.utf8.count).firstIndex(of: UInt8(ascii: "/")) {
             let directory = String(path[...slash])
+            // A folder is listed only if it, too, sorts after the resume point: a continuation
+            // that ended on "dir/" (or a start-after of "dir/") does not list "dir/" again.
             if directory == lastDirectory { return true }
+            if let resumeAfter, !resumeAfter.utf8Precedes(directory) { return true }
             entry = .directory(directory)
         } else {
             entry = .object(file)

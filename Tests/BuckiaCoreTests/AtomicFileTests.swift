@@ -153,3 +153,43 @@ struct LocalFileTests {
         #expect(missing?.code == .notFound)
     }
 }
+
+// Regression: copies and replacements once came out 0644 whatever the source or the file
+// they replaced, so a 0600 key became world-readable.
+@Suite("AtomicFile permissions")
+struct AtomicFilePermissionTests {
+    private func mode(_ url: URL) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int) ?? -1
+    }
+
+    @Test("A copy keeps the source's mode", arguments: [0o600, 0o755, 0o640])
+    func copyKeepsMode(_ permissions: Int) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-mode-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = folder.appendingPathComponent("source")
+        try Data("secret".utf8).write(to: source)
+        try FileManager.default.setAttributes([.posixPermissions: permissions], ofItemAtPath: source.path)
+        let copy = folder.appendingPathComponent("copy")
+        try AtomicFile.copy(from: source, to: copy)
+        #expect(try mode(copy) == permissions)
+    }
+
+    @Test("Replacing a file keeps its mode")
+    func replaceKeepsMode() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-mode-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("key.pem")
+        try AtomicFile.write(Data("v1".utf8), to: file, permissions: 0o600)
+        try AtomicFile.write(Data("v2".utf8), to: file)
+        #expect(try mode(file) == 0o600)
+        #expect(try Data(contentsOf: file) == Data("v2".utf8))
+    }
+
+    @Test("Temporary files live in a folder only this user can open")
+    func temporaryFolderIsPrivate() async throws {
+        let folderMode = try await TemporaryFile.with { url in try mode(url.deletingLastPathComponent()) }
+        #expect(folderMode == 0o700)
+    }
+}

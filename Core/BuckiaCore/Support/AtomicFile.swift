@@ -21,8 +21,10 @@ public enum AtomicFile {
     public struct Options: Sendable {
         /// Where the temporary file goes; nil means beside the destination.
         public var temporaryDirectory: URL?
-        /// The new file's mode bits.
-        public var permissions: mode_t
+        /// The new file's mode bits; nil keeps the mode of the file being replaced, or uses
+        /// 0644 (less the umask) for a new one. ``AtomicFile/copy(from:to:options:observe:)``
+        /// uses the source's mode instead.
+        public var permissions: mode_t?
         /// The modification time to give the new file; nil keeps the time of writing.
         public var modificationDate: Date?
         /// Whether to `fsync` the file and its directory (durability against power loss).
@@ -33,7 +35,7 @@ public enum AtomicFile {
 
         /// Creates options.
         public init(
-            temporaryDirectory: URL? = nil, permissions: mode_t = 0o644, modificationDate: Date? = nil, durable: Bool = true,
+            temporaryDirectory: URL? = nil, permissions: mode_t? = nil, modificationDate: Date? = nil, durable: Bool = true,
             createParentDirectories: Bool = false
         ) {
             self.temporaryDirectory = temporaryDirectory
@@ -45,7 +47,7 @@ public enum AtomicFile {
     }
 
     /// Writes `data` to `url` atomically.
-    public static func write(_ data: Data, to url: URL, permissions: mode_t = 0o644) throws {
+    public static func write(_ data: Data, to url: URL, permissions: mode_t? = nil) throws {
         try write(to: url, options: Options(permissions: permissions)) { file in try file.write(data) }
     }
 
@@ -55,8 +57,11 @@ public enum AtomicFile {
     public static func write(to url: URL, options: Options, _ body: (LocalFile) throws -> Void) throws {
         let directory = options.temporaryDirectory ?? url.deletingLastPathComponent()
         let temporary = directory.appendingPathComponent(".buckia-\(UUID().uuidString).tmp", isDirectory: false)
-        let file = try LocalFile.createExclusive(temporary, permissions: options.permissions)
+        let file = try LocalFile.createExclusive(temporary, permissions: options.permissions ?? 0o644)
         do {
+            if options.permissions == nil, let existing = existingPermissions(url) {
+                try file.setPermissions(existing)
+            }
             try body(file)
             if let date = options.modificationDate { try file.setModificationDate(date) }
             if options.durable { try file.sync() }
@@ -72,6 +77,13 @@ public enum AtomicFile {
             try parent.sync()
             try parent.close()
         }
+    }
+
+    /// The mode of the file at `url`, or nil when there is none.
+    private static func existingPermissions(_ url: URL) -> mode_t? {
+        var info = stat()
+        guard lstat(url.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return info.st_mode & 0o7777
     }
 
     private static func moveIntoPlace(_ temporary: URL, _ url: URL, createParents: Bool) throws {
@@ -97,6 +109,8 @@ public enum AtomicFile {
     ) throws -> Int64 {
         let input = try LocalFile.openForReading(source)
         defer { try? input.close() }
+        var options = options
+        if options.permissions == nil { options.permissions = try input.permissions() }
         var total: Int64 = 0
         try write(to: destination, options: options) { output in
             total = try pump(from: input, to: output, observe: observe)

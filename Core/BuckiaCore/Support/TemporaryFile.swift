@@ -8,11 +8,20 @@ public enum TemporaryFile {
             .appendingPathComponent("buckia-\(UUID().uuidString)\(suffix)", isDirectory: false)
     }
 
-    /// Runs `body` with a URL for a temporary file, then removes whatever is there.
+    /// Runs `body` with a URL for a temporary file inside a new folder only this user can
+    /// open (mode 0700), then removes the folder and whatever is in it.
+    ///
+    /// The private folder keeps downloaded bytes away from other users of a shared `/tmp`,
+    /// whatever mode the file itself is created with.
     public static func with<Result>(_ body: (URL) async throws -> Result) async throws -> Result {
-        let url = makeURL()
-        defer { try? FileManager.default.removeItem(at: url) }
-        return try await body(url)
+        let folder = makeURL()
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw BuckiaError.wrapping(error, operation: "create temporary folder", path: folder.path)
+        }
+        defer { try? FileManager.default.removeItem(at: folder) }
+        return try await body(folder.appendingPathComponent("file", isDirectory: false))
     }
 
     /// Writes `data` to a temporary file (mode 0600), runs `body` with it, then removes it.

@@ -54,9 +54,10 @@ extension CLI {
         let key = try ObjectKey(path.trimmedSlashes)
         if provider.capabilities.supports(.readWithRange) {
             // Ranged reads of one buffer each: no temporary copy, memory bounded by the buffer.
-            guard let size = try await provider.stat(remotePath: key)?.size else {
+            guard let before = try await provider.stat(remotePath: key) else {
                 throw BuckiaError.notFound(key, operation: "cat")
             }
+            let size = before.size
             var offset: Int64 = 0
             while offset < size {
                 let end = min(size, offset + Int64(AtomicFile.copyBufferSize))
@@ -66,6 +67,13 @@ extension CLI {
                 }
                 FileHandle.standardOutput.write(chunk)
                 offset += Int64(chunk.count)
+            }
+            // Ranged reads of an object overwritten meanwhile would splice two versions.
+            let after = try await provider.stat(remotePath: key)
+            guard after?.etag == before.etag, after?.size == before.size, after?.modificationDate == before.modificationDate else {
+                throw BuckiaError(
+                    .conditionNotMatch, "The object changed while it was being read, so the output may mix two versions; run cat again.",
+                    operation: "cat", path: key.rawValue)
             }
             return .success
         }

@@ -116,19 +116,26 @@ struct Copier: Sendable {
         var relatives: [String] = []
         switch source {
         case .local(let root):
-            guard let walker = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey]) else {
-                throw BuckiaError(.notFound, "The local folder \(root.path) cannot be read.", path: root.path)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory) else {
+                throw BuckiaError(.notFound, "The local folder \(root.path) does not exist.", path: root.path)
             }
-            let base = root.standardizedFileURL.resolvingSymlinksInPath().path
-            for case let url as URL in walker where (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
-                let full = url.standardizedFileURL.resolvingSymlinksInPath().path
-                guard full.hasPrefix(base + "/") else { continue }
-                relatives.append(String(full.dropFirst(base.count + 1)))
+            guard isDirectory.boolValue else { throw UsageError(description: "\(root.path) is a file; drop -r to copy one file.") }
+            var skipped: [String] = []
+            try Copier.walk(DirectoryHandle(path: root.path), prefix: "", files: &relatives, skipped: &skipped)
+            for path in skipped {
+                Console.error("buckia: skipped \(path): symbolic links and special files are not copied.")
             }
-        case .remote(let provider, _, let path, _):
+        case .remote(let provider, let name, let path, _):
             let prefix = path.folderPrefix
             for try await entry in provider.list(ListOptions(prefix: prefix)) {
                 if let file = entry.file { relatives.append(String(file.path.dropFirst(prefix.count))) }
+            }
+            if relatives.isEmpty {
+                if !path.trimmedSlashes.isEmpty, try await provider.stat(remotePath: path.trimmedSlashes) != nil {
+                    throw UsageError(description: "\(name):\(path) is an object; drop -r to copy one object.")
+                }
+                throw BuckiaError(.notFound, "Nothing exists under \(name):\(prefix).", path: prefix)
             }
         }
         let width = [source, destination].map { endpoint -> Int in
@@ -141,6 +148,17 @@ struct Copier: Sendable {
             total.withLock { $0 += bytes }
         }
         return (relatives.count, total.withLock { $0 })
+    }
+
+    /// Collects the regular files under `folder` (relative paths), without following links.
+    static func walk(_ folder: DirectoryHandle, prefix: String, files: inout [String], skipped: inout [String]) throws {
+        for (name, kind) in try folder.names().sorted(by: { $0.name < $1.name }) {
+            switch kind {
+            case .file: files.append(prefix + name)
+            case .folder: try walk(folder.folder(name, create: false), prefix: prefix + name + "/", files: &files, skipped: &skipped)
+            default: skipped.append(prefix + name)
+            }
+        }
     }
 
     enum Resolved: Sendable {

@@ -16,21 +16,63 @@ public enum MemoryProbe {
 
     /// Runs `work` and returns the highest resident size seen minus the size before, or nil
     /// where memory cannot be read.
-    public static func peakRise(interval: Duration = .milliseconds(5), _ work: () async throws -> Void) async throws -> Int? {
-        guard let baseline = residentBytes() else {
+    ///
+    /// Samples come from a dedicated thread, not from the shared task pool: transfers do
+    /// blocking I/O, and a sampler task could be starved exactly while memory peaks. Only one
+    /// measurement runs at a time per process, so two large transfers never add up.
+    public static func peakRise(interval: Duration = .milliseconds(2), _ work: () async throws -> Void) async throws -> Int? {
+        await gate.acquire()
+        defer { gate.release() }
+        do {
+            guard let baseline = residentBytes() else {
+                try await work()
+                return nil
+            }
+            let peak = Locked((highest: baseline, done: false))
+            let microseconds = UInt32(clamping: interval.components.attoseconds / 1_000_000_000_000 + interval.components.seconds * 1_000_000)
+            let sampler = Thread {
+                while !peak.withLock({ $0.done }) {
+                    if let now = residentBytes() { peak.withLock { $0.highest = max($0.highest, now) } }
+                    usleep(microseconds)
+                }
+            }
+            sampler.start()
+            defer { peak.withLock { $0.done = true } }
             try await work()
-            return nil
+            if let now = residentBytes() { peak.withLock { $0.highest = max($0.highest, now) } }
+            return peak.withLock { $0.highest } - baseline
         }
-        let peak = Locked(baseline)
-        let sampler = Task.detached {
-            while !Task.isCancelled {
-                if let now = residentBytes() { peak.withLock { $0 = max($0, now) } }
-                try? await Task.sleep(for: interval)
+    }
+
+    private static let gate = Gate()
+
+    /// Lets one measurement run at a time; waiters resume in arrival order.
+    private final class Gate: Sendable {
+        private let state = Locked((busy: false, waiting: [CheckedContinuation<Void, Never>]()))
+
+        func acquire() async {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state -> Bool in
+                    if !state.busy {
+                        state.busy = true
+                        return true
+                    }
+                    state.waiting.append(continuation)
+                    return false
+                }
+                if now { continuation.resume() }
             }
         }
-        defer { sampler.cancel() }
-        try await work()
-        if let now = residentBytes() { peak.withLock { $0 = max($0, now) } }
-        return peak.withLock { $0 } - baseline
+
+        func release() {
+            let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard !state.waiting.isEmpty else {
+                    state.busy = false
+                    return nil
+                }
+                return state.waiting.removeFirst()
+            }
+            next?.resume()
+        }
     }
 }

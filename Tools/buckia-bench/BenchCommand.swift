@@ -61,6 +61,15 @@ enum Stopwatch {
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
+    /// Seconds taken by synchronous `body`.
+    static func seconds(_ body: () throws -> Void) rethrows -> Double {
+        let clock = ContinuousClock()
+        let start = clock.now
+        try body()
+        let elapsed = clock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
     /// The median of `values`.
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()

@@ -12,7 +12,7 @@ enum RawFiles {
     static func run(items: [(key: CacheKey, data: Data)], folder: URL) throws -> [String: Double] {
         let base = folder.path + "/"
         var times: [String: Double] = [:]
-        times["batch write"] = try clock {
+        times["batch write"] = try Stopwatch.seconds {
             for (key, data) in items {
                 let fd = open(base + key.value, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
                 guard fd >= 0 else { throw BenchFailure("raw file create failed") }
@@ -21,30 +21,23 @@ enum RawFiles {
                 guard written == data.count else { throw BenchFailure("raw file write was short") }
             }
         }
-        times["read all"] = try clock {
+        times["read all"] = try Stopwatch.seconds {
             var values: [(String, Data)] = []
             for name in try names(folder) { values.append((name, try read(base + name))) }
             guard values.count == items.count else { throw BenchFailure("raw read all is short") }
         }
-        times["point reads"] = try clock {
+        times["point reads"] = try Stopwatch.seconds {
             for (key, _) in items where try read(base + key.value).isEmpty { throw BenchFailure("raw point read failed") }
         }
-        times["allKeys"] = try clock {
+        times["allKeys"] = try Stopwatch.seconds {
             guard try names(folder).count == items.count else { throw BenchFailure("raw names are short") }
         }
-        times["open + 1 read"] = try clock {
+        times["open + 1 read"] = try Stopwatch.seconds {
             guard let directory = opendir(folder.path) else { throw BenchFailure("raw opendir failed") }
             closedir(directory)
             _ = try read(base + items[items.count / 2].key.value)
         }
         return times
-    }
-
-    private static func clock(_ body: () throws -> Void) throws -> Double {
-        let start = ContinuousClock.now
-        try body()
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
     private static func names(_ folder: URL) throws -> [String] {

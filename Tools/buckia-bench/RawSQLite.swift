@@ -15,7 +15,7 @@ enum RawSQLite {
             PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
             CREATE TABLE buckia_kv (key TEXT PRIMARY KEY NOT NULL, data BLOB NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL)
             """)
-        times["batch write"] = try clock {
+        times["batch write"] = try Stopwatch.seconds {
             try exec(db, "BEGIN IMMEDIATE")
             let insert = try prepare(db, """
                 INSERT INTO buckia_kv (key, data, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
@@ -32,14 +32,14 @@ enum RawSQLite {
             sqlite3_finalize(insert)
             try exec(db, "COMMIT")
         }
-        times["read all"] = try clock {
+        times["read all"] = try Stopwatch.seconds {
             var rows: [(String, Data)] = []
             try each(db, "SELECT key, data FROM buckia_kv ORDER BY key") { statement in
                 rows.append((text(statement, 0), blob(statement, 1)))
             }
             guard rows.count == items.count else { throw BenchFailure("raw read all is short") }
         }
-        times["point reads"] = try clock {
+        times["point reads"] = try Stopwatch.seconds {
             let select = try prepare(db, "SELECT data FROM buckia_kv WHERE key = ?1")
             for (key, _) in items {
                 sqlite3_bind_text(select, 1, key.value, -1, transient)
@@ -48,13 +48,13 @@ enum RawSQLite {
             }
             sqlite3_finalize(select)
         }
-        times["allKeys"] = try clock {
+        times["allKeys"] = try Stopwatch.seconds {
             var keys: [String] = []
             try each(db, "SELECT key FROM buckia_kv ORDER BY key") { keys.append(text($0, 0)) }
             guard keys.count == items.count else { throw BenchFailure("raw keys are short") }
         }
         sqlite3_close_v2(db)
-        times["open + 1 read"] = try clock {
+        times["open + 1 read"] = try Stopwatch.seconds {
             db = try open(path)
             try exec(db, "PRAGMA journal_mode = WAL")
             let select = try prepare(db, "SELECT data FROM buckia_kv WHERE key = ?1")
@@ -64,13 +64,6 @@ enum RawSQLite {
         }
         sqlite3_close_v2(db)
         return times
-    }
-
-    private static func clock(_ body: () throws -> Void) throws -> Double {
-        let start = ContinuousClock.now
-        try body()
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
     private static func open(_ path: String) throws -> OpaquePointer {

@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "BuckiaCore", targets: ["BuckiaCore"]),
         .library(name: "BuckiaHTTP", targets: ["BuckiaHTTP"]),
         .library(name: "BuckiaSQLite", targets: ["BuckiaSQLite"]),
+        .library(name: "BuckiaSigV4", targets: ["BuckiaSigV4"]),
         .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
         .library(name: "BuckiaMemory", targets: ["BuckiaMemory"]),
         .library(name: "BuckiaMemoryEngine", targets: ["BuckiaMemoryEngine"]),
@@ -46,6 +47,7 @@ let package = Package(
         .target(name: "BuckiaCore", dependencies: ["COpenSSL", "CZlib"], path: "Core/BuckiaCore"),
         .target(name: "BuckiaHTTP", dependencies: ["BuckiaCore"], path: "Core/BuckiaHTTP"),
         .target(name: "BuckiaSQLite", dependencies: ["BuckiaCore", "CSQLite"], path: "Core/BuckiaSQLite"),
+        .target(name: "BuckiaSigV4", dependencies: ["BuckiaCore"], path: "Core/BuckiaSigV4"),
 
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
@@ -75,6 +77,7 @@ let package = Package(
         .testTarget(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore"], path: "Tests/BuckiaHTTPTests",
             resources: [.copy("Resources")]),
+        .testTarget(name: "BuckiaSigV4Tests", dependencies: ["BuckiaSigV4"], path: "Tests/BuckiaSigV4Tests", resources: [.copy("Vectors")]),
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(
             name: "BuckiaSQLiteEngineTests", dependencies: ["BuckiaSQLiteEngine"], path: "Tests/BuckiaSQLiteEngineTests"),

@@ -1,0 +1,96 @@
+import Foundation
+
+/// The encoding and normalisation rules of the canonical request.
+public enum SigV4Canonical {
+    /// RFC 3986 unreserved characters: the only ones never percent-encoded.
+    static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~".utf8)
+
+    /// Percent-encodes every byte but the unreserved ones (and `/` when `keepSlash`).
+    public static func encode(_ text: String, keepSlash: Bool = false) -> String {
+        var output = ""
+        output.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            if unreserved.contains(byte) || (keepSlash && byte == UInt8(ascii: "/")) {
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                output += String(format: "%%%02X", byte)
+            }
+        }
+        return output
+    }
+
+    /// Decodes `%XX` escapes; a malformed escape is kept as written. `+` stays `+`.
+    static func decode(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        var index = text.utf8.startIndex
+        let utf8 = text.utf8
+        while index < utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "%"),
+               let first = utf8.index(index, offsetBy: 1, limitedBy: utf8.endIndex), first < utf8.endIndex,
+               let second = utf8.index(first, offsetBy: 1, limitedBy: utf8.endIndex), second < utf8.endIndex,
+               let value = UInt8(String(decoding: [utf8[first], utf8[second]], as: UTF8.self), radix: 16)
+            {
+                bytes.append(value)
+                index = utf8.index(after: second)
+            } else {
+                bytes.append(byte)
+                index = utf8.index(after: index)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The canonical URI of `url`'s path.
+    static func path(of url: URL, encoding: SigV4Signer.PathEncoding) -> String {
+        let raw = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
+        let path = raw.isEmpty ? "/" : raw
+        switch encoding {
+        case .s3:
+            return path.split(separator: "/", omittingEmptySubsequences: false).map { encode(decode($0)) }.joined(separator: "/")
+        case .standard:
+            var segments: [String] = []
+            for segment in path.split(separator: "/", omittingEmptySubsequences: true) {
+                switch segment {
+                case ".": continue
+                case "..": _ = segments.popLast()
+                default: segments.append(encode(encode(decode(segment))))
+                }
+            }
+            let trailing = path.hasSuffix("/") && !segments.isEmpty ? "/" : ""
+            return "/" + segments.joined(separator: "/") + trailing
+        }
+    }
+
+    /// The query's name/value pairs, decoded, in their order.
+    static func queryItems(of url: URL) -> [(String, String)] {
+        guard let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery, !query.isEmpty else { return [] }
+        return query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+            if let equals = pair.firstIndex(of: "=") {
+                return (decode(pair[..<equals]), decode(pair[pair.index(after: equals)...]))
+            }
+            return (decode(pair), "")
+        }
+    }
+
+    /// The canonical query string: pairs encoded, sorted by name then value.
+    static func query(of url: URL) -> String {
+        let encoded: [(name: String, value: String)] = queryItems(of: url).map { (encode($0.0), encode($0.1)) }
+        let sorted = encoded.sorted { (lhs, rhs) -> Bool in
+            lhs.name == rhs.name ? lhs.value < rhs.value : lhs.name < rhs.name
+        }
+        return sorted.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+    }
+
+    /// `url` with its query replaced by `items`, encoded canonically.
+    static func replacingQuery(of url: URL, with items: [(String, String)]) -> URL {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+        components.percentEncodedQuery = items.isEmpty ? nil : items.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")
+        return components.url ?? url
+    }
+
+    /// A header value with leading and trailing space removed and inner runs of space collapsed.
+    static func trimmed(_ value: String) -> String {
+        value.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+    }
+}

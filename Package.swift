@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "BuckiaSQLite", targets: ["BuckiaSQLite"]),
         .library(name: "BuckiaSigV4", targets: ["BuckiaSigV4"]),
         .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
+        .library(name: "BuckiaS3", targets: ["BuckiaS3"]),
         .library(name: "BuckiaMemory", targets: ["BuckiaMemory"]),
         .library(name: "BuckiaMemoryEngine", targets: ["BuckiaMemoryEngine"]),
         .library(name: "BuckiaSQLiteEngine", targets: ["BuckiaSQLiteEngine"]),
@@ -52,6 +53,7 @@ let package = Package(
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
         .target(name: "BuckiaLocal", dependencies: ["BuckiaCore"], path: "Providers/BuckiaLocal"),
+        .target(name: "BuckiaS3", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSigV4"], path: "Providers/BuckiaS3"),
 
         // MARK: Engines
         .target(name: "BuckiaMemoryEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaMemoryEngine"),
@@ -64,7 +66,7 @@ let package = Package(
             name: "Buckia",
             dependencies: [
                 "BuckiaCore", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
-                "BuckiaSQLiteEngine", "BuckiaDiskEngine",
+                "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaSigV4",
             ],
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore"], path: "Tools/BuckiaConformance"),

@@ -5,6 +5,8 @@
 @_exported import BuckiaLocal
 @_exported import BuckiaMemory
 @_exported import BuckiaMemoryEngine
+@_exported import BuckiaS3
+@_exported import BuckiaSigV4
 @_exported import BuckiaSQLite
 @_exported import BuckiaSQLiteEngine
 
@@ -17,6 +19,7 @@ extension ProviderRegistry {
         // Each built-in type is distinct, so registration cannot collide.
         try? registry.register(LocalProvider.self)
         try? registry.register(MemoryProvider.self)
+        try? registry.register(S3Provider.self)
         return registry
     }
 }

@@ -1,0 +1,113 @@
+import BuckiaCore
+import BuckiaHTTP
+import BuckiaSigV4
+import Foundation
+
+/// A provider for Amazon S3 and every S3-compatible store: MinIO, Ceph, Cloudflare R2, Wasabi,
+/// Backblaze's and Bunny's S3 endpoints.
+///
+/// Requests are signed with SigV4 and go through ``BuckiaHTTP/HTTPClient`` (retries for
+/// transient failures only, bounded memory for file transfers). Uploads carry `Content-MD5`
+/// and a signed SHA-256, and store the MD5 and modification time as object metadata
+/// (`x-amz-meta-md5`, `x-amz-meta-mtime`), so downloads are verified and times restored even
+/// where the ETag is not an MD5. S3's error codes map to ``BuckiaCore/BuckiaError`` codes
+/// (`NoSuchKey` → notFound, `AccessDenied` → permissionDenied, `SignatureDoesNotMatch` →
+/// unauthorized, `SlowDown` → rateLimited and retried).
+///
+/// Configuration: `bucketName`, and the options and sources in ``S3Settings``.
+public struct S3Provider: StorageProviderPlugin {
+    public static let providerType: ProviderType = .s3
+
+    /// The resolved connection settings.
+    public let settings: S3Settings
+    let client: HTTPClient
+    let signer: SigV4Signer
+    let now: @Sendable () -> Date
+
+    public var capabilities: ProviderCapabilities {
+        var features: Set<Capability> = [
+            .readWithRange, .listStartAfter, .pagedListing, .presign, .streamingTransfers,
+            .preservesModificationTime, .persistent,
+        ]
+        if settings.isPublic { features.insert(.publicURL) }
+        return ProviderCapabilities(features: features, checksums: [.md5], maxListPageSize: 1000)
+    }
+
+    public init(configuration: BuckiaConfiguration) throws {
+        try self.init(settings: S3Settings.resolve(configuration))
+    }
+
+    /// Creates a provider from resolved settings, with an injectable clock for signing.
+    public init(settings: S3Settings, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.settings = settings
+        self.now = now
+        signer = SigV4Signer(credentials: settings.credentials, region: settings.region, service: "s3")
+        var configuration = HTTPClient.Configuration(
+            maximumConnectionsPerHost: max(6, settings.concurrency * 2), userAgent: "Buckia-S3")
+        configuration.mapFailure = { S3ErrorMapping.map($0) }
+        client = HTTPClient(configuration: configuration)
+    }
+
+    public func testConnection() async throws -> ConnectionStatus {
+        let start = ContinuousClock.now
+        do {
+            _ = try await send(.get, query: [("list-type", "2"), ("max-keys", "1")])
+            return ConnectionStatus(
+                isConnected: true, message: "Bucket \(settings.bucket) at \(settings.endpoint.host ?? "") answers.",
+                latency: ContinuousClock.now - start)
+        } catch let error as BuckiaError {
+            return ConnectionStatus(isConnected: false, message: error.description, latency: ContinuousClock.now - start)
+        }
+    }
+
+    // MARK: Requests
+
+    /// The URL of `key` (or of the bucket when nil), with `query`.
+    func url(for key: ObjectKey?, query: [(String, String)] = []) -> URL {
+        var components = URLComponents(url: settings.endpoint, resolvingAgainstBaseURL: false) ?? URLComponents()
+        let base = components.percentEncodedPath.hasSuffix("/") ? String(components.percentEncodedPath.dropLast()) : components.percentEncodedPath
+        let encodedKey = key.map { SigV4Canonical.encode($0.rawValue, keepSlash: true) } ?? ""
+        if settings.usesPathStyle {
+            components.percentEncodedPath = base + "/" + SigV4Canonical.encode(settings.bucket) + "/" + encodedKey
+        } else {
+            components.host = settings.bucket + "." + (components.host ?? "")
+            components.percentEncodedPath = base + "/" + encodedKey
+        }
+        components.percentEncodedQuery = query.isEmpty ? nil
+            : query.map { "\(SigV4Canonical.encode($0.0))=\(SigV4Canonical.encode($0.1))" }.joined(separator: "&")
+        return components.url ?? settings.endpoint
+    }
+
+    /// A signed request.
+    func request(
+        _ method: HTTPRequest.Method, key: ObjectKey? = nil, query: [(String, String)] = [], headers: [String: String] = [:],
+        body: HTTPRequest.Body = .none, payloadHash: String = SigV4Signer.emptyPayloadHash, accepts: HTTPRequest.AcceptedStatuses = .successful
+    ) -> HTTPRequest {
+        let url = url(for: key, query: query)
+        let signed = signer.sign(method: method.rawValue, url: url, headers: headers, payloadHash: payloadHash, date: now())
+        var fields = HTTPHeaders()
+        for (name, value) in signed.sorted(by: { $0.key < $1.key }) {
+            fields.set(name, value, sensitive: name == "authorization" || name == "x-amz-security-token")
+        }
+        return HTTPRequest(method, url, headers: fields, body: body, accepts: accepts)
+    }
+
+    /// Sends a signed request and returns the response, errors mapped from S3's XML.
+    @discardableResult
+    func send(
+        _ method: HTTPRequest.Method, key: ObjectKey? = nil, query: [(String, String)] = [], headers: [String: String] = [:],
+        body: HTTPRequest.Body = .none, payloadHash: String = SigV4Signer.emptyPayloadHash, accepts: HTTPRequest.AcceptedStatuses = .successful,
+        operation: String
+    ) async throws -> HTTPResponse {
+        do {
+            return try await client.send(
+                request(method, key: key, query: query, headers: headers, body: body, payloadHash: payloadHash, accepts: accepts))
+        } catch {
+            throw BuckiaError.wrapping(error, operation: operation, path: key?.rawValue)
+        }
+    }
+
+    func send(_ method: HTTPRequest.Method, query: [(String, String)]) async throws -> HTTPResponse {
+        try await send(method, key: nil, query: query, operation: "list")
+    }
+}

@@ -1,0 +1,119 @@
+import BuckiaCore
+import BuckiaSigV4
+import Foundation
+
+/// Where an S3 provider connects and with which credentials, resolved once at creation.
+///
+/// Each setting comes from the first place that has it:
+///
+/// | setting | configuration | environment | shared files | default |
+/// |---|---|---|---|---|
+/// | credentials | `authConfig.credentials` `accessKeyId`, `secretAccessKey`, `sessionToken` | `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` | `~/.aws/credentials` (profile `AWS_PROFILE` or option `profile`, else `default`) | — |
+/// | region | option `region` | `AWS_REGION`, `AWS_DEFAULT_REGION` | `~/.aws/config` `region` | `us-east-1` |
+/// | endpoint | option `endpoint` | `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL` | `~/.aws/config` `endpoint_url` | `https://s3.<region>.amazonaws.com` |
+/// | addressing | option `addressingStyle` (`path`, `virtual`, `auto`) | | | `auto`: virtual-hosted on AWS, path-style elsewhere |
+///
+/// Plain `http` endpoints are accepted only for loopback addresses unless option
+/// `allowHTTP` is `true`: credentials signed over plain HTTP to another host can be replayed.
+public struct S3Settings: Sendable {
+    public var bucket: String
+    public var region: String
+    public var endpoint: URL
+    public var usesPathStyle: Bool
+    public var credentials: AWSCredentials
+    /// Objects at least this large go up in parts.
+    public var multipartThreshold: Int64
+    /// The size of each part.
+    public var partSize: Int64
+    /// Transfers and parts in flight at once.
+    public var concurrency: Int
+    /// Whether the bucket is readable without credentials, so plain object URLs work.
+    public var isPublic: Bool
+
+    /// Resolves settings from a configuration, the environment and the shared AWS files.
+    public static func resolve(
+        _ configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment,
+        home: String? = nil
+    ) throws -> S3Settings {
+        let options = configuration.options
+        guard !configuration.bucketName.isEmpty else {
+            throw BuckiaError(.invalidConfiguration, "The s3 provider needs a bucketName.", path: "bucketName")
+        }
+        let homeDirectory = home ?? environment["HOME"] ?? NSHomeDirectory()
+        let profileName = options["profile"] ?? environment["AWS_PROFILE"] ?? "default"
+        let credentialsFile = AWSProfileFile.load(
+            environment["AWS_SHARED_CREDENTIALS_FILE"] ?? "\(homeDirectory)/.aws/credentials", isConfigFile: false)
+        let configFile = AWSProfileFile.load(environment["AWS_CONFIG_FILE"] ?? "\(homeDirectory)/.aws/config", isConfigFile: true)
+        let profile = (configFile?.profile(profileName) ?? [:]).merging(credentialsFile?.profile(profileName) ?? [:]) { $1 }
+
+        let region = options["region"] ?? environment["AWS_REGION"] ?? environment["AWS_DEFAULT_REGION"] ?? profile["region"] ?? "us-east-1"
+        let credentials = try resolveCredentials(configuration.authConfig, environment: environment, profile: profile, profileName: profileName)
+        let endpointText = options["endpoint"] ?? environment["AWS_ENDPOINT_URL_S3"] ?? environment["AWS_ENDPOINT_URL"] ?? profile["endpoint_url"]
+        let endpoint = try endpointURL(endpointText, region: region, allowHTTP: options["allowHTTP"] == "true")
+        let isAWS = endpoint.host?.hasSuffix(".amazonaws.com") ?? false
+        let usesPathStyle: Bool
+        switch options["addressingStyle"] ?? "auto" {
+        case "path": usesPathStyle = true
+        case "virtual": usesPathStyle = false
+        case "auto": usesPathStyle = !isAWS || configuration.bucketName.contains(".")
+        case let other:
+            throw BuckiaError(.invalidConfiguration, "addressingStyle is \(other.debugDescription); use path, virtual or auto.", path: "options.addressingStyle")
+        }
+        let partSize = try megabytes(options["partSizeMiB"], default: 8, minimum: 5, name: "partSizeMiB")
+        return S3Settings(
+            bucket: configuration.bucketName, region: region, endpoint: endpoint, usesPathStyle: usesPathStyle, credentials: credentials,
+            multipartThreshold: try megabytes(options["multipartThresholdMiB"], default: 64, minimum: 5, name: "multipartThresholdMiB"),
+            partSize: partSize, concurrency: configuration.maxConcurrentOperations, isPublic: options["publicBucket"] == "true")
+    }
+
+    private static func resolveCredentials(
+        _ auth: AuthenticationConfiguration, environment: [String: String], profile: [String: String], profileName: String
+    ) throws -> AWSCredentials {
+        if let id = auth.credentials["accessKeyId"], !id.isEmpty {
+            let secret = try auth.requireCredential("secretAccessKey", for: .s3)
+            return AWSCredentials(accessKeyId: id.exposedValue, secretAccessKey: secret, sessionToken: auth.credentials["sessionToken"])
+        }
+        if let id = environment["AWS_ACCESS_KEY_ID"], !id.isEmpty {
+            guard let secret = environment["AWS_SECRET_ACCESS_KEY"], !secret.isEmpty else {
+                throw BuckiaError(.invalidConfiguration, "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not.", path: "AWS_SECRET_ACCESS_KEY")
+            }
+            return AWSCredentials(accessKeyId: id, secretAccessKey: Secret(secret), sessionToken: environment["AWS_SESSION_TOKEN"].map { Secret($0) })
+        }
+        if let id = profile["aws_access_key_id"], let secret = profile["aws_secret_access_key"] {
+            return AWSCredentials(accessKeyId: id, secretAccessKey: Secret(secret), sessionToken: profile["aws_session_token"].map { Secret($0) })
+        }
+        throw BuckiaError(
+            .unauthorized,
+            "No S3 credentials found: set authConfig credentials accessKeyId and secretAccessKey, the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY variables, or the [\(profileName)] profile in ~/.aws/credentials.",
+            path: "authConfig.credentials")
+    }
+
+    private static func endpointURL(_ text: String?, region: String, allowHTTP: Bool) throws -> URL {
+        let value = text ?? "https://s3.\(region).amazonaws.com"
+        guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
+            throw BuckiaError(.invalidConfiguration, "The S3 endpoint \(value.debugDescription) is not a URL like https://s3.example.com.", path: "options.endpoint")
+        }
+        switch scheme {
+        case "https": return url
+        case "http":
+            let loopback = host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+            guard loopback || allowHTTP else {
+                throw BuckiaError(
+                    .invalidConfiguration,
+                    "The S3 endpoint uses plain http to \(host); use https, or set option allowHTTP to true if the network is trusted.",
+                    path: "options.endpoint")
+            }
+            return url
+        default:
+            throw BuckiaError(.invalidConfiguration, "The S3 endpoint must be http or https; it is \(scheme).", path: "options.endpoint")
+        }
+    }
+
+    private static func megabytes(_ text: String?, default value: Int64, minimum: Int64, name: String) throws -> Int64 {
+        guard let text else { return value * 1_048_576 }
+        guard let number = Int64(text), number >= minimum, number <= 5 * 1024 else {
+            throw BuckiaError(.invalidConfiguration, "\(name) must be a whole number from \(minimum) to 5120.", path: "options.\(name)")
+        }
+        return number * 1_048_576
+    }
+}

@@ -1,0 +1,83 @@
+import BuckiaCore
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// A parsed XML element: the small tree S3's responses need.
+struct XMLNode: Sendable {
+    var name: String
+    var text: String = ""
+    var children: [XMLNode] = []
+
+    /// The first child named `name`.
+    func child(_ name: String) -> XMLNode? { children.first { $0.name == name } }
+
+    /// Every child named `name`.
+    func children(_ name: String) -> [XMLNode] { children.filter { $0.name == name } }
+
+    /// The text of the first child named `name`.
+    func value(_ name: String) -> String? { child(name)?.text }
+
+    /// Parses a document.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/corrupt`` for malformed, truncated or empty XML
+    ///   (`XMLParser.parse()` alone returns true for some of those).
+    static func parse(_ data: Data, what: String) throws -> XMLNode {
+        let builder = TreeBuilder()
+        let parser = XMLParser(data: data)
+        parser.shouldResolveExternalEntities = false
+        parser.delegate = builder
+        let finished = parser.parse()
+        guard finished, parser.parserError == nil, let root = builder.root, builder.stack.isEmpty else {
+            let reason = parser.parserError.map { "\($0.localizedDescription)" } ?? "the document is empty or incomplete"
+            throw BuckiaError(.corrupt, "The server's \(what) response is not valid XML: \(reason).", operation: what)
+        }
+        return root
+    }
+
+    /// Builds the tree from parser events; text arrives in pieces and CDATA separately.
+    private final class TreeBuilder: NSObject, XMLParserDelegate {
+        var stack: [XMLNode] = []
+        var root: XMLNode?
+
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+            stack.append(XMLNode(name: name))
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            if !stack.isEmpty { stack[stack.count - 1].text += string }
+        }
+
+        func parser(_ parser: XMLParser, foundCDATA data: Data) {
+            if !stack.isEmpty { stack[stack.count - 1].text += String(decoding: data, as: UTF8.self) }
+        }
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            guard let node = stack.popLast() else { return }
+            if stack.isEmpty {
+                root = node
+            } else {
+                stack[stack.count - 1].children.append(node)
+            }
+        }
+    }
+}
+
+extension String {
+    /// The text with the five XML special characters escaped, for request bodies.
+    var xmlEscaped: String {
+        var output = ""
+        for character in self {
+            switch character {
+            case "&": output += "&amp;"
+            case "<": output += "&lt;"
+            case ">": output += "&gt;"
+            case "\"": output += "&quot;"
+            case "'": output += "&apos;"
+            default: output.append(character)
+            }
+        }
+        return output
+    }
+}

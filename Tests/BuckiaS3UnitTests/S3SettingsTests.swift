@@ -1,0 +1,126 @@
+import BuckiaCore
+import BuckiaS3
+import Foundation
+import Testing
+
+/// Settings resolution, with the environment and home folder injected.
+@Suite("S3 settings")
+struct S3SettingsTests {
+    static func configuration(_ options: [String: String] = [:], credentials: [String: String] = [:]) -> BuckiaConfiguration {
+        BuckiaConfiguration(
+            provider: .s3, bucketName: "photos",
+            authConfig: AuthenticationConfiguration(method: .awsSignature, credentials: credentials.mapValues { Secret($0) }),
+            options: options)
+    }
+
+    static let explicit = ["accessKeyId": "AKIDCONFIG", "secretAccessKey": "config-secret"]
+
+    @Test("Explicit credentials win over the environment and profiles")
+    func explicitCredentials() throws {
+        let settings = try S3Settings.resolve(
+            Self.configuration(credentials: Self.explicit), environment: ["AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "env"],
+            home: "/nonexistent")
+        #expect(settings.credentials.accessKeyId == "AKIDCONFIG")
+    }
+
+    @Test("The standard environment variables supply credentials, region and endpoint")
+    func environment() throws {
+        let settings = try S3Settings.resolve(
+            Self.configuration(),
+            environment: [
+                "AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_SESSION_TOKEN": "token",
+                "AWS_DEFAULT_REGION": "eu-west-1", "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+            ], home: "/nonexistent")
+        #expect(settings.credentials.accessKeyId == "AKIDENV")
+        #expect(settings.credentials.sessionToken?.exposedValue == "token")
+        #expect(settings.region == "eu-west-1")
+        #expect(settings.endpoint.absoluteString == "http://127.0.0.1:9000")
+        #expect(settings.usesPathStyle, "a custom endpoint is addressed path-style")
+    }
+
+    @Test("Profiles come from ~/.aws/credentials and ~/.aws/config, chosen by AWS_PROFILE")
+    func profiles() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-aws-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        try FileManager.default.createDirectory(at: home.appendingPathComponent(".aws"), withIntermediateDirectories: true)
+        try """
+            [default]
+            aws_access_key_id = AKIDDEFAULT
+            aws_secret_access_key = default-secret
+            [work]
+            aws_access_key_id = AKIDWORK ; a comment
+            aws_secret_access_key = work-secret
+            """.write(to: home.appendingPathComponent(".aws/credentials"), atomically: true, encoding: .utf8)
+        try """
+            [profile work]
+            region = ap-southeast-2
+            """.write(to: home.appendingPathComponent(".aws/config"), atomically: true, encoding: .utf8)
+        let work = try S3Settings.resolve(Self.configuration(), environment: ["AWS_PROFILE": "work"], home: home.path)
+        #expect(work.credentials.accessKeyId == "AKIDWORK")
+        #expect(work.region == "ap-southeast-2")
+        #expect(work.endpoint.absoluteString == "https://s3.ap-southeast-2.amazonaws.com")
+        #expect(!work.usesPathStyle, "AWS endpoints use virtual-hosted addressing")
+        let fallback = try S3Settings.resolve(Self.configuration(), environment: [:], home: home.path)
+        #expect(fallback.credentials.accessKeyId == "AKIDDEFAULT")
+    }
+
+    @Test("Missing credentials are unauthorized, with a message naming every source")
+    func noCredentials() {
+        let error = #expect(throws: BuckiaError.self) { try S3Settings.resolve(Self.configuration(), environment: [:], home: "/nonexistent") }
+        #expect(error?.code == .unauthorized)
+        #expect(error?.message.contains("AWS_ACCESS_KEY_ID") == true)
+    }
+
+    @Test("Bad settings are invalid configuration", arguments: [
+        ["endpoint": "http://s3.example.com"], ["endpoint": "ftp://127.0.0.1"], ["endpoint": "not a url"],
+        ["addressingStyle": "sideways"], ["partSizeMiB": "4"], ["multipartThresholdMiB": "x"],
+    ])
+    func badOptions(_ options: [String: String]) {
+        let error = #expect(throws: BuckiaError.self) {
+            try S3Settings.resolve(Self.configuration(options, credentials: Self.explicit), environment: [:], home: "/nonexistent")
+        }
+        #expect(error?.code == .invalidConfiguration)
+    }
+
+    @Test("Plain http to another host is allowed only when asked for")
+    func allowHTTP() throws {
+        let settings = try S3Settings.resolve(
+            Self.configuration(["endpoint": "http://minio.internal:9000", "allowHTTP": "true"], credentials: Self.explicit),
+            environment: [:], home: "/nonexistent")
+        #expect(settings.endpoint.host == "minio.internal")
+    }
+
+    @Test("A configuration never prints the secret")
+    func redaction() throws {
+        let settings = try S3Settings.resolve(Self.configuration(credentials: Self.explicit), environment: [:], home: "/nonexistent")
+        #expect(!"\(settings) \(settings.credentials) \(Self.configuration(credentials: Self.explicit))".contains("config-secret"))
+    }
+}
+
+@Suite("S3 request URLs")
+struct S3URLTests {
+    static func provider(_ options: [String: String]) throws -> S3Provider {
+        try S3Provider(settings: S3Settings.resolve(
+            S3SettingsTests.configuration(options, credentials: S3SettingsTests.explicit), environment: [:], home: "/nonexistent"))
+    }
+
+    @Test("Keys are encoded once, with slashes kept, in both addressing styles", arguments: [
+        ("path", "http://127.0.0.1:9000", "http://127.0.0.1:9000/photos/a%20b/c%2Bd%25e%23f%3Fg.txt"),
+        ("virtual", "https://s3.eu-west-1.amazonaws.com", "https://photos.s3.eu-west-1.amazonaws.com/a%20b/c%2Bd%25e%23f%3Fg.txt"),
+    ])
+    func objectURLs(_ style: String, _ endpoint: String, _ expected: String) async throws {
+        let provider = try Self.provider(["addressingStyle": style, "endpoint": endpoint])
+        let presigned = try provider.presignedURL(for: ObjectKey("a b/c+d%e#f?g.txt"), expires: .seconds(60))
+        #expect(presigned.absoluteString.hasPrefix(expected + "?X-Amz-Algorithm=AWS4-HMAC-SHA256"))
+        #expect(!presigned.absoluteString.contains("config-secret"))
+    }
+
+    @Test("Without publicBucket there is no public URL; with it, the plain object URL")
+    func publicURL() throws {
+        let closed = try Self.provider(["endpoint": "http://127.0.0.1:9000"])
+        let error = #expect(throws: BuckiaError.self) { try closed.getPublicURL(remotePath: ObjectKey("x")) }
+        #expect(error?.code == .unsupported)
+        let open = try Self.provider(["endpoint": "http://127.0.0.1:9000", "publicBucket": "true"])
+        #expect(try open.getPublicURL(remotePath: ObjectKey("x y")).absoluteString == "http://127.0.0.1:9000/photos/x%20y")
+    }
+}

@@ -33,7 +33,7 @@ public struct LocalProvider: StorageProviderPlugin {
     public let capabilities = ProviderCapabilities(
         features: [
             .readWithRange, .listStartAfter, .pagedListing, .publicURL, .streamingTransfers,
-            .preservesModificationTime, .persistent,
+            .preservesModificationTime, .persistent, .serverSideCopy,
         ],
         checksums: [.md5, .sha1, .sha256], maxListPageSize: 1000)
 
@@ -127,6 +127,16 @@ public struct LocalProvider: StorageProviderPlugin {
         } catch {
             throw BuckiaError.wrapping(error, operation: "download", path: remotePath.rawValue)
         }
+    }
+
+    /// Copies within the root through a temporary file, keeping the modification time.
+    @discardableResult
+    public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
+        let input = try openObject(source, operation: "copy")
+        defer { try? input.close() }
+        let modified = try input.status().modificationDate
+        try writeObject(destination, modified: modified) { output in _ = try AtomicFile.pump(from: input, to: output) }
+        return try describe(destination, operation: "copy")
     }
 
     public func readData(remotePath: ObjectKey, range: Range<Int64>?) async throws -> Data {

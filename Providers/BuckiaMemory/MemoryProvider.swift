@@ -48,7 +48,7 @@ public struct MemoryProvider: StorageProviderPlugin {
         }
         self.now = now
         capabilities = ProviderCapabilities(
-            features: [.readWithRange, .listStartAfter, .pagedListing, .accessToken, .preservesModificationTime],
+            features: [.readWithRange, .listStartAfter, .pagedListing, .accessToken, .preservesModificationTime, .serverSideCopy],
             checksums: [.md5, .sha256], maxListPageSize: pageSize)
     }
 
@@ -115,6 +115,15 @@ public struct MemoryProvider: StorageProviderPlugin {
 
     public func deleteFile(remotePath: ObjectKey) async throws {
         _ = objects.withLock { $0.removeValue(forKey: remotePath.rawValue) }
+    }
+
+    @discardableResult
+    public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
+        let object = try object(source, operation: "copy")
+        var file = object.file
+        file.path = destination.rawValue
+        objects.withLock { $0[destination.rawValue] = StoredObject(data: object.data, file: file) }
+        return file
     }
 
     public func stat(remotePath: ObjectKey) async throws -> RemoteFile? {

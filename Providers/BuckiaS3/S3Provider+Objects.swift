@@ -13,10 +13,15 @@ extension S3Provider {
             let file = try LocalFile.openForReading(localURL)
             defer { try? file.close() }
             (size, modified) = try file.status()
-            // One streaming pass for both: MD5 for Content-MD5 and metadata, SHA-256 to sign.
-            digests = try Hashing.digests(of: file, [.md5, .sha256])
+            // One streaming pass: MD5 for Content-MD5 and metadata, SHA-256 to sign a single
+            // PUT (each part of a multipart upload is hashed on its own).
+            digests = try Hashing.digests(of: file, size >= settings.multipartThreshold ? [.md5] : [.md5, .sha256])
         } catch {
             throw BuckiaError.wrapping(error, operation: "upload", path: localURL.path)
+        }
+        if size >= settings.multipartThreshold, let md5 = digests[.md5] {
+            return try await multipartUpload(
+                localURL, key: remotePath, size: size, modified: options.modificationDate ?? modified, md5: md5, contentType: options.contentType)
         }
         return try await putObject(
             remotePath, body: .file(localURL), size: size, md5: digests[.md5], sha256: digests[.sha256],

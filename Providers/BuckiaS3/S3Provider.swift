@@ -26,7 +26,7 @@ public struct S3Provider: StorageProviderPlugin {
 
     public var capabilities: ProviderCapabilities {
         var features: Set<Capability> = [
-            .readWithRange, .listStartAfter, .pagedListing, .presign, .streamingTransfers,
+            .readWithRange, .listStartAfter, .pagedListing, .presign, .streamingTransfers, .multipartUpload, .serverSideCopy,
             .preservesModificationTime, .persistent,
         ]
         if settings.isPublic { features.insert(.publicURL) }

@@ -29,6 +29,9 @@ public struct S3Settings: Sendable {
     public var concurrency: Int
     /// Whether the bucket is readable without credentials, so plain object URLs work.
     public var isPublic: Bool
+    /// Where resumable multipart uploads keep their state (option `stateDirectory`, default
+    /// the caches folder's `buckia/multipart`).
+    public var stateDirectory: URL
 
     /// Resolves settings from a configuration, the environment and the shared AWS files.
     public static func resolve(
@@ -63,7 +66,9 @@ public struct S3Settings: Sendable {
         return S3Settings(
             bucket: configuration.bucketName, region: region, endpoint: endpoint, usesPathStyle: usesPathStyle, credentials: credentials,
             multipartThreshold: try megabytes(options["multipartThresholdMiB"], default: 64, minimum: 5, name: "multipartThresholdMiB"),
-            partSize: partSize, concurrency: configuration.maxConcurrentOperations, isPublic: options["publicBucket"] == "true")
+            partSize: partSize, concurrency: configuration.maxConcurrentOperations, isPublic: options["publicBucket"] == "true",
+            stateDirectory: options["stateDirectory"].map { URL(fileURLWithPath: $0, isDirectory: true) }
+                ?? StorageDirectory.caches(appendingPath: "buckia/multipart").url)
     }
 
     private static func resolveCredentials(

@@ -63,6 +63,33 @@ extension ProviderConformance {
             ProviderScenario("delete of a missing object", contract: "Deleting a key that does not exist succeeds.") { context in
                 try await context.provider.deleteFile(remotePath: context.key("never-written"))
             },
+            ProviderScenario("batch delete", contract: "deleteFiles removes every listed key, and missing keys in the list succeed.") { context in
+                try await put(context, ["a", "b", "c/d", "keep"])
+                try await context.provider.deleteFiles([try context.key("a"), try context.key("c/d"), try context.key("never"), try context.key("b")])
+                try Expect.equal(try await context.listedPaths(), ["keep"], "keys left after the batch delete")
+            },
+            ProviderScenario(
+                "server-side copy", contract: "copyFile duplicates the bytes and the modification time, and leaves the source.",
+                requires: [.serverSideCopy]
+            ) { context in
+                let date = Date(timeIntervalSince1970: 1_000_000_000)
+                let data = ProviderScenarioContext.pattern(count: 10_000)
+                try await context.provider.uploadData(data, remotePath: context.key("original"), options: UploadOptions(modificationDate: date))
+                try await context.provider.copyFile(from: context.key("original"), to: context.key("copies/duplicate"))
+                try Expect.sameBytes(try await context.provider.readData(remotePath: context.key("copies/duplicate"), range: nil), data, "copied bytes")
+                let copied = try await context.provider.stat(remotePath: context.key("copies/duplicate"))?.modificationDate
+                try Expect.that(abs((copied ?? .distantPast).timeIntervalSince(date)) < 1, "the copy's modification time is \(String(describing: copied))")
+                try Expect.that(try await context.provider.stat(remotePath: context.key("original")) != nil, "the source is gone after the copy")
+                try await Expect.error(.notFound, "copy of a missing object") {
+                    try await context.provider.copyFile(from: context.key("missing"), to: context.key("never"))
+                }
+            },
+            ProviderScenario(
+                "no server-side copy without the capability", contract: "A provider without server-side copy throws unsupported.",
+                excludedBy: [.serverSideCopy]
+            ) { context in
+                try await Expect.error(.unsupported, "copyFile") { try await context.provider.copyFile(from: context.key("a"), to: context.key("b")) }
+            },
             ProviderScenario("connection test", contract: "testConnection reports a working provider as connected.") { context in
                 let status = try await context.provider.testConnection()
                 try Expect.that(status.isConnected, "testConnection said: \(status.message)")

@@ -61,6 +61,14 @@ public protocol StorageProvider: Sendable {
     /// Removes an object. Removing an object that does not exist succeeds.
     func deleteFile(remotePath: ObjectKey) async throws
 
+    /// Removes many objects, in as few requests as the backend allows; missing ones succeed.
+    func deleteFiles(_ keys: [ObjectKey]) async throws
+
+    /// Copies an object to another key without moving its bytes through this process (needs
+    /// ``Capability/serverSideCopy``). Metadata such as the modification time is kept.
+    @discardableResult
+    func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile
+
     /// Describes one object, or returns nil when it does not exist.
     func stat(remotePath: ObjectKey) async throws -> RemoteFile?
 
@@ -112,6 +120,16 @@ extension StorageProvider {
 
     public func getPublicURL(remotePath: ObjectKey) throws -> URL {
         throw BuckiaError.unsupported(.publicURL, provider: providerType, operation: "getPublicURL")
+    }
+
+    /// Deletes one key at a time.
+    public func deleteFiles(_ keys: [ObjectKey]) async throws {
+        for key in keys { try await deleteFile(remotePath: key) }
+    }
+
+    @discardableResult
+    public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
+        throw BuckiaError.unsupported(.serverSideCopy, provider: providerType, operation: "copyFile")
     }
 
     public func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken {

@@ -1,0 +1,35 @@
+import BuckiaCore
+import Foundation
+
+/// What a resumable multipart upload remembers between runs: which upload it was, for which
+/// file. Completed parts are not trusted from here; S3's own part list (checked against the
+/// local bytes' MD5) decides what is already done.
+struct MultipartState: Codable, Sendable {
+    var uploadId: String
+    var bucket: String
+    var key: String
+    var size: Int64
+    var modified: Double
+    var partSize: Int64
+
+    /// The file that holds the state of uploading `localPath` to `key`.
+    static func location(directory: URL, endpoint: URL, bucket: String, key: String, localPath: String) -> URL {
+        let identity = [endpoint.absoluteString, bucket, key, localPath].joined(separator: "\n")
+        return directory.appendingPathComponent(Hashing.sha256Hex(Data(identity.utf8)) + ".json")
+    }
+
+    /// The saved state at `url`, if it describes the same file and part size.
+    static func load(_ url: URL, matching expected: MultipartState) -> MultipartState? {
+        guard let data = try? Data(contentsOf: url), let state = try? JSONDecoder().decode(MultipartState.self, from: data) else { return nil }
+        guard state.bucket == expected.bucket, state.key == expected.key, state.size == expected.size,
+              state.modified == expected.modified, state.partSize == expected.partSize
+        else { return nil }
+        return state
+    }
+
+    /// Saves the state (mode 0600: an upload id lets its holder add parts).
+    func save(_ url: URL) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try AtomicFile.write(try JSONEncoder().encode(self), to: url, permissions: 0o600)
+    }
+}

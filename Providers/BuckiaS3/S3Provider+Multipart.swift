@@ -1,0 +1,148 @@
+import BuckiaCore
+import BuckiaHTTP
+import BuckiaSigV4
+import Foundation
+
+extension S3Provider {
+    /// Uploads a large file in parts, `concurrency` at a time, each read into memory on its
+    /// own: memory stays near part size × concurrency whatever the file size.
+    ///
+    /// The upload id is saved under the state folder before the first part. If the process
+    /// dies or the upload fails transiently, running the same upload again lists the parts S3
+    /// already has, keeps those whose ETag equals the MD5 of the local bytes, and sends only the
+    /// rest. A permanent failure (refused credentials, a changed file) aborts the upload on
+    /// the server and forgets it.
+    func multipartUpload(
+        _ localURL: URL, key: ObjectKey, size: Int64, modified: Date, md5: Digest, contentType: String?
+    ) async throws -> RemoteFile {
+        let partSize = settings.partSize
+        let identity = MultipartState(
+            uploadId: "", bucket: settings.bucket, key: key.rawValue, size: size, modified: modified.timeIntervalSince1970, partSize: partSize)
+        let stateURL = MultipartState.location(
+            directory: settings.stateDirectory, endpoint: settings.endpoint, bucket: settings.bucket, key: key.rawValue, localPath: localURL.path)
+        var done: [Int: String] = [:]
+        let uploadId: String
+        if let saved = MultipartState.load(stateURL, matching: identity), let parts = try? await listParts(key, uploadId: saved.uploadId) {
+            uploadId = saved.uploadId
+            done = parts
+        } else {
+            uploadId = try await createMultipartUpload(key, md5: md5, modified: modified, contentType: contentType)
+            var state = identity
+            state.uploadId = uploadId
+            try state.save(stateURL)
+        }
+        let partCount = Int((size + partSize - 1) / partSize)
+        do {
+            let file = try LocalFile.openForReading(localURL)
+            defer { try? file.close() }
+            let etags = Locked(done)
+            // Parts S3 already holds count only if they hold these bytes.
+            for (number, etag) in done {
+                let part = try file.read(count: Int(partLength(number, size: size)), at: Int64(number - 1) * partSize)
+                if "\"\(Hashing.digest(part, .md5).hex)\"" != etag { etags.withLock { $0[number] = nil } }
+            }
+            let missing = (1...max(1, partCount)).filter { number in etags.withLock { $0[number] == nil } }
+            let reader = SendableFileReader(file: file)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                var queue = missing.makeIterator()
+                func next() -> Int? { queue.next() }
+                for _ in 0..<max(1, settings.concurrency) {
+                    guard let number = next() else { break }
+                    group.addTask { try await self.uploadPart(number, of: key, uploadId: uploadId, reader: reader, size: size, etags: etags) }
+                }
+                while try await group.next() != nil {
+                    if let number = next() {
+                        group.addTask { try await self.uploadPart(number, of: key, uploadId: uploadId, reader: reader, size: size, etags: etags) }
+                    }
+                }
+            }
+            let parts = etags.withLock { $0 }.sorted { $0.key < $1.key }
+            let response = try await completeMultipartUpload(key, uploadId: uploadId, parts: parts)
+            try? FileManager.default.removeItem(at: stateURL)
+            return RemoteFile(
+                path: key.rawValue, size: size, modificationDate: modified, checksums: [.md5: md5.hex],
+                contentType: contentType ?? "application/octet-stream", etag: response)
+        } catch let error as BuckiaError where error.isRetryable || error.code == .cancelled {
+            throw BuckiaError(
+                error.code, "\(error.message) The multipart upload was kept; run the same upload again to resume it.",
+                operation: "upload", path: key.rawValue, cause: error)
+        } catch {
+            _ = try? await send(.delete, key: key, query: [("uploadId", uploadId)], accepts: .successfulAnd([404]), operation: "abort upload")
+            try? FileManager.default.removeItem(at: stateURL)
+            throw BuckiaError.wrapping(error, operation: "upload", path: key.rawValue)
+        }
+    }
+
+    private func partLength(_ number: Int, size: Int64) -> Int64 {
+        min(settings.partSize, size - Int64(number - 1) * settings.partSize)
+    }
+
+    private func uploadPart(_ number: Int, of key: ObjectKey, uploadId: String, reader: SendableFileReader, size: Int64, etags: Locked<[Int: String]>) async throws {
+        let data = try reader.read(count: Int(partLength(number, size: size)), at: Int64(number - 1) * settings.partSize)
+        let response = try await send(
+            .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
+            headers: ["content-md5": Hashing.digest(data, .md5).base64], body: .data(data),
+            payloadHash: Hashing.digest(data, .sha256).hex, operation: "upload part")
+        guard let etag = response.etag else {
+            throw BuckiaError(.corrupt, "S3 accepted part \(number) but returned no ETag.", operation: "upload part", path: key.rawValue)
+        }
+        etags.withLock { $0[number] = etag }
+    }
+
+    private func createMultipartUpload(_ key: ObjectKey, md5: Digest, modified: Date, contentType: String?) async throws -> String {
+        let response = try await send(
+            .post, key: key, query: [("uploads", "")],
+            headers: [
+                "content-type": contentType ?? "application/octet-stream", "x-amz-meta-md5": md5.hex,
+                "x-amz-meta-mtime": S3Provider.formatMtime(modified),
+            ], operation: "start upload")
+        guard let id = try XMLNode.parse(response.data, what: "start upload").value("UploadId"), !id.isEmpty else {
+            throw BuckiaError(.corrupt, "S3 started a multipart upload but returned no UploadId.", operation: "start upload", path: key.rawValue)
+        }
+        return id
+    }
+
+    /// The parts S3 holds for an upload: number → ETag.
+    private func listParts(_ key: ObjectKey, uploadId: String) async throws -> [Int: String] {
+        var parts: [Int: String] = [:]
+        var marker: String?
+        repeat {
+            var query = [("uploadId", uploadId)]
+            if let marker { query.append(("part-number-marker", marker)) }
+            let root = try XMLNode.parse(try await send(.get, key: key, query: query, operation: "list parts").data, what: "list parts")
+            for part in root.children("Part") {
+                if let number = part.value("PartNumber").flatMap(Int.init), let etag = part.value("ETag") { parts[number] = etag }
+            }
+            marker = root.value("IsTruncated") == "true" ? root.value("NextPartNumberMarker") : nil
+        } while marker != nil
+        return parts
+    }
+
+    private func completeMultipartUpload(_ key: ObjectKey, uploadId: String, parts: [(key: Int, value: String)]) async throws -> String? {
+        let body = "<CompleteMultipartUpload>"
+            + parts.map { "<Part><PartNumber>\($0.key)</PartNumber><ETag>\($0.value.xmlEscaped)</ETag></Part>" }.joined()
+            + "</CompleteMultipartUpload>"
+        let data = Data(body.utf8)
+        let response = try await send(
+            .post, key: key, query: [("uploadId", uploadId)], headers: ["content-type": "application/xml", "content-md5": Hashing.digest(data, .md5).base64],
+            body: .data(data), payloadHash: Hashing.digest(data, .sha256).hex, operation: "complete upload")
+        // S3 can answer 200 and still fail: the error is then in the body.
+        let root = try XMLNode.parse(response.data, what: "complete upload")
+        if root.name == "Error" {
+            throw BuckiaError(
+                .transient, "S3 could not complete the multipart upload: \(root.value("Code") ?? "") \(root.value("Message") ?? "").",
+                operation: "complete upload", path: key.rawValue)
+        }
+        return root.value("ETag")
+    }
+}
+
+/// A file read at explicit offsets from many tasks at once.
+///
+/// `@unchecked Sendable`: `pread` does not move a shared offset, so concurrent reads of
+/// distinct ranges through one descriptor are safe, and nothing else touches the file until
+/// every reader is done.
+struct SendableFileReader: @unchecked Sendable {
+    let file: LocalFile
+    func read(count: Int, at offset: Int64) throws -> Data { try file.read(count: count, at: offset) }
+}

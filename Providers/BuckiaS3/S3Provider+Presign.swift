@@ -2,18 +2,12 @@ import BuckiaCore
 import Foundation
 
 extension S3Provider {
-    /// The method a presigned URL allows.
-    public enum PresignedMethod: String, Sendable {
-        case get = "GET"
-        case put = "PUT"
-    }
-
     /// A URL that lets anyone holding it GET or PUT one object until it expires, with no other
     /// credentials (SigV4 query signing). A PUT must send the body with the same
     /// `Content-Type` it was signed for, if any.
     ///
     /// - Parameter expires: 1 second to 7 days.
-    public func presignedURL(for key: ObjectKey, method: PresignedMethod = .get, expires: Duration) throws -> URL {
+    public func presignedURL(for key: ObjectKey, method: PresignedMethod, expires: Duration) throws -> URL {
         try signer.presignedURL(method: method.rawValue, url: url(for: key), expires: expires, date: now())
     }
 

@@ -82,6 +82,10 @@ public protocol StorageProvider: Sendable {
     /// A URL that fetches the object without credentials (needs ``Capability/publicURL``).
     func getPublicURL(remotePath: ObjectKey) throws -> URL
 
+    /// A URL that lets anyone holding it read (`.get`) or write (`.put`) one object until it
+    /// expires, with no other credentials (needs ``Capability/presign``).
+    func presignedURL(for key: ObjectKey, method: PresignedMethod, expires: Duration) throws -> URL
+
     /// Issues a scoped, expiring token (needs ``Capability/accessToken``).
     func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken
 }
@@ -122,6 +126,10 @@ extension StorageProvider {
         throw BuckiaError.unsupported(.publicURL, provider: providerType, operation: "getPublicURL")
     }
 
+    public func presignedURL(for key: ObjectKey, method: PresignedMethod, expires: Duration) throws -> URL {
+        throw BuckiaError.unsupported(.presign, provider: providerType, operation: "presignedURL")
+    }
+
     /// Deletes one key at a time.
     public func deleteFiles(_ keys: [ObjectKey]) async throws {
         for key in keys { try await deleteFile(remotePath: key) }
@@ -135,6 +143,14 @@ extension StorageProvider {
     public func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken {
         throw BuckiaError.unsupported(.accessToken, provider: providerType, operation: "generateAccessToken")
     }
+}
+
+/// What a presigned URL allows.
+public enum PresignedMethod: String, Sendable, CaseIterable {
+    /// Download the object.
+    case get = "GET"
+    /// Upload the object (send the body with the `Content-Type` it was signed for, if any).
+    case put = "PUT"
 }
 
 extension BuckiaError {

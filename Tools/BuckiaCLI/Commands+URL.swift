@@ -1,0 +1,38 @@
+import Buckia
+import Foundation
+
+extension CLI {
+    static let urlCommand = Command(
+        name: "url", summary: "Print a time-limited URL that reads (or with --put, writes) one object.",
+        usage: "url REMOTE:PATH [--expires DURATION] [--put]", positionals: 1...1,
+        options: [
+            .value("expires", "How long the URL works: 90s, 15m, 1h, 7d or seconds (default 1h; at most 7d)."),
+            .flag("put", "Sign an upload (PUT) instead of a download (GET)."),
+        ],
+        details: "Needs a provider with presigned URLs (s3). Anyone with the URL can use it until it expires."
+    ) { invocation in
+        guard case .remote(let name, let path) = Location(invocation.positionals[0]) else {
+            throw UsageError(description: "url needs a remote path such as photos:2026/cat.jpg")
+        }
+        let expires = try parseDuration(invocation.arguments.value("expires") ?? "1h")
+        let (provider, _) = try invocation.provider(named: name)
+        let method: PresignedMethod = invocation.arguments.flag("put") ? .put : .get
+        Console.out(try provider.presignedURL(for: ObjectKey(path.trimmedSlashes), method: method, expires: expires).absoluteString)
+        return .success
+    }
+
+    /// Parses `90`, `90s`, `15m`, `1h` or `7d`.
+    static func parseDuration(_ text: String) throws -> Duration {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var digits = Substring(text)
+        var multiplier: Int64 = 1
+        if let last = text.last, let unit = units[last] {
+            digits = digits.dropLast()
+            multiplier = unit
+        }
+        guard let number = Int64(digits), number > 0 else {
+            throw UsageError(description: "--expires takes a duration such as 90s, 15m, 1h or 7d; \(text.debugDescription) is not one.")
+        }
+        return .seconds(number * multiplier)
+    }
+}

@@ -41,7 +41,11 @@ public enum SigV4Canonical {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The canonical URI of `url`'s path.
+    /// The canonical URI of `url`'s path, from the path as it goes on the wire.
+    ///
+    /// S3 decodes what it receives and encodes the key once. Every other service encodes the
+    /// path it receives once more, as sent: `%20` becomes `%2520`, and a `$` a client sends
+    /// unescaped becomes `%24` (never `%2524`), so the wire form is encoded without decoding.
     static func path(of url: URL, encoding: SigV4Signer.PathEncoding) -> String {
         let raw = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
         let path = raw.isEmpty ? "/" : raw
@@ -54,7 +58,7 @@ public enum SigV4Canonical {
                 switch segment {
                 case ".": continue
                 case "..": _ = segments.popLast()
-                default: segments.append(encode(encode(decode(segment))))
+                default: segments.append(encode(String(segment)))
                 }
             }
             let trailing = path.hasSuffix("/") && !segments.isEmpty ? "/" : ""
@@ -92,5 +96,17 @@ public enum SigV4Canonical {
     /// A header value with leading and trailing space removed and inner runs of space collapsed.
     static func trimmed(_ value: String) -> String {
         value.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+    }
+
+    /// The canonical headers: names lowercased and sorted, each value trimmed.
+    ///
+    /// Keys that differ only in case are one header: their trimmed values are joined with `,`
+    /// in the order of the keys as written (byte order), since a dictionary keeps no order.
+    static func headers(_ headers: [String: String]) -> [(name: String, value: String)] {
+        var grouped: [String: [String]] = [:]
+        for key in headers.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            grouped[key.lowercased(), default: []].append(trimmed(headers[key] ?? ""))
+        }
+        return grouped.keys.sorted().map { (name: $0, value: grouped[$0, default: []].joined(separator: ",")) }
     }
 }

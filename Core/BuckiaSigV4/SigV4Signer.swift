@@ -15,8 +15,8 @@ public struct SigV4Signer: Sendable {
     public enum PathEncoding: Sendable {
         /// S3: each segment URI-encoded once, no normalisation (`a//b/../c` stays as it is).
         case s3
-        /// Every other service: `.` and `..` removed, empty segments collapsed, then each
-        /// segment encoded twice.
+        /// Every other service: `.` and `..` removed, empty segments collapsed, then the path as
+        /// sent encoded once more (AWS's "encoded twice": `%20` on the wire signs as `%2520`).
         case standard
     }
 
@@ -89,11 +89,18 @@ public struct SigV4Signer: Sendable {
     // MARK: The steps, public for tests against AWS's published examples
 
     /// The canonical request, and the signed-header list that goes with it.
+    ///
+    /// Every header in `headers` is signed, `host` and `x-amz-date` included (``sign(method:url:headers:payloadHash:date:)``
+    /// adds those). A header sent more than once is one entry, its values joined with `,` in order.
+    ///
+    /// - Parameters:
+    ///   - url: The URL as sent; its percent-encoded path and query are canonicalised here.
+    ///   - payloadHash: The hex SHA-256 of the body, or ``unsignedPayload``.
+    /// - Returns: The canonical request text and the `;`-separated signed header names.
     public func canonicalRequest(method: String, url: URL, headers: [String: String], payloadHash: String) -> (text: String, signedHeaders: String) {
-        let names = headers.keys.map { $0.lowercased() }.sorted()
-        let lowered = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, second in first + "," + second })
-        let canonicalHeaders = names.map { "\($0):\(SigV4Canonical.trimmed(lowered[$0] ?? ""))\n" }.joined()
-        let signedHeaders = names.joined(separator: ";")
+        let canonical = SigV4Canonical.headers(headers)
+        let canonicalHeaders = canonical.map { "\($0.name):\($0.value)\n" }.joined()
+        let signedHeaders = canonical.map(\.name).joined(separator: ";")
         let text = [
             method.uppercased(), SigV4Canonical.path(of: url, encoding: pathEncoding), SigV4Canonical.query(of: url),
             canonicalHeaders, signedHeaders, payloadHash,
@@ -130,22 +137,5 @@ public struct SigV4Signer: Sendable {
         guard let port = url.port else { return host }
         let isDefault = (url.scheme == "https" && port == 443) || (url.scheme == "http" && port == 80)
         return isDefault ? host : "\(host):\(port)"
-    }
-}
-
-/// The two date forms SigV4 uses, in UTC.
-struct SigV4Date {
-    /// `yyyyMMdd'T'HHmmss'Z'`.
-    let timestamp: String
-    /// `yyyyMMdd`.
-    let day: String
-
-    init(_ date: Date) {
-        var time = time_t(date.timeIntervalSince1970.rounded(.down))
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        let day = String(format: "%04d%02d%02d", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday))
-        self.day = day
-        timestamp = day + String(format: "T%02d%02d%02dZ", Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
     }
 }

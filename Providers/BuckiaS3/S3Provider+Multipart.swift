@@ -38,8 +38,9 @@ extension S3Provider {
             let etags = Locked(done)
             // Parts S3 already holds count only if they hold these bytes.
             for (number, etag) in done {
-                let part = try file.read(count: Int(partLength(number, size: size)), at: Int64(number - 1) * partSize)
-                if "\"\(Hashing.digest(part, .md5).hex)\"" != etag { etags.withLock { $0[number] = nil } }
+                let range = Int64(number - 1) * partSize..<(Int64(number - 1) * partSize + partLength(number, size: size))
+                let md5 = try SendableFileReader(file: file).copy(range, to: nil)[.md5]?.hex ?? ""
+                if "\"\(md5)\"" != etag { etags.withLock { $0[number] = nil } }
             }
             let missing = (1...max(1, partCount)).filter { number in etags.withLock { $0[number] == nil } }
             let reader = SendableFileReader(file: file)
@@ -77,12 +78,18 @@ extension S3Provider {
         min(settings.partSize, size - Int64(number - 1) * settings.partSize)
     }
 
+    /// Copies the part's bytes into a private temporary file through a 1 MiB buffer, hashing
+    /// them on the way, and sends that file: FoundationNetworking streams a file body, while a
+    /// `Data` body is copied, and with several parts in flight those copies broke the bound.
     private func uploadPart(_ number: Int, of key: ObjectKey, uploadId: String, reader: SendableFileReader, size: Int64, etags: Locked<[Int: String]>) async throws {
-        let data = try reader.read(count: Int(partLength(number, size: size)), at: Int64(number - 1) * settings.partSize)
-        let response = try await send(
-            .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
-            headers: ["content-md5": Hashing.digest(data, .md5).base64], body: .data(data),
-            payloadHash: Hashing.digest(data, .sha256).hex, operation: "upload part")
+        let start = Int64(number - 1) * settings.partSize
+        let response = try await TemporaryFile.with { url in
+            let digests = try reader.copy(start..<(start + partLength(number, size: size)), to: url)
+            return try await send(
+                .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
+                headers: ["content-md5": digests[.md5]?.base64 ?? ""], body: .file(url),
+                payloadHash: digests[.sha256]?.hex ?? SigV4Signer.unsignedPayload, operation: "upload part")
+        }
         guard let etag = response.etag else {
             throw BuckiaError(.corrupt, "S3 accepted part \(number) but returned no ETag.", operation: "upload part", path: key.rawValue)
         }
@@ -144,5 +151,28 @@ extension S3Provider {
 /// every reader is done.
 struct SendableFileReader: @unchecked Sendable {
     let file: LocalFile
-    func read(count: Int, at offset: Int64) throws -> Data { try file.read(count: count, at: offset) }
+
+    /// Streams the bytes in `range` through one 1 MiB buffer into a new file at `destination`
+    /// (or nowhere), returning their MD5 and SHA-256.
+    func copy(_ range: Range<Int64>, to destination: URL?) throws -> [HashAlgorithm: Digest] {
+        let output = try destination.map { try LocalFile.createExclusive($0, permissions: 0o600) }
+        defer { try? output?.close() }
+        let hashers = [DigestHasher(.md5), DigestHasher(.sha256)]
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let want = Int(min(Int64(buffer.count), range.upperBound - offset))
+            let count = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
+            guard count > 0 else {
+                throw BuckiaError(.corrupt, "The file ended at byte \(offset) while a part needed bytes up to \(range.upperBound); it changed during the upload.", operation: "upload part", path: file.path)
+            }
+            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            for hasher in hashers { hasher.update(chunk) }
+            try output?.write(chunk)
+            offset += Int64(count)
+        }
+        try output?.close()
+        return Dictionary(uniqueKeysWithValues: hashers.map { ($0.algorithm, $0.finalize()) })
+    }
 }

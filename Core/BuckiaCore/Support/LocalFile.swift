@@ -79,6 +79,17 @@ public final class LocalFile {
         return data
     }
 
+    /// Reads up to `buffer.count` bytes starting at `offset` without moving the file offset;
+    /// returns 0 at end of file. Safe to call from several threads on one descriptor.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        while true {
+            let count = pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset))
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            throw BuckiaError.posix(errno, operation: "read", path: path)
+        }
+    }
+
     /// Writes every byte of `buffer`, retrying short writes.
     public func write(_ buffer: UnsafeRawBufferPointer) throws {
         var offset = 0

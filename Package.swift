@@ -81,7 +81,8 @@ let package = Package(
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSigV4Tests", dependencies: ["BuckiaSigV4"], path: "Tests/BuckiaSigV4Tests", resources: [.copy("Vectors")]),
         .testTarget(
-            name: "BuckiaS3Tests", dependencies: ["BuckiaS3", "BuckiaConformance", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore"],
+            name: "BuckiaS3Tests",
+            dependencies: ["BuckiaS3", "BuckiaConformance", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore", "BuckiaCLI"],
             path: "Tests/BuckiaS3Tests", resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(

@@ -110,7 +110,7 @@ extension S3Provider {
     }
 
     /// The parts S3 holds for an upload: number → ETag.
-    private func listParts(_ key: ObjectKey, uploadId: String) async throws -> [Int: String] {
+    func listParts(_ key: ObjectKey, uploadId: String) async throws -> [Int: String] {
         var parts: [Int: String] = [:]
         var marker: String?
         repeat {

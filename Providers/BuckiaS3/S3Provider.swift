@@ -37,14 +37,16 @@ public struct S3Provider: StorageProviderPlugin {
         try self.init(settings: S3Settings.resolve(configuration))
     }
 
-    /// Creates a provider from resolved settings, with an injectable clock for signing.
-    public init(settings: S3Settings, now: @escaping @Sendable () -> Date = { Date() }) {
+    /// Creates a provider from resolved settings, with an injectable clock for signing and an
+    /// optional log that receives one redacted line per HTTP attempt.
+    public init(settings: S3Settings, now: @escaping @Sendable () -> Date = { Date() }, log: (@Sendable (String) -> Void)? = nil) {
         self.settings = settings
         self.now = now
         signer = SigV4Signer(credentials: settings.credentials, region: settings.region, service: "s3")
         var configuration = HTTPClient.Configuration(
             maximumConnectionsPerHost: max(6, settings.concurrency * 2), userAgent: "Buckia-S3")
         configuration.mapFailure = { S3ErrorMapping.map($0) }
+        configuration.log = log
         client = HTTPClient(configuration: configuration)
     }
 

@@ -1,0 +1,68 @@
+import BuckiaCore
+import BuckiaS3
+import Foundation
+import Testing
+
+@testable import BuckiaS3
+
+/// A multipart upload killed half-way (SIGKILL of a real `buckia cp`) and run again sends only
+/// the parts S3 does not already hold.
+@Suite("S3 multipart resume")
+struct MultipartResumeTests {
+    @Test("A killed upload resumes without re-sending finished parts")
+    func killAndResume() async throws {
+        let (provider, server, bucket) = try await makeS3Provider(auth: false, options: ["multipartThresholdMiB": "5", "partSizeMiB": "5"])
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-resume-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let partCount = 8
+        let source = work.appendingPathComponent("source.bin")
+        let data = Data((0..<(partCount * 5 * 1_048_576 - 3)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 13) })
+        try data.write(to: source)
+        let state = provider.settings.stateDirectory
+
+        // 1. A real process, one part at a time, killed once three parts are on the server.
+        let cli = Process()
+        cli.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
+        cli.arguments = ["cp", source.path, "moto:big.bin"]
+        cli.environment = [
+            "HOME": work.path, "PATH": "/usr/bin:/bin", "BUCKIA_REMOTE_MOTO_PROVIDER": "s3", "BUCKIA_REMOTE_MOTO_BUCKET": bucket,
+            "BUCKIA_REMOTE_MOTO_ENDPOINT": server.endpoint.absoluteString, "BUCKIA_REMOTE_MOTO_CREDENTIAL_ACCESS_KEY_ID": server.accessKeyId,
+            "BUCKIA_REMOTE_MOTO_CREDENTIAL_SECRET_ACCESS_KEY": server.secretAccessKey.exposedValue,
+            "BUCKIA_REMOTE_MOTO_MULTIPART_THRESHOLD_MI_B": "5", "BUCKIA_REMOTE_MOTO_PART_SIZE_MI_B": "5",
+            "BUCKIA_REMOTE_MOTO_MAX_CONCURRENT_OPERATIONS": "1", "BUCKIA_REMOTE_MOTO_STATE_DIRECTORY": state.path,
+        ]
+        cli.standardOutput = FileHandle.nullDevice
+        cli.standardError = FileHandle.nullDevice
+        try cli.run()
+        var before: [Int: String] = [:]
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline, cli.isRunning {
+            if let saved = try? FileManager.default.contentsOfDirectory(at: state, includingPropertiesForKeys: nil).first,
+               let json = try? JSONDecoder().decode(MultipartState.self, from: Data(contentsOf: saved)),
+               let parts = try? await provider.listParts(ObjectKey("big.bin"), uploadId: json.uploadId), parts.count >= 3
+            {
+                kill(cli.processIdentifier, SIGKILL)
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        cli.waitUntilExit()
+        #expect(cli.terminationReason == .uncaughtSignal, "the upload finished before it could be killed")
+        let saved = try #require(try FileManager.default.contentsOfDirectory(at: state, includingPropertiesForKeys: nil).first)
+        let uploadId = try JSONDecoder().decode(MultipartState.self, from: Data(contentsOf: saved)).uploadId
+        before = try await provider.listParts(ObjectKey("big.bin"), uploadId: uploadId)
+
+        // 2. The same upload again, counting the parts it sends.
+        let sent = Locked(0)
+        let resumed = S3Provider(settings: provider.settings, log: { line in
+            if line.contains("partNumber=") && line.contains("attempt 1/") { sent.withLock { $0 += 1 } }
+        })
+        let stored = try await resumed.uploadFile(localURL: source, remotePath: "big.bin")
+        #expect(before.count >= 3)
+        #expect(sent.withLock { $0 } == partCount - before.count, "sent \(sent.withLock { $0 }) parts with \(before.count) already there")
+        #expect(stored.checksums[.md5] == Hashing.digest(data, .md5).hex)
+        #expect(try await resumed.readData(remotePath: "big.bin") == data)
+        #expect(try FileManager.default.contentsOfDirectory(at: state, includingPropertiesForKeys: nil).isEmpty, "state is removed once complete")
+    }
+}

@@ -88,7 +88,7 @@ extension S3Provider {
             return try await send(
                 .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
                 headers: ["content-md5": digests[.md5]?.base64 ?? ""], body: .file(url),
-                payloadHash: digests[.sha256]?.hex ?? SigV4Signer.unsignedPayload, operation: "upload part")
+                payloadHash: SigV4Signer.unsignedPayload, operation: "upload part")
         }
         guard let etag = response.etag else {
             throw BuckiaError(.corrupt, "S3 accepted part \(number) but returned no ETag.", operation: "upload part", path: key.rawValue)
@@ -153,11 +153,12 @@ struct SendableFileReader: @unchecked Sendable {
     let file: LocalFile
 
     /// Streams the bytes in `range` through one 1 MiB buffer into a new file at `destination`
-    /// (or nowhere), returning their MD5 and SHA-256.
+    /// (or nowhere), returning their MD5. Parts are sent with `Content-MD5`, which S3 checks,
+    /// and an unsigned payload: a second, SHA-256 pass would only compete for the CPU.
     func copy(_ range: Range<Int64>, to destination: URL?) throws -> [HashAlgorithm: Digest] {
         let output = try destination.map { try LocalFile.createExclusive($0, permissions: 0o600) }
         defer { try? output?.close() }
-        let hashers = [DigestHasher(.md5), DigestHasher(.sha256)]
+        let hashers = [DigestHasher(.md5)]
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
         defer { buffer.deallocate() }
         var offset = range.lowerBound

@@ -20,3 +20,31 @@ extension S3Provider {
         return url(for: remotePath)
     }
 }
+
+extension S3Provider {
+    /// A token for one object: a presigned URL that reads it (`.read`) or writes it (`.write`)
+    /// until `expiry`. `pathPrefix` (or provider option `key`) names the object.
+    ///
+    /// S3 has no prefix-scoped bearer tokens without STS, so a prefix ending in `/`, or
+    /// permissions beyond one read or one write, throw ``BuckiaCore/BuckiaError/Code/unsupported``;
+    /// the provider does not declare ``BuckiaCore/Capability/accessToken`` for that reason.
+    public func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken {
+        guard let name = options.providerOptions["key"] ?? options.pathPrefix, !name.hasSuffix("/") else {
+            throw BuckiaError(
+                .unsupported,
+                "S3 tokens are presigned URLs for one object; name the object in pathPrefix. Prefix-scoped tokens need STS, which this provider does not use.",
+                operation: "generateAccessToken")
+        }
+        let method: PresignedMethod
+        switch options.permissions {
+        case .read, .readOnly: method = .get
+        case .write: method = .put
+        default:
+            throw BuckiaError(.unsupported, "An S3 token allows one read or one write of one object.", operation: "generateAccessToken")
+        }
+        let url = try presignedURL(for: ObjectKey(name), method: method, expires: options.expiry)
+        return AccessToken(
+            value: Secret(url.absoluteString), expiresAt: now().addingTimeInterval(TimeInterval(options.expiry.components.seconds)),
+            permissions: options.permissions, pathPrefix: name)
+    }
+}

@@ -1,3 +1,4 @@
+import BuckiaConformance
 import BuckiaCore
 import BuckiaS3
 import Foundation
@@ -11,6 +12,10 @@ import Testing
 struct MultipartResumeTests {
     @Test("A killed upload resumes without re-sending finished parts")
     func killAndResume() async throws {
+        try await MemoryProbe.exclusively { try await killAndResumeBody() }
+    }
+
+    private func killAndResumeBody() async throws {
         let (provider, server, bucket) = try await makeS3Provider(auth: false, options: ["multipartThresholdMiB": "5", "partSizeMiB": "5"])
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-resume-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)

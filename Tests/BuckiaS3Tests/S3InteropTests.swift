@@ -1,3 +1,4 @@
+import BuckiaConformance
 import BuckiaCore
 import BuckiaS3
 import Foundation
@@ -46,6 +47,10 @@ struct S3InteropTests {
 
     @Test("Bytes and MD5 written by Buckia read back identically in boto3, single-part and multipart", arguments: [1_000, 12 * 1_048_576 + 5])
     func buckiaToBoto(_ size: Int) async throws {
+        try await MemoryProbe.exclusively { try await buckiaToBotoBody(size) }
+    }
+
+    private func buckiaToBotoBody(_ size: Int) async throws {
         let (provider, server, bucket) = try await makeS3Provider(auth: false, options: ["multipartThresholdMiB": "5", "partSizeMiB": "5"])
         let data = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) })
         let source = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-interop-\(UUID().uuidString)")
@@ -60,6 +65,10 @@ struct S3InteropTests {
 
     @Test("Objects written by boto3 read back identically in Buckia, with their MD5", arguments: [1_000, 10 * 1_048_576])
     func botoToBuckia(_ size: Int) async throws {
+        try await MemoryProbe.exclusively { try await botoToBuckiaBody(size) }
+    }
+
+    private func botoToBuckiaBody(_ size: Int) async throws {
         let (provider, server, bucket) = try await makeS3Provider(auth: false)
         let data = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 3) })
         let source = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-interop-\(UUID().uuidString)")

@@ -124,3 +124,25 @@ struct S3URLTests {
         #expect(try open.getPublicURL(remotePath: ObjectKey("x y")).absoluteString == "http://127.0.0.1:9000/photos/x%20y")
     }
 }
+
+@Suite("S3 access tokens")
+struct S3AccessTokenTests {
+    @Test("A token for one object is a presigned URL that never prints")
+    func objectToken() async throws {
+        let provider = try S3URLTests.provider(["endpoint": "http://127.0.0.1:9000"])
+        let token = try await provider.generateAccessToken(options: AccessTokenOptions(permissions: .readOnly, expiry: .seconds(600), pathPrefix: "a/b.txt"))
+        #expect(token.value.exposedValue.hasPrefix("http://127.0.0.1:9000/photos/a/b.txt?X-Amz-Algorithm="))
+        #expect(!"\(token)".contains("X-Amz-Signature"))
+        #expect(abs(token.expiresAt.timeIntervalSinceNow - 600) < 5)
+    }
+
+    @Test("Prefix scopes and mixed permissions are unsupported", arguments: [
+        AccessTokenOptions(permissions: .readOnly, pathPrefix: "folder/"), AccessTokenOptions(permissions: .all, pathPrefix: "x"),
+        AccessTokenOptions(permissions: .readOnly),
+    ])
+    func unsupported(_ options: AccessTokenOptions) async throws {
+        let provider = try S3URLTests.provider(["endpoint": "http://127.0.0.1:9000"])
+        let error = await #expect(throws: BuckiaError.self) { try await provider.generateAccessToken(options: options) }
+        #expect(error?.code == .unsupported)
+    }
+}

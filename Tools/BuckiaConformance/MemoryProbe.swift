@@ -44,6 +44,17 @@ public enum MemoryProbe {
         }
     }
 
+    /// Runs `body` while no memory measurement is running, and keeps measurements waiting
+    /// until it is done.
+    ///
+    /// Resident memory is per process: a test that allocates tens of MiB while a measurement
+    /// runs beside it would be blamed on the transfer being measured. Wrap such tests in this.
+    public static func exclusively<T>(_ body: () async throws -> T) async rethrows -> T {
+        await gate.acquire()
+        defer { gate.release() }
+        return try await body()
+    }
+
     private static let gate = Gate()
 
     /// Lets one measurement run at a time; waiters resume in arrival order.

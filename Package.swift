@@ -75,14 +75,15 @@ let package = Package(
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "CSQLite"], path: "Tools/buckia-bench"),
 
         // MARK: Tests
+        .target(name: "BuckiaTestSupport", dependencies: ["BuckiaCore"], path: "Tests/BuckiaTestSupport"),
         .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore"], path: "Tests/BuckiaCoreTests"),
         .testTarget(
-            name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore"], path: "Tests/BuckiaHTTPTests",
+            name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaHTTPTests",
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSigV4Tests", dependencies: ["BuckiaSigV4"], path: "Tests/BuckiaSigV4Tests", resources: [.copy("Vectors")]),
         .testTarget(
             name: "BuckiaS3Tests",
-            dependencies: ["BuckiaS3", "BuckiaConformance", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore", "BuckiaCLI"],
+            dependencies: ["BuckiaS3", "BuckiaConformance", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore", "BuckiaCLI", "BuckiaTestSupport"],
             path: "Tests/BuckiaS3Tests", resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaTestSupport
 import BuckiaHTTP
 import Foundation
 
@@ -54,7 +55,7 @@ final class TestServer: @unchecked Sendable {
 
     private static func startBlocking() throws -> TestServer {
         let process = Process()
-        process.executableURL = try pythonExecutable.get()
+        process.executableURL = try PythonProcess.executable()
         process.arguments = [try scriptURL().path]
         let output = Pipe()
         let input = Pipe()
@@ -62,7 +63,7 @@ final class TestServer: @unchecked Sendable {
         process.standardInput = input
         process.standardError = FileHandle.nullDevice
         try process.run()
-        guard let line = readLine(from: output.fileHandleForReading.fileDescriptor, timeoutMilliseconds: 10_000),
+        guard let line = PythonProcess.readLine(from: output.fileHandleForReading.fileDescriptor, timeout: .seconds(10)),
             let port = Int(line)
         else {
             kill(process.processIdentifier, SIGKILL)
@@ -106,49 +107,6 @@ final class TestServer: @unchecked Sendable {
             throw BuckiaError(.notFound, "test_server.py is missing from the test bundle.")
         }
         return beside
-    }
-
-    /// The interpreter `python3` on `PATH` runs, resolved once: `python3` may be a shim (pyenv)
-    /// that costs far more to start than the interpreter itself.
-    private static let pythonExecutable = Result { () throws(BuckiaError) -> URL in
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        let candidates = path.split(separator: ":").map {
-            URL(fileURLWithPath: String($0)).appendingPathComponent("python3")
-        }
-        guard let python3 = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw BuckiaError(.notFound, "python3 is not on PATH; the HTTP tests need it for their server.")
-        }
-        let process = Process()
-        process.executableURL = python3
-        process.arguments = ["-c", "import sys; print(sys.executable)"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            return python3
-        }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let resolved = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        return resolved.isEmpty ? python3 : URL(fileURLWithPath: resolved)
-    }
-
-    /// Reads one line from a pipe, giving up after the timeout.
-    private static func readLine(from descriptor: Int32, timeoutMilliseconds: Int) -> String? {
-        var bytes: [UInt8] = []
-        let deadline = ContinuousClock.now + .milliseconds(timeoutMilliseconds)
-        while ContinuousClock.now < deadline {
-            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, 100) >= 0 else { return nil }
-            guard poller.revents != 0 else { continue }
-            var byte: UInt8 = 0
-            guard read(descriptor, &byte, 1) == 1 else { return nil }
-            if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
-            bytes.append(byte)
-        }
-        return nil
     }
 }
 

@@ -24,6 +24,7 @@
 // from an async test inherits a blocked SIGTERM.
 
 import BuckiaCore
+import BuckiaTestSupport
 import BuckiaSigV4
 import Foundation
 
@@ -136,7 +137,7 @@ final class MotoServer: Sendable {
     private static func startBlocking(auth: Bool, timeout: Duration) throws -> MotoServer {
         let script = try scriptURL().path
         let process = Process()
-        process.executableURL = try pythonExecutable.get()
+        process.executableURL = try PythonProcess.executable()
         process.arguments = [script] + (auth ? [] : ["--no-auth"])
         let output = Pipe()
         let input = Pipe()
@@ -152,7 +153,7 @@ final class MotoServer: Sendable {
             return error
         }
 
-        guard let line = readLine(from: output.fileHandleForReading.fileDescriptor, timeout: timeout) else {
+        guard let line = PythonProcess.readLine(from: output.fileHandleForReading.fileDescriptor, timeout: timeout) else {
             throw abandon(
                 BuckiaError(.io, "moto_server.py printed nothing within \(timeout); run `python3 \(script)` by hand to see why."))
         }

@@ -15,7 +15,7 @@ extension S3Provider {
     func multipartUpload(
         _ localURL: URL, key: ObjectKey, size: Int64, modified: Date, md5: Digest, contentType: String?
     ) async throws -> RemoteFile {
-        let partSize = settings.partSize
+        let partSize = settings.partSize(forFileOf: size)
         let identity = MultipartState(
             uploadId: "", bucket: settings.bucket, key: key.rawValue, size: size, modified: modified.timeIntervalSince1970, partSize: partSize)
         let stateURL = MultipartState.location(
@@ -75,14 +75,15 @@ extension S3Provider {
     }
 
     private func partLength(_ number: Int, size: Int64) -> Int64 {
-        min(settings.partSize, size - Int64(number - 1) * settings.partSize)
+        let partSize = settings.partSize(forFileOf: size)
+        return min(partSize, size - Int64(number - 1) * partSize)
     }
 
     /// Copies the part's bytes into a private temporary file through a 1 MiB buffer, hashing
     /// them on the way, and sends that file: FoundationNetworking streams a file body, while a
     /// `Data` body is copied, and with several parts in flight those copies broke the bound.
     private func uploadPart(_ number: Int, of key: ObjectKey, uploadId: String, reader: SendableFileReader, size: Int64, etags: Locked<[Int: String]>) async throws {
-        let start = Int64(number - 1) * settings.partSize
+        let start = Int64(number - 1) * settings.partSize(forFileOf: size)
         let response = try await TemporaryFile.with { url in
             let digests = try reader.copy(start..<(start + partLength(number, size: size)), to: url)
             return try await send(

@@ -23,8 +23,17 @@ public struct S3Settings: Sendable {
     public var credentials: AWSCredentials
     /// Objects at least this large go up in parts.
     public var multipartThreshold: Int64
-    /// The size of each part.
+    /// The size of each part (S3's minimum, 5 MiB, by default); a file too large for 10,000
+    /// parts of this size uses larger ones. Memory for an upload is about this × concurrency.
     public var partSize: Int64
+
+    /// The part size for a file of `size` bytes: ``partSize``, or larger so that the file fits
+    /// in S3's 10,000 parts.
+    public func partSize(forFileOf size: Int64) -> Int64 {
+        let needed = (size + 9_999) / 10_000
+        let mebibyte: Int64 = 1_048_576
+        return max(partSize, (needed + mebibyte - 1) / mebibyte * mebibyte)
+    }
     /// Transfers and parts in flight at once.
     public var concurrency: Int
     /// Whether the bucket is readable without credentials, so plain object URLs work.
@@ -62,7 +71,7 @@ public struct S3Settings: Sendable {
         case let other:
             throw BuckiaError(.invalidConfiguration, "addressingStyle is \(other.debugDescription); use path, virtual or auto.", path: "options.addressingStyle")
         }
-        let partSize = try megabytes(options["partSizeMiB"], default: 8, minimum: 5, name: "partSizeMiB")
+        let partSize = try megabytes(options["partSizeMiB"], default: 5, minimum: 5, name: "partSizeMiB")
         return S3Settings(
             bucket: configuration.bucketName, region: region, endpoint: endpoint, usesPathStyle: usesPathStyle, credentials: credentials,
             multipartThreshold: try megabytes(options["multipartThresholdMiB"], default: 64, minimum: 5, name: "multipartThresholdMiB"),

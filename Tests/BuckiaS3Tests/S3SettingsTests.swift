@@ -146,3 +146,16 @@ struct S3AccessTokenTests {
         #expect(error?.code == .unsupported)
     }
 }
+
+@Suite("S3 part sizes")
+struct S3PartSizeTests {
+    @Test("Parts stay 5 MiB until a file needs more than 10,000 of them", arguments: [
+        (Int64(1) << 30, Int64(5) << 20), (Int64(48) << 30, Int64(5) << 20), (Int64(49) << 30, Int64(6) << 20), (Int64(5) << 40, Int64(525) << 20),
+    ])
+    func partSizes(_ size: Int64, _ expected: Int64) throws {
+        let settings = try S3Settings.resolve(
+            S3SettingsTests.configuration(["endpoint": "http://127.0.0.1:9"], credentials: S3SettingsTests.explicit), environment: [:], home: "/nonexistent")
+        #expect(settings.partSize(forFileOf: size) == expected)
+        #expect((size + expected - 1) / expected <= 10_000)
+    }
+}

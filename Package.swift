@@ -44,6 +44,8 @@ let package = Package(
             name: "CZlib", path: "Core/CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
 
+        .systemLibrary(name: "CLinux", path: "Core/CLinux"),
+
         // MARK: Core
         .target(name: "BuckiaCore", dependencies: ["COpenSSL", "CZlib"], path: "Core/BuckiaCore"),
         .target(name: "BuckiaHTTP", dependencies: ["BuckiaCore"], path: "Core/BuckiaHTTP"),
@@ -71,7 +73,7 @@ let package = Package(
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore"], path: "Tools/BuckiaConformance"),
         .executableTarget(
-            name: "BuckiaCLI", dependencies: ["Buckia", "BuckiaConformance"], path: "Tools/BuckiaCLI"),
+            name: "BuckiaCLI", dependencies: ["Buckia", "BuckiaConformance", "CLinux"], path: "Tools/BuckiaCLI"),
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "CSQLite"], path: "Tools/buckia-bench"),
 
         // MARK: Tests

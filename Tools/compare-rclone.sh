@@ -54,4 +54,4 @@ measure "rclone upload" rclone copyto "$work/source.bin" moto:bench/rclone.bin
 measure "buckia download" .build/release/buckia cp moto:buckia.bin "$work/buckia.out"
 measure "rclone download" rclone copyto moto:bench/rclone.bin "$work/rclone.out"
 cmp "$work/source.bin" "$work/buckia.out" && cmp "$work/source.bin" "$work/rclone.out" && echo "(all copies byte-identical)"
-echo "buckia: $(.build/release/buckia --help >/dev/null; echo 8 MiB parts, maxConcurrentOperations 4); rclone $(rclone version | head -1 | awk '{print $2}'): defaults (5 MiB chunks, 4 concurrent)"
+echo "buckia: 5 MiB parts, maxConcurrentOperations 4; rclone $(rclone version | head -1 | awk "{print \$2}"): defaults (5 MiB chunks, 4 concurrent)"

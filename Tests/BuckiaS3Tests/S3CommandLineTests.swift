@@ -1,0 +1,59 @@
+import BuckiaConformance
+import BuckiaCore
+import Foundation
+import Testing
+
+/// The `buckia` command line on S3 remotes, configured by a file and by the AWS variables.
+@Suite("buckia on S3 remotes")
+struct S3CommandLineTests {
+    struct Run {
+        let status: Int32
+        let stdout: String
+    }
+
+    func buckia(_ arguments: [String], environment: [String: String], home: URL) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
+        process.arguments = arguments
+        process.environment = ["HOME": home.path, "PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": home.appendingPathComponent("config").path]
+            .merging(environment) { $1 }
+        let output = home.appendingPathComponent("out-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, stdout: try String(contentsOf: output, encoding: .utf8))
+    }
+
+    @Test("cp, ls, cat, url and rm work on an S3 remote from the config file and from AWS variables", arguments: ["file", "environment"])
+    func commands(_ source: String) async throws {
+        let (_, server, bucket) = try await makeS3Provider(auth: false)
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home.appendingPathComponent("config/buckia"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        var environment: [String: String] = [:]
+        if source == "file" {
+            let config = """
+                {"remotes": {"lake": {"provider": "s3", "bucketName": "\(bucket)",
+                  "authConfig": {"method": "awsSignature", "credentials": {"accessKeyId": "x", "secretAccessKey": "y"}},
+                  "options": {"endpoint": "\(server.endpoint.absoluteString)"}}}}
+                """
+            try Data(config.utf8).write(to: home.appendingPathComponent("config/buckia/config.json"))
+        } else {
+            environment = [
+                "BUCKIA_REMOTE_LAKE_PROVIDER": "s3", "BUCKIA_REMOTE_LAKE_BUCKET": bucket, "AWS_ACCESS_KEY_ID": "x",
+                "AWS_SECRET_ACCESS_KEY": "y", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": server.endpoint.absoluteString,
+            ]
+        }
+        let file = home.appendingPathComponent("hello.txt")
+        try Data("hello, lake\n".utf8).write(to: file)
+        #expect(try buckia(["cp", file.path, "lake:docs/"], environment: environment, home: home).status == 0)
+        #expect(try buckia(["ls", "-R", "lake:"], environment: environment, home: home).stdout.contains("docs/hello.txt"))
+        #expect(try buckia(["cat", "lake:docs/hello.txt"], environment: environment, home: home).stdout == "hello, lake\n")
+        let url = try buckia(["url", "lake:docs/hello.txt", "--expires", "10m"], environment: environment, home: home)
+        #expect(url.status == 0 && url.stdout.contains("X-Amz-Expires=600"))
+        #expect(try buckia(["rm", "lake:docs/hello.txt"], environment: environment, home: home).status == 0)
+        #expect(try buckia(["ls", "-R", "lake:"], environment: environment, home: home).stdout.isEmpty)
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+
+/// Runs the built `buckia` executable in a private XDG environment.
+struct CLIHarness: ~Copyable {
+    let home: URL
+    var environment: [String: String]
+
+    init() throws {
+        home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        environment = [
+            "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "PATH": "/usr/bin:/bin",
+        ]
+    }
+
+    deinit { try? FileManager.default.removeItem(at: home) }
+
+    static var executable: URL {
+        let products = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        return products.appendingPathComponent("buckia")
+    }
+
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    func run(_ arguments: String..., extraEnvironment: [String: String] = [:]) throws -> Result {
+        try runArray(arguments, extraEnvironment: extraEnvironment)
+    }
+
+    func runArray(_ arguments: [String], extraEnvironment: [String: String] = [:]) throws -> Result {
+        let process = Process()
+        process.executableURL = CLIHarness.executable
+        process.arguments = arguments
+        process.currentDirectoryURL = home
+        process.environment = environment.merging(extraEnvironment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read both pipes concurrently-enough: outputs here are small, well under a pipe buffer.
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    func write(_ text: String, to relative: String) throws -> URL {
+        let url = home.appendingPathComponent(relative)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+        return url
+    }
+}

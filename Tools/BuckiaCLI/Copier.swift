@@ -1,0 +1,149 @@
+import Buckia
+import Foundation
+
+/// Copies between any two locations: local↔remote, remote↔remote, local↔local.
+struct Copier: Sendable {
+    enum Endpoint: Sendable {
+        case local(URL)
+        case remote(any StorageProvider, name: String, path: String, concurrency: Int)
+    }
+
+    let source: Endpoint
+    let destination: Endpoint
+    let destinationIsFolder: Bool
+
+    init(invocation: Invocation, source: Location, destination: Location) throws {
+        func endpoint(_ location: Location) throws -> Endpoint {
+            switch location {
+            case .local(let url): return .local(url)
+            case .remote(let name, let path):
+                let (provider, configuration) = try invocation.provider(named: name)
+                return .remote(provider, name: name, path: path, concurrency: configuration.maxConcurrentOperations)
+            }
+        }
+        self.source = try endpoint(source)
+        self.destination = try endpoint(destination)
+        let raw = invocation.positionals[1]
+        switch self.destination {
+        case .local(let url):
+            var isDirectory: ObjCBool = false
+            destinationIsFolder = raw.hasSuffix("/") || (FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue)
+        case .remote(_, _, let path, _):
+            destinationIsFolder = path.isEmpty || path.hasSuffix("/")
+        }
+    }
+
+    /// Copies one file; returns (1, bytes).
+    func copyOne() async throws -> (Int, Int64) {
+        let name: String
+        switch source {
+        case .local(let url):
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+                throw BuckiaError(.notFound, "The local file \(url.path) does not exist.", path: url.path)
+            }
+            if isDirectory.boolValue { throw UsageError(description: "\(url.path) is a folder; use -r to copy folders.") }
+            name = url.lastPathComponent
+        case .remote(_, _, let path, _):
+            name = path.trimmedSlashes.split(separator: "/").last.map(String.init) ?? ""
+        }
+        let target = try destinationIsFolder ? destinationPath(appending: name) : destinationPath(appending: nil)
+        return (1, try await copy(try sourcePath(appending: nil), to: target))
+    }
+
+    /// Copies everything under the source folder into the destination folder.
+    func copyTree() async throws -> (Int, Int64) {
+        var relatives: [String] = []
+        switch source {
+        case .local(let root):
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory) else {
+                throw BuckiaError(.notFound, "The local folder \(root.path) does not exist.", path: root.path)
+            }
+            guard isDirectory.boolValue else { throw UsageError(description: "\(root.path) is a file; drop -r to copy one file.") }
+            var skipped: [String] = []
+            try Copier.walk(DirectoryHandle(path: root.path), prefix: "", files: &relatives, skipped: &skipped)
+            for path in skipped {
+                Console.error("buckia: skipped \(path): symbolic links and special files are not copied.")
+            }
+        case .remote(let provider, let name, let path, _):
+            let prefix = path.folderPrefix
+            for try await entry in provider.list(ListOptions(prefix: prefix)) {
+                if let file = entry.file { relatives.append(String(file.path.dropFirst(prefix.count))) }
+            }
+            if relatives.isEmpty {
+                if !path.trimmedSlashes.isEmpty, try await provider.stat(remotePath: path.trimmedSlashes) != nil {
+                    throw UsageError(description: "\(name):\(path) is an object; drop -r to copy one object.")
+                }
+                throw BuckiaError(.notFound, "Nothing exists under \(name):\(prefix).", path: prefix)
+            }
+        }
+        let width = [source, destination].map { endpoint -> Int in
+            if case .remote(_, _, _, let concurrency) = endpoint { return concurrency }
+            return 4
+        }.min() ?? 4
+        let total = Locked<Int64>(0)
+        try await concurrently(relatives.sorted(), width: width) { relative in
+            let bytes = try await copy(sourcePath(appending: relative, asFolder: true), to: destinationPath(appending: relative, asFolder: true))
+            total.withLock { $0 += bytes }
+        }
+        return (relatives.count, total.withLock { $0 })
+    }
+
+    /// Collects the regular files under `folder` (relative paths), without following links.
+    static func walk(_ folder: DirectoryHandle, prefix: String, files: inout [String], skipped: inout [String]) throws {
+        for (name, kind) in try folder.names().sorted(by: { $0.name < $1.name }) {
+            switch kind {
+            case .file: files.append(prefix + name)
+            case .folder: try walk(folder.folder(name, create: false), prefix: prefix + name + "/", files: &files, skipped: &skipped)
+            default: skipped.append(prefix + name)
+            }
+        }
+    }
+
+    enum Resolved: Sendable {
+        case local(URL)
+        case remote(any StorageProvider, ObjectKey)
+    }
+
+    private func sourcePath(appending relative: String?, asFolder: Bool = false) throws -> Resolved {
+        try resolve(source, appending: relative, asFolder: asFolder)
+    }
+
+    private func destinationPath(appending relative: String?, asFolder: Bool = false) throws -> Resolved {
+        try resolve(destination, appending: relative, asFolder: asFolder || relative != nil)
+    }
+
+    private func resolve(_ endpoint: Endpoint, appending relative: String?, asFolder: Bool) throws -> Resolved {
+        switch endpoint {
+        case .local(let url):
+            guard let relative else { return .local(url) }
+            return .local(url.appendingPathComponent(relative))
+        case .remote(let provider, _, let path, _):
+            let key = asFolder ? path.folderPrefix + (relative ?? "") : path.trimmedSlashes
+            return .remote(provider, try ObjectKey(key))
+        }
+    }
+
+    private func copy(_ from: Resolved, to: Resolved) async throws -> Int64 {
+        switch (from, to) {
+        case (.local(let source), .remote(let provider, let key)):
+            return try await provider.uploadFile(localURL: source, remotePath: key, options: UploadOptions()).size
+        case (.remote(let provider, let key), .local(let target)):
+            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            return try await provider.downloadFile(remotePath: key, localURL: target).file.size
+        case (.remote(let sourceProvider, let sourceKey), .remote(let targetProvider, let targetKey)):
+            return try await TemporaryFile.with { url in
+                let downloaded = try await sourceProvider.downloadFile(remotePath: sourceKey, localURL: url)
+                let options = UploadOptions(contentType: downloaded.file.contentType, modificationDate: downloaded.file.modificationDate)
+                return try await targetProvider.uploadFile(localURL: url, remotePath: targetKey, options: options).size
+            }
+        case (.local(let source), .local(let target)):
+            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let input = try LocalFile.openForReading(source)
+            let modified = try input.status().modificationDate
+            try input.close()
+            return try AtomicFile.copy(from: source, to: target, options: AtomicFile.Options(modificationDate: modified))
+        }
+    }
+}

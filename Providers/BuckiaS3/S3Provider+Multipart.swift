@@ -44,18 +44,8 @@ extension S3Provider {
             }
             let missing = (1...max(1, partCount)).filter { number in etags.withLock { $0[number] == nil } }
             let reader = SendableFileReader(file: file)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                var queue = missing.makeIterator()
-                func next() -> Int? { queue.next() }
-                for _ in 0..<max(1, settings.concurrency) {
-                    guard let number = next() else { break }
-                    group.addTask { try await self.uploadPart(number, of: key, uploadId: uploadId, reader: reader, size: size, etags: etags) }
-                }
-                while try await group.next() != nil {
-                    if let number = next() {
-                        group.addTask { try await self.uploadPart(number, of: key, uploadId: uploadId, reader: reader, size: size, etags: etags) }
-                    }
-                }
+            try await forEachConcurrently(missing, width: settings.concurrency) { number in
+                try await self.uploadPart(number, of: key, uploadId: uploadId, reader: reader, size: size, etags: etags)
             }
             let parts = etags.withLock { $0 }.sorted { $0.key < $1.key }
             let response = try await completeMultipartUpload(key, uploadId: uploadId, parts: parts)

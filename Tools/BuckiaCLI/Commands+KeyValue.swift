@@ -15,8 +15,7 @@ extension CLI {
             """
     ) { invocation in
         let type = EngineType(rawValue: invocation.arguments.value("engine") ?? "sqlite")
-        let home = invocation.environment["HOME"] ?? NSHomeDirectory()
-        let dataHome = invocation.environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.local/share"
+        let dataHome = RemoteConfiguration.dataHome(invocation.environment)
         let path = invocation.arguments.value("path") ?? "\(dataHome)/buckia/kv-\(type)"
         let engine = try await EngineRegistry.builtIn.makeEngine(for: EngineConfiguration(type: type, directory: path))
         let arguments = invocation.positionals

@@ -39,24 +39,10 @@ extension CLI {
         for try await entry in provider.list(ListOptions(prefix: path.folderPrefix)) {
             if let file = entry.file { keys.append(file.path) }
         }
-        try await concurrently(keys, width: configuration.maxConcurrentOperations) { key in
+        try await forEachConcurrently(keys, width: configuration.maxConcurrentOperations) { key in
             try await provider.deleteFile(remotePath: key)
         }
         Console.error("Removed \(keys.count) object\(keys.count == 1 ? "" : "s").")
         return .success
-    }
-}
-
-/// Runs `body` over `items` with at most `width` in flight.
-func concurrently<T: Sendable>(_ items: [T], width: Int, _ body: @escaping @Sendable (T) async throws -> Void) async throws {
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        var iterator = items.makeIterator()
-        for _ in 0..<max(1, width) {
-            guard let item = iterator.next() else { break }
-            group.addTask { try await body(item) }
-        }
-        while try await group.next() != nil {
-            if let item = iterator.next() { group.addTask { try await body(item) } }
-        }
     }
 }

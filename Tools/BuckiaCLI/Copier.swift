@@ -83,7 +83,7 @@ struct Copier: Sendable {
             return 4
         }.min() ?? 4
         let total = Locked<Int64>(0)
-        try await concurrently(relatives.sorted(), width: width) { relative in
+        try await forEachConcurrently(relatives.sorted(), width: width) { relative in
             let bytes = try await copy(sourcePath(appending: relative, asFolder: true), to: destinationPath(appending: relative, asFolder: true))
             total.withLock { $0 += bytes }
         }

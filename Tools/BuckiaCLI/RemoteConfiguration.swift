@@ -29,7 +29,7 @@ struct RemoteConfiguration {
     static func load(explicitPath: String?, environment: [String: String]) throws -> RemoteConfiguration {
         var configuration = RemoteConfiguration()
         let home = environment["HOME"] ?? NSHomeDirectory()
-        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.local/share"
+        let dataHome = Self.dataHome(environment)
         configuration.remotes["default"] = BuckiaConfiguration(provider: .local, options: ["root": "\(dataHome)/buckia/default"])
         configuration.sources["default"] = "built in"
 
@@ -108,6 +108,12 @@ struct RemoteConfiguration {
                 "The remote \(name.debugDescription) is set in the environment but has no provider; set BUCKIA_REMOTE_\(name.uppercased())_PROVIDER.",
                 path: name)
         }
+    }
+
+    /// `$XDG_DATA_HOME`, or `~/.local/share` when it is unset or empty.
+    static func dataHome(_ environment: [String: String]) -> String {
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.local/share"
     }
 
     static func camelCase(_ key: Substring) -> String {

@@ -96,20 +96,4 @@ extension ProviderConformance {
     static func sortedByUTF8(_ strings: [String]) -> [String] {
         strings.sorted { $0.utf8Precedes($1) }
     }
-
-    /// Runs `body` over `items` with at most `width` in flight.
-    static func forEachConcurrently<T: Sendable>(
-        _ items: [T], width: Int, _ body: @escaping @Sendable (T) async throws -> Void
-    ) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            var iterator = items.makeIterator()
-            for _ in 0..<width {
-                guard let item = iterator.next() else { break }
-                group.addTask { try await body(item) }
-            }
-            while try await group.next() != nil {
-                if let item = iterator.next() { group.addTask { try await body(item) } }
-            }
-        }
-    }
 }

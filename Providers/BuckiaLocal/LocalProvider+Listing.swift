@@ -1,97 +1,57 @@
 import BuckiaCore
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 extension LocalProvider {
-    /// Lists by walking folders in UTF-8 order of the keys they hold, pruning every folder
-    /// that lies wholly before the resume point or outside the prefix. Each page is one pruned
-    /// walk: memory holds one page and one folder's names at a time.
+    /// Lists by walking folders in UTF-8 order of the keys they hold (``FolderWalkLister``):
+    /// each folder the listing needs is read once, however many pages it fills, and folders
+    /// wholly before the resume point or outside the prefix are never opened.
     ///
-    /// Folders are opened relative to their parent without following links, and symbolic
-    /// links are not listed. Names before the resume point are skipped from the directory
-    /// entry alone, so a page of a large folder costs one read of its names, one sort of
-    /// those after the resume point, and a `stat` per listed file. Very large flat folders
-    /// still cost a read of every name per page: prefer nested keys for millions of objects.
-    public func listPage(_ request: ListRequest) async throws -> ListPage {
-        var builder = try ListPageBuilder(request: request, maxPageSize: capabilities.maxListPageSize)
-        let walk = Walk(provider: self, options: request.options, resumeAfter: builder.resumeAfter)
-        _ = try walk.visit(try DirectoryHandle(path: rootPath), folder: "") { builder.offer($0) }
-        return builder.page()
+    /// Folders are opened relative to their parent without following links. Symbolic links,
+    /// special files and names that are not UTF-8 are listed as unaddressable. A folder that
+    /// cannot be read fails the listing: it is never skipped.
+    public func makeLister(_ request: ListRequest) async throws -> any ObjectLister {
+        let provider = self
+        return try FolderWalkLister(
+            request: request, maxPageSize: capabilities.maxListPageSize,
+            readFolder: { folder in try provider.folderItems(folder) },
+            describe: { key in try provider.statNow(key, operation: "list") })
     }
 
-    struct Walk {
-        let provider: LocalProvider
-        let options: ListOptions
-        let resumeAfter: String?
-
-        /// Visits the files under `handle` (the folder whose keys start with `folder`) in key
-        /// order. Returns false when `offer` asked to stop.
-        func visit(_ handle: DirectoryHandle, folder: String, offer: (RemoteFile) -> Bool) throws -> Bool {
-            for (name, kind) in try entries(handle, folder: folder) {
-                let path = folder + name + (kind == .folder ? "/" : "")
-                if kind == .folder {
-                    guard let child = try? handle.folder(name, create: false) else { continue }
-                    let rollsUp = !options.recursive && path.hasPrefix(options.prefix) && path != options.prefix
-                    if rollsUp {
-                        // One file is enough to report the folder; skip the rest of it.
-                        if let first = try firstFile(child, folder: path), !offer(first) { return false }
-                    } else if try !visit(child, folder: path, offer: offer) {
-                        return false
-                    }
-                } else if path.hasPrefix(options.prefix), let file = try describe(handle, name, path) {
-                    if !offer(file) { return false }
-                }
+    /// The items of the folder whose keys start with `folder` (`""` or ending in `/`).
+    func folderItems(_ folder: String) throws -> [FolderItem] {
+        var handle = try DirectoryHandle(path: rootPath)
+        for segment in folder.split(separator: "/", omittingEmptySubsequences: true) {
+            do {
+                handle = try handle.folder(String(segment), create: false)
+            } catch let error as BuckiaError where error.code == .notFound {
+                return []  // removed since its parent was read: nothing under it now
+            } catch let error as BuckiaError {
+                throw BuckiaError(
+                    error.code, "The folder \(folder.debugDescription) could not be opened, so the listing would be incomplete: \(error.message)",
+                    operation: "list", path: folder, cause: error.cause)
             }
-            return true
         }
-
-        private func firstFile(_ handle: DirectoryHandle, folder: String) throws -> RemoteFile? {
-            for (name, kind) in try entries(handle, folder: folder) {
-                if kind == .folder {
-                    guard let child = try? handle.folder(name, create: false) else { continue }
-                    if let file = try firstFile(child, folder: folder + name + "/") { return file }
-                } else if let file = try describe(handle, name, folder + name) {
-                    return file
-                }
+        let names: [(name: [UInt8], kind: DirectoryHandle.EntryKind)]
+        do {
+            names = try handle.rawNames()
+        } catch let error as BuckiaError {
+            throw BuckiaError(
+                error.code, "The folder \(folder.debugDescription) could not be read, so the listing would be incomplete: \(error.message)",
+                operation: "list", path: folder, cause: error.cause)
+        }
+        let reserved = Array(LocalProvider.reservedName.utf8)
+        return names.compactMap { name, kind in
+            if folder.isEmpty && name == reserved { return nil }
+            switch kind {
+            case .file: return FolderItem(name: name, kind: .file(nil))
+            case .folder: return FolderItem(name: name, kind: .folder)
+            case .symbolicLink:
+                return FolderItem(name: name, kind: .unaddressable(reason: "it is a symbolic link; the local provider does not follow links"))
+            case .other:
+                return FolderItem(name: name, kind: .unaddressable(reason: "it is not a regular file"))
+            case .missing:
+                return nil
             }
-            return nil
-        }
-
-        private func describe(_ handle: DirectoryHandle, _ name: String, _ path: String) throws -> RemoteFile? {
-            let (kind, info) = try handle.entry(name)
-            return kind == .file ? provider.remoteFile(path, info) : nil
-        }
-
-        /// A folder's files and folders that can still matter, sorted as keys sort (a folder
-        /// as its name plus `/`). Links and other kinds are left out; so are entries wholly
-        /// before the resume point or outside the prefix, decided from names alone.
-        private func entries(_ handle: DirectoryHandle, folder: String) throws -> [(String, DirectoryHandle.EntryKind)] {
-            var kept: [(name: String, kind: DirectoryHandle.EntryKind, sortKey: String)] = []
-            for (name, kind) in try handle.names() {
-                if folder.isEmpty && name == LocalProvider.reservedName { continue }
-                switch kind {
-                case .file:
-                    let path = folder + name
-                    guard path.hasPrefix(options.prefix) else { continue }
-                    if let resumeAfter, !resumeAfter.utf8Precedes(path) { continue }
-                    kept.append((name, kind, name))
-                case .folder:
-                    let path = folder + name + "/"
-                    guard path.hasPrefix(options.prefix) || options.prefix.hasPrefix(path) else { continue }
-                    if let resumeAfter, !resumeAfter.utf8Precedes(path), !resumeAfter.hasPrefix(path) { continue }
-                    kept.append((name, kind, name + "/"))
-                default:
-                    continue
-                }
-            }
-            kept.sort { $0.sortKey.utf8Precedes($1.sortKey) }
-            return kept.map { ($0.name, $0.kind) }
         }
     }
 }

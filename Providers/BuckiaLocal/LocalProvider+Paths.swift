@@ -74,47 +74,92 @@ extension LocalProvider {
         }
     }
 
-    /// Opens the object's file for reading.
-    func openObject(_ key: ObjectKey, operation: String) throws -> LocalFile {
+    /// Opens the object's file for reading and describes it from the open descriptor, so
+    /// what is read is the version described (and, with `ifMatch`, the version asked for).
+    func openObject(_ key: ObjectKey, ifMatch: String? = nil, operation: String) throws -> (LocalFile, RemoteFile) {
         let location = try locate(key, create: false, operation: operation)
+        let file: LocalFile
         do {
-            return try location.parent.openFile(location.name)
+            file = try location.parent.openFile(location.name)
         } catch let error as BuckiaError {
             throw keyError(error, key: key, operation: operation, writing: false)
         }
+        let described = remoteFile(key, try file.statRecord())
+        if let ifMatch, described.etag != ifMatch {
+            try? file.close()
+            throw BuckiaError.conditionNotMatch(key, operation: operation, "The object has changed since the entity tag was read.")
+        }
+        return (file, described)
     }
 
-    /// Writes an object atomically: a temporary file under `.buckia/tmp`, synced, then renamed
-    /// into the folder walked to without links. A folder removed by a concurrent delete between
-    /// the walk and the rename is walked to (and created) again.
-    func writeObject(_ key: ObjectKey, modified: Date?, _ body: (LocalFile) throws -> Void) throws {
+    /// Writes an object atomically: a temporary file under `.buckia/tmp`, hashed on the way
+    /// when the caller gave checksums, synced, then renamed into the folder walked to without
+    /// links. The rename happens under the root's lock file, where the write condition is
+    /// checked, so conditional writers never interleave. A folder removed by a concurrent
+    /// delete between the walk and the rename is walked to (and created) again.
+    func writeObject(
+        _ key: ObjectKey, modified: Date?, options: UploadOptions, _ body: (LocalFile, DigestSet) throws -> Void
+    ) throws -> RemoteFile {
         var location = try locate(key, create: true, operation: "upload")
         let temporary = try temporaryFolder(location.root)
         let (name, file) = try temporary.createTemporaryFile()
         do {
-            try body(file)
+            let digests = try DigestSet(options.knownChecksums.keys.compactMap(\.hashAlgorithm))
+            try body(file, digests)
+            if let mismatch = DigestSet.firstMismatch(digests.finalize(), expected: options.knownChecksums) {
+                throw BuckiaError.checksumMismatch(
+                    key, algorithm: mismatch.algorithm, expected: mismatch.expected, actual: mismatch.actual, operation: "upload")
+            }
             if let modified { try file.setModificationDate(modified) }
             if durable { try file.sync() }
             try file.close()
-            var attempts = 0
-            while true {
-                do {
-                    try temporary.move(name, to: location.parent, as: location.name)
-                    break
-                } catch let error as BuckiaError where (error.cause as? POSIXErrorNumber)?.rawValue == ENOENT && attempts < 4 {
-                    attempts += 1
-                    location = try locate(key, create: true, operation: "upload")
+            try location.root.folder(LocalProvider.reservedName, create: true).withExclusiveLock(on: "lock") {
+                var attempts = 0
+                while true {
+                    do {
+                        try place(name, from: temporary, at: location, key: key, condition: options.condition)
+                        break
+                    } catch let error as BuckiaError where (error.cause as? POSIXErrorNumber)?.rawValue == ENOENT && attempts < 4 {
+                        attempts += 1
+                        location = try locate(key, create: true, operation: "upload")
+                    }
                 }
             }
             if durable { try location.parent.sync() }
         } catch {
             try? file.close()
             _ = try? temporary.removeFile(name)
+            if let error = error as? BuckiaError, error.code == .conditionNotMatch || error.code == .checksumMismatch { throw error }
             throw mapWriteError(error, key: key, operation: "upload")
+        }
+        return try describe(key, operation: "upload")
+    }
+
+    /// Moves the temporary file into place if the condition holds.
+    private func place(_ name: String, from temporary: DirectoryHandle, at location: Location, key: ObjectKey, condition: WriteCondition?) throws {
+        switch condition {
+        case .none:
+            try temporary.move(name, to: location.parent, as: location.name)
+        case .ifNoneMatch:
+            do {
+                try temporary.link(name, to: location.parent, as: location.name)
+            } catch let error as BuckiaError where error.code == .alreadyExists {
+                throw BuckiaError.conditionNotMatch(key, operation: "upload", "An object already exists at this key.")
+            }
+            _ = try temporary.removeFile(name)
+        case .ifMatch(let etag):
+            let (kind, info) = try location.parent.entry(location.name)
+            guard kind == .file else {
+                throw BuckiaError.conditionNotMatch(key, operation: "upload", "No object exists at this key.")
+            }
+            guard LocalProvider.etag(info) == etag else {
+                throw BuckiaError.conditionNotMatch(key, operation: "upload", "The object has changed since the entity tag was read.")
+            }
+            try temporary.move(name, to: location.parent, as: location.name)
         }
     }
 
-    private func mapWriteError(_ error: any Error, key: ObjectKey, operation: String) -> BuckiaError {
+    func mapWriteError(_ error: any Error, key: ObjectKey, operation: String) -> BuckiaError {
         let wrapped = BuckiaError.wrapping(error, operation: operation, path: key.rawValue)
         guard let cause = wrapped.cause as? POSIXErrorNumber, [EISDIR, ENOTDIR, EEXIST, ENOTEMPTY].contains(cause.rawValue) else {
             return wrapped

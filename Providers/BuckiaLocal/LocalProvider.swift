@@ -20,6 +20,10 @@ import Darwin
 /// ``ObjectKey``), and a symbolic link inside the root that points outside it is refused
 /// with ``BuckiaError/Code/invalidPath``. The first segment `.buckia` is reserved.
 ///
+/// Entity tags name the version (inode, time, size), so conditional reads and writes work;
+/// conditional writes are serialised by a lock file under `.buckia`. Names in the folder that
+/// cannot be keys (not UTF-8, symbolic links) are listed as unaddressable, never skipped.
+///
 /// Options: `root` (required, `~` expands), `fsync` (`true` by default: sync each file and
 /// its folder, for durability against power loss).
 public struct LocalProvider: StorageProviderPlugin {
@@ -33,14 +37,26 @@ public struct LocalProvider: StorageProviderPlugin {
     public let capabilities = ProviderCapabilities(
         features: [
             .readWithRange, .listStartAfter, .pagedListing, .publicURL, .streamingTransfers,
-            .preservesModificationTime, .persistent, .serverSideCopy,
+            .preservesModificationTime, .persistent, .serverSideCopy, .conditionalWrite, .conditionalRead,
+            .verifiesKnownChecksums, .setModificationTime, .move, .resumableListing,
         ],
-        checksums: [.md5, .sha1, .sha256], maxListPageSize: 1000)
+        checksums: [.md5: .read, .sha1: .read, .sha256: .read],
+        listedFields: [.modificationDate, .etag],
+        modificationTimePrecision: .microseconds(1), maxListPageSize: 1000)
 
     /// The folder name reserved at the root for temporary files.
     public static let reservedName = ".buckia"
 
+    /// The options this provider reads.
+    public static let knownOptions: Set<String> = ["root", "fsync"]
+
+    public init(context: ProviderContext) throws {
+        try self.init(configuration: context.configuration)
+    }
+
+    /// Creates a provider from a configuration's `root` and `fsync` options.
     public init(configuration: BuckiaConfiguration) throws {
+        try configuration.checkOptions(known: LocalProvider.knownOptions)
         let raw = try configuration.requireOption("root")
         let expanded = (raw as NSString).expandingTildeInPath
         guard expanded.hasPrefix("/") else {
@@ -91,6 +107,7 @@ public struct LocalProvider: StorageProviderPlugin {
 
     @discardableResult
     public func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        try options.validate()
         // The source opens first, so a missing source creates no folders.
         let source: LocalFile
         let modified: Date
@@ -101,28 +118,35 @@ public struct LocalProvider: StorageProviderPlugin {
             throw BuckiaError.wrapping(error, operation: "upload", path: localURL.path)
         }
         defer { try? source.close() }
-        try writeObject(remotePath, modified: modified) { output in _ = try AtomicFile.pump(from: source, to: output) }
-        return try describe(remotePath, operation: "upload")
+        return try writeObject(remotePath, modified: modified, options: options) { output, digests in
+            _ = try AtomicFile.pump(from: source, to: output) { digests.update($0) }
+        }
     }
 
     @discardableResult
     public func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
-        try writeObject(remotePath, modified: options.modificationDate) { try $0.write(data) }
-        return try describe(remotePath, operation: "upload")
+        try options.validate()
+        return try writeObject(remotePath, modified: options.modificationDate, options: options) { output, digests in
+            digests.update(data)
+            try output.write(data)
+        }
     }
 
     @discardableResult
-    public func downloadFile(remotePath: ObjectKey, localURL: URL) async throws -> DownloadResult {
-        let input = try openObject(remotePath, operation: "download")
+    public func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
+        let (input, file) = try openObject(remotePath, ifMatch: options.ifMatch, operation: "download")
         defer { try? input.close() }
         do {
-            let status = try input.status()
+            let range = clamp(options.range, size: file.size)
             try AtomicFile.write(
-                to: localURL, options: AtomicFile.Options(modificationDate: status.modificationDate, durable: durable)
-            ) { output in _ = try AtomicFile.pump(from: input, to: output) }
-            let file = RemoteFile(
-                path: remotePath.rawValue, size: status.size, modificationDate: status.modificationDate,
-                etag: etag(size: status.size, modified: status.modificationDate))
+                to: localURL, options: AtomicFile.Options(modificationDate: file.modificationDate, durable: durable)
+            ) { output in
+                if let range {
+                    _ = try input.copy(range, to: output)
+                } else {
+                    _ = try AtomicFile.pump(from: input, to: output)
+                }
+            }
             return DownloadResult(file: file, localURL: localURL)
         } catch {
             throw BuckiaError.wrapping(error, operation: "download", path: remotePath.rawValue)
@@ -132,24 +156,57 @@ public struct LocalProvider: StorageProviderPlugin {
     /// Copies within the root through a temporary file, keeping the modification time.
     @discardableResult
     public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
-        let input = try openObject(source, operation: "copy")
+        let (input, file) = try openObject(source, operation: "copy")
         defer { try? input.close() }
-        let modified = try input.status().modificationDate
-        try writeObject(destination, modified: modified) { output in _ = try AtomicFile.pump(from: input, to: output) }
-        return try describe(destination, operation: "copy")
+        return try writeObject(destination, modified: file.modificationDate, options: UploadOptions()) { output, _ in
+            _ = try AtomicFile.pump(from: input, to: output)
+        }
     }
 
-    public func readData(remotePath: ObjectKey, range: Range<Int64>?) async throws -> Data {
-        let input = try openObject(remotePath, operation: "read")
+    /// Renames the object's file: one `renameat` when both keys' folders exist or can be made.
+    @discardableResult
+    public func moveFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
+        let from = try locate(source, create: false, operation: "move")
+        guard try from.parent.entry(from.name).kind == .file else { throw BuckiaError.notFound(source, operation: "move") }
+        if source == destination { return try describe(destination, operation: "move") }
+        let to = try locate(destination, create: true, operation: "move")
+        do {
+            try from.parent.move(from.name, to: to.parent, as: to.name)
+        } catch {
+            throw mapWriteError(error, key: destination, operation: "move")
+        }
+        if durable { try to.parent.sync() }
+        prune(from)
+        return try describe(destination, operation: "move")
+    }
+
+    @discardableResult
+    public func setModificationTime(remotePath: ObjectKey, to date: Date) async throws -> RemoteFile {
+        let (file, _) = try openObject(remotePath, operation: "setModificationTime")
+        defer { try? file.close() }
+        do {
+            try file.setModificationDate(date)
+        } catch {
+            throw BuckiaError.wrapping(error, operation: "setModificationTime", path: remotePath.rawValue)
+        }
+        return try describe(remotePath, operation: "setModificationTime")
+    }
+
+    public func readData(remotePath: ObjectKey, options: ReadOptions) async throws -> Data {
+        let (input, file) = try openObject(remotePath, ifMatch: options.ifMatch, operation: "read")
         defer { try? input.close() }
         do {
-            let size = try input.status().size
-            let lower = max(0, min(range?.lowerBound ?? 0, size))
-            let upper = max(lower, min(range?.upperBound ?? size, size))
-            return try input.read(count: Int(upper - lower), at: lower)
+            let range = clamp(options.range, size: file.size) ?? 0..<file.size
+            return try input.read(count: Int(range.count), at: range.lowerBound)
         } catch {
             throw BuckiaError.wrapping(error, operation: "read", path: remotePath.rawValue)
         }
+    }
+
+    private func clamp(_ range: Range<Int64>?, size: Int64) -> Range<Int64>? {
+        guard let range else { return nil }
+        let lower = max(0, min(range.lowerBound, size))
+        return lower..<max(lower, min(range.upperBound, size))
     }
 
     /// Removes the object's file, then the folders that leaves empty, as an object store has
@@ -172,6 +229,11 @@ public struct LocalProvider: StorageProviderPlugin {
         case .file, .other:
             try location.parent.removeFile(location.name)
         }
+        prune(location)
+    }
+
+    /// Removes the folders on the way to a removed key that it left empty.
+    private func prune(_ location: Location) {
         for (folder, child) in location.chain.reversed() where !folder.removeFolderIfEmpty(child) { break }
     }
 
@@ -179,7 +241,7 @@ public struct LocalProvider: StorageProviderPlugin {
         try statNow(remotePath, operation: "stat")
     }
 
-    private func statNow(_ key: ObjectKey, operation: String) throws -> RemoteFile? {
+    func statNow(_ key: ObjectKey, operation: String) throws -> RemoteFile? {
         let location: Location
         do {
             location = try locate(key, create: false, operation: operation)
@@ -188,7 +250,7 @@ public struct LocalProvider: StorageProviderPlugin {
         }
         let (kind, info) = try location.parent.entry(location.name)
         switch kind {
-        case .file: return remoteFile(key.rawValue, info)
+        case .file: return remoteFile(key, info)
         case .symbolicLink:
             throw BuckiaError(
                 .invalidPath, "The key names a symbolic link; the local provider does not follow links.",
@@ -199,7 +261,7 @@ public struct LocalProvider: StorageProviderPlugin {
 
     public func checksum(remotePath: ObjectKey, algorithm: ChecksumAlgorithm) async throws -> String? {
         guard let hash = algorithm.hashAlgorithm else { return nil }
-        let input = try openObject(remotePath, operation: "checksum")
+        let (input, _) = try openObject(remotePath, operation: "checksum")
         defer { try? input.close() }
         do {
             return try Hashing.digests(of: input, [hash])[hash]?.hex
@@ -214,23 +276,35 @@ public struct LocalProvider: StorageProviderPlugin {
 
     // MARK: Helpers
 
-    func etag(size: Int64, modified: Date) -> String {
-        let nanoseconds = Int64((modified.timeIntervalSince1970 * 1_000_000_000).rounded())
-        return "\"\(String(nanoseconds, radix: 16))-\(String(size, radix: 16))\""
-    }
-
-    func remoteFile(_ key: String, _ info: FileStatus) -> RemoteFile {
+    /// The entity tag of a file: its inode, modification time and size. Every write renames a
+    /// new file into place, so every write makes a new tag, even of the same bytes.
+    static func etag(_ info: FileStatus) -> String {
         let modified = LocalFile.modificationDate(of: info)
-        return RemoteFile(
-            path: key, size: Int64(info.st_size), modificationDate: modified,
-            etag: etag(size: Int64(info.st_size), modified: modified))
+        let nanoseconds = Int64(clamping: Int((modified.timeIntervalSince1970 * 1_000_000_000).rounded(.toNearestOrEven).clampedToInt))
+        return "\"\(String(UInt64(info.st_ino), radix: 16))-\(String(nanoseconds, radix: 16))-\(String(Int64(info.st_size), radix: 16))\""
     }
 
-    private func describe(_ key: ObjectKey, operation: String) throws -> RemoteFile {
+    func remoteFile(_ key: ObjectKey, _ info: FileStatus) -> RemoteFile {
+        RemoteFile(
+            path: key, size: Int64(info.st_size), modificationDate: LocalFile.modificationDate(of: info),
+            etag: LocalProvider.etag(info))
+    }
+
+    func describe(_ key: ObjectKey, operation: String) throws -> RemoteFile {
         guard let file = try statNow(key, operation: operation) else {
             throw BuckiaError.notFound(key, operation: operation)
         }
         return file
+    }
+}
+
+extension Double {
+    /// The value as an `Int`, saturating instead of trapping outside `Int`'s range.
+    fileprivate var clampedToInt: Int {
+        guard isFinite else { return 0 }
+        if self >= Double(Int.max) { return Int.max }
+        if self <= Double(Int.min) { return Int.min }
+        return Int(self)
     }
 }
 

@@ -19,20 +19,31 @@ public struct MemoryProvider: StorageProviderPlugin {
         var file: RemoteFile
     }
 
-    private let objects = Locked<[String: StoredObject]>([:])
+    /// Keyed by ``ObjectKey``, which hashes bytes: NFC and NFD spellings are two objects.
+    private let objects = Locked<[ObjectKey: StoredObject]>([:])
+    private let generation = Locked<UInt64>(0)
     let signingKey: [UInt8]
     private let pageSize: Int
     let now: @Sendable () -> Date
 
     public let capabilities: ProviderCapabilities
 
+    /// The options this provider reads.
+    public static let knownOptions: Set<String> = ["pageSize"]
+
+    /// Creates an empty provider.
+    public init(context: ProviderContext) throws {
+        try self.init(configuration: context.configuration)
+    }
+
     /// Creates an empty provider.
     public init(configuration: BuckiaConfiguration) throws {
         try self.init(configuration: configuration, now: { Date() })
     }
 
-    /// Creates an empty provider with an injected clock for token expiry.
+    /// Creates an empty provider with an injected clock for token expiry and server times.
     public init(configuration: BuckiaConfiguration, now: @escaping @Sendable () -> Date) throws {
+        try configuration.checkOptions(known: MemoryProvider.knownOptions)
         if let raw = configuration.options["pageSize"] {
             guard let size = Int(raw), size > 0 else {
                 throw BuckiaError(.invalidConfiguration, "The memory provider's pageSize must be a positive whole number; it is \(raw.debugDescription).", path: "options.pageSize")
@@ -48,8 +59,14 @@ public struct MemoryProvider: StorageProviderPlugin {
         }
         self.now = now
         capabilities = ProviderCapabilities(
-            features: [.readWithRange, .listStartAfter, .pagedListing, .accessToken, .preservesModificationTime, .serverSideCopy],
-            checksums: [.md5, .sha256], maxListPageSize: pageSize)
+            features: [
+                .readWithRange, .listStartAfter, .pagedListing, .accessToken, .preservesModificationTime, .serverSideCopy,
+                .conditionalWrite, .conditionalRead, .verifiesKnownChecksums, .userMetadata, .setModificationTime, .move,
+                .resumableListing,
+            ],
+            checksums: [.md5: .listing, .sha256: .listing],
+            listedFields: [.modificationDate, .serverModified, .etag, .contentType, .metadata],
+            modificationTimePrecision: .microseconds(1), maxListPageSize: pageSize)
     }
 
     public func testConnection() async throws -> ConnectionStatus {
@@ -67,46 +84,79 @@ public struct MemoryProvider: StorageProviderPlugin {
         } catch {
             throw BuckiaError.wrapping(error, operation: "upload", path: localURL.path)
         }
-        return store(data, at: remotePath, contentType: options.contentType, modified: modified)
+        return try store(data, at: remotePath, options: options, modified: modified)
     }
 
     @discardableResult
     public func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
-        store(data, at: remotePath, contentType: options.contentType, modified: options.modificationDate ?? now())
+        try store(data, at: remotePath, options: options, modified: options.modificationDate ?? now())
     }
 
-    private func store(_ data: Data, at key: ObjectKey, contentType: String?, modified: Date) -> RemoteFile {
-        let md5 = Hashing.digest(data, .md5).hex
+    private func store(_ data: Data, at key: ObjectKey, options: UploadOptions, modified: Date) throws -> RemoteFile {
+        try options.validate()
+        var checksums: [ChecksumAlgorithm: String] = [:]
+        for algorithm in [ChecksumAlgorithm.md5, .sha256] {
+            if let hash = algorithm.hashAlgorithm { checksums[algorithm] = try Hashing.digest(data, hash).hex }
+        }
+        for (algorithm, expected) in options.knownChecksums {
+            guard let hash = algorithm.hashAlgorithm else { continue }
+            let actual = try checksums[algorithm] ?? Hashing.digest(data, hash).hex
+            guard actual == expected else {
+                throw BuckiaError.checksumMismatch(key, algorithm: algorithm, expected: expected, actual: actual, operation: "upload")
+            }
+        }
+        // The etag names the version, not only the content: rewriting the same bytes is a new version.
+        let version = generation.withLock { value -> UInt64 in
+            value += 1
+            return value
+        }
         let file = RemoteFile(
-            path: key.rawValue, size: Int64(data.count), modificationDate: modified,
-            checksums: [.md5: md5, .sha256: Hashing.digest(data, .sha256).hex],
-            contentType: contentType ?? "application/octet-stream", etag: "\"\(md5)\"")
-        objects.withLock { $0[key.rawValue] = StoredObject(data: data, file: file) }
+            path: key, size: Int64(data.count), modificationDate: modified, serverModified: now(), checksums: checksums,
+            contentType: options.contentType ?? "application/octet-stream", etag: "\"\(checksums[.md5] ?? "")-\(version)\"",
+            metadata: options.metadata)
+        try objects.withLock { objects in
+            switch options.condition {
+            case .ifNoneMatch where objects[key] != nil:
+                throw BuckiaError.conditionNotMatch(key, operation: "upload", "An object already exists at this key.")
+            case .ifMatch(let etag) where objects[key]?.file.etag != etag:
+                throw BuckiaError.conditionNotMatch(
+                    key, operation: "upload", objects[key] == nil ? "No object exists at this key." : "The object has changed since the entity tag was read.")
+            default:
+                objects[key] = StoredObject(data: data, file: file)
+            }
+        }
         return file
     }
 
-    private func object(_ key: ObjectKey, operation: String) throws -> StoredObject {
-        guard let object = objects.withLock({ $0[key.rawValue] }) else {
+    private func object(_ key: ObjectKey, ifMatch: String? = nil, operation: String) throws -> StoredObject {
+        guard let object = objects.withLock({ $0[key] }) else {
             throw BuckiaError.notFound(key, operation: operation)
+        }
+        if let ifMatch, object.file.etag != ifMatch {
+            throw BuckiaError.conditionNotMatch(key, operation: operation, "The object has changed since the entity tag was read.")
         }
         return object
     }
 
     @discardableResult
-    public func downloadFile(remotePath: ObjectKey, localURL: URL) async throws -> DownloadResult {
-        let object = try object(remotePath, operation: "download")
+    public func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
+        let object = try object(remotePath, ifMatch: options.ifMatch, operation: "download")
+        let data = slice(object.data, options.range)
         do {
             try AtomicFile.write(
                 to: localURL, options: AtomicFile.Options(modificationDate: object.file.modificationDate)
-            ) { try $0.write(object.data) }
+            ) { try $0.write(data) }
         } catch {
             throw BuckiaError.wrapping(error, operation: "download", path: localURL.path)
         }
         return DownloadResult(file: object.file, localURL: localURL)
     }
 
-    public func readData(remotePath: ObjectKey, range: Range<Int64>?) async throws -> Data {
-        let data = try object(remotePath, operation: "read").data
+    public func readData(remotePath: ObjectKey, options: ReadOptions) async throws -> Data {
+        slice(try object(remotePath, ifMatch: options.ifMatch, operation: "read").data, options.range)
+    }
+
+    private func slice(_ data: Data, _ range: Range<Int64>?) -> Data {
         guard let range else { return data }
         let lower = Int(clamping: max(0, min(range.lowerBound, Int64(data.count))))
         let upper = Int(clamping: max(Int64(lower), min(range.upperBound, Int64(data.count))))
@@ -114,29 +164,49 @@ public struct MemoryProvider: StorageProviderPlugin {
     }
 
     public func deleteFile(remotePath: ObjectKey) async throws {
-        _ = objects.withLock { $0.removeValue(forKey: remotePath.rawValue) }
+        _ = objects.withLock { $0.removeValue(forKey: remotePath) }
     }
 
     @discardableResult
     public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
         let object = try object(source, operation: "copy")
         var file = object.file
-        file.path = destination.rawValue
-        objects.withLock { $0[destination.rawValue] = StoredObject(data: object.data, file: file) }
+        file.path = destination
+        file.serverModified = now()
+        objects.withLock { $0[destination] = StoredObject(data: object.data, file: file) }
         return file
     }
 
-    public func stat(remotePath: ObjectKey) async throws -> RemoteFile? {
-        objects.withLock { $0[remotePath.rawValue]?.file }
+    @discardableResult
+    public func moveFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
+        try objects.withLock { objects in
+            guard var object = objects.removeValue(forKey: source) else { throw BuckiaError.notFound(source, operation: "move") }
+            object.file.path = destination
+            objects[destination] = object
+            return object.file
+        }
     }
 
-    public func listPage(_ request: ListRequest) async throws -> ListPage {
-        var builder = try ListPageBuilder(request: request, maxPageSize: pageSize)
+    @discardableResult
+    public func setModificationTime(remotePath: ObjectKey, to date: Date) async throws -> RemoteFile {
+        try objects.withLock { objects in
+            guard var object = objects[remotePath] else { throw BuckiaError.notFound(remotePath, operation: "setModificationTime") }
+            object.file.modificationDate = date
+            objects[remotePath] = object
+            return object.file
+        }
+    }
+
+    public func stat(remotePath: ObjectKey) async throws -> RemoteFile? {
+        objects.withLock { $0[remotePath]?.file }
+    }
+
+    /// Lists a snapshot of the keys taken when the listing starts.
+    public func makeLister(_ request: ListRequest) async throws -> any ObjectLister {
         let prefix = request.options.prefix
-        let files = objects.withLock { objects in
-            objects.values.lazy.map(\.file).filter { $0.path.hasPrefix(prefix) }
-        }.sorted { $0.path.utf8Precedes($1.path) }
-        for file in files where !builder.offer(file) { break }
-        return builder.page()
+        let entries = objects.withLock { objects in
+            objects.values.map(\.file).filter { $0.path.hasPrefix(prefix) }.map { ListEntry.object($0) }
+        }
+        return try SnapshotLister(entries: entries, request: request, maxPageSize: pageSize)
     }
 }

@@ -15,8 +15,8 @@ extension S3Provider {
             let data = Data(body.utf8)
             let response = try await send(
                 .post, key: nil, query: [("delete", "")],
-                headers: ["content-type": "application/xml", "content-md5": Hashing.digest(data, .md5).base64],
-                body: .data(data), payloadHash: Hashing.digest(data, .sha256).hex, operation: "delete")
+                headers: ["content-type": "application/xml", "content-md5": try Hashing.digest(data, .md5).base64],
+                body: .data(data), payloadHash: Hashing.sha256(data).hex, operation: "delete")
             let root = try XMLNode.parse(response.data, what: "delete")
             if let failure = root.children("Error").first {
                 let code = failure.value("Code") ?? "Unknown"
@@ -32,18 +32,21 @@ extension S3Provider {
     /// over 5 GiB need a multipart copy, which this does not do.
     @discardableResult
     public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
-        let copySource = "/" + settings.bucket + "/" + SigV4Canonical.encode(source.rawValue, keepSlash: true)
-        let response = try await send(.put, key: destination, headers: ["x-amz-copy-source": copySource], operation: "copy")
-        // S3 can answer 200 and still fail: the error is then in the body.
-        let root = try XMLNode.parse(response.data, what: "copy")
-        if root.name == "Error" {
-            throw BuckiaError(
-                .transient, "S3 could not copy the object: \(root.value("Code") ?? "") \(root.value("Message") ?? "").",
-                operation: "copy", path: destination.rawValue)
-        }
+        let response = try await send(.put, key: destination, headers: ["x-amz-copy-source": copySource(source)], operation: "copy")
+        try S3Provider.checkCopyResult(response, operation: "copy", key: destination)
         guard let file = try await stat(remotePath: destination) else {
             throw BuckiaError(.corrupt, "S3 reported the copy done, but the copy is not there.", operation: "copy", path: destination.rawValue)
         }
         return file
+    }
+
+    /// S3 can answer a copy with 200 and still fail: the error is then in the body.
+    static func checkCopyResult(_ response: HTTPResponse, operation: String, key: ObjectKey) throws {
+        let root = try XMLNode.parse(response.data, what: operation)
+        if root.name == "Error" {
+            throw BuckiaError(
+                .transient, "S3 could not copy the object: \(root.value("Code") ?? "") \(root.value("Message") ?? "").",
+                operation: operation, path: key.rawValue)
+        }
     }
 }

@@ -12,9 +12,11 @@ extension S3Provider {
     /// already has, keeps those whose ETag equals the MD5 of the local bytes, and sends only the
     /// rest. A permanent failure (refused credentials, a changed file) aborts the upload on
     /// the server and forgets it.
-    func multipartUpload(
-        _ localURL: URL, key: ObjectKey, size: Int64, modified: Date, md5: Digest, contentType: String?
-    ) async throws -> RemoteFile {
+    ///
+    /// A known MD5 given by the caller is recorded as the object's `md5chksum`; each part is
+    /// verified by S3 through its own `Content-MD5`, but the whole-file MD5 is not recomputed.
+    func multipartUpload(_ localURL: URL, key: ObjectKey, size: Int64, md5: Digest, options: UploadOptions) async throws -> RemoteFile {
+        let modified = options.modificationDate ?? now()
         let partSize = settings.partSize(forFileOf: size)
         let identity = MultipartState(
             uploadId: "", bucket: settings.bucket, key: key.rawValue, size: size, modified: modified.timeIntervalSince1970, partSize: partSize)
@@ -22,37 +24,53 @@ extension S3Provider {
             directory: settings.stateDirectory, endpoint: settings.endpoint, bucket: settings.bucket, key: key.rawValue, localPath: localURL.path)
         var done: [Int: String] = [:]
         let uploadId: String
-        if let saved = MultipartState.load(stateURL, matching: identity), let parts = try? await listParts(key, uploadId: saved.uploadId) {
-            uploadId = saved.uploadId
-            done = parts
+        var resumed: (id: String, parts: [Int: String])?
+        if let saved = MultipartState.load(stateURL, matching: identity) {
+            do {
+                resumed = (saved.uploadId, try await listParts(key, uploadId: saved.uploadId))
+            } catch let error as BuckiaError where error.code == .notFound {
+                resumed = nil  // the upload is gone (completed, aborted or expired): start anew
+            } catch let error as BuckiaError {
+                // A transient failure must not abandon the parts already sent.
+                throw BuckiaError(
+                    error.code, "\(error.message) The saved multipart upload was kept; run the same upload again to resume it.",
+                    operation: "upload", path: key.rawValue, cause: error)
+            }
+        }
+        if let resumed {
+            uploadId = resumed.id
+            done = resumed.parts
         } else {
-            uploadId = try await createMultipartUpload(key, md5: md5, modified: modified, contentType: contentType)
+            uploadId = try await createMultipartUpload(key, md5: md5, options: options)
             var state = identity
             state.uploadId = uploadId
             try state.save(stateURL)
         }
         let partCount = Int((size + partSize - 1) / partSize)
         do {
-            let file = try LocalFile.openForReading(localURL)
-            defer { try? file.close() }
+            let reader = try FileReader(localURL)
             let etags = Locked(done)
             // Parts S3 already holds count only if they hold these bytes.
             for (number, etag) in done {
                 let range = Int64(number - 1) * partSize..<(Int64(number - 1) * partSize + partLength(number, size: size))
-                let md5 = try SendableFileReader(file: file).copy(range, to: nil)[.md5]?.hex ?? ""
+                let md5 = try reader.digests(of: range, [.md5])[.md5]?.hex ?? ""
                 if "\"\(md5)\"" != etag { etags.withLock { $0[number] = nil } }
             }
             let missing = (1...max(1, partCount)).filter { number in etags.withLock { $0[number] == nil } }
-            let reader = SendableFileReader(file: file)
             try await forEachConcurrently(missing, width: settings.concurrency) { number in
                 try await self.uploadPart(number, of: key, uploadId: uploadId, reader: reader, size: size, etags: etags)
             }
             let parts = etags.withLock { $0 }.sorted { $0.key < $1.key }
-            let response = try await completeMultipartUpload(key, uploadId: uploadId, parts: parts)
+            let response: String?
+            do {
+                response = try await completeMultipartUpload(key, uploadId: uploadId, parts: parts, condition: options.condition)
+            } catch let error as BuckiaError where error.code == .conditionNotMatch || (error.code == .notFound && options.condition != nil) {
+                throw restate(error, key: key, options: options)
+            }
             try? FileManager.default.removeItem(at: stateURL)
             return RemoteFile(
-                path: key.rawValue, size: size, modificationDate: modified, checksums: [.md5: md5.hex],
-                contentType: contentType ?? "application/octet-stream", etag: response)
+                path: key, size: size, modificationDate: modified, checksums: [.md5: md5.hex],
+                contentType: options.contentType ?? "application/octet-stream", etag: response.map(S3Provider.quotedETag), metadata: options.metadata)
         } catch let error as BuckiaError where error.isRetryable || error.code == .cancelled {
             throw BuckiaError(
                 error.code, "\(error.message) The multipart upload was kept; run the same upload again to resume it.",
@@ -72,10 +90,13 @@ extension S3Provider {
     /// Copies the part's bytes into a private temporary file through a 1 MiB buffer, hashing
     /// them on the way, and sends that file: FoundationNetworking streams a file body, while a
     /// `Data` body is copied, and with several parts in flight those copies broke the bound.
-    private func uploadPart(_ number: Int, of key: ObjectKey, uploadId: String, reader: SendableFileReader, size: Int64, etags: Locked<[Int: String]>) async throws {
+    private func uploadPart(_ number: Int, of key: ObjectKey, uploadId: String, reader: FileReader, size: Int64, etags: Locked<[Int: String]>) async throws {
         let start = Int64(number - 1) * settings.partSize(forFileOf: size)
         let response = try await TemporaryFile.with { url in
-            let digests = try reader.copy(start..<(start + partLength(number, size: size)), to: url)
+            let output = try LocalFile.createExclusive(url, permissions: 0o600)
+            defer { try? output.close() }
+            let digests = try reader.copy(start..<(start + partLength(number, size: size)), to: output, hashing: [.md5])
+            try output.close()
             return try await send(
                 .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
                 headers: ["content-md5": digests[.md5]?.base64 ?? ""], body: .file(url),
@@ -87,13 +108,9 @@ extension S3Provider {
         etags.withLock { $0[number] = etag }
     }
 
-    private func createMultipartUpload(_ key: ObjectKey, md5: Digest, modified: Date, contentType: String?) async throws -> String {
+    private func createMultipartUpload(_ key: ObjectKey, md5: Digest, options: UploadOptions) async throws -> String {
         let response = try await send(
-            .post, key: key, query: [("uploads", "")],
-            headers: [
-                "content-type": contentType ?? "application/octet-stream", "x-amz-meta-md5": md5.hex,
-                "x-amz-meta-mtime": S3Provider.formatMtime(modified),
-            ], operation: "start upload")
+            .post, key: key, query: [("uploads", "")], headers: objectHeaders(md5: md5, options: options), operation: "start upload")
         guard let id = try XMLNode.parse(response.data, what: "start upload").value("UploadId"), !id.isEmpty else {
             throw BuckiaError(.corrupt, "S3 started a multipart upload but returned no UploadId.", operation: "start upload", path: key.rawValue)
         }
@@ -116,14 +133,24 @@ extension S3Provider {
         return parts
     }
 
-    private func completeMultipartUpload(_ key: ObjectKey, uploadId: String, parts: [(key: Int, value: String)]) async throws -> String? {
+    private func completeHeaders(_ data: Data, condition: WriteCondition?) throws -> [String: String] {
+        var headers = ["content-type": "application/xml", "content-md5": try Hashing.digest(data, .md5).base64]
+        switch condition {
+        case .ifNoneMatch: headers["if-none-match"] = "*"
+        case .ifMatch(let etag): headers["if-match"] = etag
+        case nil: break
+        }
+        return headers
+    }
+
+    private func completeMultipartUpload(_ key: ObjectKey, uploadId: String, parts: [(key: Int, value: String)], condition: WriteCondition?) async throws -> String? {
         let body = "<CompleteMultipartUpload>"
             + parts.map { "<Part><PartNumber>\($0.key)</PartNumber><ETag>\($0.value.xmlEscaped)</ETag></Part>" }.joined()
             + "</CompleteMultipartUpload>"
         let data = Data(body.utf8)
         let response = try await send(
-            .post, key: key, query: [("uploadId", uploadId)], headers: ["content-type": "application/xml", "content-md5": Hashing.digest(data, .md5).base64],
-            body: .data(data), payloadHash: Hashing.digest(data, .sha256).hex, operation: "complete upload")
+            .post, key: key, query: [("uploadId", uploadId)], headers: completeHeaders(data, condition: condition),
+            body: .data(data), payloadHash: Hashing.sha256(data).hex, operation: "complete upload")
         // S3 can answer 200 and still fail: the error is then in the body.
         let root = try XMLNode.parse(response.data, what: "complete upload")
         if root.name == "Error" {
@@ -135,36 +162,3 @@ extension S3Provider {
     }
 }
 
-/// A file read at explicit offsets from many tasks at once.
-///
-/// `@unchecked Sendable`: `pread` does not move a shared offset, so concurrent reads of
-/// distinct ranges through one descriptor are safe, and nothing else touches the file until
-/// every reader is done.
-struct SendableFileReader: @unchecked Sendable {
-    let file: LocalFile
-
-    /// Streams the bytes in `range` through one 1 MiB buffer into a new file at `destination`
-    /// (or nowhere), returning their MD5. Parts are sent with `Content-MD5`, which S3 checks,
-    /// and an unsigned payload: a second, SHA-256 pass would only compete for the CPU.
-    func copy(_ range: Range<Int64>, to destination: URL?) throws -> [HashAlgorithm: Digest] {
-        let output = try destination.map { try LocalFile.createExclusive($0, permissions: 0o600) }
-        defer { try? output?.close() }
-        let hashers = [DigestHasher(.md5)]
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
-        defer { buffer.deallocate() }
-        var offset = range.lowerBound
-        while offset < range.upperBound {
-            let want = Int(min(Int64(buffer.count), range.upperBound - offset))
-            let count = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
-            guard count > 0 else {
-                throw BuckiaError(.corrupt, "The file ended at byte \(offset) while a part needed bytes up to \(range.upperBound); it changed during the upload.", operation: "upload part", path: file.path)
-            }
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-            for hasher in hashers { hasher.update(chunk) }
-            try output?.write(chunk)
-            offset += Int64(count)
-        }
-        try output?.close()
-        return Dictionary(uniqueKeysWithValues: hashers.map { ($0.algorithm, $0.finalize()) })
-    }
-}

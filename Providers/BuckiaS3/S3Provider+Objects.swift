@@ -4,66 +4,152 @@ import BuckiaSigV4
 import Foundation
 
 extension S3Provider {
+    /// The metadata names the provider writes itself, in rclone's conventions; user metadata
+    /// may not use them.
+    static let reservedMetadata: Set<String> = ["mtime", "md5chksum", "md5"]
+
     @discardableResult
     public func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        try check(options)
         let size: Int64
         let modified: Date
-        let digests: [HashAlgorithm: Digest]
+        var md5 = try S3Provider.knownDigest(options, .md5)
+        var sha256 = try S3Provider.knownDigest(options, .sha256)
         do {
-            let file = try LocalFile.openForReading(localURL)
-            defer { try? file.close() }
-            (size, modified) = try file.status()
-            // One streaming pass: MD5 for Content-MD5 and metadata, SHA-256 to sign a single
-            // PUT (each part of a multipart upload is hashed on its own).
-            digests = try Hashing.digests(of: file, size >= settings.multipartThreshold ? [.md5] : [.md5, .sha256])
+            let reader = try FileReader(localURL)
+            (size, modified) = try reader.status()
+            // With a known MD5 the file is read once, by the transfer itself. Otherwise one
+            // streaming pass computes the MD5 for Content-MD5 and metadata, and the SHA-256 that
+            // signs a single PUT (each part of a multipart upload is hashed on its own).
+            if md5 == nil {
+                let multipart = size >= settings.multipartThreshold
+                let digests = try reader.digests(of: 0..<size, multipart || sha256 != nil ? [.md5] : [.md5, .sha256])
+                md5 = digests[.md5]
+                sha256 = sha256 ?? digests[.sha256]
+            }
         } catch {
             throw BuckiaError.wrapping(error, operation: "upload", path: localURL.path)
         }
-        if size >= settings.multipartThreshold, let md5 = digests[.md5] {
-            return try await multipartUpload(
-                localURL, key: remotePath, size: size, modified: options.modificationDate ?? modified, md5: md5, contentType: options.contentType)
+        var options = options
+        options.modificationDate = options.modificationDate ?? modified
+        if size >= settings.multipartThreshold, let md5 {
+            return try await multipartUpload(localURL, key: remotePath, size: size, md5: md5, options: options)
         }
-        return try await putObject(
-            remotePath, body: .file(localURL), size: size, md5: digests[.md5], sha256: digests[.sha256],
-            modified: options.modificationDate ?? modified, contentType: options.contentType)
+        return try await putObject(remotePath, body: .file(localURL), size: size, md5: md5, sha256: sha256, options: options)
     }
 
     @discardableResult
     public func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
-        try await putObject(
-            remotePath, body: .data(data), size: Int64(data.count), md5: Hashing.digest(data, .md5), sha256: Hashing.digest(data, .sha256),
-            modified: options.modificationDate ?? now(), contentType: options.contentType)
+        try check(options)
+        var options = options
+        options.modificationDate = options.modificationDate ?? now()
+        let md5 = try S3Provider.knownDigest(options, .md5) ?? Hashing.digest(data, .md5)
+        let sha256 = try S3Provider.knownDigest(options, .sha256) ?? Hashing.sha256(data)
+        return try await putObject(remotePath, body: .data(data), size: Int64(data.count), md5: md5, sha256: sha256, options: options)
     }
 
-    /// PutObject with `Content-MD5`, a signed payload hash, and the MD5 and mtime as metadata.
-    func putObject(
-        _ key: ObjectKey, body: HTTPRequest.Body, size: Int64, md5: Digest?, sha256: Digest?, modified: Date, contentType: String?
-    ) async throws -> RemoteFile {
-        var headers = [
-            "content-type": contentType ?? "application/octet-stream",
-            "x-amz-meta-mtime": S3Provider.formatMtime(modified),
-        ]
-        if let md5 {
-            headers["content-md5"] = md5.base64
-            headers["x-amz-meta-md5"] = md5.hex
+    /// Refuses options S3 cannot store as given.
+    private func check(_ options: UploadOptions) throws {
+        try options.validate()
+        for (name, value) in options.metadata {
+            guard !S3Provider.reservedMetadata.contains(name) else {
+                throw BuckiaError(
+                    .invalidConfiguration, "The metadata name \(name.debugDescription) is reserved for the modification time and MD5.",
+                    operation: "upload")
+            }
+            guard value.utf8.allSatisfy({ (32...126).contains($0) }) else {
+                throw BuckiaError(
+                    .invalidConfiguration, "S3 metadata values travel as HTTP headers; the value of \(name.debugDescription) must be printable ASCII.",
+                    operation: "upload")
+            }
         }
-        let response = try await send(
-            .put, key: key, headers: headers, body: body, payloadHash: sha256?.hex ?? SigV4Signer.unsignedPayload, operation: "upload")
+    }
+
+    /// A checksum the caller supplied, as a digest.
+    static func knownDigest(_ options: UploadOptions, _ algorithm: ChecksumAlgorithm) throws -> Digest? {
+        guard let hex = options.knownChecksums[algorithm] else { return nil }
+        guard let bytes = Hex.decode(hex) else {
+            throw BuckiaError(.invalidConfiguration, "The known \(algorithm) checksum is not hex.", operation: "upload")
+        }
+        return Digest(bytes: bytes)
+    }
+
+    /// The headers every write sends: content type, rclone's mtime and MD5 metadata, user
+    /// metadata.
+    func objectHeaders(md5: Digest?, options: UploadOptions) -> [String: String] {
+        var headers = ["content-type": options.contentType ?? "application/octet-stream"]
+        if let modified = options.modificationDate { headers["x-amz-meta-mtime"] = S3Provider.formatMtime(modified) }
+        if let md5 { headers["x-amz-meta-md5chksum"] = md5.base64 }
+        for (name, value) in options.metadata { headers["x-amz-meta-\(name)"] = value }
+        return headers
+    }
+
+    /// PutObject with `Content-MD5`, the payload hash (or an unsigned payload when no SHA-256
+    /// is known: `Content-MD5` still guards the bytes), metadata and the write condition.
+    func putObject(_ key: ObjectKey, body: HTTPRequest.Body, size: Int64, md5: Digest?, sha256: Digest?, options: UploadOptions) async throws -> RemoteFile {
+        var headers = objectHeaders(md5: md5, options: options)
+        if let md5 { headers["content-md5"] = md5.base64 }
+        switch options.condition {
+        case .ifNoneMatch: headers["if-none-match"] = "*"
+        case .ifMatch(let etag): headers["if-match"] = etag
+        case nil: break
+        }
+        let response: HTTPResponse
+        do {
+            response = try await send(
+                .put, key: key, headers: headers, body: body, payloadHash: sha256?.hex ?? SigV4Signer.unsignedPayload, operation: "upload")
+        } catch let error as BuckiaError {
+            throw restate(error, key: key, options: options)
+        }
         return RemoteFile(
-            path: key.rawValue, size: size, modificationDate: modified, checksums: md5.map { [.md5: $0.hex] } ?? [:],
-            contentType: headers["content-type"], etag: response.etag)
+            path: key, size: size, modificationDate: options.modificationDate, serverModified: nil,
+            checksums: md5.map { [.md5: $0.hex] } ?? [:], contentType: headers["content-type"], etag: response.etag.map(S3Provider.quotedETag),
+            metadata: options.metadata)
+    }
+
+    /// Says a failed conditional or checksummed write in the caller's terms.
+    func restate(_ error: BuckiaError, key: ObjectKey, options: UploadOptions) -> BuckiaError {
+        if error.code == .checksumMismatch, let expected = options.knownChecksums[.md5] {
+            return BuckiaError.checksumMismatch(key, algorithm: .md5, expected: expected, actual: nil, operation: "upload")
+        }
+        if error.code == .notFound, case .ifMatch = options.condition {
+            return BuckiaError.conditionNotMatch(key, operation: "upload", "No object exists at this key.")
+        }
+        if error.code == .conditionNotMatch {
+            let detail = options.condition == .ifNoneMatch ? "An object already exists at this key." : "The object has changed since the entity tag was read."
+            return BuckiaError.conditionNotMatch(key, operation: "upload", detail)
+        }
+        return error
+    }
+
+    /// The request headers for a read: its range and its condition.
+    private func readHeaders(_ options: ReadOptions) -> [String: String] {
+        var headers: [String: String] = [:]
+        if let range = options.range, range.upperBound > range.lowerBound {
+            headers["range"] = "bytes=\(range.lowerBound)-\(range.upperBound - 1)"
+        }
+        if let ifMatch = options.ifMatch { headers["if-match"] = ifMatch }
+        return headers
     }
 
     @discardableResult
-    public func downloadFile(remotePath: ObjectKey, localURL: URL) async throws -> DownloadResult {
+    public func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
+        if let range = options.range, range.upperBound <= range.lowerBound {
+            try AtomicFile.write(Data(), to: localURL)
+            guard let file = try await stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "download") }
+            return DownloadResult(file: file, localURL: localURL)
+        }
         let response: HTTPResponse
         do {
-            response = try await client.download(request(.get, key: remotePath), to: localURL)
+            response = try await client.download(request(.get, key: remotePath, headers: readHeaders(options)), to: localURL)
         } catch {
-            throw BuckiaError.wrapping(error, operation: "download", path: remotePath.rawValue)
+            throw readError(error, key: remotePath, operation: "download")
         }
-        let file = remoteFile(remotePath, response)
-        if let expected = file.checksums[.md5] {
+        var file = remoteFile(remotePath, response)
+        if response.status == 206, let total = response.header("Content-Range")?.split(separator: "/").last.flatMap({ Int64($0) }) {
+            file.size = total
+        }
+        if options.range == nil, let expected = file.checksums[.md5] {
             let actual = try Hashing.digests(ofFile: localURL, [.md5])[.md5]?.hex
             guard actual == expected else {
                 try? FileManager.default.removeItem(at: localURL)
@@ -72,21 +158,30 @@ extension S3Provider {
                     operation: "download", path: remotePath.rawValue)
             }
         }
-        if let modified = file.modificationDate {
+        if let modified = file.effectiveModificationDate {
             try? FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: localURL.path)
         }
         return DownloadResult(file: file, localURL: localURL)
     }
 
-    public func readData(remotePath: ObjectKey, range: Range<Int64>?) async throws -> Data {
-        var headers: [String: String] = [:]
-        if let range {
-            guard range.upperBound > range.lowerBound else { return Data() }
-            headers["range"] = "bytes=\(range.lowerBound)-\(range.upperBound - 1)"
-        }
+    public func readData(remotePath: ObjectKey, options: ReadOptions) async throws -> Data {
+        if let range = options.range, range.upperBound <= range.lowerBound { return Data() }
         // 416: the range starts past the end of the object, which reads as no bytes.
-        let response = try await send(.get, key: remotePath, headers: headers, accepts: .successfulAnd([416]), operation: "read")
-        return response.status == 416 ? Data() : response.data
+        do {
+            let response = try await send(
+                .get, key: remotePath, headers: readHeaders(options), accepts: .successfulAnd([416]), operation: "read")
+            return response.status == 416 ? Data() : response.data
+        } catch {
+            throw readError(error, key: remotePath, operation: "read")
+        }
+    }
+
+    private func readError(_ error: any Error, key: ObjectKey, operation: String) -> BuckiaError {
+        let wrapped = BuckiaError.wrapping(error, operation: operation, path: key.rawValue)
+        if wrapped.code == .conditionNotMatch {
+            return BuckiaError.conditionNotMatch(key, operation: operation, "The object has changed since the entity tag was read.")
+        }
+        return wrapped
     }
 
     public func deleteFile(remotePath: ObjectKey) async throws {
@@ -98,30 +193,97 @@ extension S3Provider {
         return response.status == 404 ? nil : remoteFile(remotePath, response)
     }
 
+    /// Rewrites the object's metadata in place (CopyObject onto itself with
+    /// `x-amz-metadata-directive: REPLACE`, guarded by the ETag just read), as rclone does:
+    /// the bytes do not travel, and every other piece of metadata is kept.
+    @discardableResult
+    public func setModificationTime(remotePath: ObjectKey, to date: Date) async throws -> RemoteFile {
+        guard let current = try await stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "setModificationTime") }
+        let options = UploadOptions(contentType: current.contentType, modificationDate: date, metadata: current.metadata)
+        var headers = objectHeaders(md5: current.checksums[.md5].flatMap(Hex.decode).map(Digest.init(bytes:)), options: options)
+        headers["x-amz-copy-source"] = copySource(remotePath)
+        headers["x-amz-metadata-directive"] = "REPLACE"
+        if let etag = current.etag { headers["x-amz-copy-source-if-match"] = etag }
+        let response = try await send(.put, key: remotePath, headers: headers, operation: "setModificationTime")
+        try S3Provider.checkCopyResult(response, operation: "setModificationTime", key: remotePath)
+        var file = current
+        file.modificationDate = date
+        file.etag = (try? XMLNode.parse(response.data, what: "copy").value("ETag")).map(S3Provider.quotedETag) ?? current.etag
+        return file
+    }
+
+    /// The `x-amz-copy-source` value for a key of this bucket.
+    func copySource(_ key: ObjectKey) -> String {
+        "/" + settings.bucket + "/" + SigV4Canonical.encode(key.rawValue, keepSlash: true)
+    }
+
     /// What a HEAD or GET response says about an object.
     func remoteFile(_ key: ObjectKey, _ response: HTTPResponse) -> RemoteFile {
-        let modified = response.header("x-amz-meta-mtime").flatMap(S3Provider.parseMtime)
-            ?? response.header("Last-Modified").flatMap(S3Provider.parseHTTPDate)
         var checksums: [ChecksumAlgorithm: String] = [:]
-        if let md5 = response.header("x-amz-meta-md5"), md5.count == 32 {
-            checksums[.md5] = md5.lowercased()
-        } else if let etag = response.etag?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")),
-                  etag.count == 32, Hex.decode(etag) != nil, response.header("x-amz-server-side-encryption") != "aws:kms"
+        if let md5 = response.header("x-amz-meta-md5chksum").flatMap({ Data(base64Encoded: $0) }), md5.count == 16 {
+            checksums[.md5] = Hex.encode(md5)
+        } else if let md5 = response.header("x-amz-meta-md5"), md5.count == 32, Hex.decode(md5) != nil {
+            checksums[.md5] = md5.lowercased()  // written by Buckia before it followed rclone
+        } else if let md5 = etagMD5(response.etag), !["aws:kms", "aws:kms:dsse"].contains(response.header("x-amz-server-side-encryption") ?? ""),
+                  response.header("x-amz-server-side-encryption-customer-algorithm") == nil
         {
-            checksums[.md5] = etag.lowercased()
+            checksums[.md5] = md5
+        }
+        var metadata: [String: String] = [:]
+        for field in response.headers {
+            let name = field.name.lowercased()
+            guard name.hasPrefix("x-amz-meta-") else { continue }
+            let short = String(name.dropFirst("x-amz-meta-".count))
+            if !S3Provider.reservedMetadata.contains(short) { metadata[short] = field.value }
         }
         return RemoteFile(
-            path: key.rawValue, size: response.contentLength ?? 0, modificationDate: modified, checksums: checksums,
-            contentType: response.header("Content-Type"), etag: response.etag)
+            path: key, size: response.contentLength ?? 0,
+            modificationDate: response.header("x-amz-meta-mtime").flatMap(S3Provider.parseMtime),
+            serverModified: response.header("Last-Modified").flatMap(S3Provider.parseHTTPDate), checksums: checksums,
+            contentType: response.header("Content-Type"), etag: response.etag.map(S3Provider.quotedETag), metadata: metadata)
     }
 
-    /// Seconds since 1970 with nanoseconds, rclone's `mtime` metadata format.
+    /// The MD5 an ETag spells, when ETags are MD5s here and this one is 32 hex digits (a
+    /// multipart upload's ETag is `<hex>-<parts>` and is not one).
+    func etagMD5(_ etag: String?) -> String? {
+        guard settings.etagIsMD5, let tag = etag?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")).lowercased(),
+              tag.utf8.count == 32, Hex.decode(tag) != nil
+        else { return nil }
+        return tag
+    }
+
+    /// rclone's `mtime` metadata: seconds since 1970 in decimal, with up to nine fractional
+    /// digits and no trailing zeros (`1609459200`, `1609459200.5`).
     static func formatMtime(_ date: Date) -> String {
-        String(format: "%.9f", date.timeIntervalSince1970)
+        let total = (date.timeIntervalSince1970 * 1_000_000_000).rounded()
+        guard total.isFinite, abs(total) < 9e18 else { return String(format: "%.0f", date.timeIntervalSince1970) }
+        let nanoseconds = Int64(total)
+        var seconds = nanoseconds / 1_000_000_000
+        var fraction = nanoseconds % 1_000_000_000
+        if fraction < 0 {
+            seconds -= 1
+            fraction += 1_000_000_000
+        }
+        guard fraction != 0 else { return String(seconds) }
+        var digits = String(fraction)
+        digits = String(repeating: "0", count: 9 - digits.count) + digits
+        while digits.hasSuffix("0") { digits.removeLast() }
+        return "\(seconds).\(digits)"
     }
 
+    /// Reads rclone's `mtime` metadata (and any plain decimal number of seconds).
     static func parseMtime(_ text: String) -> Date? {
-        Double(text).map { Date(timeIntervalSince1970: $0) }
+        let parts = text.trimmingCharacters(in: .whitespaces).split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let whole = parts.first, let seconds = Int64(whole) else { return nil }
+        var nanoseconds: Int64 = 0
+        if parts.count == 2 {
+            let digits = parts[1].prefix(9)
+            guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let value = Int64(digits + String(repeating: "0", count: 9 - digits.count)), value >= 0 else {
+                return nil
+            }
+            nanoseconds = whole.hasPrefix("-") ? -value : value
+        }
+        return Date(timeIntervalSince1970: TimeInterval(seconds) + TimeInterval(nanoseconds) / 1_000_000_000)
     }
 
     static func parseHTTPDate(_ text: String) -> Date? {

@@ -8,9 +8,10 @@ import Foundation
 ///
 /// Requests are signed with SigV4 and go through ``BuckiaHTTP/HTTPClient`` (retries for
 /// transient failures only, bounded memory for file transfers). Uploads carry `Content-MD5`
-/// and a signed SHA-256, and store the MD5 and modification time as object metadata
-/// (`x-amz-meta-md5`, `x-amz-meta-mtime`), so downloads are verified and times restored even
-/// where the ETag is not an MD5. S3's error codes map to ``BuckiaCore/BuckiaError`` codes
+/// and store the MD5 and the source's modification time as object metadata in rclone's
+/// conventions (`x-amz-meta-md5chksum`, base64; `x-amz-meta-mtime`, decimal seconds), so each
+/// tool reads what the other wrote, downloads are verified and times restored even where
+/// the ETag is not an MD5. S3's error codes map to ``BuckiaCore/BuckiaError`` codes
 /// (`NoSuchKey` → notFound, `AccessDenied` → permissionDenied, `SignatureDoesNotMatch` →
 /// unauthorized, `SlowDown` → rateLimited and retried).
 ///
@@ -27,12 +28,23 @@ public struct S3Provider: StorageProviderPlugin {
     public var capabilities: ProviderCapabilities {
         var features: Set<Capability> = [
             .readWithRange, .listStartAfter, .pagedListing, .presign, .streamingTransfers, .multipartUpload, .serverSideCopy,
-            .preservesModificationTime, .persistent,
+            .preservesModificationTime, .persistent, .conditionalWrite, .conditionalRead, .userMetadata, .setModificationTime,
+            .resumableListing,
         ]
         if settings.isPublic { features.insert(.publicURL) }
-        return ProviderCapabilities(features: features, checksums: [.md5], maxListPageSize: 1000)
+        if settings.verifiesContentMD5 { features.insert(.verifiesKnownChecksums) }
+        // A single-part upload's ETag is its MD5 and comes in the listing; a multipart
+        // upload's MD5 is only in its metadata, so the worst case costs a HEAD.
+        return ProviderCapabilities(
+            features: features, checksums: [.md5: .stat], listedFields: [.serverModified, .etag],
+            modificationTimePrecision: .microseconds(1), maxListPageSize: 1000)
     }
 
+    public init(context: ProviderContext) throws {
+        try self.init(settings: S3Settings.resolve(context.configuration, environment: context.environment))
+    }
+
+    /// Creates a provider from a configuration, reading the process's environment.
     public init(configuration: BuckiaConfiguration) throws {
         try self.init(settings: S3Settings.resolve(configuration))
     }

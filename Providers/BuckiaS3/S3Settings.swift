@@ -41,6 +41,20 @@ public struct S3Settings: Sendable {
     /// Where resumable multipart uploads keep their state (option `stateDirectory`, default
     /// the caches folder's `buckia/multipart`).
     public var stateDirectory: URL
+    /// Whether a single-part upload's ETag is its MD5 (option `etagIsMD5`, default `true`).
+    /// Set it to `false` for buckets encrypted with SSE-KMS or SSE-C, and for S3-compatible
+    /// stores whose ETags are not MD5s: then only the `md5chksum` metadata gives an MD5.
+    public var etagIsMD5: Bool
+    /// Whether the server checks `Content-MD5` and refuses a mismatch with `BadDigest` (option
+    /// `verifiesContentMD5`, default `true`, as AWS does). Set it to `false` for servers that
+    /// accept any value, so the provider does not declare ``BuckiaCore/Capability/verifiesKnownChecksums``.
+    public var verifiesContentMD5: Bool
+
+    /// The options the s3 provider reads; any other is a configuration error.
+    public static let knownOptions: Set<String> = [
+        "region", "endpoint", "addressingStyle", "allowHTTP", "profile", "partSizeMiB", "multipartThresholdMiB",
+        "publicBucket", "stateDirectory", "etagIsMD5", "verifiesContentMD5",
+    ]
 
     /// Resolves settings from a configuration, the environment and the shared AWS files.
     public static func resolve(
@@ -48,6 +62,7 @@ public struct S3Settings: Sendable {
         home: String? = nil
     ) throws -> S3Settings {
         let options = configuration.options
+        try configuration.checkOptions(known: knownOptions)
         guard !configuration.bucketName.isEmpty else {
             throw BuckiaError(.invalidConfiguration, "The s3 provider needs a bucketName.", path: "bucketName")
         }
@@ -61,7 +76,7 @@ public struct S3Settings: Sendable {
         let region = options["region"] ?? environment["AWS_REGION"] ?? environment["AWS_DEFAULT_REGION"] ?? profile["region"] ?? "us-east-1"
         let credentials = try resolveCredentials(configuration.authConfig, environment: environment, profile: profile, profileName: profileName)
         let endpointText = options["endpoint"] ?? environment["AWS_ENDPOINT_URL_S3"] ?? environment["AWS_ENDPOINT_URL"] ?? profile["endpoint_url"]
-        let endpoint = try endpointURL(endpointText, region: region, allowHTTP: options["allowHTTP"] == "true")
+        let endpoint = try endpointURL(endpointText, region: region, allowHTTP: try flag(options, "allowHTTP", default: false))
         let isAWS = endpoint.host?.hasSuffix(".amazonaws.com") ?? false
         let usesPathStyle: Bool
         switch options["addressingStyle"] ?? "auto" {
@@ -75,9 +90,19 @@ public struct S3Settings: Sendable {
         return S3Settings(
             bucket: configuration.bucketName, region: region, endpoint: endpoint, usesPathStyle: usesPathStyle, credentials: credentials,
             multipartThreshold: try megabytes(options["multipartThresholdMiB"], default: 64, minimum: 5, name: "multipartThresholdMiB"),
-            partSize: partSize, concurrency: configuration.maxConcurrentOperations, isPublic: options["publicBucket"] == "true",
+            partSize: partSize, concurrency: configuration.maxConcurrentOperations, isPublic: try flag(options, "publicBucket", default: false),
             stateDirectory: options["stateDirectory"].map { URL(fileURLWithPath: $0, isDirectory: true) }
-                ?? StorageDirectory.caches(appendingPath: "buckia/multipart").url)
+                ?? StorageDirectory.caches(appendingPath: "buckia/multipart").url,
+            etagIsMD5: try flag(options, "etagIsMD5", default: true),
+            verifiesContentMD5: try flag(options, "verifiesContentMD5", default: true))
+    }
+
+    private static func flag(_ options: [String: String], _ name: String, default value: Bool) throws -> Bool {
+        guard let text = options[name] else { return value }
+        guard let parsed = Bool(text) else {
+            throw BuckiaError(.invalidConfiguration, "\(name) must be true or false; it is \(text.debugDescription).", path: "options.\(name)")
+        }
+        return parsed
     }
 
     private static func resolveCredentials(

@@ -84,7 +84,7 @@ struct AtomicFileTests {
         let destination = directory.file("destination")
         try data.write(to: source)
 
-        let hasher = DigestHasher(.sha256)
+        let hasher = try DigestHasher(.sha256)
         var observed = 0
         let copied = try AtomicFile.copy(from: source, to: destination) { chunk in
             hasher.update(chunk)
@@ -92,7 +92,7 @@ struct AtomicFileTests {
         }
         #expect(copied == Int64(size))
         #expect(observed == size)
-        #expect(hasher.finalize() == Hashing.digest(data, .sha256))
+        #expect(try hasher.finalize() == Hashing.digest(data, .sha256))
         #expect(try Data(contentsOf: destination) == data)
         #expect(try directory.contents() == ["destination", "source"])
     }

@@ -58,45 +58,45 @@ struct DigestTests {
     ]
 
     @Test("MD5 matches the RFC 1321 test suite", arguments: md5Vectors)
-    func md5(vector: DigestVector) {
-        let digest = Hashing.digest(vector.input, .md5)
+    func md5(vector: DigestVector) throws {
+        let digest = try Hashing.digest(vector.input, .md5)
         #expect(digest.hex == vector.digest)
         #expect(digest.bytes.count == HashAlgorithm.md5.byteCount)
     }
 
     @Test("SHA-1 matches RFC 3174 and FIPS 180", arguments: sha1Vectors)
-    func sha1(vector: DigestVector) {
-        let digest = Hashing.digest(vector.input, .sha1)
+    func sha1(vector: DigestVector) throws {
+        let digest = try Hashing.digest(vector.input, .sha1)
         #expect(digest.hex == vector.digest)
         #expect(digest.bytes.count == HashAlgorithm.sha1.byteCount)
     }
 
     @Test("SHA-256 matches FIPS 180-2 appendix B", arguments: sha256Vectors)
-    func sha256(vector: DigestVector) {
-        #expect(Hashing.digest(vector.input, .sha256).hex == vector.digest)
+    func sha256(vector: DigestVector) throws {
+        #expect(try Hashing.digest(vector.input, .sha256).hex == vector.digest)
         #expect(Hashing.sha256Hex(vector.input) == vector.digest)
     }
 
     @Test(
         "Streaming in odd-sized pieces gives the one-shot digest",
         arguments: HashAlgorithm.allCases, [1, 3, 7, 63, 64, 65, 1000, 65_537])
-    func streaming(algorithm: HashAlgorithm, pieceSize: Int) {
+    func streaming(algorithm: HashAlgorithm, pieceSize: Int) throws {
         var generator = SeededBytes(seed: UInt64(pieceSize))
         let data = generator.data(count: 200_003)
-        let hasher = DigestHasher(algorithm)
+        let hasher = try DigestHasher(algorithm)
         var offset = 0
         while offset < data.count {
             let end = min(offset + pieceSize, data.count)
             hasher.update(data[offset..<end])
             offset = end
         }
-        #expect(hasher.finalize() == Hashing.digest(data, algorithm))
+        #expect(try hasher.finalize() == Hashing.digest(data, algorithm))
     }
 
     @Test("A digest fed raw buffers and arrays equals one fed Data")
-    func bufferOverloads() {
+    func bufferOverloads() throws {
         let message = Array("abc".utf8)
-        let hasher = DigestHasher(.sha256)
+        let hasher = try DigestHasher(.sha256)
         message.withUnsafeBytes { hasher.update($0) }
         hasher.update(UnsafeRawBufferPointer(start: nil, count: 0))
         #expect(hasher.finalize().hex == Self.sha256Vectors[0].digest)
@@ -114,7 +114,7 @@ struct DigestTests {
         let digests = try Hashing.digests(ofFile: url, HashAlgorithm.allCases)
         #expect(digests.count == HashAlgorithm.allCases.count)
         for algorithm in HashAlgorithm.allCases {
-            #expect(digests[algorithm] == Hashing.digest(data, algorithm), "\(algorithm)")
+            #expect(try digests[algorithm] == Hashing.digest(data, algorithm), "\(algorithm)")
         }
     }
 
@@ -138,8 +138,8 @@ struct DigestTests {
     }
 
     @Test("Digests render as lowercase hex and standard Base64")
-    func renderings() {
-        let digest = Hashing.digest(Data(), .md5)
+    func renderings() throws {
+        let digest = try Hashing.digest(Data(), .md5)
         #expect(digest.description == "d41d8cd98f00b204e9800998ecf8427e")
         // The Content-MD5 of an empty body.
         #expect(digest.base64 == "1B2M2Y8AsgTpgAmY7PhCfg==")

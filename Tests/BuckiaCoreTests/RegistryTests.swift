@@ -13,35 +13,37 @@ extension InertProvider {
     func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
         throw BuckiaError(.unsupported, "inert")
     }
-    func downloadFile(remotePath: ObjectKey, localURL: URL) async throws -> DownloadResult {
+    func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
         throw BuckiaError.notFound(remotePath, operation: "download")
     }
     func deleteFile(remotePath: ObjectKey) async throws {}
     func stat(remotePath: ObjectKey) async throws -> RemoteFile? { nil }
-    func listPage(_ request: ListRequest) async throws -> ListPage { ListPage(entries: [], continuation: nil) }
+    func makeLister(_ request: ListRequest) async throws -> any ObjectLister {
+        try SnapshotLister(entries: [], request: request, maxPageSize: 1)
+    }
 }
 
 private struct ZuluProvider: InertProvider {
     static let providerType: ProviderType = "zulu"
     let configuration: BuckiaConfiguration
-    init(configuration: BuckiaConfiguration) { self.configuration = configuration }
+    init(context: ProviderContext) { self.configuration = context.configuration }
 }
 
 private struct AlphaProvider: InertProvider {
     static let providerType: ProviderType = "alpha"
     let configuration: BuckiaConfiguration
-    init(configuration: BuckiaConfiguration) throws {
-        guard !configuration.bucketName.isEmpty else {
+    init(context: ProviderContext) throws {
+        guard !context.configuration.bucketName.isEmpty else {
             throw BuckiaError(.invalidConfiguration, "The alpha provider needs a bucket name.", path: "bucketName")
         }
-        self.configuration = configuration
+        self.configuration = context.configuration
     }
 }
 
 private struct MikeProvider: InertProvider {
     static let providerType: ProviderType = "mike"
     let configuration: BuckiaConfiguration
-    init(configuration: BuckiaConfiguration) { self.configuration = configuration }
+    init(context: ProviderContext) { self.configuration = context.configuration }
 }
 
 /// An engine that holds nothing.
@@ -112,7 +114,7 @@ struct RegistryTests {
         #expect(plugin?.code == .alreadyExists)
         #expect(plugin?.path == "zulu")
         let factory = #expect(throws: BuckiaError.self) {
-            try registry.register(type) { MikeProvider(configuration: $0) }
+            try registry.register(type) { MikeProvider(context: $0) }
         }
         #expect(factory?.code == .alreadyExists)
         #expect(registry.registeredTypes == ["alpha", "mike", "zulu"])
@@ -143,7 +145,7 @@ struct RegistryTests {
     @Test("A factory closure registers like a plugin")
     func factoryRegistration() throws {
         var registry = ProviderRegistry()
-        try registry.register("custom") { ZuluProvider(configuration: $0) }
+        try registry.register("custom") { ZuluProvider(context: $0) }
         let provider = try registry.makeProvider(for: BuckiaConfiguration(provider: "custom", bucketName: "x"))
         #expect((provider as? ZuluProvider)?.configuration.bucketName == "x")
     }

@@ -58,7 +58,7 @@ struct LocalProviderTests {
             withDestinationPath: fixture.root.appendingPathComponent("real.txt").path)
         let error = await #expect(throws: BuckiaError.self) { try await fixture.provider.readData(remotePath: "alias.txt") }
         #expect(error?.code == .invalidPath)
-        #expect(try await fixture.provider.listFiles().map(\.path) == ["real.txt"])
+        #expect(try await fixture.provider.listFiles().map(\.path.rawValue) == ["real.txt"])
     }
 
     // Regression: the provider once checked a path with realpath and then used it, so a folder

@@ -18,7 +18,7 @@ struct MotoHarnessTests {
 
         let bytes = Data("hello, signed moto \(UUID().uuidString)\n".utf8)
         let put = try await client.send(server.signedRequest(.put, bucket: bucket, key: "dir/hello.txt", body: bytes))
-        #expect(put.etag == Hashing.digest(bytes, .md5).hex)
+        #expect(try put.etag == Hashing.digest(bytes, .md5).hex)
 
         let got = try await client.send(server.signedRequest(.get, bucket: bucket, key: "dir/hello.txt"))
         #expect(got.data == bytes)

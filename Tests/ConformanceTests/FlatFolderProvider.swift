@@ -16,10 +16,13 @@ struct FlatFolderProvider: StorageProviderPlugin {
 
     let folder: URL
     let capabilities = ProviderCapabilities(
-        features: [.listStartAfter, .pagedListing, .streamingTransfers, .preservesModificationTime, .persistent],
-        checksums: [.sha256], maxListPageSize: 500)
+        features: [.listStartAfter, .pagedListing, .streamingTransfers, .preservesModificationTime, .persistent, .resumableListing],
+        checksums: [.sha256: .read], listedFields: [.modificationDate],
+        modificationTimePrecision: .microseconds(1), maxListPageSize: 500)
 
-    init(configuration: BuckiaConfiguration) throws {
+    init(context: ProviderContext) throws {
+        let configuration = context.configuration
+        try configuration.checkOptions(known: ["folder"])
         folder = URL(fileURLWithPath: try configuration.requireOption("folder"), isDirectory: true)
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -32,7 +35,7 @@ struct FlatFolderProvider: StorageProviderPlugin {
         folder.appendingPathComponent(Hex.encode(Array(key.rawValue.utf8)))
     }
 
-    private func describe(_ key: String, at url: URL) throws -> RemoteFile {
+    private func describe(_ key: ObjectKey, at url: URL) throws -> RemoteFile {
         let handle = try LocalFile.openForReading(url)
         defer { try? handle.close() }
         let (size, modified) = try handle.status()
@@ -45,6 +48,7 @@ struct FlatFolderProvider: StorageProviderPlugin {
     }
 
     func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        try options.checkSupported(by: self)
         do {
             let source = try LocalFile.openForReading(localURL)
             defer { try? source.close() }
@@ -52,13 +56,14 @@ struct FlatFolderProvider: StorageProviderPlugin {
             try AtomicFile.write(to: file(for: remotePath), options: AtomicFile.Options(modificationDate: modified)) { output in
                 _ = try AtomicFile.pump(from: source, to: output)
             }
-            return try describe(remotePath.rawValue, at: file(for: remotePath))
+            return try describe(remotePath, at: file(for: remotePath))
         } catch {
             throw BuckiaError.wrapping(error, operation: "upload", path: remotePath.rawValue)
         }
     }
 
-    func downloadFile(remotePath: ObjectKey, localURL: URL) async throws -> DownloadResult {
+    func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
+        try options.checkSupported(by: self)
         guard let stored = try await stat(remotePath: remotePath) else {
             throw BuckiaError.notFound(remotePath, operation: "download")
         }
@@ -84,18 +89,27 @@ struct FlatFolderProvider: StorageProviderPlugin {
     func stat(remotePath: ObjectKey) async throws -> RemoteFile? {
         let url = file(for: remotePath)
         guard FileManager.default.fileExists(atPath: url.path) else { return nil }
-        return try describe(remotePath.rawValue, at: url)
+        return try describe(remotePath, at: url)
     }
 
-    func listPage(_ request: ListRequest) async throws -> ListPage {
-        var builder = try ListPageBuilder(request: request, maxPageSize: capabilities.maxListPageSize)
-        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
-        let keys = names.compactMap { name in Hex.decode(name).map { String(decoding: $0, as: UTF8.self) } }
-        let after = builder.resumeAfter ?? ""
-        for key in keys.sorted(by: { $0.utf8Precedes($1) }) where key.hasPrefix(request.options.prefix) && after.utf8Precedes(key) {
-            if !builder.offer(try describe(key, at: folder.appendingPathComponent(Hex.encode(Array(key.utf8))))) { break }
+    /// Reads the folder once per listing; the snapshot lister sorts and pages it.
+    func makeLister(_ request: ListRequest) async throws -> any ObjectLister {
+        var entries: [ListEntry] = []
+        do {
+            for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) {
+                guard let bytes = Hex.decode(name) else { continue }  // not one of ours
+                let text = String(decoding: bytes, as: UTF8.self)
+                guard let key = try? ObjectKey(text) else {
+                    entries.append(.unaddressable(UnaddressableKey(bytes: bytes, reason: "not a valid key")))
+                    continue
+                }
+                guard key.hasPrefix(request.options.prefix) else { continue }
+                entries.append(.object(try describe(key, at: folder.appendingPathComponent(name))))
+            }
+        } catch {
+            throw BuckiaError.wrapping(error, operation: "list", path: folder.path)
         }
-        return builder.page()
+        return try SnapshotLister(entries: entries, request: request, maxPageSize: capabilities.maxListPageSize)
     }
 
     func checksum(remotePath: ObjectKey, algorithm: ChecksumAlgorithm) async throws -> String? {

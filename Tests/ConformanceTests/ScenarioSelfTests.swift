@@ -14,7 +14,7 @@ struct BufferingProvider: StorageProvider {
     func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
         try await inner.uploadData(try Data(contentsOf: localURL), remotePath: remotePath, options: options)
     }
-    func downloadFile(remotePath: ObjectKey, localURL: URL) async throws -> DownloadResult {
+    func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
         let data = try await inner.readData(remotePath: remotePath, range: nil)
         try data.write(to: localURL)
         guard let file = try await inner.stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "download") }
@@ -22,7 +22,7 @@ struct BufferingProvider: StorageProvider {
     }
     func deleteFile(remotePath: ObjectKey) async throws { try await inner.deleteFile(remotePath: remotePath) }
     func stat(remotePath: ObjectKey) async throws -> RemoteFile? { try await inner.stat(remotePath: remotePath) }
-    func listPage(_ request: ListRequest) async throws -> ListPage { try await inner.listPage(request) }
+    func makeLister(_ request: ListRequest) async throws -> any ObjectLister { try await inner.makeLister(request) }
 }
 
 @Suite("Conformance scenarios catch what they claim to")

@@ -58,10 +58,19 @@ extension CLI {
                 throw BuckiaError.notFound(key, operation: "cat")
             }
             let size = before.size
+            // With conditional reads every range comes from the version first described.
+            let ifMatch = provider.capabilities.supports(.conditionalRead) ? before.etag : nil
             var offset: Int64 = 0
             while offset < size {
                 let end = min(size, offset + Int64(AtomicFile.copyBufferSize))
-                let chunk = try await provider.readData(remotePath: key, range: offset..<end)
+                let chunk: Data
+                do {
+                    chunk = try await provider.readData(remotePath: key, options: ReadOptions(range: offset..<end, ifMatch: ifMatch))
+                } catch let error as BuckiaError where error.code == .conditionNotMatch {
+                    throw BuckiaError(
+                        .conditionNotMatch, "The object changed while it was being read, so the output holds part of the old version; run cat again.",
+                        operation: "cat", path: key.rawValue)
+                }
                 guard !chunk.isEmpty else {
                     throw BuckiaError(.corrupt, "The object ended at byte \(offset) of the \(size) its size promised.", operation: "cat", path: key.rawValue)
                 }
@@ -122,17 +131,27 @@ struct ListingPrinter {
 
     mutating func print(_ entry: ListEntry) {
         if json {
-            var object: [String: Any] = ["path": entry.path, "type": entry.file == nil ? "directory" : "object"]
-            if let file = entry.file {
+            var object: [String: Any] = ["path": entry.path]
+            switch entry {
+            case .object(let file):
+                object["type"] = "object"
                 object["size"] = file.size
                 if let date = file.modificationDate { object["modificationDate"] = date.formatted(.iso8601) }
+                if let date = file.serverModified { object["serverModified"] = date.formatted(.iso8601) }
                 if let etag = file.etag { object["etag"] = etag }
+            case .directory:
+                object["type"] = "directory"
+            case .unaddressable(let key):
+                object["type"] = "unaddressable"
+                object["reason"] = key.reason
             }
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
             Console.out((first ? "[" : ",") + String(decoding: data, as: UTF8.self))
         } else if let file = entry.file {
-            let date = file.modificationDate.map { $0.formatted(.iso8601) } ?? "-"
+            let date = file.effectiveModificationDate.map { $0.formatted(.iso8601) } ?? "-"
             Console.out("\(String(file.size).leftPadded(12)) \(date) \(file.path)")
+        } else if let key = entry.unaddressable {
+            Console.error("buckia: \(key.displayName.debugDescription) cannot be addressed: \(key.reason)")
         } else {
             Console.out("\(String(repeating: " ", count: 12)) \(String(repeating: " ", count: 20)) \(entry.path)")
         }

@@ -14,9 +14,9 @@ extension CLI {
         let source = Location(invocation.positionals[0])
         let destination = Location(invocation.positionals[1])
         let copier = try Copier(invocation: invocation, source: source, destination: destination)
-        let (files, bytes) = invocation.arguments.flag("recursive") ? try await copier.copyTree() : try await copier.copyOne()
+        let (files, bytes, skipped) = invocation.arguments.flag("recursive") ? try await copier.copyTree() : try await copier.copyOne()
         Console.error("Copied \(files) file\(files == 1 ? "" : "s") (\(bytes) bytes).")
-        return .success
+        return CLI.report(skipped, verb: "copied")
     }
 
     static let rmCommand = Command(
@@ -35,14 +35,28 @@ extension CLI {
             try await provider.deleteFile(remotePath: path.trimmedSlashes)
             return .success
         }
-        var keys: [String] = []
+        var keys: [ObjectKey] = []
+        var skipped: [UnaddressableKey] = []
         for try await entry in provider.list(ListOptions(prefix: path.folderPrefix)) {
             if let file = entry.file { keys.append(file.path) }
+            if let key = entry.unaddressable { skipped.append(key) }
         }
         try await forEachConcurrently(keys, width: configuration.maxConcurrentOperations) { key in
             try await provider.deleteFile(remotePath: key)
         }
         Console.error("Removed \(keys.count) object\(keys.count == 1 ? "" : "s").")
-        return .success
+        return CLI.report(skipped, verb: "removed")
+    }
+}
+
+extension CLI {
+    /// Names each key a tree operation left out, and picks the exit status that says so.
+    static func report(_ skipped: [UnaddressableKey], verb: String) -> ExitCode {
+        guard !skipped.isEmpty else { return .success }
+        for key in skipped {
+            Console.error("buckia: not \(verb): \(key.displayName.debugDescription): \(key.reason)")
+        }
+        Console.error("buckia: \(skipped.count) key\(skipped.count == 1 ? "" : "s") the backend holds could not be addressed and \(skipped.count == 1 ? "was" : "were") left alone.")
+        return .partial
     }
 }

@@ -33,8 +33,8 @@ struct Copier: Sendable {
         }
     }
 
-    /// Copies one file; returns (1, bytes).
-    func copyOne() async throws -> (Int, Int64) {
+    /// Copies one file; returns (1, bytes, nothing skipped).
+    func copyOne() async throws -> (Int, Int64, [UnaddressableKey]) {
         let name: String
         switch source {
         case .local(let url):
@@ -48,12 +48,14 @@ struct Copier: Sendable {
             name = path.trimmedSlashes.split(separator: "/").last.map(String.init) ?? ""
         }
         let target = try destinationIsFolder ? destinationPath(appending: name) : destinationPath(appending: nil)
-        return (1, try await copy(try sourcePath(appending: nil), to: target))
+        return (1, try await copy(try sourcePath(appending: nil), to: target), [])
     }
 
-    /// Copies everything under the source folder into the destination folder.
-    func copyTree() async throws -> (Int, Int64) {
+    /// Copies everything under the source folder into the destination folder; returns the
+    /// count, the bytes, and the remote keys left out because they cannot be addressed.
+    func copyTree() async throws -> (Int, Int64, [UnaddressableKey]) {
         var relatives: [String] = []
+        var unaddressable: [UnaddressableKey] = []
         switch source {
         case .local(let root):
             var isDirectory: ObjCBool = false
@@ -69,9 +71,10 @@ struct Copier: Sendable {
         case .remote(let provider, let name, let path, _):
             let prefix = path.folderPrefix
             for try await entry in provider.list(ListOptions(prefix: prefix)) {
-                if let file = entry.file { relatives.append(String(file.path.dropFirst(prefix.count))) }
+                if let file = entry.file, let relative = file.path.dropping(prefix: prefix) { relatives.append(relative) }
+                if let key = entry.unaddressable { unaddressable.append(key) }
             }
-            if relatives.isEmpty {
+            if relatives.isEmpty && unaddressable.isEmpty {
                 if !path.trimmedSlashes.isEmpty, try await provider.stat(remotePath: path.trimmedSlashes) != nil {
                     throw UsageError(description: "\(name):\(path) is an object; drop -r to copy one object.")
                 }
@@ -87,7 +90,7 @@ struct Copier: Sendable {
             let bytes = try await copy(sourcePath(appending: relative, asFolder: true), to: destinationPath(appending: relative, asFolder: true))
             total.withLock { $0 += bytes }
         }
-        return (relatives.count, total.withLock { $0 })
+        return (relatives.count, total.withLock { $0 }, unaddressable)
     }
 
     /// Collects the regular files under `folder` (relative paths), without following links.
@@ -135,7 +138,7 @@ struct Copier: Sendable {
         case (.remote(let sourceProvider, let sourceKey), .remote(let targetProvider, let targetKey)):
             return try await TemporaryFile.with { url in
                 let downloaded = try await sourceProvider.downloadFile(remotePath: sourceKey, localURL: url)
-                let options = UploadOptions(contentType: downloaded.file.contentType, modificationDate: downloaded.file.modificationDate)
+                let options = UploadOptions(contentType: downloaded.file.contentType, modificationDate: downloaded.file.effectiveModificationDate)
                 return try await targetProvider.uploadFile(localURL: url, remotePath: targetKey, options: options).size
             }
         case (.local(let source), .local(let target)):

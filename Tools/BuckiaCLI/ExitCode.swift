@@ -16,6 +16,9 @@ enum ExitCode: Int32 {
     case configuration = 5
     /// `conformance` ran, and at least one scenario failed.
     case conformanceFailed = 6
+    /// A tree operation finished, but left out keys the backend holds that Buckia cannot
+    /// address (each named on standard error).
+    case partial = 7
 
     /// The exit status for an error.
     static func from(_ error: BuckiaError) -> ExitCode {

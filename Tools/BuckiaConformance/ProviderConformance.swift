@@ -19,7 +19,8 @@ import Foundation
 public enum ProviderConformance {
     /// Every provider scenario, in a stable order.
     public static var scenarios: [ProviderScenario] {
-        roundTripScenarios + listingScenarios + keyScenarios + transferScenarios + accessScenarios
+        roundTripScenarios + listingScenarios + keyScenarios + transferScenarios + accessScenarios + contractScenarios
+            + conditionScenarios
     }
 
     /// Runs one scenario under a fresh prefix and scratch folder, then cleans both up.
@@ -72,11 +73,11 @@ public enum ProviderConformance {
 
     private static func removeEverything(under prefix: String, from provider: any StorageProvider) async -> (any Error)? {
         do {
-            var keys: [String] = []
+            var keys: [ObjectKey] = []
             for try await entry in provider.list(ListOptions(prefix: prefix)) {
                 if let file = entry.file { keys.append(file.path) }
             }
-            for key in keys { try await provider.deleteFile(remotePath: key) }
+            try await provider.deleteFiles(keys)
             return nil
         } catch {
             return error

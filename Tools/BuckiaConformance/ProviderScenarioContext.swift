@@ -33,7 +33,7 @@ public struct ProviderScenarioContext: Sendable {
         if let after = options.startAfter { options.startAfter = prefix + after }
         var paths: [String] = []
         for try await entry in provider.list(options) {
-            paths.append(String(entry.path.dropFirst(prefix.count)))
+            paths.append(entry.path.utf8Dropping(prefix: prefix) ?? entry.path)
         }
         return paths
     }

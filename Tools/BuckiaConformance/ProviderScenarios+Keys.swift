@@ -27,7 +27,7 @@ extension ProviderConformance {
                     guard let file = try await context.provider.stat(remotePath: key) else {
                         throw ConformanceFailure("stat of \(name.debugDescription) returned nil")
                     }
-                    try Expect.that(Array(file.path.utf8) == Array(key.rawValue.utf8), "stat returned path \(file.path.debugDescription) for \(key.rawValue.debugDescription)")
+                    try Expect.that(Array(file.path.rawValue.utf8) == Array(key.rawValue.utf8), "stat returned path \(file.path.rawValue.debugDescription) for \(key.rawValue.debugDescription)")
                 }
                 // Compare bytes: Swift's String == treats NFC and NFD spellings as equal.
                 let listed = try await context.listedPaths().map { Array($0.utf8) }

@@ -39,7 +39,7 @@ extension ProviderConformance {
                 guard let file = try await context.provider.stat(remotePath: key) else {
                     throw ConformanceFailure("stat returned nil for an object just written")
                 }
-                try Expect.equal(file.path, key.rawValue, "path")
+                try Expect.equal(file.path, key, "path")
                 try Expect.equal(file.size, 5, "size")
                 try Expect.that((file.modificationDate ?? .distantPast) > before, "modification date \(String(describing: file.modificationDate)) is missing or too old")
             },

@@ -87,6 +87,19 @@ public struct BuckiaConfiguration: Hashable, Sendable, Codable, CustomStringConv
         }
     }
 
+    /// Fails on an option the provider does not read: a misspelt setting must not be ignored.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming the option and listing the known ones.
+    public func checkOptions(known: Set<String>) throws {
+        for name in options.keys.sorted() where !known.contains(name) {
+            let list = known.sorted().joined(separator: ", ")
+            throw BuckiaError(
+                .invalidConfiguration,
+                "The \(provider) provider has no option \(name.debugDescription); its options are \(list.isEmpty ? "none" : list).",
+                path: "options.\(name)")
+        }
+    }
+
     /// A provider option, or an error saying it is required.
     public func requireOption(_ name: String) throws -> String {
         guard let value = options[name], !value.isEmpty else {

@@ -52,14 +52,22 @@ public final class DigestHasher {
     private let context: OpaquePointer
 
     /// Starts a new digest.
-    public init(_ algorithm: HashAlgorithm) {
+    ///
+    /// - Throws: ``BuckiaError/Code/unsupported`` when OpenSSL refuses the algorithm (MD5 in
+    ///   FIPS mode) or cannot allocate a context.
+    public init(_ algorithm: HashAlgorithm) throws {
         self.algorithm = algorithm
         guard let context = EVP_MD_CTX_new() else {
-            // Only fails when allocation fails; there is nothing sensible to continue with.
-            preconditionFailure("OpenSSL could not allocate a digest context")
+            throw BuckiaError(.io, "OpenSSL could not allocate a \(algorithm) digest context; the process is out of memory.", operation: "hash")
+        }
+        guard EVP_DigestInit_ex(context, algorithm.evp, nil) == 1 else {
+            EVP_MD_CTX_free(context)
+            throw BuckiaError(
+                .unsupported,
+                "OpenSSL refused to compute \(algorithm) (it does in FIPS mode for MD5); use a provider or option that does not need it.",
+                operation: "hash")
         }
         self.context = context
-        precondition(EVP_DigestInit_ex(context, algorithm.evp, nil) == 1, "OpenSSL refused to start \(algorithm)")
     }
 
     deinit { EVP_MD_CTX_free(context) }
@@ -86,42 +94,95 @@ public final class DigestHasher {
     }
 }
 
+/// Several digests of one stream of bytes, computed in one pass: the one hashing loop that
+/// uploads, downloads, checksums and part copies share.
+///
+/// Not `Sendable`: one set belongs to one task.
+public final class DigestSet {
+    private let hashers: [DigestHasher]
+
+    /// Starts a digest for each distinct algorithm in `algorithms` (none is fine: then it
+    /// only passes bytes by).
+    ///
+    /// - Throws: As ``DigestHasher/init(_:)``.
+    public init<Algorithms: Sequence>(_ algorithms: Algorithms) throws where Algorithms.Element == HashAlgorithm {
+        var seen: Set<HashAlgorithm> = []
+        hashers = try algorithms.filter { seen.insert($0).inserted }.map(DigestHasher.init)
+    }
+
+    /// Whether there is anything to compute.
+    public var isEmpty: Bool { hashers.isEmpty }
+
+    /// Feeds bytes into every digest.
+    public func update(_ buffer: UnsafeRawBufferPointer) {
+        for hasher in hashers { hasher.update(buffer) }
+    }
+
+    /// Feeds bytes into every digest.
+    public func update<Bytes: DataProtocol>(_ data: Bytes) {
+        for hasher in hashers { hasher.update(data) }
+    }
+
+    /// The digests of everything fed so far. The set cannot be used afterwards.
+    public func finalize() -> [HashAlgorithm: Digest] {
+        Dictionary(uniqueKeysWithValues: hashers.map { ($0.algorithm, $0.finalize()) })
+    }
+
+    /// Checks the computed digests against checksums the caller expected.
+    ///
+    /// - Returns: The first algorithm whose digest differs, with the expected and actual hex.
+    public static func firstMismatch(
+        _ digests: [HashAlgorithm: Digest], expected: [ChecksumAlgorithm: String]
+    ) -> (algorithm: ChecksumAlgorithm, expected: String, actual: String)? {
+        for (algorithm, value) in expected.sorted(by: { $0.key < $1.key }) {
+            guard let hash = algorithm.hashAlgorithm, let digest = digests[hash] else { continue }
+            if digest.hex != value.lowercased() { return (algorithm, value, digest.hex) }
+        }
+        return nil
+    }
+}
+
 /// One-shot hashing of bytes and files.
 public enum Hashing {
     /// The digest of `data`.
-    public static func digest<Bytes: DataProtocol>(_ data: Bytes, _ algorithm: HashAlgorithm) -> Digest {
-        let hasher = DigestHasher(algorithm)
+    ///
+    /// - Throws: As ``DigestHasher/init(_:)``.
+    public static func digest<Bytes: DataProtocol>(_ data: Bytes, _ algorithm: HashAlgorithm) throws -> Digest {
+        let hasher = try DigestHasher(algorithm)
         hasher.update(data)
         return hasher.finalize()
     }
 
+    /// The SHA-256 of `data`, which OpenSSL computes in every mode, FIPS included.
+    public static func sha256<Bytes: DataProtocol>(_ data: Bytes) -> Digest {
+        var output = [UInt8](repeating: 0, count: 32)
+        let bytes = Array(data)
+        bytes.withUnsafeBufferPointer { input in
+            output.withUnsafeMutableBufferPointer { out in
+                _ = SHA256(input.baseAddress, input.count, out.baseAddress)
+            }
+        }
+        return Digest(bytes: output)
+    }
+
     /// Lowercase hex SHA-256 of `data`.
     public static func sha256Hex<Bytes: DataProtocol>(_ data: Bytes) -> String {
-        digest(data, .sha256).hex
+        sha256(data).hex
     }
 
     /// The digests of a file, computed in one streaming pass through a fixed-size buffer.
     ///
     /// An algorithm listed more than once is computed once.
     public static func digests(ofFile url: URL, _ algorithms: [HashAlgorithm]) throws -> [HashAlgorithm: Digest] {
-        let file = try LocalFile.openForReading(url)
-        defer { try? file.close() }
-        return try digests(of: file, algorithms)
+        let reader = try FileReader(url)
+        return try reader.digests(of: 0..<reader.size(), algorithms)
     }
 
     /// The digests of an open file from its current offset to the end, in one streaming pass.
     public static func digests(of file: LocalFile, _ algorithms: [HashAlgorithm]) throws -> [HashAlgorithm: Digest] {
-        var seen: Set<HashAlgorithm> = []
-        let hashers = algorithms.filter { seen.insert($0).inserted }.map(DigestHasher.init)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let count = try file.read(into: buffer)
-            if count == 0 { break }
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-            for hasher in hashers { hasher.update(chunk) }
-        }
-        return Dictionary(uniqueKeysWithValues: hashers.map { ($0.algorithm, $0.finalize()) })
+        let digests = try DigestSet(algorithms)
+        try file.forEachChunk { digests.update($0) }
+        return digests.finalize()
     }
 }
 

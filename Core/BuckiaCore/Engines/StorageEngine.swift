@@ -39,6 +39,15 @@ public struct CacheKey: Hashable, Sendable, Codable, Comparable, CustomStringCon
 
     public static func < (lhs: CacheKey, rhs: CacheKey) -> Bool { lhs.value.utf8Precedes(rhs.value) }
 
+    /// Keys are equal when their UTF-8 bytes are: NFC and NFD spellings are two keys, as they
+    /// are to every engine's storage.
+    public static func == (lhs: CacheKey, rhs: CacheKey) -> Bool { lhs.value.utf8Equals(rhs.value) }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(value.utf8.count)
+        for byte in value.utf8 { hasher.combine(byte) }
+    }
+
     public init(from decoder: any Decoder) throws {
         value = try decoder.singleValueContainer().decode(String.self)
     }

@@ -22,7 +22,7 @@ public enum StorageLayout: Hashable, Sendable, Codable, CustomStringConvertible 
         case .flat:
             return ""
         case .fanOut(let depth):
-            let digest = Hashing.digest(Data(name.utf8), .sha256).bytes
+            let digest = Hashing.sha256(Data(name.utf8)).bytes
             return (0..<max(1, min(depth, 4))).map { Hex.encode([digest[$0]]) + "/" }.joined()
         }
     }

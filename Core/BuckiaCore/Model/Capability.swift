@@ -31,24 +31,110 @@ public struct Capability: StringIdentifier {
     public static let persistent: Capability = "persistent"
     /// The engine is a ``PaginatedStorageEngine``.
     public static let pagination: Capability = "pagination"
+    /// Uploads honour ``UploadOptions/condition`` (`If-None-Match: *` and `If-Match`),
+    /// checked atomically with the write.
+    public static let conditionalWrite: Capability = "conditionalWrite"
+    /// Reads honour ``ReadOptions/ifMatch``.
+    public static let conditionalRead: Capability = "conditionalRead"
+    /// A wrong ``UploadOptions/knownChecksums`` value fails the upload with
+    /// `checksumMismatch` and stores nothing.
+    public static let verifiesKnownChecksums: Capability = "verifiesKnownChecksums"
+    /// ``UploadOptions/metadata`` is stored and reported by `stat`.
+    public static let userMetadata: Capability = "userMetadata"
+    /// ``StorageProvider/setModificationTime(remotePath:to:)`` changes an object's recorded
+    /// time without sending its bytes again.
+    public static let setModificationTime: Capability = "setModificationTime"
+    /// ``StorageProvider/moveFile(from:to:)`` renames on the backend in one step.
+    public static let move: Capability = "move"
+    /// Listing pages carry a ``ListPage/resumeToken`` that a later listing can start from.
+    public static let resumableListing: Capability = "resumableListing"
+
+    /// Every capability Buckia defines, for checking declared names.
+    public static let known: Set<Capability> = [
+        .readWithRange, .listStartAfter, .pagedListing, .multipartUpload, .serverSideCopy, .presign, .publicURL,
+        .accessToken, .streamingTransfers, .preservesModificationTime, .persistent, .pagination, .conditionalWrite,
+        .conditionalRead, .verifiesKnownChecksums, .userMetadata, .setModificationTime, .move, .resumableListing,
+    ]
+}
+
+/// What it costs to learn one checksum of an object.
+///
+/// Sync decides how to compare from this: a checksum that comes free in the listing is
+/// compared for every object; one that costs a request per object, or a full read, is only
+/// worth it when size and time cannot decide.
+public enum ChecksumCost: Int, Sendable, Hashable, Comparable, CaseIterable, CustomStringConvertible {
+    /// Every listing entry carries it.
+    case listing
+    /// ``StorageProvider/stat(remotePath:)`` reports it: one request per object. Listing
+    /// entries may carry it too (S3's ETag for single-part uploads), and then agree with stat.
+    case stat
+    /// ``StorageProvider/checksum(remotePath:algorithm:)`` computes it by reading the object.
+    case read
+
+    public static func < (lhs: ChecksumCost, rhs: ChecksumCost) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String {
+        switch self {
+        case .listing: "in the listing"
+        case .stat: "by stat"
+        case .read: "by reading the object"
+        }
+    }
+}
+
+/// The optional fields of ``RemoteFile`` that a listing entry carries.
+///
+/// Path and size are always there. A field declared here is present in every listing entry
+/// that has it and equals what ``StorageProvider/stat(remotePath:)`` reports; a field not
+/// declared may be absent from listings (and then costs a `stat`).
+public struct ListedFields: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// ``RemoteFile/modificationDate``, the source file's time.
+    public static let modificationDate = ListedFields(rawValue: 1 << 0)
+    /// ``RemoteFile/serverModified``, the backend's time (to the second: S3 lists
+    /// milliseconds but answers `stat` in whole seconds).
+    public static let serverModified = ListedFields(rawValue: 1 << 1)
+    /// ``RemoteFile/etag``.
+    public static let etag = ListedFields(rawValue: 1 << 2)
+    /// ``RemoteFile/contentType``.
+    public static let contentType = ListedFields(rawValue: 1 << 3)
+    /// ``RemoteFile/metadata``.
+    public static let metadata = ListedFields(rawValue: 1 << 4)
 }
 
 /// What one provider can do.
 public struct ProviderCapabilities: Sendable, Hashable {
     /// The optional features this provider supports.
     public var features: Set<Capability>
-    /// Checksums the provider reports or computes for stored objects.
-    public var checksums: Set<ChecksumAlgorithm>
+    /// The checksums the provider offers, each with what it costs to learn.
+    public var checksums: [ChecksumAlgorithm: ChecksumCost]
+    /// The optional fields listing entries carry.
+    public var listedFields: ListedFields
+    /// How closely a stored modification time matches the one written: a time read back is
+    /// within this of the time set. Nil when the provider keeps no source times.
+    public var modificationTimePrecision: Duration?
     /// The largest number of entries one listing page returns.
     public var maxListPageSize: Int
 
     /// Creates a capability description.
-    public init(features: Set<Capability>, checksums: Set<ChecksumAlgorithm> = [], maxListPageSize: Int = 1000) {
+    public init(
+        features: Set<Capability>, checksums: [ChecksumAlgorithm: ChecksumCost] = [:], listedFields: ListedFields = [],
+        modificationTimePrecision: Duration? = nil, maxListPageSize: Int = 1000
+    ) {
         self.features = features
         self.checksums = checksums
+        self.listedFields = listedFields
+        self.modificationTimePrecision = modificationTimePrecision
         self.maxListPageSize = maxListPageSize
     }
 
     /// Whether the provider offers `capability`.
     public func supports(_ capability: Capability) -> Bool { features.contains(capability) }
+
+    /// The checksums available at `cost` or cheaper, sorted.
+    public func checksums(atMost cost: ChecksumCost) -> [ChecksumAlgorithm] {
+        checksums.filter { $0.value <= cost }.map(\.key).sorted()
+    }
 }

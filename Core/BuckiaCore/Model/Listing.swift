@@ -1,16 +1,23 @@
-/// One entry of a listing: an object, or a folder when listing one level.
+/// One entry of a listing: an object, a folder when listing one level, or a key the backend
+/// holds that Buckia cannot address.
 public enum ListEntry: Hashable, Sendable {
     /// A stored object.
     case object(RemoteFile)
     /// A common prefix ending in `/`, returned instead of the objects under it when listing
     /// one level.
     case directory(String)
+    /// A key the backend holds that is not a valid ``ObjectKey`` (a console's `folder/`
+    /// marker, an empty segment, a file name that is not UTF-8). It is reported, with the
+    /// reason, so an operation over a tree can count and name what it left alone instead of
+    /// failing or silently losing it.
+    case unaddressable(UnaddressableKey)
 
-    /// The entry's key or prefix.
+    /// The entry's key or prefix, as text.
     public var path: String {
         switch self {
-        case .object(let file): file.path
+        case .object(let file): file.path.rawValue
         case .directory(let prefix): prefix
+        case .unaddressable(let key): key.displayName
         }
     }
 
@@ -19,11 +26,104 @@ public enum ListEntry: Hashable, Sendable {
         if case .object(let file) = self { return file }
         return nil
     }
+
+    /// The unaddressable key, when this entry is one.
+    public var unaddressable: UnaddressableKey? {
+        if case .unaddressable(let key) = self { return key }
+        return nil
+    }
+
+    /// The entry's bytes, which order a listing.
+    var sortBytes: [UInt8] {
+        switch self {
+        case .object(let file): Array(file.path.rawValue.utf8)
+        case .directory(let prefix): Array(prefix.utf8)
+        case .unaddressable(let key): key.bytes
+        }
+    }
+
+    /// Entries are equal when their bytes are: NFC and NFD spellings of a folder are two folders.
+    public static func == (lhs: ListEntry, rhs: ListEntry) -> Bool {
+        switch (lhs, rhs) {
+        case (.object(let a), .object(let b)): a == b
+        case (.directory(let a), .directory(let b)): a.utf8Equals(b)
+        case (.unaddressable(let a), .unaddressable(let b)): a == b
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .object(let file): hasher.combine(0); hasher.combine(file)
+        case .directory(let prefix): hasher.combine(1); hasher.combine(Array(prefix.utf8))
+        case .unaddressable(let key): hasher.combine(2); hasher.combine(key)
+        }
+    }
+}
+
+/// A key a backend holds that Buckia cannot address, and why.
+public struct UnaddressableKey: Hashable, Sendable, CustomStringConvertible {
+    /// The key's bytes as the backend holds them.
+    public var bytes: [UInt8]
+    /// Why it cannot be an ``ObjectKey``.
+    public var reason: String
+
+    /// Describes a key Buckia cannot address.
+    public init(bytes: [UInt8], reason: String) {
+        self.bytes = bytes
+        self.reason = reason
+    }
+
+    /// Describes a key given as text.
+    public init(_ key: String, reason: String) {
+        self.init(bytes: Array(key.utf8), reason: reason)
+    }
+
+    /// The key for people: valid UTF-8 as text, other bytes as `\xNN`.
+    public var displayName: String {
+        if let text = String(validating: bytes, as: UTF8.self) { return text }
+        var result = ""
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            // The longest valid prefix, then one escaped byte.
+            var end = rest.endIndex
+            while end > rest.startIndex, String(validating: rest[rest.startIndex..<end], as: UTF8.self) == nil {
+                end -= 1
+            }
+            if end > rest.startIndex {
+                result += String(decoding: rest[rest.startIndex..<end], as: UTF8.self)
+                rest = rest[end...]
+            } else if let byte = rest.first {
+                result += "\\x" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+                rest = rest.dropFirst()
+            }
+        }
+        return result
+    }
+
+    public var description: String { "\(displayName.debugDescription): \(reason)" }
+
+    /// The entry for `raw` if it is a valid key, or an unaddressable entry saying why not.
+    public static func entry(for raw: String, _ makeFile: (ObjectKey) -> RemoteFile) -> ListEntry {
+        do {
+            return .object(makeFile(try ObjectKey(raw)))
+        } catch let error as BuckiaError {
+            return .unaddressable(UnaddressableKey(raw, reason: error.message))
+        } catch {
+            return .unaddressable(UnaddressableKey(raw, reason: "\(error)"))
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
 }
 
 /// What to list.
 public struct ListOptions: Hashable, Sendable {
-    /// Only keys starting with this string. It is a string prefix, not a folder:
+    /// Only keys whose bytes start with this string. It is a string prefix, not a folder:
     /// `"photo"` matches `"photo.jpg"` and `"photos/a.jpg"`. End it with `/` to list a folder.
     public var prefix: String
     /// List every key under the prefix (`true`), or one level with folders rolled up into
@@ -41,19 +141,38 @@ public struct ListOptions: Hashable, Sendable {
         self.startAfter = startAfter
         self.pageSize = pageSize
     }
+
+    /// Listing options compare by bytes.
+    public static func == (lhs: ListOptions, rhs: ListOptions) -> Bool {
+        lhs.prefix.utf8Equals(rhs.prefix) && lhs.recursive == rhs.recursive && lhs.pageSize == rhs.pageSize
+            && lhs.startAfter.map(Array.init(_:)) == rhs.startAfter.map(Array.init(_:))
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(Array(prefix.utf8))
+        hasher.combine(recursive)
+        hasher.combine(startAfter.map { Array($0.utf8) })
+        hasher.combine(pageSize)
+    }
+
+    /// The page size to use for a provider whose pages hold at most `maximum` entries.
+    public func effectivePageSize(maximum: Int) -> Int {
+        max(1, min(pageSize ?? maximum, max(1, maximum)))
+    }
 }
 
-/// A request for one page of a listing.
+/// Where a listing starts: its options, and optionally a token from an earlier listing's page.
 public struct ListRequest: Hashable, Sendable {
     /// What to list.
     public var options: ListOptions
-    /// The token the previous page returned, or nil for the first page.
-    public var continuation: String?
+    /// A ``ListPage/resumeToken`` from an earlier listing with the same options: the new
+    /// listing continues right after that page. Needs ``Capability/resumableListing``.
+    public var resumeToken: String?
 
-    /// Creates a page request.
-    public init(options: ListOptions, continuation: String? = nil) {
+    /// Creates a listing request.
+    public init(options: ListOptions, resumeToken: String? = nil) {
         self.options = options
-        self.continuation = continuation
+        self.resumeToken = resumeToken
     }
 }
 
@@ -61,19 +180,41 @@ public struct ListRequest: Hashable, Sendable {
 public struct ListPage: Hashable, Sendable {
     /// The entries of this page.
     public var entries: [ListEntry]
-    /// The token that fetches the next page, or nil when this is the last one.
-    public var continuation: String?
+    /// A token that resumes the listing after this page in a later ``ListRequest``, or nil when
+    /// the provider cannot resume (or this is the last page).
+    public var resumeToken: String?
 
     /// Creates a page.
-    public init(entries: [ListEntry], continuation: String?) {
+    public init(entries: [ListEntry], resumeToken: String? = nil) {
         self.entries = entries
-        self.continuation = continuation
+        self.resumeToken = resumeToken
     }
+}
+
+/// A listing in progress, owned and driven by the provider that made it.
+///
+/// A provider keeps whatever state its backend needs between pages here: an S3 continuation
+/// token, the folders a directory walk has open, a snapshot of sorted keys. Nothing is read
+/// twice: a folder-organised backend reads each folder once per listing, however many pages
+/// it fills.
+///
+/// ## Implementation requirements
+///
+/// - Return pages of at most ``ListOptions/effectivePageSize(maximum:)`` entries, in UTF-8
+///   byte order across the whole listing, and nil once the listing is complete.
+/// - Throw on any failure to read part of the listing (an unreadable folder, a failed
+///   request): a truncated listing that looks complete makes sync delete what it did not see.
+/// - One consumer calls ``nextPage()`` at a time; make the lister an actor or guard its state
+///   with a lock.
+public protocol ObjectLister: Sendable {
+    /// The next page, or nil when the listing is complete.
+    func nextPage() async throws -> ListPage?
 }
 
 /// A listing that fetches pages only as they are consumed.
 ///
-/// Memory is bounded by one page, however many objects the listing covers.
+/// Memory is bounded by one page, however many objects the listing covers. The provider's
+/// lister is made on the first call to `next()`, so making a listing does no I/O.
 ///
 /// ```swift
 /// for try await entry in provider.list(ListOptions(prefix: "photos/")) {
@@ -84,10 +225,16 @@ public struct RemoteListing: AsyncSequence, Sendable {
     public typealias Element = ListEntry
 
     let provider: any StorageProvider
-    let options: ListOptions
+    let request: ListRequest
+
+    /// Creates a listing of `provider` that starts at `request`.
+    public init(provider: any StorageProvider, request: ListRequest) {
+        self.provider = provider
+        self.request = request
+    }
 
     /// The listing's pages, for callers that want to work page by page.
-    public var pages: Pages { Pages(provider: provider, options: options) }
+    public var pages: Pages { Pages(provider: provider, request: request) }
 
     public func makeAsyncIterator() -> Iterator {
         Iterator(pages: pages.makeAsyncIterator())
@@ -115,39 +262,45 @@ public struct RemoteListing: AsyncSequence, Sendable {
         public typealias Element = ListPage
 
         let provider: any StorageProvider
-        let options: ListOptions
+        let request: ListRequest
 
         public func makeAsyncIterator() -> Iterator {
-            Iterator(provider: provider, options: options)
+            Iterator(provider: provider, request: request)
         }
 
-        /// Fetches one page per call until the provider returns no continuation.
+        /// Asks the provider's lister for one page per call.
         public struct Iterator: AsyncIteratorProtocol {
             let provider: any StorageProvider
-            let options: ListOptions
-            var continuation: String?
+            let request: ListRequest
+            var lister: (any ObjectLister)?
             var finished = false
 
-            init(provider: any StorageProvider, options: ListOptions) {
+            init(provider: any StorageProvider, request: ListRequest) {
                 self.provider = provider
-                self.options = options
+                self.request = request
             }
 
             public mutating func next() async throws -> ListPage? {
                 if finished { return nil }
                 try Task.checkCancellation()
-                let page = try await provider.listPage(ListRequest(options: options, continuation: continuation))
-                if let next = page.continuation {
-                    guard next != continuation else {
-                        throw BuckiaError(
-                            .corrupt, "The provider returned the same continuation token twice; the listing would never end.",
-                            operation: "list", path: options.prefix)
-                    }
-                    continuation = next
+                let lister: any ObjectLister
+                if let existing = self.lister {
+                    lister = existing
                 } else {
-                    finished = true
+                    try ObjectKey.validatePrefix(request.options.prefix)
+                    lister = try await provider.makeLister(request)
+                    self.lister = lister
                 }
-                return page
+                do {
+                    guard let page = try await lister.nextPage() else {
+                        finished = true
+                        return nil
+                    }
+                    return page
+                } catch {
+                    finished = true
+                    throw error
+                }
             }
         }
     }

@@ -43,6 +43,15 @@ public struct ObjectKey: Hashable, Sendable, Comparable, CustomStringConvertible
     /// The last segment.
     public var lastSegment: String { String(segments.last ?? Substring(rawValue)) }
 
+    /// Whether the key's bytes begin with `prefix`'s bytes.
+    ///
+    /// `String.hasPrefix` compares characters, so `"cafe\u{301}"` does not start with
+    /// `"cafe"` there; keys are bytes, and here it does.
+    public func hasPrefix(_ prefix: String) -> Bool { rawValue.utf8HasPrefix(prefix) }
+
+    /// The part of the key after `prefix`, by bytes, or nil when the key does not start with it.
+    public func dropping(prefix: String) -> String? { rawValue.utf8Dropping(prefix: prefix) }
+
     public var description: String { rawValue }
 
     /// Compares the UTF-8 bytes: NFC and NFD spellings are different keys, although Swift's
@@ -117,5 +126,24 @@ extension String {
     @inlinable
     public func utf8Precedes(_ other: String) -> Bool {
         utf8.lexicographicallyPrecedes(other.utf8)
+    }
+
+    /// Whether this string's UTF-8 bytes begin with `prefix`'s: a key prefix test, where
+    /// `hasPrefix` would compare characters.
+    @inlinable
+    public func utf8HasPrefix(_ prefix: String) -> Bool {
+        utf8.starts(with: prefix.utf8)
+    }
+
+    /// Whether the two strings hold the same UTF-8 bytes (`==` treats NFC and NFD as equal).
+    @inlinable
+    public func utf8Equals(_ other: String) -> Bool {
+        utf8.elementsEqual(other.utf8)
+    }
+
+    /// The rest of this string after `prefix`, by bytes, or nil when it does not start with it.
+    public func utf8Dropping(prefix: String) -> String? {
+        guard utf8HasPrefix(prefix) else { return nil }
+        return String(decoding: utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
     }
 }

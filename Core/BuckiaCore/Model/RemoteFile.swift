@@ -1,32 +1,51 @@
 import Foundation
 
 /// What a provider knows about one stored object.
+///
+/// Two times are kept apart, because tools disagree otherwise: ``modificationDate`` is the
+/// source file's time, which the uploader recorded (rclone's `mtime`), and
+/// ``serverModified`` is when the backend stored the bytes. Which fields a listing entry
+/// carries, as opposed to ``StorageProvider/stat(remotePath:)``, the provider declares in
+/// ``ProviderCapabilities/listedFields`` and ``ProviderCapabilities/checksums``.
 public struct RemoteFile: Hashable, Sendable, Codable {
-    /// The object's key.
-    public var path: String
+    /// The object's key; compared by bytes.
+    public var path: ObjectKey
     /// The size in bytes.
     public var size: Int64
-    /// When the object's content last changed, as the provider records it.
+    /// The source file's modification time, as recorded at upload (or set with
+    /// ``StorageProvider/setModificationTime(remotePath:to:)``); nil when none was recorded.
     public var modificationDate: Date?
+    /// When the backend last wrote the object, by its own clock; nil when it keeps none.
+    public var serverModified: Date?
     /// Checksums the provider reported, as lowercase hex, keyed by algorithm.
     public var checksums: [ChecksumAlgorithm: String]
     /// The media type stored with the object.
     public var contentType: String?
-    /// The provider's entity tag; opaque, and not always a content hash.
+    /// The provider's entity tag; opaque, and not always a content hash. Pass it to
+    /// ``WriteCondition/ifMatch(_:)`` or ``ReadOptions/ifMatch`` to act only on this version.
     public var etag: String?
+    /// User metadata stored with the object (``Capability/userMetadata``), names in lowercase.
+    public var metadata: [String: String]
 
     /// Creates a description of a stored object.
     public init(
-        path: String, size: Int64, modificationDate: Date? = nil,
-        checksums: [ChecksumAlgorithm: String] = [:], contentType: String? = nil, etag: String? = nil
+        path: ObjectKey, size: Int64, modificationDate: Date? = nil, serverModified: Date? = nil,
+        checksums: [ChecksumAlgorithm: String] = [:], contentType: String? = nil, etag: String? = nil,
+        metadata: [String: String] = [:]
     ) {
         self.path = path
         self.size = size
         self.modificationDate = modificationDate
+        self.serverModified = serverModified
         self.checksums = checksums
         self.contentType = contentType
         self.etag = etag
+        self.metadata = metadata
     }
+
+    /// The source's modification time when one was recorded, else the server's: the time a
+    /// person expects to see, and what a download gives the local file (rclone does the same).
+    public var effectiveModificationDate: Date? { modificationDate ?? serverModified }
 }
 
 /// The outcome of a download.
@@ -43,17 +62,111 @@ public struct DownloadResult: Hashable, Sendable {
     }
 }
 
+/// A precondition on a write, checked by the backend atomically with the write
+/// (``Capability/conditionalWrite``).
+public enum WriteCondition: Hashable, Sendable {
+    /// Write only if no object exists at the key (`If-None-Match: *`): put-if-absent, for
+    /// content-addressed chunks and for creating a lock or a marker once.
+    case ifNoneMatch
+    /// Write only if the object's current entity tag is this one (`If-Match`): a two-way sync
+    /// replaces exactly the version it compared against, never a newer one.
+    case ifMatch(String)
+}
+
 /// How to store an upload.
 public struct UploadOptions: Hashable, Sendable {
     /// The media type to store; providers that keep one infer it from the extension when nil.
     public var contentType: String?
     /// The modification time to record; for file uploads, nil means the source file's.
     public var modificationDate: Date?
+    /// Checksums of the content the caller already knows, as lowercase hex.
+    ///
+    /// A provider uses them instead of reading the source again (S3's `Content-MD5`, B2's
+    /// `X-Bz-Content-Sha1`) and has the backend verify them where it can; a mismatch fails
+    /// with ``BuckiaError/Code/checksumMismatch`` and stores nothing
+    /// (``Capability/verifiesKnownChecksums``).
+    public var knownChecksums: [ChecksumAlgorithm: String]
+    /// A precondition the write must meet; nil writes unconditionally.
+    public var condition: WriteCondition?
+    /// User metadata to store with the object (``Capability/userMetadata``). Names are
+    /// lowercase ASCII letters, digits and `-`.
+    public var metadata: [String: String]
 
     /// Creates upload options.
-    public init(contentType: String? = nil, modificationDate: Date? = nil) {
+    public init(
+        contentType: String? = nil, modificationDate: Date? = nil, knownChecksums: [ChecksumAlgorithm: String] = [:],
+        condition: WriteCondition? = nil, metadata: [String: String] = [:]
+    ) {
         self.contentType = contentType
         self.modificationDate = modificationDate
+        self.knownChecksums = knownChecksums
+        self.condition = condition
+        self.metadata = metadata
+    }
+
+    /// Checks what a provider cannot check for itself: checksum spellings and metadata names.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming the bad value.
+    public func validate(operation: String = "upload") throws {
+        for (algorithm, value) in knownChecksums {
+            let length = algorithm.hashAlgorithm.map { $0.byteCount * 2 }
+            guard value.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }), length.map({ $0 == value.utf8.count }) ?? !value.isEmpty else {
+                throw BuckiaError(
+                    .invalidConfiguration, "The known \(algorithm) checksum \(value.debugDescription) is not lowercase hex of the right length.",
+                    operation: operation)
+            }
+        }
+        for name in metadata.keys {
+            guard !name.isEmpty, name.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 45 }) else {
+                throw BuckiaError(
+                    .invalidConfiguration, "The metadata name \(name.debugDescription) is not allowed; use lowercase letters, digits and '-'.",
+                    operation: operation)
+            }
+        }
+        if case .ifMatch(let etag) = condition, etag.isEmpty {
+            throw BuckiaError(.invalidConfiguration, "An ifMatch condition needs an entity tag.", operation: operation)
+        }
+    }
+
+    /// Throws ``BuckiaError/Code/unsupported`` for an option `provider` does not support
+    /// (a condition without ``Capability/conditionalWrite``, metadata without
+    /// ``Capability/userMetadata``), so nothing is silently ignored. Known checksums are hints
+    /// and never unsupported.
+    public func checkSupported(by provider: some StorageProvider) throws {
+        if condition != nil, !provider.capabilities.supports(.conditionalWrite) {
+            throw BuckiaError.unsupported(.conditionalWrite, provider: provider.providerType, operation: "upload")
+        }
+        if !metadata.isEmpty, !provider.capabilities.supports(.userMetadata) {
+            throw BuckiaError.unsupported(.userMetadata, provider: provider.providerType, operation: "upload")
+        }
+    }
+}
+
+/// How to read an object.
+public struct ReadOptions: Hashable, Sendable {
+    /// The bytes to read; nil reads the whole object. Ranges need ``Capability/readWithRange``;
+    /// a range past the end is clamped.
+    public var range: Range<Int64>?
+    /// Read only if the object's entity tag is this one, else fail with
+    /// ``BuckiaError/Code/conditionNotMatch`` (``Capability/conditionalRead``): the ranges of
+    /// one read all come from the same version.
+    public var ifMatch: String?
+
+    /// Creates read options.
+    public init(range: Range<Int64>? = nil, ifMatch: String? = nil) {
+        self.range = range
+        self.ifMatch = ifMatch
+    }
+
+    /// Throws ``BuckiaError/Code/unsupported`` for an option `provider` does not support (a
+    /// range without ``Capability/readWithRange``, `ifMatch` without ``Capability/conditionalRead``).
+    public func checkSupported(by provider: some StorageProvider) throws {
+        if range != nil, !provider.capabilities.supports(.readWithRange) {
+            throw BuckiaError.unsupported(.readWithRange, provider: provider.providerType, operation: "read")
+        }
+        if ifMatch != nil, !provider.capabilities.supports(.conditionalRead) {
+            throw BuckiaError.unsupported(.conditionalRead, provider: provider.providerType, operation: "read")
+        }
     }
 }
 

@@ -20,18 +20,29 @@ extension StorageProvider {
 
     /// Downloads an object to a local file.
     @discardableResult
-    public func downloadFile(remotePath: String, localURL: URL) async throws -> DownloadResult {
-        try await downloadFile(remotePath: try ObjectKey(remotePath), localURL: localURL)
+    public func downloadFile(remotePath: String, localURL: URL, options: ReadOptions = ReadOptions()) async throws -> DownloadResult {
+        try await downloadFile(remotePath: try ObjectKey(remotePath), localURL: localURL, options: options)
+    }
+
+    /// Downloads an object to a local file.
+    @discardableResult
+    public func downloadFile(remotePath: ObjectKey, localURL: URL) async throws -> DownloadResult {
+        try await downloadFile(remotePath: remotePath, localURL: localURL, options: ReadOptions())
     }
 
     /// Reads a whole object into memory.
     public func readData(remotePath: String) async throws -> Data {
-        try await readData(remotePath: try ObjectKey(remotePath), range: nil)
+        try await readData(remotePath: try ObjectKey(remotePath), options: ReadOptions())
     }
 
     /// Reads a byte range of an object into memory (needs ``Capability/readWithRange``).
     public func readData(remotePath: String, range: Range<Int64>) async throws -> Data {
-        try await readData(remotePath: try ObjectKey(remotePath), range: range)
+        try await readData(remotePath: try ObjectKey(remotePath), options: ReadOptions(range: range))
+    }
+
+    /// Reads an object, or a byte range of it, into memory.
+    public func readData(remotePath: ObjectKey, range: Range<Int64>?) async throws -> Data {
+        try await readData(remotePath: remotePath, options: ReadOptions(range: range))
     }
 
     /// Removes an object; removing a missing object succeeds.
@@ -58,7 +69,12 @@ extension StorageProvider {
     ///
     /// The prefix is validated like a key, except that it may be empty or end in `/`.
     public func list(_ options: ListOptions = ListOptions()) -> RemoteListing {
-        RemoteListing(provider: self, options: options)
+        RemoteListing(provider: self, request: ListRequest(options: options))
+    }
+
+    /// Lists lazily from `request`, which may carry a resume token from an earlier listing.
+    public func list(_ request: ListRequest) -> RemoteListing {
+        RemoteListing(provider: self, request: request)
     }
 
     /// Every object under `path` (a folder, `""` for all), collected into an array.

@@ -48,15 +48,12 @@ public protocol StorageProvider: Sendable {
     func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile
 
     /// Writes the object's bytes to `localURL`, replacing what was there only once every
-    /// byte has arrived.
+    /// byte has arrived, and sets the file's modification time to the object's.
     @discardableResult
-    func downloadFile(remotePath: ObjectKey, localURL: URL) async throws -> DownloadResult
+    func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult
 
-    /// Reads an object, or a byte range of it, into memory.
-    ///
-    /// - Parameter range: The bytes to read; nil reads the whole object. Ranges need
-    ///   ``Capability/readWithRange``.
-    func readData(remotePath: ObjectKey, range: Range<Int64>?) async throws -> Data
+    /// Reads an object, or a byte range of it (``ReadOptions/range``), into memory.
+    func readData(remotePath: ObjectKey, options: ReadOptions) async throws -> Data
 
     /// Removes an object. Removing an object that does not exist succeeds.
     func deleteFile(remotePath: ObjectKey) async throws
@@ -69,11 +66,26 @@ public protocol StorageProvider: Sendable {
     @discardableResult
     func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile
 
+    /// Moves an object to another key. With ``Capability/move`` the backend renames it in one
+    /// step; the default copies server-side and deletes the source (needs
+    /// ``Capability/serverSideCopy``), which is not atomic.
+    @discardableResult
+    func moveFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile
+
+    /// Changes the object's recorded modification time without sending its bytes again
+    /// (needs ``Capability/setModificationTime``).
+    @discardableResult
+    func setModificationTime(remotePath: ObjectKey, to date: Date) async throws -> RemoteFile
+
     /// Describes one object, or returns nil when it does not exist.
     func stat(remotePath: ObjectKey) async throws -> RemoteFile?
 
-    /// Returns one page of a listing. Callers use ``list(_:)``, which pages lazily.
-    func listPage(_ request: ListRequest) async throws -> ListPage
+    /// Starts a listing. Callers use ``list(_:)``, which makes the lister when first iterated.
+    ///
+    /// The prefix has been validated. Pick the helper that fits the backend:
+    /// ``TokenPagedLister`` for continuation-token APIs, ``FolderWalkLister`` for backends
+    /// that list one folder at a time, ``SnapshotLister`` for keys known up front.
+    func makeLister(_ request: ListRequest) async throws -> any ObjectLister
 
     /// Returns the object's checksum in lowercase hex, computing it if the provider can,
     /// or nil when the provider has no such checksum for it.
@@ -104,12 +116,12 @@ extension StorageProvider {
     }
 
     /// Reads the whole object through a temporary file; ranges throw ``BuckiaError/Code/unsupported``.
-    public func readData(remotePath: ObjectKey, range: Range<Int64>?) async throws -> Data {
-        if range != nil {
+    public func readData(remotePath: ObjectKey, options: ReadOptions) async throws -> Data {
+        if options.range != nil {
             throw BuckiaError.unsupported(.readWithRange, provider: providerType, operation: "read")
         }
         return try await TemporaryFile.with { url in
-            _ = try await downloadFile(remotePath: remotePath, localURL: url)
+            _ = try await downloadFile(remotePath: remotePath, localURL: url, options: options)
             return try Data(contentsOf: url)
         }
     }
@@ -120,6 +132,22 @@ extension StorageProvider {
             throw BuckiaError.notFound(remotePath, operation: "checksum")
         }
         return file.checksums[algorithm]
+    }
+
+    /// Copies server-side, then deletes the source; unsupported without server-side copy.
+    @discardableResult
+    public func moveFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
+        guard capabilities.supports(.serverSideCopy) else {
+            throw BuckiaError.unsupported(.move, provider: providerType, operation: "moveFile")
+        }
+        let moved = try await copyFile(from: source, to: destination)
+        if source != destination { try await deleteFile(remotePath: source) }
+        return moved
+    }
+
+    @discardableResult
+    public func setModificationTime(remotePath: ObjectKey, to date: Date) async throws -> RemoteFile {
+        throw BuckiaError.unsupported(.setModificationTime, provider: providerType, operation: "setModificationTime")
     }
 
     public func getPublicURL(remotePath: ObjectKey) throws -> URL {
@@ -165,5 +193,23 @@ extension BuckiaError {
     /// The error for an object that does not exist.
     public static func notFound(_ key: ObjectKey, operation: String) -> BuckiaError {
         BuckiaError(.notFound, "No object exists at this key.", operation: operation, path: key.rawValue)
+    }
+
+    /// The error for a write or read whose condition did not hold.
+    public static func conditionNotMatch(_ key: ObjectKey, operation: String, _ detail: String) -> BuckiaError {
+        BuckiaError(
+            .conditionNotMatch, "\(detail) Nothing was changed; read the object again and decide anew.",
+            operation: operation, path: key.rawValue)
+    }
+
+    /// The error for content whose checksum is not the one the caller gave.
+    public static func checksumMismatch(
+        _ key: ObjectKey, algorithm: ChecksumAlgorithm, expected: String, actual: String?, operation: String
+    ) -> BuckiaError {
+        let got = actual.map { "the content's is \($0)" } ?? "the backend rejected it"
+        return BuckiaError(
+            .checksumMismatch,
+            "The known \(algorithm) checksum \(expected) does not match the content (\(got)); nothing was stored. Check the source or drop the known checksum.",
+            operation: operation, path: key.rawValue)
     }
 }

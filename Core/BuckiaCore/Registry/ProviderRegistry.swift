@@ -1,9 +1,38 @@
+import Foundation
+
+/// What a provider factory gets: the configuration, the registry it was looked up in, and the
+/// environment secrets may come from.
+///
+/// A wrapper (encryption, chunking, caching) opens its inner provider through ``makeProvider(for:)``,
+/// so the inner one comes from the same registry, third-party plugins included.
+public struct ProviderContext: Sendable {
+    /// The configuration that selected this provider.
+    public var configuration: BuckiaConfiguration
+    /// The registry the provider is being built from.
+    public var registry: ProviderRegistry
+    /// Environment variables a provider may read credentials and settings from
+    /// (`AWS_ACCESS_KEY_ID`, `B2_APPLICATION_KEY`); the process's by default, injectable in tests.
+    public var environment: [String: String]
+
+    /// Creates a context.
+    public init(configuration: BuckiaConfiguration, registry: ProviderRegistry = ProviderRegistry(), environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.configuration = configuration
+        self.registry = registry
+        self.environment = environment
+    }
+
+    /// Builds another provider through the same registry and environment: a wrapper's inner one.
+    public func makeProvider(for configuration: BuckiaConfiguration) throws -> any StorageProvider {
+        try registry.makeProvider(for: configuration, environment: environment)
+    }
+}
+
 /// A provider that can be built from a configuration, and so selected by name.
 ///
 /// ```swift
 /// public struct FTPProvider: StorageProviderPlugin {
 ///     public static let providerType: ProviderType = "ftp"
-///     public init(configuration: BuckiaConfiguration) throws { … }
+///     public init(context: ProviderContext) throws { … context.configuration … }
 ///     …
 /// }
 /// ```
@@ -11,10 +40,11 @@ public protocol StorageProviderPlugin: StorageProvider {
     /// The type name configurations select this provider by.
     static var providerType: ProviderType { get }
 
-    /// Builds the provider, validating everything in `configuration` it needs.
+    /// Builds the provider, validating everything in the configuration it needs.
     ///
-    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming the missing or bad setting.
-    init(configuration: BuckiaConfiguration) throws
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming the missing or bad setting
+    ///   (an unknown option included: see ``BuckiaConfiguration/checkOptions(known:)``).
+    init(context: ProviderContext) throws
 }
 
 extension StorageProviderPlugin {
@@ -33,7 +63,7 @@ extension StorageProviderPlugin {
 /// let provider = try registry.makeProvider(for: configuration)
 /// ```
 public struct ProviderRegistry: Sendable {
-    private var storage = PluginRegistry<ProviderType, BuckiaConfiguration, any StorageProvider>(noun: "provider")
+    private var storage = PluginRegistry<ProviderType, ProviderContext, any StorageProvider>(noun: "provider")
 
     /// An empty registry.
     public init() {}
@@ -42,12 +72,12 @@ public struct ProviderRegistry: Sendable {
     ///
     /// - Throws: ``BuckiaError/Code/alreadyExists`` if that type is already registered.
     public mutating func register<Plugin: StorageProviderPlugin>(_ plugin: Plugin.Type) throws {
-        try storage.register(Plugin.providerType) { try Plugin(configuration: $0) }
+        try storage.register(Plugin.providerType) { try Plugin(context: $0) }
     }
 
     /// Registers a factory closure under `type`.
     public mutating func register(
-        _ type: ProviderType, factory: @escaping @Sendable (BuckiaConfiguration) throws -> any StorageProvider
+        _ type: ProviderType, factory: @escaping @Sendable (ProviderContext) throws -> any StorageProvider
     ) throws {
         try storage.register(type, factory: factory)
     }
@@ -60,10 +90,14 @@ public struct ProviderRegistry: Sendable {
 
     /// Builds the provider the configuration selects.
     ///
+    /// - Parameter environment: Where the provider may read credentials; the process's by default.
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for an unknown type (the message
     ///   lists the registered ones) or a configuration the provider rejects.
-    public func makeProvider(for configuration: BuckiaConfiguration) throws -> any StorageProvider {
+    public func makeProvider(
+        for configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> any StorageProvider {
         try configuration.validate()
-        return try storage.make(configuration.provider, configuration: configuration)
+        return try storage.make(
+            configuration.provider, configuration: ProviderContext(configuration: configuration, registry: self, environment: environment))
     }
 }

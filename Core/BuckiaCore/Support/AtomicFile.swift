@@ -120,16 +120,12 @@ public enum AtomicFile {
 
     /// Copies everything from `input` to `output` through one buffer of ``copyBufferSize``.
     public static func pump(from input: LocalFile, to output: LocalFile, observe: ((UnsafeRawBufferPointer) -> Void)? = nil) throws -> Int64 {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: copyBufferSize, alignment: 16)
-        defer { buffer.deallocate() }
         var total: Int64 = 0
-        while true {
-            let count = try input.read(into: buffer)
-            if count == 0 { return total }
-            let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+        try input.forEachChunk { chunk in
             observe?(chunk)
             try output.write(chunk)
-            total += Int64(count)
+            total += Int64(chunk.count)
         }
+        return total
     }
 }

@@ -139,34 +139,93 @@ public final class DirectoryHandle {
         guard fsync(descriptor) == 0 else { throw BuckiaError.posix(errno, operation: "fsync", path: path) }
     }
 
-    /// The names in this folder with their kinds, `.` and `..` left out, unsorted.
+    /// The names in this folder with their kinds, `.` and `..` left out, unsorted; names that
+    /// are not valid UTF-8 are left out too (``rawNames()`` has them).
+    public func names() throws -> [(name: String, kind: EntryKind)] {
+        try rawNames().compactMap { entry in
+            String(validating: entry.name, as: UTF8.self).map { ($0, entry.kind) }
+        }
+    }
+
+    /// Every name in this folder as bytes, with its kind, `.` and `..` left out, unsorted.
     ///
     /// Kinds come from the directory entry where the file system provides them, so listing
     /// a large folder costs one `stat` only for entries of unknown type.
-    public func names() throws -> [(name: String, kind: EntryKind)] {
+    public func rawNames() throws -> [(name: [UInt8], kind: EntryKind)] {
         let fd = openat(descriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0, let stream = fdopendir(fd) else {
-            throw BuckiaError.posix(errno, operation: "list", path: path)
+            let code = errno
+            if fd >= 0 { close(fd) }
+            throw BuckiaError.posix(code, operation: "list", path: path)
         }
         defer { closedir(stream) }
-        var result: [(String, EntryKind)] = []
-        while let entry = readdir(stream) {
-            let decoded = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(validating: raw.prefix { $0 != 0 }, as: UTF8.self)
+        var result: [([UInt8], EntryKind)] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(stream) else {
+                // readdir returns NULL at the end and on failure; only errno tells them apart.
+                if errno != 0 { throw BuckiaError.posix(errno, operation: "list", path: path) }
+                break
             }
-            // Names that are not valid UTF-8 cannot be keys; they are skipped.
-            guard let name = decoded, name != ".", name != ".." else { continue }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            if name == [0x2E] || name == [0x2E, 0x2E] { continue }
             let kind: EntryKind
             switch Int32(entry.pointee.d_type) {
             case Int32(DT_REG): kind = .file
             case Int32(DT_DIR): kind = .folder
             case Int32(DT_LNK): kind = .symbolicLink
-            case Int32(DT_UNKNOWN): kind = try self.entry(name).kind
+            case Int32(DT_UNKNOWN): kind = try self.entry(bytes: name).kind
             default: kind = .other
             }
             result.append((name, kind))
         }
         return result
+    }
+
+    /// The kind of the entry whose name is `bytes` (which need not be UTF-8).
+    func entry(bytes: [UInt8]) throws -> (kind: EntryKind, status: stat) {
+        var info = stat()
+        let result = (bytes + [0]).withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { name in
+                name.baseAddress.map { fstatat(descriptor, $0, &info, AT_SYMLINK_NOFOLLOW) } ?? -1
+            }
+        }
+        guard result == 0 else {
+            if errno == ENOENT { return (.missing, info) }
+            throw BuckiaError.posix(errno, operation: "stat", path: child(String(decoding: bytes, as: UTF8.self)))
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return (.file, info)
+        case S_IFDIR: return (.folder, info)
+        case S_IFLNK: return (.symbolicLink, info)
+        default: return (.other, info)
+        }
+    }
+
+    /// Gives the file `name` a second name, `newName` in `destination`, failing with
+    /// ``BuckiaError/Code/alreadyExists`` when that name is taken: an atomic create-if-absent.
+    public func link(_ name: String, to destination: DirectoryHandle, as newName: String) throws {
+        guard linkat(descriptor, name, destination.descriptor, newName, 0) == 0 else {
+            let code = errno
+            if code == EEXIST {
+                throw BuckiaError(
+                    .alreadyExists, "Something already exists at \(destination.child(newName).debugDescription).",
+                    operation: "link", path: destination.child(newName))
+            }
+            throw BuckiaError.posix(code, operation: "link", path: destination.child(newName))
+        }
+    }
+
+    /// Holds an exclusive advisory lock on the file `name` in this folder (created if missing)
+    /// while `body` runs: serialises read-check-write sequences between tasks and processes.
+    public func withExclusiveLock<T>(on name: String, _ body: () throws -> T) throws -> T {
+        let fd = openat(descriptor, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "lock", path: child(name)) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw BuckiaError.posix(errno, operation: "lock", path: child(name)) }
+        }
+        return try body()
     }
 
     func child(_ name: String) -> String { path.hasSuffix("/") ? path + name : path + "/" + name }

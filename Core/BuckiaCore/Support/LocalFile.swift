@@ -108,6 +108,37 @@ public final class LocalFile {
         try data.withUnsafeBytes { try write($0) }
     }
 
+    /// Reads from the current offset to the end through one buffer of
+    /// ``AtomicFile/copyBufferSize``, handing each chunk to `body`: the one sequential
+    /// read loop that copies and hashes share.
+    public func forEachChunk(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = try read(into: buffer)
+            if count == 0 { return }
+            try body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        }
+    }
+
+    /// Copies the bytes of `range` to `output` by position, leaving this file's offset alone.
+    ///
+    /// - Throws: ``BuckiaError/Code/corrupt`` when the file ends before the range does.
+    public func copy(_ range: Range<Int64>, to output: LocalFile) throws {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let want = Int(min(Int64(buffer.count), range.upperBound - offset))
+            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
+            guard count > 0 else {
+                throw BuckiaError(.corrupt, "The file ended at byte \(offset) while bytes up to \(range.upperBound) were being copied.", operation: "copy", path: path)
+            }
+            try output.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            offset += Int64(count)
+        }
+    }
+
     /// Flushes the file's data and metadata to stable storage.
     public func sync() throws {
         if fsync(descriptor) != 0 {
@@ -116,9 +147,15 @@ public final class LocalFile {
     }
 
     /// Sets the modification (and access) time.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a date a file system cannot hold.
     public func setModificationDate(_ date: Date) throws {
-        let seconds = date.timeIntervalSince1970.rounded(.down)
-        let nanoseconds = Int((date.timeIntervalSince1970 - seconds) * 1_000_000_000)
+        let interval = date.timeIntervalSince1970
+        let seconds = interval.rounded(.down)
+        guard seconds.isFinite, abs(seconds) < 1e15 else {
+            throw BuckiaError(.invalidConfiguration, "The modification time \(date) cannot be stored in a file system.", operation: "set modification time", path: path)
+        }
+        let nanoseconds = min(999_999_999, max(0, Int((interval - seconds) * 1_000_000_000)))
         let spec = timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)
         let times = [spec, spec]
         if futimens(descriptor, times) != 0 {
@@ -133,6 +170,15 @@ public final class LocalFile {
             throw BuckiaError.posix(errno, operation: "stat", path: path)
         }
         return (Int64(info.st_size), LocalFile.modificationDate(of: info))
+    }
+
+    /// The file's full `stat` record: size, times, inode, mode.
+    public func statRecord() throws -> stat {
+        var info = stat()
+        if fstat(descriptor, &info) != 0 {
+            throw BuckiaError.posix(errno, operation: "stat", path: path)
+        }
+        return info
     }
 
     /// Whether the descriptor refers to a regular file (not a folder, device or pipe).

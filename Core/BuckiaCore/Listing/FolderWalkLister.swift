@@ -1,0 +1,156 @@
+/// One name in a folder, as a folder-organised backend reports it.
+public struct FolderItem: Sendable {
+    /// What the name is.
+    public enum Kind: Sendable {
+        /// An object; with its description when the folder listing already gave one
+        /// (Bunny's), nil when the lister must ask for it (a local `stat`).
+        case file(RemoteFile?)
+        /// A folder, whose keys are `name/…`.
+        case folder
+        /// Something that cannot be an object (a symbolic link, a device), and why.
+        case unaddressable(reason: String)
+    }
+
+    /// The name's bytes, as the backend holds them: they need not be UTF-8.
+    public var name: [UInt8]
+    /// What it is.
+    public var kind: Kind
+
+    /// Describes one name.
+    public init(name: [UInt8], kind: Kind) {
+        self.name = name
+        self.kind = kind
+    }
+
+    /// Describes one name given as text.
+    public init(_ name: String, kind: Kind) {
+        self.init(name: Array(name.utf8), kind: kind)
+    }
+}
+
+/// A lister for backends organised as folders that list one level at a time (a local file
+/// system, Bunny's storage API): it walks the folders in key order, reading each folder it
+/// needs once per listing, whatever the page size.
+///
+/// Recursive listings descend; one-level listings roll each folder up into one
+/// ``ListEntry/directory(_:)`` entry, reported only when the folder holds an object somewhere
+/// (object stores have no empty folders). Folders that cannot hold an entry after the resume
+/// point or under the prefix are never read. Names that cannot be keys are listed as
+/// ``ListEntry/unaddressable(_:)``. Memory holds one page and the names of the folders on the
+/// current path.
+///
+/// A failure to read a folder is thrown, never skipped: a truncated listing that looks
+/// complete would make sync delete what it did not see.
+public actor FolderWalkLister: ObjectLister {
+    /// Reads one folder, given as its key prefix (`""` for the root, else ending in `/`).
+    public typealias ReadFolder = @Sendable (_ folder: String) async throws -> [FolderItem]
+    /// Describes the object at a key that a folder listing named without details; nil when
+    /// it has gone since.
+    public typealias Describe = @Sendable (_ key: ObjectKey) async throws -> RemoteFile?
+
+    private struct Frame {
+        var folder: [UInt8]
+        var items: [FolderItem]
+        var index = 0
+    }
+
+    private let readFolder: ReadFolder
+    private let describe: Describe
+    private var filter: ListingFilter
+    private let pageSize: Int
+    private var stack: [Frame] = []
+    private var started = false
+
+    /// Prepares a walk for `request`.
+    ///
+    /// - Throws: As ``ListingFilter/init(_:)``.
+    public init(request: ListRequest, maxPageSize: Int, readFolder: @escaping ReadFolder, describe: @escaping Describe) throws {
+        filter = try ListingFilter(request)
+        pageSize = request.options.effectivePageSize(maximum: maxPageSize)
+        self.readFolder = readFolder
+        self.describe = describe
+    }
+
+    public func nextPage() async throws -> ListPage? {
+        if !started {
+            started = true
+            stack = [Frame(folder: [], items: try await sortedItems(of: []))]
+        }
+        var page: [ListEntry] = []
+        while page.count < pageSize, !stack.isEmpty {
+            let top = stack.count - 1
+            guard stack[top].index < stack[top].items.count else {
+                stack.removeLast()
+                continue
+            }
+            let item = stack[top].items[stack[top].index]
+            stack[top].index += 1
+            let path = stack[top].folder + item.name
+            if case .folder = item.kind {
+                let folder = path + [UInt8(ascii: "/")]
+                guard let text = String(validating: folder, as: UTF8.self) else {
+                    if let entry = filter.admit(.unaddressable(UnaddressableKey(bytes: folder, reason: "the folder's name is not UTF-8")))
+                    {
+                        page.append(entry)
+                    }
+                    continue
+                }
+                guard filter.mayContain(folder: text) else { continue }
+                if filter.rollsUp(folder: text) {
+                    // One object is enough to report the folder; the rest of it is not read.
+                    if let first = try await firstEntry(in: folder), let entry = filter.admit(first) { page.append(entry) }
+                } else {
+                    stack.append(Frame(folder: folder, items: try await sortedItems(of: folder)))
+                }
+            } else if filter.isEligible(path), let entry = try await entry(path, item.kind), let admitted = filter.admit(entry) {
+                page.append(admitted)
+            }
+        }
+        guard let last = page.last else { return nil }
+        return ListPage(entries: page, resumeToken: ListingFilter.token(after: last))
+    }
+
+    /// The listing entry for a non-folder item, or nil when it has gone.
+    private func entry(_ path: [UInt8], _ kind: FolderItem.Kind) async throws -> ListEntry? {
+        switch kind {
+        case .unaddressable(let reason):
+            return .unaddressable(UnaddressableKey(bytes: path, reason: reason))
+        case .folder:
+            return nil
+        case .file(let described):
+            guard let text = String(validating: path, as: UTF8.self) else {
+                return .unaddressable(UnaddressableKey(bytes: path, reason: "the name is not UTF-8"))
+            }
+            let key: ObjectKey
+            do {
+                key = try ObjectKey(text)
+            } catch let error as BuckiaError {
+                return .unaddressable(UnaddressableKey(bytes: path, reason: error.message))
+            }
+            if let described { return .object(described) }
+            return try await describe(key).map { .object($0) }
+        }
+    }
+
+    /// The first entry under `folder` in key order, reading as little as it can.
+    private func firstEntry(in folder: [UInt8]) async throws -> ListEntry? {
+        for item in try await sortedItems(of: folder) {
+            if case .folder = item.kind {
+                if let found = try await firstEntry(in: folder + item.name + [UInt8(ascii: "/")]) { return found }
+            } else if let found = try await entry(folder + item.name, item.kind) {
+                return found
+            }
+        }
+        return nil
+    }
+
+    /// A folder's items in key order: a folder sorts as its name followed by `/`.
+    private func sortedItems(of folder: [UInt8]) async throws -> [FolderItem] {
+        let items = try await readFolder(String(decoding: folder, as: UTF8.self))
+        func sortKey(_ item: FolderItem) -> [UInt8] {
+            if case .folder = item.kind { return item.name + [UInt8(ascii: "/")] }
+            return item.name
+        }
+        return items.map { (sortKey($0), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }.map(\.1)
+    }
+}

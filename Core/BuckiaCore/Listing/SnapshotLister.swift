@@ -1,0 +1,78 @@
+/// A lister over entries known up front: an in-memory map, a flat folder read once, a
+/// database query. It sorts them once and pages through them with a ``ListingFilter``.
+///
+/// Resume tokens name the last entry returned, so a listing resumed later starts right after
+/// it even if entries were added or removed in between.
+///
+/// ```swift
+/// public func makeLister(_ request: ListRequest) async throws -> any ObjectLister {
+///     try SnapshotLister(entries: objects.map { .object($0.file) }, request: request, maxPageSize: 1000)
+/// }
+/// ```
+public actor SnapshotLister: ObjectLister {
+    private let entries: [ListEntry]
+    private var filter: ListingFilter
+    private let pageSize: Int
+    private var index = 0
+
+    /// Prepares a listing of `entries` (in any order) for `request`.
+    ///
+    /// - Throws: As ``ListingFilter/init(_:)``.
+    public init(entries: [ListEntry], request: ListRequest, maxPageSize: Int) throws {
+        filter = try ListingFilter(request)
+        let prefix = Array(request.options.prefix.utf8)
+        self.entries = entries.filter { $0.sortBytes.starts(with: prefix) }.sortedByKeyBytes()
+        pageSize = request.options.effectivePageSize(maximum: maxPageSize)
+    }
+
+    public func nextPage() async throws -> ListPage? {
+        var page: [ListEntry] = []
+        while index < entries.count, page.count < pageSize {
+            if let entry = filter.admit(entries[index]) { page.append(entry) }
+            index += 1
+        }
+        guard let last = page.last else { return nil }
+        return ListPage(entries: page, resumeToken: ListingFilter.token(after: last))
+    }
+}
+
+/// A lister for backends that page statelessly with a continuation token of their own (S3's
+/// `NextContinuationToken`, B2's `nextFileName`): it keeps the token between pages and stops
+/// when the backend returns none.
+///
+/// The resume token of a page is the backend's token for the next one.
+public actor TokenPagedLister: ObjectLister {
+    /// Fetches the page that starts at a backend token (nil for the first page) and returns
+    /// its entries and the token of the next page.
+    public typealias Fetch = @Sendable (_ token: String?) async throws -> (entries: [ListEntry], next: String?)
+
+    private let fetch: Fetch
+    private let what: String
+    private var token: String?
+    private var seen: Set<String> = []
+    private var finished = false
+
+    /// Prepares a listing that starts at `request`'s resume token, if any.
+    public init(request: ListRequest, fetch: @escaping Fetch) {
+        self.fetch = fetch
+        token = request.resumeToken
+        what = request.options.prefix
+    }
+
+    public func nextPage() async throws -> ListPage? {
+        if finished { return nil }
+        let (entries, next) = try await fetch(token)
+        if let next {
+            guard seen.insert(next).inserted else {
+                throw BuckiaError(
+                    .corrupt, "The provider returned a continuation token it had returned before; the listing would never end.",
+                    operation: "list", path: what)
+            }
+        } else {
+            finished = true
+        }
+        token = next
+        if entries.isEmpty && finished { return nil }
+        return ListPage(entries: entries, resumeToken: next)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+
+/// A provider that wraps another and forwards every requirement to it, so a wrapper (a
+/// cache, an encryption layer, a fault injector) replaces only what it changes.
+///
+/// Without it, a wrapper that does not implement, say, `copyFile` would get the protocol's
+/// default, which throws `unsupported`, while forwarding the inner provider's capabilities
+/// that declare the copy: the capability would lie. Conforming here forwards everything,
+/// capabilities included; override a requirement to change it, and override
+/// ``capabilities`` when the wrapper changes what is supported.
+///
+/// ```swift
+/// struct ReadOnlyProvider: ForwardingStorageProvider {
+///     let base: any StorageProvider
+///     var providerType: ProviderType { "readonly" }
+///     func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+///         throw BuckiaError(.permissionDenied, "This remote is read-only.", operation: "upload")
+///     }
+///     // …and uploadData, deleteFile, deleteFiles, copyFile, moveFile, setModificationTime.
+/// }
+/// ```
+public protocol ForwardingStorageProvider: StorageProvider {
+    /// The provider requests go to.
+    var base: any StorageProvider { get }
+}
+
+extension ForwardingStorageProvider {
+    public var providerType: ProviderType { base.providerType }
+    public var capabilities: ProviderCapabilities { base.capabilities }
+
+    public func connect() async throws -> Bool { try await base.connect() }
+    public func testConnection() async throws -> ConnectionStatus { try await base.testConnection() }
+
+    @discardableResult
+    public func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        try await base.uploadFile(localURL: localURL, remotePath: remotePath, options: options)
+    }
+
+    @discardableResult
+    public func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        try await base.uploadData(data, remotePath: remotePath, options: options)
+    }
+
+    @discardableResult
+    public func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
+        try await base.downloadFile(remotePath: remotePath, localURL: localURL, options: options)
+    }
+
+    public func readData(remotePath: ObjectKey, options: ReadOptions) async throws -> Data {
+        try await base.readData(remotePath: remotePath, options: options)
+    }
+
+    public func deleteFile(remotePath: ObjectKey) async throws { try await base.deleteFile(remotePath: remotePath) }
+    public func deleteFiles(_ keys: [ObjectKey]) async throws { try await base.deleteFiles(keys) }
+
+    @discardableResult
+    public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
+        try await base.copyFile(from: source, to: destination)
+    }
+
+    @discardableResult
+    public func moveFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
+        try await base.moveFile(from: source, to: destination)
+    }
+
+    @discardableResult
+    public func setModificationTime(remotePath: ObjectKey, to date: Date) async throws -> RemoteFile {
+        try await base.setModificationTime(remotePath: remotePath, to: date)
+    }
+
+    public func stat(remotePath: ObjectKey) async throws -> RemoteFile? { try await base.stat(remotePath: remotePath) }
+    public func makeLister(_ request: ListRequest) async throws -> any ObjectLister { try await base.makeLister(request) }
+
+    public func checksum(remotePath: ObjectKey, algorithm: ChecksumAlgorithm) async throws -> String? {
+        try await base.checksum(remotePath: remotePath, algorithm: algorithm)
+    }
+
+    public func getPublicURL(remotePath: ObjectKey) throws -> URL { try base.getPublicURL(remotePath: remotePath) }
+
+    public func presignedURL(for key: ObjectKey, method: PresignedMethod, expires: Duration) throws -> URL {
+        try base.presignedURL(for: key, method: method, expires: expires)
+    }
+
+    public func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken {
+        try await base.generateAccessToken(options: options)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A file opened for reading at explicit offsets, shareable between tasks.
+///
+/// `pread` moves no shared offset, so many tasks can read distinct ranges of one file through
+/// one descriptor at once: the parts of a multipart upload, the chunks of a content-defined
+/// split, the ranges of a resumed transfer. It is `Sendable` because its state never changes
+/// after opening; the descriptor closes when the last reference goes.
+public final class FileReader: Sendable {
+    private let descriptor: Int32
+    /// The path the file was opened at, for messages.
+    public let path: String
+
+    /// Opens an existing regular file for reading.
+    ///
+    /// - Throws: ``BuckiaError`` (`notFound`, `permissionDenied`, `io`) naming the path.
+    public init(_ url: URL) throws {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "open", path: url.path) }
+        descriptor = fd
+        path = url.path
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw BuckiaError.posix(errno, operation: "stat", path: url.path) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw BuckiaError(.notFound, "\(url.path.debugDescription) is not a regular file.", operation: "open", path: url.path)
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// The file's size and modification time now.
+    public func status() throws -> (size: Int64, modificationDate: Date) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw BuckiaError.posix(errno, operation: "stat", path: path) }
+        return (Int64(info.st_size), LocalFile.modificationDate(of: info))
+    }
+
+    /// The file's size now.
+    public func size() throws -> Int64 { try status().size }
+
+    /// Reads up to `buffer.count` bytes at `offset`; fewer only at the end of the file.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        var filled = 0
+        while filled < buffer.count {
+            let count = pread(descriptor, buffer.baseAddress.map { $0 + filled }, buffer.count - filled, off_t(offset) + off_t(filled))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw BuckiaError.posix(errno, operation: "read", path: path)
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        return filled
+    }
+
+    /// Hands the bytes of `range` to `body` in chunks of at most `bufferSize`, in order.
+    ///
+    /// - Throws: ``BuckiaError/Code/corrupt`` when the file ends before the range does (it
+    ///   shrank while being read), and whatever `body` throws.
+    public func forEachChunk(
+        in range: Range<Int64>, bufferSize: Int = AtomicFile.copyBufferSize, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bufferSize), alignment: 16)
+        defer { buffer.deallocate() }
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let want = Int(min(Int64(buffer.count), range.upperBound - offset))
+            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
+            guard count > 0 else {
+                throw BuckiaError(
+                    .corrupt, "The file ended at byte \(offset) while bytes up to \(range.upperBound) were being read; it changed while in use.",
+                    operation: "read", path: path)
+            }
+            try body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            offset += Int64(count)
+        }
+    }
+
+    /// The bytes of `range` in memory.
+    public func read(_ range: Range<Int64>) throws -> Data {
+        var data = Data()
+        data.reserveCapacity(Int(clamping: range.count))
+        try forEachChunk(in: range) { data.append(contentsOf: $0) }
+        return data
+    }
+
+    /// The digests of the bytes in `range`, in one pass.
+    public func digests(of range: Range<Int64>, _ algorithms: [HashAlgorithm]) throws -> [HashAlgorithm: Digest] {
+        let digests = try DigestSet(algorithms)
+        try forEachChunk(in: range) { digests.update($0) }
+        return digests.finalize()
+    }
+
+    /// Copies the bytes of `range` to `output`, hashing them on the way.
+    @discardableResult
+    public func copy(_ range: Range<Int64>, to output: LocalFile, hashing algorithms: [HashAlgorithm] = []) throws -> [HashAlgorithm: Digest] {
+        let digests = try DigestSet(algorithms)
+        try forEachChunk(in: range) { chunk in
+            digests.update(chunk)
+            try output.write(chunk)
+        }
+        return digests.finalize()
+    }
+}

@@ -77,7 +77,7 @@ let package = Package(
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "CSQLite"], path: "Tools/buckia-bench"),
 
         // MARK: Tests
-        .target(name: "BuckiaTestSupport", dependencies: ["BuckiaCore"], path: "Tests/BuckiaTestSupport"),
+        .target(name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP"], path: "Tests/BuckiaTestSupport"),
         .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore"], path: "Tests/BuckiaCoreTests"),
         .testTarget(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaHTTPTests",

@@ -7,68 +7,98 @@ import FoundationNetworking
 
 extension HTTPClient {
     /// Runs the attempts of one request until one is final.
-    func perform(_ request: HTTPRequest, destination: URL?) async throws -> HTTPResponse {
-        let policy = request.retryPolicy ?? configuration.retryPolicy
-        let redaction = configuration.redaction
-        let summary = request.summary(redaction)
-        try checkUploadFile(request)
+    ///
+    /// Each attempt: build the request; send it; map a refused status through the provider's
+    /// ``Configuration/mapFailure`` (or the default mapping); interpret an accepted response.
+    /// Whatever error comes out is retried when it is retryable and attempts remain.
+    func perform<T: Sendable>(
+        destination: URL?, interpret: @Sendable (HTTPResponse) throws -> T,
+        _ makeRequest: @Sendable (HTTPAttempt) async throws -> HTTPRequest
+    ) async throws -> T {
         var attempt = 1
+        var previousError: BuckiaError?
+        let redaction = configuration.redaction
         while true {
+            let request = try await makeRequest(HTTPAttempt(number: attempt, previousError: previousError))
+            let policy = request.retryPolicy ?? configuration.retryPolicy
+            let summary = request.summary(redaction)
             guard !Task.isCancelled else {
                 log("http \(summary) cancelled before attempt \(attempt)")
                 throw HTTPTransportFailure(method: request.method.rawValue, url: redaction.redact(request.url), code: .cancelled, attempts: attempt).buckiaError()
             }
             log("http \(summary) attempt \(attempt)/\(policy.maxAttempts) headers: \(request.headers.redactedText(redaction))")
             let started = ContinuousClock.now
-            let outcome: Outcome
+            let error: BuckiaError
+            var retryable: Bool
+            // What the attempt ended with, for the log: "-> 503" or the transport's reason.
+            var outcome: String
             do {
-                outcome = try await transfer(request, destination: destination)
-            } catch let failure as TransferFailure {
+                let result = try await transport.perform(request, destination: destination, errorBodyLimit: configuration.errorBodyLimit)
+                outcome = "-> \(result.status)"
+                do {
+                    let response = try accept(result, request: request, policy: policy, attempt: attempt)
+                    let value: T
+                    do {
+                        value = try interpret(response)
+                    } catch {
+                        throw BuckiaError.wrapping(error)
+                    }
+                    log("http \(summary) \(outcome) in \((ContinuousClock.now - started).millisecondsText) after \(attempt) attempt(s)")
+                    return value
+                } catch let mapped as MappedFailure {
+                    (error, retryable) = (mapped.error, mapped.retryable)
+                } catch let thrown as BuckiaError {
+                    (error, retryable) = (thrown, thrown.isRetryable)
+                }
+            } catch let failure as HTTPTransportError {
                 let transport = HTTPTransportFailure(
                     method: request.method.rawValue, url: redaction.redact(request.url), code: failure.code, attempts: attempt)
-                if failure.code != .cancelled, policy.isRetryable(failure.code),
-                    let delay = policy.delay(beforeRetry: attempt, retryAfter: nil)
-                {
-                    log("http \(summary) \(transport.reason); retrying in \(delay.secondsText) (attempt \(attempt + 1)/\(policy.maxAttempts))")
-                    try await sleep(policy, delay, summary: summary)
-                    attempt += 1
-                    continue
-                }
-                log("http \(summary) \(transport.reason) after \(attempt) attempt(s)")
-                throw transport.buckiaError()
+                outcome = transport.reason
+                error = transport.buckiaError()
+                retryable = failure.code != .cancelled && policy.isRetryable(failure.code)
             }
-            let elapsed = ContinuousClock.now - started
-            let retryAfter = outcome.headers["Retry-After"].flatMap { RetryAfter.parse($0, now: policy.now()) }
-            if shouldRetry(outcome.status, request: request, policy: policy) {
-                if let delay = policy.delay(beforeRetry: attempt, retryAfter: retryAfter) {
-                    log("http \(summary) -> \(outcome.status); retrying in \(delay.secondsText) (attempt \(attempt + 1)/\(policy.maxAttempts))")
-                    try await sleep(policy, delay, summary: summary)
-                    attempt += 1
-                    continue
+            let delay = retryable ? policy.delay(beforeRetry: attempt, retryAfter: error.retryAfter) : nil
+            guard let delay else {
+                if retryable, let retryAfter = error.retryAfter, retryAfter > policy.maxRetryAfter, attempt < policy.maxAttempts {
+                    log("http \(summary) \(outcome); not retrying: Retry-After \(retryAfter.secondsText) exceeds \(policy.maxRetryAfter.secondsText)")
+                } else {
+                    log("http \(summary) \(outcome) in \((ContinuousClock.now - started).millisecondsText) after \(attempt) attempt(s)")
                 }
-                if let retryAfter, retryAfter > policy.maxRetryAfter, attempt < policy.maxAttempts {
-                    log("http \(summary) -> \(outcome.status); not retrying: Retry-After \(retryAfter.secondsText) exceeds \(policy.maxRetryAfter.secondsText)")
-                }
+                throw error
             }
-            log("http \(summary) -> \(outcome.status) in \(elapsed.millisecondsText) after \(attempt) attempt(s)")
-            if request.accepts.accepts(outcome.status) {
-                return HTTPResponse(
-                    status: outcome.status, headers: outcome.headers, body: outcome.body,
-                    redactedURL: redaction.redact(request.url), attempts: attempt)
-            }
-            let (body, truncated) = errorBody(outcome, request: request)
-            let failure = HTTPFailure(
-                method: request.method.rawValue, url: redaction.redact(request.url), status: outcome.status,
-                headers: outcome.headers, body: body, isBodyTruncated: truncated, retryAfter: retryAfter, attempts: attempt)
-            throw configuration.mapFailure?(failure) ?? failure.buckiaError()
+            log("http \(summary) \(outcome); retrying in \(delay.secondsText) (attempt \(attempt + 1)/\(policy.maxAttempts))")
+            try await sleep(policy, delay, summary: summary)
+            attempt += 1
+            previousError = error
         }
     }
 
-    /// Whether a status should be retried: a retryable failure the caller did not ask for.
-    private func shouldRetry(_ status: Int, request: HTTPRequest, policy: RetryPolicy) -> Bool {
-        guard !(200...299).contains(status), policy.isRetryable(status: status) else { return false }
-        if case .successfulAnd(let statuses) = request.accepts, statuses.contains(status) { return false }
-        return true
+    /// A refused status, mapped, with whether it may be retried.
+    private struct MappedFailure: Error {
+        var error: BuckiaError
+        var retryable: Bool
+    }
+
+    /// The response when the request accepts its status; otherwise throws the mapped failure.
+    private func accept(_ result: HTTPTransportResult, request: HTTPRequest, policy: RetryPolicy, attempt: Int) throws -> HTTPResponse {
+        let redaction = configuration.redaction
+        let retryAfter = result.headers["Retry-After"].flatMap { RetryAfter.parse($0, now: policy.now()) }
+        if request.accepts.accepts(result.status) {
+            return HTTPResponse(
+                status: result.status, headers: result.headers, body: result.body, redactedURL: redaction.redact(request.url), attempts: attempt)
+        }
+        let (body, truncated) = errorBody(result, request: request)
+        let failure = HTTPFailure(
+            method: request.method.rawValue, url: redaction.redact(request.url), status: result.status,
+            headers: result.headers, body: body, isBodyTruncated: truncated, retryAfter: retryAfter, attempts: attempt)
+        if let mapped = configuration.mapFailure?(failure) {
+            // The provider read the body: its verdict decides (S3's RequestTimeout is a 400).
+            var error = mapped
+            if error.retryAfter == nil { error.retryAfter = retryAfter }
+            throw MappedFailure(error: error, retryable: error.isRetryable)
+        }
+        let error = failure.buckiaError()
+        throw MappedFailure(error: error, retryable: error.isRetryable && policy.isRetryable(status: result.status))
     }
 
     /// Waits out a retry delay; cancellation while waiting surfaces as `cancelled`.
@@ -85,13 +115,13 @@ extension HTTPClient {
 
     /// The start of an error body, at most ``Configuration/errorBodyLimit`` bytes, with the
     /// request's credentials scrubbed, and whether it was cut.
-    private func errorBody(_ outcome: Outcome, request: HTTPRequest) -> (Data, Bool) {
-        guard case .data(let data) = outcome.body, !data.isEmpty else { return (Data(), outcome.isBodyTruncated) }
+    private func errorBody(_ result: HTTPTransportResult, request: HTTPRequest) -> (Data, Bool) {
+        guard case .data(let data) = result.body, !data.isEmpty else { return (Data(), result.isBodyTruncated) }
         let limit = max(0, configuration.errorBodyLimit)
         let text = String(decoding: data.prefix(limit), as: UTF8.self)
         let redaction = configuration.redaction
         let redacted = Data(redaction.redact(text: text, secrets: request.secrets(redaction)).utf8)
-        return (redacted, outcome.isBodyTruncated || data.count > limit)
+        return (redacted, result.isBodyTruncated || data.count > limit)
     }
 }
 

@@ -7,7 +7,7 @@ import FoundationNetworking
 
 /// The one HTTP transport every HTTP provider (S3, B2, Bunny) sends its requests through.
 ///
-/// It wraps a `URLSession` and adds what storage traffic needs and URLSession lacks:
+/// It adds, over any ``HTTPTransport``, what storage traffic needs:
 /// - **Bounded memory.** File bodies go out with `upload(for:fromFile:)` (a real
 ///   `Content-Length`, never chunked); downloads land in a file through `download(for:)` and
 ///   are moved into place only when the status is 2xx, so an error body never clobbers the
@@ -29,30 +29,20 @@ import FoundationNetworking
 ///
 /// Redirects are never followed: a 3xx is returned or mapped like any other status, because
 /// FoundationNetworking would re-send the credentials to the new host and drop an upload's
-/// body. Cookies are never stored and nothing is cached.
+/// body. Cookies are never stored and nothing is cached. Attempts go through an
+/// ``HTTPTransport``: ``URLSessionTransport`` unless another is given.
 public final class HTTPClient: Sendable {
     /// The configuration the client was created with.
     public let configuration: Configuration
-    let session: URLSession
-    let redirectRefusal: RedirectRefusal
+    /// What sends each attempt.
+    public let transport: any HTTPTransport
 
-    /// Creates a client with its own URLSession.
-    public init(configuration: Configuration = Configuration()) {
+    /// Creates a client over `transport`, or over its own ``URLSessionTransport``.
+    public init(configuration: Configuration = Configuration(), transport: (any HTTPTransport)? = nil) {
         self.configuration = configuration
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.httpMaximumConnectionsPerHost = max(1, configuration.maximumConnectionsPerHost)
-        sessionConfiguration.timeoutIntervalForRequest = configuration.timeout.wholeSecondsForTimeout
-        sessionConfiguration.httpCookieAcceptPolicy = .never
-        sessionConfiguration.httpShouldSetCookies = false
-        sessionConfiguration.httpCookieStorage = nil
-        sessionConfiguration.urlCache = nil
-        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        redirectRefusal = RedirectRefusal()
-        session = URLSession(configuration: sessionConfiguration, delegate: redirectRefusal, delegateQueue: nil)
-    }
-
-    deinit {
-        session.finishTasksAndInvalidate()
+        self.transport = transport ?? URLSessionTransport(
+            maximumConnectionsPerHost: configuration.maximumConnectionsPerHost, timeout: configuration.timeout,
+            userAgent: configuration.userAgent)
     }
 
     /// Sends a request and returns the response with its body in memory.
@@ -65,7 +55,26 @@ public final class HTTPClient: Sendable {
     ///   ``HTTPFailure``) or the transport failure (cause ``HTTPTransportFailure``);
     ///   `cancelled` when the task is cancelled; `notFound` when a file body does not exist.
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await perform(request, destination: nil)
+        try await perform(destination: nil, interpret: { $0 }) { _ in request }
+    }
+
+    /// Sends a request built afresh for every attempt, and interprets each accepted response.
+    ///
+    /// `makeRequest` runs before each attempt, so a retry carries a new signature (and date),
+    /// a new upload URL, or a renewed authorization: whatever the attempt's
+    /// ``HTTPAttempt/previousError`` calls for. `interpret` runs on each accepted response and
+    /// may throw: a retryable ``BuckiaCore/BuckiaError`` from it (S3's `<Error>` inside a 200)
+    /// retries like a failed status.
+    ///
+    /// Whether to retry is decided after the provider's ``Configuration/mapFailure``: a
+    /// failure is retried when its mapped error ``BuckiaCore/BuckiaError/isRetryable`` (a
+    /// mapping a provider supplies is trusted; the default mapping retries only
+    /// ``RetryPolicy/retryableStatuses``), while attempts remain.
+    public func send<T: Sendable>(
+        interpret: @escaping @Sendable (HTTPResponse) throws -> T,
+        _ makeRequest: @escaping @Sendable (HTTPAttempt) async throws -> HTTPRequest
+    ) async throws -> T {
+        try await perform(destination: nil, interpret: interpret, makeRequest)
     }
 
     /// Sends a request and streams a 2xx response body into `destination`, with memory
@@ -82,12 +91,20 @@ public final class HTTPClient: Sendable {
     /// - Returns: The final response; its body is ``HTTPResponse/Body/file(_:)`` for a 2xx.
     /// - Throws: As ``send(_:)``, plus local file errors from moving the body into place.
     public func download(_ request: HTTPRequest, to destination: URL) async throws -> HTTPResponse {
-        if case .file = request.body {
-            throw BuckiaError(
-                .unsupported, "A download cannot send a file body: \(request.summary(configuration.redaction)).",
-                operation: "download")
+        try await download(to: destination) { _ in request }
+    }
+
+    /// Downloads with a request built afresh for every attempt (see ``send(interpret:_:)``).
+    public func download(
+        to destination: URL, _ makeRequest: @escaping @Sendable (HTTPAttempt) async throws -> HTTPRequest
+    ) async throws -> HTTPResponse {
+        try await perform(destination: destination, interpret: { $0 }) { attempt in
+            let request = try await makeRequest(attempt)
+            if case .file = request.body {
+                throw BuckiaError(.unsupported, "A download cannot send a file body: \(request.summary(self.configuration.redaction)).", operation: "download")
+            }
+            return request
         }
-        return try await perform(request, destination: destination)
     }
 
     /// Hands a redacted line to the configured log hook, building it only when there is one.

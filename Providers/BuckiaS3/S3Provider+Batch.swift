@@ -32,21 +32,12 @@ extension S3Provider {
     /// over 5 GiB need a multipart copy, which this does not do.
     @discardableResult
     public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
-        let response = try await send(.put, key: destination, headers: ["x-amz-copy-source": copySource(source)], operation: "copy")
-        try S3Provider.checkCopyResult(response, operation: "copy", key: destination)
+        try await send(
+            .put, key: destination, headers: ["x-amz-copy-source": copySource(source)], operation: "copy",
+            check: { try S3Provider.errorInBody($0, operation: "copy") })
         guard let file = try await stat(remotePath: destination) else {
             throw BuckiaError(.corrupt, "S3 reported the copy done, but the copy is not there.", operation: "copy", path: destination.rawValue)
         }
         return file
-    }
-
-    /// S3 can answer a copy with 200 and still fail: the error is then in the body.
-    static func checkCopyResult(_ response: HTTPResponse, operation: String, key: ObjectKey) throws {
-        let root = try XMLNode.parse(response.data, what: operation)
-        if root.name == "Error" {
-            throw BuckiaError(
-                .transient, "S3 could not copy the object: \(root.value("Code") ?? "") \(root.value("Message") ?? "").",
-                operation: operation, path: key.rawValue)
-        }
     }
 }

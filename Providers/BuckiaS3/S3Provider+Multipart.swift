@@ -150,14 +150,9 @@ extension S3Provider {
         let data = Data(body.utf8)
         let response = try await send(
             .post, key: key, query: [("uploadId", uploadId)], headers: completeHeaders(data, condition: condition),
-            body: .data(data), payloadHash: Hashing.sha256(data).hex, operation: "complete upload")
-        // S3 can answer 200 and still fail: the error is then in the body.
+            body: .data(data), payloadHash: Hashing.sha256(data).hex, operation: "complete upload",
+            check: { try S3Provider.errorInBody($0, operation: "complete upload") })
         let root = try XMLNode.parse(response.data, what: "complete upload")
-        if root.name == "Error" {
-            throw BuckiaError(
-                .transient, "S3 could not complete the multipart upload: \(root.value("Code") ?? "") \(root.value("Message") ?? "").",
-                operation: "complete upload", path: key.rawValue)
-        }
         return root.value("ETag")
     }
 }

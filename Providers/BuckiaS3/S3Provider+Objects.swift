@@ -141,7 +141,8 @@ extension S3Provider {
         }
         let response: HTTPResponse
         do {
-            response = try await client.download(request(.get, key: remotePath, headers: readHeaders(options)), to: localURL)
+            let headers = readHeaders(options)
+            response = try await client.download(to: localURL) { _ in self.request(.get, key: remotePath, headers: headers) }
         } catch {
             throw readError(error, key: remotePath, operation: "download")
         }
@@ -204,8 +205,9 @@ extension S3Provider {
         headers["x-amz-copy-source"] = copySource(remotePath)
         headers["x-amz-metadata-directive"] = "REPLACE"
         if let etag = current.etag { headers["x-amz-copy-source-if-match"] = etag }
-        let response = try await send(.put, key: remotePath, headers: headers, operation: "setModificationTime")
-        try S3Provider.checkCopyResult(response, operation: "setModificationTime", key: remotePath)
+        let response = try await send(
+            .put, key: remotePath, headers: headers, operation: "setModificationTime",
+            check: { try S3Provider.errorInBody($0, operation: "setModificationTime") })
         var file = current
         file.modificationDate = date
         file.etag = (try? XMLNode.parse(response.data, what: "copy").value("ETag")).map(S3Provider.quotedETag) ?? current.etag

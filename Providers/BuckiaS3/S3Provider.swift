@@ -49,9 +49,13 @@ public struct S3Provider: StorageProviderPlugin {
         try self.init(settings: S3Settings.resolve(configuration))
     }
 
-    /// Creates a provider from resolved settings, with an injectable clock for signing and an
-    /// optional log that receives one redacted line per HTTP attempt.
-    public init(settings: S3Settings, now: @escaping @Sendable () -> Date = { Date() }, log: (@Sendable (String) -> Void)? = nil) {
+    /// Creates a provider from resolved settings, with an injectable clock for signing, an
+    /// optional log that receives one redacted line per HTTP attempt, and the HTTP transport
+    /// (the client's default when nil) with its retry policy.
+    public init(
+        settings: S3Settings, now: @escaping @Sendable () -> Date = { Date() }, log: (@Sendable (String) -> Void)? = nil,
+        transport: (any HTTPTransport)? = nil, retryPolicy: RetryPolicy = .standard
+    ) {
         self.settings = settings
         self.now = now
         signer = SigV4Signer(credentials: settings.credentials, region: settings.region, service: "s3")
@@ -59,7 +63,8 @@ public struct S3Provider: StorageProviderPlugin {
             maximumConnectionsPerHost: max(6, settings.concurrency * 2), userAgent: "Buckia-S3")
         configuration.mapFailure = { S3ErrorMapping.map($0) }
         configuration.log = log
-        client = HTTPClient(configuration: configuration)
+        configuration.retryPolicy = retryPolicy
+        client = HTTPClient(configuration: configuration, transport: transport)
     }
 
     public func testConnection() async throws -> ConnectionStatus {
@@ -106,19 +111,36 @@ public struct S3Provider: StorageProviderPlugin {
         return HTTPRequest(method, url, headers: fields, body: body, accepts: accepts)
     }
 
-    /// Sends a signed request and returns the response, errors mapped from S3's XML.
+    /// Sends a request signed afresh for every attempt (a retry carries a new date and
+    /// signature) and returns the response, errors mapped from S3's XML. `check` inspects each
+    /// accepted response; an `<Error>` S3 put inside a 200 it throws as S3 mapped it, and a
+    /// retryable one (`InternalError`) is retried like a failed status.
     @discardableResult
     func send(
         _ method: HTTPRequest.Method, key: ObjectKey? = nil, query: [(String, String)] = [], headers: [String: String] = [:],
         body: HTTPRequest.Body = .none, payloadHash: String = SigV4Signer.emptyPayloadHash, accepts: HTTPRequest.AcceptedStatuses = .successful,
-        operation: String
+        operation: String, check: (@Sendable (HTTPResponse) throws -> Void)? = nil
     ) async throws -> HTTPResponse {
         do {
-            return try await client.send(
-                request(method, key: key, query: query, headers: headers, body: body, payloadHash: payloadHash, accepts: accepts))
+            return try await client.send(interpret: { response in
+                try check?(response)
+                return response
+            }) { _ in
+                self.request(method, key: key, query: query, headers: headers, body: body, payloadHash: payloadHash, accepts: accepts)
+            }
         } catch {
             throw BuckiaError.wrapping(error, operation: operation, path: key?.rawValue)
         }
+    }
+
+    /// Throws the error S3 reported inside a successful response (CompleteMultipartUpload and
+    /// CopyObject can answer 200 and fail), mapped like an error status.
+    static func errorInBody(_ response: HTTPResponse, operation: String) throws {
+        guard response.status == 200, let root = try? XMLNode.parse(response.data, what: operation), root.name == "Error" else { return }
+        let failure = HTTPFailure(
+            method: "S3", url: response.redactedURL, status: 200, headers: response.headers, body: response.data, attempts: response.attempts)
+        throw S3ErrorMapping.map(failure)
+            ?? BuckiaError(.transient, "S3 answered \(operation) with an error document.", operation: operation, cause: failure)
     }
 
     func send(_ method: HTTPRequest.Method, query: [(String, String)]) async throws -> HTTPResponse {

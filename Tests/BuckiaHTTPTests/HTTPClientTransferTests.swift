@@ -116,8 +116,9 @@ struct HTTPClientTransferTests {
     }
 
     @Test("The session allows the configured number of connections per host")
-    func connectionsPerHost() {
+    func connectionsPerHost() throws {
         let client = HTTPClient(configuration: .init(maximumConnectionsPerHost: 32))
-        #expect(client.session.configuration.httpMaximumConnectionsPerHost == 32)
+        let transport = try #require(client.transport as? URLSessionTransport)
+        #expect(transport.session.configuration.httpMaximumConnectionsPerHost == 32)
     }
 }

@@ -12,27 +12,47 @@ import Musl
 import Darwin
 #endif
 
-extension HTTPClient {
-    /// What one attempt produced: a status, its headers, and the body (in memory, the start
-    /// of an error body, or the file a 2xx download was moved to).
-    struct Outcome {
-        var status: Int
-        var headers: HTTPHeaders
-        var body: HTTPResponse.Body
-        var isBodyTruncated: Bool
-    }
+/// The transport over Foundation's `URLSession`: Apple platforms' native stack, and the
+/// fallback on Linux, where FoundationNetworking drives libcurl from one dispatch queue.
+///
+/// It uses the URLSession API that keeps memory bounded for each body kind: file bodies go
+/// out with `upload(for:fromFile:)` (a real `Content-Length`, never chunked); downloads land in
+/// a file through `download(for:)` and are moved into place only for a 2xx. Redirects are
+/// refused (``RedirectRefusal``), cookies never stored, nothing cached.
+public final class URLSessionTransport: HTTPTransport {
+    let session: URLSession
+    let redirectRefusal: RedirectRefusal
+    private let timeout: Duration
+    private let userAgent: String
 
-    /// A URL loading failure reduced to its code: the `URLError` itself is dropped because its
-    /// description and `userInfo` hold the unredacted URL.
-    struct TransferFailure: Error {
-        var code: URLError.Code
-    }
-
-    /// Makes one attempt with the URLSession API that keeps memory bounded for the body kind.
+    /// Creates a transport with its own session.
     ///
-    /// - Throws: ``TransferFailure`` for URL loading failures (cancellation included);
-    ///   ``BuckiaCore/BuckiaError`` for local file failures.
-    func transfer(_ request: HTTPRequest, destination: URL?) async throws -> Outcome {
+    /// - Parameters:
+    ///   - maximumConnectionsPerHost: URLSession's default of 6 throttles parallel transfers.
+    ///   - timeout: How long a request may go without moving a byte (whole seconds, rounded up);
+    ///     ``HTTPRequest/timeout`` overrides it per request.
+    ///   - userAgent: Sent unless a request sets its own.
+    public init(maximumConnectionsPerHost: Int = 16, timeout: Duration = .seconds(60), userAgent: String = "Buckia") {
+        self.timeout = timeout
+        self.userAgent = userAgent
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.httpMaximumConnectionsPerHost = max(1, maximumConnectionsPerHost)
+        sessionConfiguration.timeoutIntervalForRequest = timeout.wholeSecondsForTimeout
+        sessionConfiguration.httpCookieAcceptPolicy = .never
+        sessionConfiguration.httpShouldSetCookies = false
+        sessionConfiguration.httpCookieStorage = nil
+        sessionConfiguration.urlCache = nil
+        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        redirectRefusal = RedirectRefusal()
+        session = URLSession(configuration: sessionConfiguration, delegate: redirectRefusal, delegateQueue: nil)
+    }
+
+    deinit {
+        session.finishTasksAndInvalidate()
+    }
+
+    public func perform(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int) async throws -> HTTPTransportResult {
+        try checkUploadFile(request)
         var urlRequest = makeURLRequest(request)
         do {
             if let destination {
@@ -42,11 +62,11 @@ extension HTTPClient {
                 let http = try httpResponse(response, request)
                 let headers = HTTPHeaders(responseFields: http.allHeaderFields)
                 guard (200...299).contains(http.statusCode) else {
-                    let (data, truncated) = try readStart(of: temporary)
-                    return Outcome(status: http.statusCode, headers: headers, body: .data(data), isBodyTruncated: truncated)
+                    let (data, truncated) = try readStart(of: temporary, limit: errorBodyLimit)
+                    return HTTPTransportResult(status: http.statusCode, headers: headers, body: .data(data), isBodyTruncated: truncated)
                 }
                 try move(temporary, to: destination)
-                return Outcome(status: http.statusCode, headers: headers, body: .file(destination), isBodyTruncated: false)
+                return HTTPTransportResult(status: http.statusCode, headers: headers, body: .file(destination))
             }
             let data: Data
             let response: URLResponse
@@ -59,15 +79,14 @@ extension HTTPClient {
                 (data, response) = try await session.upload(for: urlRequest, fromFile: file, delegate: redirectRefusal)
             }
             let http = try httpResponse(response, request)
-            return Outcome(
-                status: http.statusCode, headers: HTTPHeaders(responseFields: http.allHeaderFields), body: .data(data),
-                isBodyTruncated: false)
+            return HTTPTransportResult(status: http.statusCode, headers: HTTPHeaders(responseFields: http.allHeaderFields), body: .data(data))
         } catch let error as URLError {
-            throw TransferFailure(code: error.code)
+            // The URLError itself is dropped: its description and userInfo hold the unredacted URL.
+            throw HTTPTransportError(code: error.code)
         } catch is CancellationError {
-            throw TransferFailure(code: .cancelled)
+            throw HTTPTransportError(code: .cancelled)
         } catch let error as NSError where error.domain == NSURLErrorDomain {
-            throw TransferFailure(code: URLError.Code(rawValue: error.code) ?? .unknown)
+            throw HTTPTransportError(code: URLError.Code(rawValue: error.code) ?? .unknown)
         }
     }
 
@@ -76,12 +95,12 @@ extension HTTPClient {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method.rawValue
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
-        urlRequest.timeoutInterval = (request.timeout ?? configuration.timeout).wholeSecondsForTimeout
+        urlRequest.timeoutInterval = (request.timeout ?? timeout).wholeSecondsForTimeout
         for field in request.headers {
             urlRequest.addValue(field.value, forHTTPHeaderField: field.name)
         }
         if !request.headers.contains("User-Agent") {
-            urlRequest.setValue(configuration.userAgent, forHTTPHeaderField: "User-Agent")
+            urlRequest.setValue(userAgent, forHTTPHeaderField: "User-Agent")
         }
         // Bytes must arrive exactly as stored: libcurl would otherwise ask for gzip and
         // decode it, changing sizes and checksums.
@@ -104,17 +123,17 @@ extension HTTPClient {
 
     private func httpResponse(_ response: URLResponse, _ request: HTTPRequest) throws -> HTTPURLResponse {
         guard let http = response as? HTTPURLResponse else {
-            throw BuckiaError(.io, "\(request.summary(configuration.redaction)) did not get an HTTP response.")
+            throw BuckiaError(.io, "\(request.summary()) did not get an HTTP response.")
         }
         return http
     }
 
-    /// Reads at most ``Configuration/errorBodyLimit`` bytes from the start of a downloaded
+    /// Reads at most `limit` bytes from the start of a downloaded
     /// error body.
-    private func readStart(of file: URL) throws -> (Data, Bool) {
+    private func readStart(of file: URL, limit: Int) throws -> (Data, Bool) {
         let handle = try LocalFile.openForReading(file)
         defer { try? handle.close() }
-        let limit = max(0, configuration.errorBodyLimit)
+        let limit = max(0, limit)
         let data = try handle.read(count: limit + 1, at: 0)
         return data.count > limit ? (data.prefix(limit), true) : (data, false)
     }

@@ -1,0 +1,83 @@
+import BuckiaCore
+import BuckiaHTTP
+import BuckiaTestSupport
+import Foundation
+import Testing
+
+@testable import BuckiaS3
+
+/// How the S3 provider retries: each attempt signed afresh, S3's own error codes deciding.
+@Suite("S3 retries")
+struct S3RetryTests {
+    /// A provider whose requests go to a scripted transport, with a clock that advances a
+    /// second per reading and retries that do not wait.
+    func provider(_ transport: ScriptedTransport) throws -> S3Provider {
+        let configuration = BuckiaConfiguration(
+            provider: .s3, bucketName: "bucket", authConfig: .awsSignature(accessKeyId: "AKIDEXAMPLE", secretAccessKey: "secret"),
+            options: ["endpoint": "http://127.0.0.1:9", "region": "us-east-1"])
+        let tick = Locked(1_700_000_000.0)
+        let clock: @Sendable () -> Date = { Date(timeIntervalSince1970: tick.withLock { $0 += 1; return $0 }) }
+        let policy = RetryPolicy(maxAttempts: 4, sleep: { _ in }, random: { 0 })
+        return S3Provider(
+            settings: try S3Settings.resolve(configuration, environment: [:], home: "/nonexistent"), now: clock, transport: transport,
+            retryPolicy: policy)
+    }
+
+    static func errorXML(_ code: String) -> String {
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>\(code)</Code><Message>test</Message></Error>"
+    }
+
+    @Test("A retried request is signed afresh: a new date and a new signature")
+    func signsEachAttempt() async throws {
+        let transport = ScriptedTransport([.status(503, body: Self.errorXML("ServiceUnavailable")), .status(200)])
+        _ = try await provider(transport).stat(remotePath: "a.txt")
+        let sent = transport.sent.withLock { $0 }
+        #expect(sent.count == 2)
+        let dates = sent.map { $0.headers["x-amz-date"] }
+        let signatures = sent.map { $0.headers["authorization"] }
+        #expect(dates[0] != nil && dates[0] != dates[1], "\(dates)")
+        #expect(signatures[0] != nil && signatures[0] != signatures[1])
+    }
+
+    @Test("S3's RequestTimeout, a 400, is retried; a 400 InvalidArgument is not", arguments: [
+        ("RequestTimeout", 2), ("InvalidArgument", 1),
+    ])
+    func retriesByS3Code(_ code: String, _ attempts: Int) async throws {
+        let transport = ScriptedTransport([.status(400, body: Self.errorXML(code)), .status(200)])
+        _ = try? await provider(transport).readData(remotePath: "a.txt")
+        #expect(transport.sent.withLock { $0.count } == attempts)
+    }
+
+    @Test("A copy answered with an InternalError inside a 200 is retried")
+    func retriesErrorInsideSuccess() async throws {
+        let transport = ScriptedTransport([
+            .status(200, body: Self.errorXML("InternalError")),
+            .status(200, body: "<CopyObjectResult><ETag>\"abc\"</ETag></CopyObjectResult>"),
+            .status(200),  // the HEAD that describes the copy
+        ])
+        try await provider(transport).copyFile(from: ObjectKey("a"), to: ObjectKey("b"))
+        #expect(transport.sent.withLock { $0.map(\.method.rawValue) } == ["PUT", "PUT", "HEAD"])
+    }
+
+    @Test("rclone's mtime format: whole seconds and up to nine fractional digits, no trailing zeros", arguments: [
+        (1_609_459_200.0, "1609459200"), (1_609_459_200.5, "1609459200.5"), (981_173_106.25, "981173106.25"), (0.0, "0"),
+    ])
+    func mtimeFormat(_ seconds: Double, _ text: String) throws {
+        #expect(S3Provider.formatMtime(Date(timeIntervalSince1970: seconds)) == text)
+        let parsed = try #require(S3Provider.parseMtime(text))
+        #expect(abs(parsed.timeIntervalSince1970 - seconds) < 1e-6)
+    }
+
+    @Test("mtime values rclone writes parse; malformed ones do not", arguments: [
+        ("1354040105.123456789", 1_354_040_105.123_456_789 as Double?), ("1354040105", 1_354_040_105), ("-1.5", -1.5),
+        ("", nil), ("abc", nil), ("1.2e3", nil), ("12.", nil),
+    ])
+    func mtimeParsing(_ text: String, _ expected: Double?) {
+        let parsed = S3Provider.parseMtime(text)?.timeIntervalSince1970
+        if let expected {
+            #expect(parsed.map { abs($0 - expected) < 1e-6 } == true, "\(text) → \(String(describing: parsed))")
+        } else {
+            #expect(parsed == nil, "\(text) → \(String(describing: parsed))")
+        }
+    }
+}

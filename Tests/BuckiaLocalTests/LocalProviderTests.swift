@@ -1,5 +1,5 @@
 import BuckiaCore
-import BuckiaLocal
+@testable import BuckiaLocal
 import Foundation
 import Testing
 
@@ -165,5 +165,59 @@ struct LocalProviderTests {
             try LocalProvider(configuration: BuckiaConfiguration(provider: .local, options: options))
         }
         #expect(error?.code == .invalidConfiguration)
+    }
+}
+
+@Suite("Local provider: names that cannot be keys")
+struct LocalUnaddressableTests {
+    @Test("A file name that is not UTF-8 and a symbolic link are listed as unaddressable, never skipped")
+    func listsUnaddressable() async throws {
+        let fixture = try LocalFixture()
+        try await fixture.provider.uploadData(Data("ok".utf8), remotePath: "dir/ok.txt")
+        // "bad\xFF.txt": a byte sequence no UTF-8 decoder accepts.
+        let name: [UInt8] = Array("bad".utf8) + [0xFF] + Array(".txt".utf8)
+        let path = fixture.root.appendingPathComponent("dir").path + "/"
+        let created = (Array(path.utf8) + name + [0]).withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { creat($0.baseAddress!, 0o644) }
+        }
+        #expect(created >= 0)
+        if created >= 0 { close(created) }
+        try FileManager.default.createSymbolicLink(
+            atPath: fixture.root.appendingPathComponent("dir/link").path, withDestinationPath: fixture.outside.path)
+        var files: [String] = []
+        var skipped: [UnaddressableKey] = []
+        for try await entry in fixture.provider.list(ListOptions(prefix: "dir/")) {
+            if let file = entry.file { files.append(file.path.rawValue) }
+            if let key = entry.unaddressable { skipped.append(key) }
+        }
+        #expect(files == ["dir/ok.txt"])
+        #expect(skipped.map(\.bytes) == [Array("dir/".utf8) + name, Array("dir/link".utf8)])
+        #expect(skipped.first?.displayName == "dir/bad\\xFF.txt")
+        #expect(skipped.first?.reason.contains("UTF-8") == true)
+        #expect(skipped.last?.reason.contains("symbolic link") == true)
+    }
+
+    @Test("Each folder is read once per listing, however many pages it fills")
+    func readsFolderOnce() async throws {
+        let fixture = try LocalFixture()
+        for index in 0..<25 { try await fixture.provider.uploadData(Data(), remotePath: "flat/\(index).txt") }
+        let reads = Locked<[String: Int]>([:])
+        let provider = fixture.provider
+        let lister = try FolderWalkLister(
+            request: ListRequest(options: ListOptions(pageSize: 4)), maxPageSize: 1000,
+            readFolder: { folder in
+                reads.withLock { $0[folder, default: 0] += 1 }
+                return try provider.folderItems(folder)
+            },
+            describe: { try await provider.stat(remotePath: $0) })
+        var pages = 0
+        var count = 0
+        while let page = try await lister.nextPage() {
+            pages += 1
+            count += page.entries.count
+        }
+        #expect(count == 25)
+        #expect(pages == 7)
+        #expect(reads.withLock { $0 } == ["": 1, "flat/": 1])
     }
 }

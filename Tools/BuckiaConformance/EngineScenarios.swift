@@ -22,6 +22,18 @@ extension EngineConformance {
                 try Expect.equal(try await engine.readAllData(), items.map(\.data), "readAllData in key order")
                 try Expect.equal(try await engine.readAllDataAndKeys().map(\.key), items.map(\.key), "readAllDataAndKeys in key order")
             },
+            EngineScenario("engine: NFC and NFD keys are two values", contract: "Keys that differ only in Unicode normalisation hold separate values.") { context in
+                let engine = try await context.open()
+                let nfc = CacheKey(verbatim: "caf\u{E9}"), nfd = CacheKey(verbatim: "cafe\u{301}")
+                try Expect.that(nfc != nfd, "the conformance suite's own keys compare equal")
+                try await engine.write(Data("composed".utf8), key: nfc)
+                try await engine.write(Data("decomposed".utf8), key: nfd)
+                try Expect.equal(try await engine.read(key: nfc), Data("composed".utf8), "the NFC value")
+                try Expect.equal(try await engine.read(key: nfd), Data("decomposed".utf8), "the NFD value")
+                try Expect.equal(try await engine.keyCount(), 2, "values stored for two spellings")
+                try await engine.remove(key: nfc)
+                try Expect.equal(try await engine.read(key: nfd), Data("decomposed".utf8), "the NFD value after removing the NFC one")
+            },
             EngineScenario("engine: empty and 1 MiB values", contract: "An empty value and a 1 MiB value read back identical.") { context in
                 let engine = try await context.open()
                 let large = ProviderScenarioContext.pattern(count: 1 << 20)

@@ -5,13 +5,19 @@ import Foundation
 enum BenchCommand {
     static let usage = """
         Usage: buckia-bench engines [--sizes N,N,…] [--repeat R] [--value-bytes B] [--engines a,b]
+               buckia-bench upload-reads --endpoint URL --bucket NAME [--sizes-mib N,N,…]
 
         Measures each key-value engine and, in the same run, the limits: raw SQLite C calls doing
         the same statements and raw open/write/close of one file per value. Every run uses a fresh
         folder; the table reports the median of R runs and the ratio to the limit.
+
+        upload-reads uploads files to an S3 endpoint (credentials bench/bench, as
+        Tools/bench-upload-reads.sh sets up on moto) with and without a known MD5, and reports the
+        bytes the process read per byte uploaded.
         """
 
     static func main(_ arguments: [String]) async -> Int32 {
+        if arguments.first == "upload-reads" { return await uploadReads(Array(arguments.dropFirst())) }
         guard arguments.first == "engines" else {
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             return arguments.first == "--help" ? 0 : 2
@@ -42,6 +48,29 @@ enum BenchCommand {
         do {
             let bench = EngineBench(sizes: sizes, repeats: repeats, valueBytes: valueBytes, engines: engines)
             print(try await bench.run())
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("buckia-bench: \(error)\n".utf8))
+            return 1
+        }
+    }
+}
+
+extension BenchCommand {
+    static func uploadReads(_ arguments: [String]) async -> Int32 {
+        var values: [String: String] = [:]
+        var index = 0
+        while index + 1 < arguments.count {
+            values[arguments[index]] = arguments[index + 1]
+            index += 2
+        }
+        guard index == arguments.count, let endpoint = values["--endpoint"].flatMap(URL.init(string:)), let bucket = values["--bucket"] else {
+            FileHandle.standardError.write(Data((usage + "\n").utf8))
+            return 2
+        }
+        let sizes = (values["--sizes-mib"] ?? "32,96").split(separator: ",").compactMap { Int($0) }.map { $0 * 1_048_576 }
+        do {
+            print(try await UploadReadsBench(endpoint: endpoint, bucket: bucket, sizes: sizes).run())
             return 0
         } catch {
             FileHandle.standardError.write(Data("buckia-bench: \(error)\n".utf8))

@@ -42,7 +42,7 @@ struct Invocation: Sendable {
     /// The provider behind a configured remote.
     func provider(named name: String) throws -> (any StorageProvider, BuckiaConfiguration) {
         let configuration = try remotes().configuration(named: name)
-        return (try registry.makeProvider(for: configuration), configuration)
+        return (try registry.makeProvider(for: configuration, environment: environment), configuration)
     }
 }
 

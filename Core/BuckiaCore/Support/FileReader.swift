@@ -67,20 +67,7 @@ public final class FileReader: Sendable {
     public func forEachChunk(
         in range: Range<Int64>, bufferSize: Int = AtomicFile.copyBufferSize, _ body: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bufferSize), alignment: 16)
-        defer { buffer.deallocate() }
-        var offset = range.lowerBound
-        while offset < range.upperBound {
-            let want = Int(min(Int64(buffer.count), range.upperBound - offset))
-            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
-            guard count > 0 else {
-                throw BuckiaError(
-                    .corrupt, "The file ended at byte \(offset) while bytes up to \(range.upperBound) were being read; it changed while in use.",
-                    operation: "read", path: path)
-            }
-            try body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            offset += Int64(count)
-        }
+        try readRange(range, bufferSize: bufferSize, path: path, read: { try read(into: $0, at: $1) }, body)
     }
 
     /// The bytes of `range` in memory.
@@ -107,5 +94,30 @@ public final class FileReader: Sendable {
             try output.write(chunk)
         }
         return digests.finalize()
+    }
+}
+
+/// Reads `range` through one buffer with a positional `read`, handing each chunk to `body`:
+/// the loop ``FileReader`` and ``LocalFile`` share.
+///
+/// - Throws: ``BuckiaError/Code/corrupt`` when the file ends before the range does (it shrank
+///   while being read), and whatever `read` or `body` throws.
+func readRange(
+    _ range: Range<Int64>, bufferSize: Int, path: String, read: (UnsafeMutableRawBufferPointer, Int64) throws -> Int,
+    _ body: (UnsafeRawBufferPointer) throws -> Void
+) throws {
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bufferSize), alignment: 16)
+    defer { buffer.deallocate() }
+    var offset = range.lowerBound
+    while offset < range.upperBound {
+        let want = Int(min(Int64(buffer.count), range.upperBound - offset))
+        let count = try read(UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), offset)
+        guard count > 0 else {
+            throw BuckiaError(
+                .corrupt, "The file ended at byte \(offset) while bytes up to \(range.upperBound) were being read; it changed while in use.",
+                operation: "read", path: path)
+        }
+        try body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        offset += Int64(count)
     }
 }

@@ -125,18 +125,7 @@ public final class LocalFile {
     ///
     /// - Throws: ``BuckiaError/Code/corrupt`` when the file ends before the range does.
     public func copy(_ range: Range<Int64>, to output: LocalFile) throws {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
-        defer { buffer.deallocate() }
-        var offset = range.lowerBound
-        while offset < range.upperBound {
-            let want = Int(min(Int64(buffer.count), range.upperBound - offset))
-            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
-            guard count > 0 else {
-                throw BuckiaError(.corrupt, "The file ended at byte \(offset) while bytes up to \(range.upperBound) were being copied.", operation: "copy", path: path)
-            }
-            try output.write(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            offset += Int64(count)
-        }
+        try readRange(range, bufferSize: AtomicFile.copyBufferSize, path: path, read: { try read(into: $0, at: $1) }) { try output.write($0) }
     }
 
     /// Flushes the file's data and metadata to stable storage.

@@ -13,9 +13,14 @@ extension S3Provider {
     /// rest. A permanent failure (refused credentials, a changed file) aborts the upload on
     /// the server and forgets it.
     ///
-    /// A known MD5 given by the caller is recorded as the object's `md5chksum`; each part is
-    /// verified by S3 through its own `Content-MD5`, but the whole-file MD5 is not recomputed.
-    func multipartUpload(_ localURL: URL, key: ObjectKey, size: Int64, md5: Digest, options: UploadOptions) async throws -> RemoteFile {
+    /// Each part goes with its own `Content-MD5`. When the caller supplied the file's MD5
+    /// (`verify`), no pass over the file precedes the upload: the parts' bytes are fed to a
+    /// whole-file MD5 in order as they are read (a turnstile admits part n only after part
+    /// n − 1 has been read), and a mismatch aborts the upload before it completes, so nothing
+    /// is stored.
+    func multipartUpload(
+        _ localURL: URL, key: ObjectKey, size: Int64, md5: Digest, verify: Bool, options: UploadOptions
+    ) async throws -> RemoteFile {
         let modified = options.modificationDate ?? now()
         let partSize = settings.partSize(forFileOf: size)
         let identity = MultipartState(
@@ -49,16 +54,22 @@ extension S3Provider {
         let partCount = Int((size + partSize - 1) / partSize)
         do {
             let reader = try FileReader(localURL)
-            let etags = Locked(done)
-            // Parts S3 already holds count only if they hold these bytes.
-            for (number, etag) in done {
-                let range = Int64(number - 1) * partSize..<(Int64(number - 1) * partSize + partLength(number, size: size))
-                let md5 = try reader.digests(of: range, [.md5])[.md5]?.hex ?? ""
-                if "\"\(md5)\"" != etag { etags.withLock { $0[number] = nil } }
+            let etags = Locked<[Int: String]>([:])
+            let order = verify ? PartTurnstile() : nil
+            let whole = Locked<DigestHasher?>(verify ? try DigestHasher(.md5) : nil)
+            let held = done
+            try await forEachConcurrently(Array(1...max(1, partCount)), width: settings.concurrency) { number in
+                do {
+                    try await self.sendPart(
+                        number, of: key, uploadId: uploadId, reader: reader, size: size, existing: held[number], etags: etags, order: order,
+                        whole: whole)
+                } catch {
+                    await order?.abandon(because: error)
+                    throw error
+                }
             }
-            let missing = (1...max(1, partCount)).filter { number in etags.withLock { $0[number] == nil } }
-            try await forEachConcurrently(missing, width: settings.concurrency) { number in
-                try await self.uploadPart(number, of: key, uploadId: uploadId, reader: reader, size: size, etags: etags)
+            if verify, let actual = whole.withLock({ $0?.finalize() }), actual != md5 {
+                throw BuckiaError.checksumMismatch(key, algorithm: .md5, expected: md5.hex, actual: actual.hex, operation: "upload")
             }
             let parts = etags.withLock { $0 }.sorted { $0.key < $1.key }
             let response: String?
@@ -87,25 +98,52 @@ extension S3Provider {
         return min(partSize, size - Int64(number - 1) * partSize)
     }
 
-    /// Copies the part's bytes into a private temporary file through a 1 MiB buffer, hashing
-    /// them on the way, and sends that file: FoundationNetworking streams a file body, while a
-    /// `Data` body is copied, and with several parts in flight those copies broke the bound.
-    private func uploadPart(_ number: Int, of key: ObjectKey, uploadId: String, reader: FileReader, size: Int64, etags: Locked<[Int: String]>) async throws {
+    /// Sends one part unless S3 already holds these bytes for it (`existing` is the ETag S3
+    /// listed): the part's bytes are copied into a private temporary file through a 1 MiB
+    /// buffer, hashed on the way, and that file is sent — FoundationNetworking streams a file
+    /// body, while a `Data` body is copied, and with several parts in flight those copies
+    /// broke the bound. With a turnstile, the reading happens in part order and feeds `whole`.
+    private func sendPart(
+        _ number: Int, of key: ObjectKey, uploadId: String, reader: FileReader, size: Int64, existing: String?, etags: Locked<[Int: String]>,
+        order: PartTurnstile?, whole: Locked<DigestHasher?>
+    ) async throws {
         let start = Int64(number - 1) * settings.partSize(forFileOf: size)
+        let range = start..<(start + partLength(number, size: size))
+        try await order?.enter(number)
+        let feed: (UnsafeRawBufferPointer) -> Void = { chunk in whole.withLock { $0?.update(chunk) } }
+        if let existing {
+            let digests = try DigestSet([.md5])
+            try reader.forEachChunk(in: range) { chunk in
+                digests.update(chunk)
+                feed(chunk)
+            }
+            if "\"\(digests.finalize()[.md5]?.hex ?? "")\"" == existing {
+                etags.withLock { $0[number] = existing }
+                await order?.leave(number)
+                return
+            }
+            // S3 holds other bytes for this part: send it again (the whole-file MD5 has them already).
+        }
         let response = try await TemporaryFile.with { url in
             let output = try LocalFile.createExclusive(url, permissions: 0o600)
             defer { try? output.close() }
-            let digests = try reader.copy(start..<(start + partLength(number, size: size)), to: output, hashing: [.md5])
+            let digests = try DigestSet([.md5])
+            try reader.forEachChunk(in: range) { chunk in
+                digests.update(chunk)
+                if existing == nil { feed(chunk) }
+                try output.write(chunk)
+            }
             try output.close()
+            await order?.leave(number)
             return try await send(
                 .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
-                headers: ["content-md5": digests[.md5]?.base64 ?? ""], body: .file(url),
+                headers: ["content-md5": digests.finalize()[.md5]?.base64 ?? ""], body: .file(url),
                 payloadHash: SigV4Signer.unsignedPayload, operation: "upload part")
         }
         guard let etag = response.etag else {
             throw BuckiaError(.corrupt, "S3 accepted part \(number) but returned no ETag.", operation: "upload part", path: key.rawValue)
         }
-        etags.withLock { $0[number] = etag }
+        etags.withLock { $0[number] = "\"\(etag)\"" }
     }
 
     private func createMultipartUpload(_ key: ObjectKey, md5: Digest, options: UploadOptions) async throws -> String {
@@ -157,3 +195,33 @@ extension S3Provider {
     }
 }
 
+
+/// Lets tasks through one at a time in part order: part n enters once part n − 1 has left.
+/// Parts are read in order through it (so a whole-file digest can be fed) while their uploads
+/// still run in parallel. A failed part abandons it, so no task waits forever.
+actor PartTurnstile {
+    private var next = 1
+    private var failure: (any Error)?
+    private var waiting: [Int: CheckedContinuation<Void, any Error>] = [:]
+
+    /// Waits until part `number` may go.
+    func enter(_ number: Int) async throws {
+        if let failure { throw failure }
+        if number == next { return }
+        try await withCheckedThrowingContinuation { waiting[number] = $0 }
+    }
+
+    /// Lets the next part go.
+    func leave(_ number: Int) {
+        next = number + 1
+        waiting.removeValue(forKey: next)?.resume()
+    }
+
+    /// Releases every waiting part with the error that stopped the upload, so whichever part
+    /// reports first reports the real cause.
+    func abandon(because error: any Error) {
+        if failure == nil { failure = error }
+        for continuation in waiting.values { continuation.resume(throwing: failure ?? error) }
+        waiting.removeAll()
+    }
+}

@@ -14,6 +14,7 @@ extension S3Provider {
         let size: Int64
         let modified: Date
         var md5 = try S3Provider.knownDigest(options, .md5)
+        let md5Given = md5 != nil
         var sha256 = try S3Provider.knownDigest(options, .sha256)
         do {
             let reader = try FileReader(localURL)
@@ -33,7 +34,7 @@ extension S3Provider {
         var options = options
         options.modificationDate = options.modificationDate ?? modified
         if size >= settings.multipartThreshold, let md5 {
-            return try await multipartUpload(localURL, key: remotePath, size: size, md5: md5, options: options)
+            return try await multipartUpload(localURL, key: remotePath, size: size, md5: md5, verify: md5Given, options: options)
         }
         return try await putObject(remotePath, body: .file(localURL), size: size, md5: md5, sha256: sha256, options: options)
     }

@@ -11,10 +11,10 @@ import Testing
 struct S3RetryTests {
     /// A provider whose requests go to a scripted transport, with a clock that advances a
     /// second per reading and retries that do not wait.
-    func provider(_ transport: ScriptedTransport) throws -> S3Provider {
+    func provider(_ transport: ScriptedTransport, options: [String: String] = [:]) throws -> S3Provider {
         let configuration = BuckiaConfiguration(
             provider: .s3, bucketName: "bucket", authConfig: .awsSignature(accessKeyId: "AKIDEXAMPLE", secretAccessKey: "secret"),
-            options: ["endpoint": "http://127.0.0.1:9", "region": "us-east-1"])
+            options: ["endpoint": "http://127.0.0.1:9", "region": "us-east-1"].merging(options) { $1 })
         let tick = Locked(1_700_000_000.0)
         let clock: @Sendable () -> Date = { Date(timeIntervalSince1970: tick.withLock { $0 += 1; return $0 }) }
         let policy = RetryPolicy(maxAttempts: 4, sleep: { _ in }, random: { 0 })
@@ -57,6 +57,31 @@ struct S3RetryTests {
         ])
         try await provider(transport).copyFile(from: ObjectKey("a"), to: ObjectKey("b"))
         #expect(transport.sent.withLock { $0.map(\.method.rawValue) } == ["PUT", "PUT", "HEAD"])
+    }
+
+    @Test("A saved multipart upload is kept, not abandoned, when ListParts fails transiently")
+    func resumeSurvivesTransientListParts() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-keep-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = folder.appendingPathComponent("big.bin")
+        try Data(count: 6 * 1_048_576).write(to: source)
+        let options = ["multipartThresholdMiB": "5", "partSizeMiB": "5", "stateDirectory": folder.appendingPathComponent("state").path]
+        // 1. The upload starts, then every part fails transiently: the upload is kept for a rerun.
+        let first = ScriptedTransport([.status(200, body: "<InitiateMultipartUploadResult><UploadId>up-1</UploadId></InitiateMultipartUploadResult>")])
+        let kept = await #expect(throws: BuckiaError.self) { try await provider(first, options: options).uploadFile(localURL: source, remotePath: "big.bin") }
+        #expect(kept?.code == .transient)
+        let state = folder.appendingPathComponent("state")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).count == 1)
+        // 2. The rerun cannot list the parts (every answer a 500): it must neither start a new
+        //    upload nor forget the saved one.
+        let second = ScriptedTransport([])
+        let error = await #expect(throws: BuckiaError.self) { try await provider(second, options: options).uploadFile(localURL: source, remotePath: "big.bin") }
+        #expect(error?.code == .transient)
+        #expect(error?.message.contains("kept") == true, "\(String(describing: error))")
+        let sent = second.sent.withLock { $0 }
+        #expect(!sent.isEmpty && sent.allSatisfy { $0.method == .get && $0.url.query?.contains("uploadId=up-1") == true }, "\(sent.map(\.description))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).count == 1)
     }
 
     @Test("rclone's mtime format: whole seconds and up to nine fractional digits, no trailing zeros", arguments: [

@@ -98,7 +98,7 @@ let package = Package(
             name: "ConformanceTests",
             dependencies: ["Buckia", "BuckiaConformance"],
             path: "Tests/ConformanceTests"),
-        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCLI"], path: "Tests/BuckiaCLITests"),
+        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCLI"], path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
     ],
     swiftLanguageModes: [.v6]
 )

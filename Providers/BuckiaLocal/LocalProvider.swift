@@ -48,17 +48,28 @@ public struct LocalProvider: StorageProviderPlugin {
     public static let reservedName = ".buckia"
 
     /// The options this provider reads.
-    public static let knownOptions: Set<String> = ["root", "fsync"]
+    public static let knownOptions: Set<String>? = ["root", "fsync"]
 
     public init(context: ProviderContext) throws {
-        try self.init(configuration: context.configuration)
+        try self.init(configuration: context.configuration, environment: context.environment)
     }
 
-    /// Creates a provider from a configuration's `root` and `fsync` options.
-    public init(configuration: BuckiaConfiguration) throws {
-        try configuration.checkOptions(known: LocalProvider.knownOptions)
+    /// Creates a provider from a configuration's `root` and `fsync` options; a leading `~`
+    /// in `root` is `environment`'s `HOME` (the user's home as the shell sees it).
+    public init(configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        try configuration.checkOptions(known: LocalProvider.knownOptions ?? [])
         let raw = try configuration.requireOption("root")
-        let expanded = (raw as NSString).expandingTildeInPath
+        let expanded: String
+        if raw == "~" || raw.hasPrefix("~/") {
+            guard let home = environment["HOME"], home.hasPrefix("/") else {
+                throw BuckiaError(
+                    .invalidConfiguration, "The local provider's root \(raw.debugDescription) starts with ~, but HOME is not set to an absolute path.",
+                    path: "options.root")
+            }
+            expanded = home + raw.dropFirst()
+        } else {
+            expanded = raw
+        }
         guard expanded.hasPrefix("/") else {
             throw BuckiaError(
                 .invalidConfiguration, "The local provider's root must be an absolute path; it is \(raw.debugDescription).",
@@ -72,11 +83,24 @@ public struct LocalProvider: StorageProviderPlugin {
     }
 
     /// Creates a provider over `root`, creating the folder if needed.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` when something other than a folder
+    ///   is at `root` (or on the way to it).
     public init(root: URL, durable: Bool = true) throws {
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: root.path, isDirectory: &isFolder), !isFolder.boolValue {
+            throw BuckiaError(
+                .invalidConfiguration, "The local provider's root \(root.path) is a file, not a folder; point root at a folder.",
+                operation: "open root", path: root.path)
+        }
         do {
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         } catch {
-            throw BuckiaError.wrapping(error, operation: "create root", path: root.path)
+            let wrapped = BuckiaError.wrapping(error, operation: "create root", path: root.path)
+            guard wrapped.code != .permissionDenied else { throw wrapped }
+            throw BuckiaError(
+                .invalidConfiguration, "The local provider's root \(root.path) cannot be created (\(wrapped.code)); a file may be in the way. Point root at a folder.",
+                operation: "create root", path: root.path, cause: wrapped)
         }
         guard let resolved = realpath(root.path, nil) else {
             throw BuckiaError.posix(errno, operation: "resolve root", path: root.path)

@@ -29,7 +29,7 @@ public struct MemoryProvider: StorageProviderPlugin {
     public let capabilities: ProviderCapabilities
 
     /// The options this provider reads.
-    public static let knownOptions: Set<String> = ["pageSize"]
+    public static let knownOptions: Set<String>? = ["pageSize"]
 
     /// Creates an empty provider.
     public init(context: ProviderContext) throws {
@@ -43,7 +43,7 @@ public struct MemoryProvider: StorageProviderPlugin {
 
     /// Creates an empty provider with an injected clock for token expiry and server times.
     public init(configuration: BuckiaConfiguration, now: @escaping @Sendable () -> Date) throws {
-        try configuration.checkOptions(known: MemoryProvider.knownOptions)
+        try configuration.checkOptions(known: MemoryProvider.knownOptions ?? [])
         if let raw = configuration.options["pageSize"] {
             guard let size = Int(raw), size > 0 else {
                 throw BuckiaError(.invalidConfiguration, "The memory provider's pageSize must be a positive whole number; it is \(raw.debugDescription).", path: "options.pageSize")

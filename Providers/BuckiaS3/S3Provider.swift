@@ -40,6 +40,8 @@ public struct S3Provider: StorageProviderPlugin {
             modificationTimePrecision: .microseconds(1), maxListPageSize: 1000)
     }
 
+    public static var knownOptions: Set<String>? { S3Settings.knownOptions }
+
     public init(context: ProviderContext) throws {
         try self.init(settings: S3Settings.resolve(context.configuration, environment: context.environment))
     }

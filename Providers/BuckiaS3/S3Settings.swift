@@ -66,6 +66,7 @@ public struct S3Settings: Sendable {
         guard !configuration.bucketName.isEmpty else {
             throw BuckiaError(.invalidConfiguration, "The s3 provider needs a bucketName.", path: "bucketName")
         }
+        try checkBucketName(configuration.bucketName)
         let homeDirectory = home ?? environment["HOME"] ?? NSHomeDirectory()
         let profileName = options["profile"] ?? environment["AWS_PROFILE"] ?? "default"
         let credentialsFile = AWSProfileFile.load(
@@ -74,6 +75,11 @@ public struct S3Settings: Sendable {
         let profile = (configFile?.profile(profileName) ?? [:]).merging(credentialsFile?.profile(profileName) ?? [:]) { $1 }
 
         let region = options["region"] ?? environment["AWS_REGION"] ?? environment["AWS_DEFAULT_REGION"] ?? profile["region"] ?? "us-east-1"
+        guard !region.isEmpty, region.utf8.count <= 64, region.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 45 }) else {
+            throw BuckiaError(
+                .invalidConfiguration, "The S3 region \(region.debugDescription) is not a region name such as eu-west-1 (lowercase letters, digits and '-').",
+                path: "options.region")
+        }
         let credentials = try resolveCredentials(configuration.authConfig, environment: environment, profile: profile, profileName: profileName)
         let endpointText = options["endpoint"] ?? environment["AWS_ENDPOINT_URL_S3"] ?? environment["AWS_ENDPOINT_URL"] ?? profile["endpoint_url"]
         let endpoint = try endpointURL(endpointText, region: region, allowHTTP: try flag(options, "allowHTTP", default: false))
@@ -95,6 +101,20 @@ public struct S3Settings: Sendable {
                 ?? StorageDirectory.caches(appendingPath: "buckia/multipart").url,
             etagIsMD5: try flag(options, "etagIsMD5", default: true),
             verifiesContentMD5: try flag(options, "verifiesContentMD5", default: true))
+    }
+
+    /// Refuses bucket names no S3-compatible store accepts, and any that would change the
+    /// request's path or host (`..`, `/`, control characters).
+    static func checkBucketName(_ name: String) throws {
+        let bytes = Array(name.utf8)
+        let allowed = bytes.allSatisfy { (97...122).contains($0) || (65...90).contains($0) || (48...57).contains($0) || $0 == 45 || $0 == 46 || $0 == 95 }
+        let edges: Set<UInt8> = [45, 46, 95]  // '-', '.', '_' may not begin or end a name
+        guard allowed, (3...255).contains(bytes.count), !edges.contains(bytes[0]), !edges.contains(bytes[bytes.count - 1]), !name.contains("..") else {
+            throw BuckiaError(
+                .invalidConfiguration,
+                "The bucket name \(name.debugDescription) is not valid: use 3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit.",
+                path: "bucketName")
+        }
     }
 
     private static func flag(_ options: [String: String], _ name: String, default value: Bool) throws -> Bool {

@@ -20,8 +20,9 @@ struct URLCommandTests {
         #expect(!(result.stdout + result.stderr).contains("cli-secret-never-printed"))
     }
 
-    @Test("Bad durations exit 2; over seven days exits 5; a provider without presigning exits 1", arguments: [
-        (["url", "lake:x", "--expires", "soon"], Int32(2)), (["url", "lake:x", "--expires", "8d"], Int32(5)),
+    @Test("Bad durations and durations over seven days exit 2; a provider without presigning exits 1", arguments: [
+        (["url", "lake:x", "--expires", "soon"], Int32(2)), (["url", "lake:x", "--expires", "8d"], Int32(2)),
+        (["url", "lake:x", "--expires", "106751991167301d"], Int32(2)),
         (["url", "default:x"], Int32(1)),
     ])
     func errors(_ arguments: [String], _ status: Int32) throws {

@@ -32,7 +32,7 @@ struct RegistryContextTests {
     @Test("The environment a registry is given reaches the provider, not the process's")
     func environmentReachesProvider() throws {
         let configuration = BuckiaConfiguration(
-            provider: .s3, bucketName: "b", options: ["endpoint": "http://127.0.0.1:9", "profile": "nonexistent-\(UUID().uuidString)"])
+            provider: .s3, bucketName: "bucket", options: ["endpoint": "http://127.0.0.1:9", "profile": "nonexistent-\(UUID().uuidString)"])
         let environment = ["AWS_ACCESS_KEY_ID": "AKIDFROMCONTEXT", "AWS_SECRET_ACCESS_KEY": "s", "HOME": "/nonexistent"]
         let provider = try ProviderRegistry.builtIn.makeProvider(for: configuration, environment: environment)
         #expect((provider as? S3Provider)?.settings.credentials.accessKeyId == "AKIDFROMCONTEXT")
@@ -48,7 +48,7 @@ struct RegistryContextTests {
         (ProviderType.memory, ["pagesize": "10"], "pagesize"),
     ])
     func unknownOption(_ type: ProviderType, _ options: [String: String], _ wrong: String) {
-        let configuration = BuckiaConfiguration(provider: type, bucketName: "b", options: options)
+        let configuration = BuckiaConfiguration(provider: type, bucketName: "bucket", options: options)
         let error = #expect(throws: BuckiaError.self) {
             try ProviderRegistry.builtIn.makeProvider(for: configuration, environment: ["AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s"])
         }

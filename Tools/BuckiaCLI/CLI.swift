@@ -28,6 +28,16 @@ enum CLI {
     }
 
     static func main(_ arguments: [String], environment: [String: String]) async -> ExitCode {
+        let status = await dispatch(arguments, environment: environment)
+        // Output that could not be written fails the command, whatever it did.
+        if let failure = Console.failure, status == .success || status == .partial {
+            Console.report(failure)
+            return .failure
+        }
+        return status
+    }
+
+    private static func dispatch(_ arguments: [String], environment: [String: String]) async -> ExitCode {
         guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
             if arguments.isEmpty {
                 Console.error(overview)

@@ -22,7 +22,7 @@ struct Command: Sendable {
             let long = "--\(option.name)\(option.takesValue ? " VALUE" : "")"
             lines.append("  \(short)\(long.padding(toLength: 20, withPad: " ", startingAt: 0)) \(option.help)")
         }
-        lines += ["", "Exit status: 0 success, 1 failure, 2 usage, 3 not found, 4 denied, 5 configuration, 6 conformance failed."]
+        lines += ["", "Exit status: 0 success, 1 failure, 2 usage, 3 not found, 4 denied, 5 configuration, 6 conformance failed, 7 partial."]
         return lines.joined(separator: "\n")
     }
 }
@@ -36,7 +36,7 @@ struct Invocation: Sendable {
     var positionals: [String] { arguments.positionals }
 
     func remotes() throws -> RemoteConfiguration {
-        try RemoteConfiguration.load(explicitPath: arguments.value("config"), environment: environment)
+        try RemoteConfiguration.load(explicitPath: arguments.value("config"), environment: environment, registry: registry)
     }
 
     /// The provider behind a configured remote.
@@ -46,14 +46,65 @@ struct Invocation: Sendable {
     }
 }
 
-/// Writes to standard output and standard error.
+/// Writes to standard output and standard error through `write(2)`, so a closed stream, a
+/// full disk or a broken pipe (with SIGPIPE ignored) is an error with an exit status, never a
+/// trap inside Foundation's `FileHandle`.
+///
+/// Text lines (`out`, `error`) cannot fail the command where they are written: the first
+/// failure of each stream is remembered and further writes to it are dropped, and the command
+/// exits with a failure once it is done (``failure``). Bytes (`writeOut`) throw, so `cat` and
+/// `kv get` stop at once.
 enum Console {
+    private static let failures = Locked<[Int32: Int32]>([:])
+
     static func out(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        emit(Data((text + "\n").utf8), to: STDOUT_FILENO)
     }
 
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        emit(Data((text + "\n").utf8), to: STDERR_FILENO)
+    }
+
+    /// Writes bytes to standard output.
+    ///
+    /// - Throws: ``BuckiaError/Code/io`` naming the stream and the reason (EPIPE, ENOSPC, EBADF).
+    static func writeOut(_ data: Data) throws {
+        if let code = write(data, to: STDOUT_FILENO) {
+            throw streamError(code, stream: STDOUT_FILENO)
+        }
+    }
+
+    /// The first failure writing either stream, as an error, or nil when every write worked.
+    static var failure: BuckiaError? {
+        failures.withLock { $0 }.sorted { $0.key < $1.key }.first.map { streamError($0.value, stream: $0.key) }
+    }
+
+    private static func emit(_ data: Data, to stream: Int32) {
+        guard failures.withLock({ $0[stream] == nil }) else { return }
+        if let code = write(data, to: stream) { failures.withLock { $0[stream] = $0[stream] ?? code } }
+    }
+
+    /// Writes all of `data`, returning the `errno` that stopped it, if any.
+    private static func write(_ data: Data, to stream: Int32) -> Int32? {
+        if StandardStreams.wasClosed(stream) { return EBADF }
+        return data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Int32? in
+            var offset = 0
+            while offset < buffer.count {
+                let written = systemWrite(stream, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += written
+            }
+            return nil
+        }
+    }
+
+    private static func streamError(_ code: Int32, stream: Int32) -> BuckiaError {
+        let name = stream == STDOUT_FILENO ? "standard output" : "standard error"
+        let reason = String(cString: strerror(code))
+        return BuckiaError(.io, "The \(name) could not be written (\(reason)); the output is incomplete.", operation: "write \(name)")
     }
 
     /// One clear sentence for a failure; credentials never reach here (errors redact them).
@@ -61,5 +112,64 @@ enum Console {
         var text = error.message
         if let path = error.path, !text.contains(path) { text += " (\(path))" }
         Console.error("buckia: \(text)")
+    }
+}
+
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
+
+/// The three standard streams as the process found them.
+///
+/// A stream closed at start (`<&-`, `>&-`) would otherwise be handed to the next file the
+/// process opens — a database, an object being downloaded — and reads or writes meant for
+/// the stream would go to that file. ``reserve()`` fills each closed one with `/dev/null` before
+/// anything else opens a file, and remembers it was closed, so using it is an error instead.
+enum StandardStreams {
+    private static let closedAtStart = Locked<Set<Int32>>([])
+
+    /// Call first thing in `main`.
+    static func reserve() {
+        for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+            let replacement = open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY)
+            if replacement >= 0, replacement != fd {
+                _ = dup2(replacement, fd)
+                close(replacement)
+            }
+            closedAtStart.withLock { _ = $0.insert(fd) }
+        }
+    }
+
+    /// Whether the stream was closed when the process started.
+    static func wasClosed(_ fd: Int32) -> Bool { closedAtStart.withLock { $0.contains(fd) } }
+}
+
+/// Reads standard input through `read(2)`, bounded.
+enum StandardInput {
+    /// All of standard input, at most `limit` bytes.
+    ///
+    /// - Throws: ``BuckiaError/Code/io`` when standard input is closed or unreadable (a
+    ///   directory), ``BuckiaError/Code/invalidConfiguration`` when it holds more than `limit`.
+    static func readAll(limit: Int) throws -> Data {
+        if StandardStreams.wasClosed(STDIN_FILENO) {
+            throw BuckiaError(.io, "Standard input is closed; give the value as an argument or pipe it in.", operation: "read standard input")
+        }
+        var data = Data()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(STDIN_FILENO, buffer.baseAddress, buffer.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                let reason = errno == EBADF ? "it is closed" : String(cString: strerror(errno))
+                throw BuckiaError(.io, "Standard input could not be read (\(reason)); give the value as an argument or pipe it in.", operation: "read standard input")
+            }
+            if count == 0 { return data }
+            guard data.count + count <= limit else {
+                throw BuckiaError(
+                    .invalidConfiguration,
+                    "Standard input holds more than \(limit / 1_048_576) MiB; a key-value entry is meant for small values. Store large files with cp.",
+                    operation: "read standard input")
+            }
+            data.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]).bindMemory(to: UInt8.self))
+        }
     }
 }

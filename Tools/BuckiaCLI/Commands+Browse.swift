@@ -74,7 +74,7 @@ extension CLI {
                 guard !chunk.isEmpty else {
                     throw BuckiaError(.corrupt, "The object ended at byte \(offset) of the \(size) its size promised.", operation: "cat", path: key.rawValue)
                 }
-                FileHandle.standardOutput.write(chunk)
+                try Console.writeOut(chunk)
                 offset += Int64(chunk.count)
             }
             // Ranged reads of an object overwritten meanwhile would splice two versions.
@@ -94,7 +94,7 @@ extension CLI {
             while true {
                 let count = try input.read(into: buffer)
                 if count == 0 { break }
-                FileHandle.standardOutput.write(Data(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
+                try Console.writeOut(Data(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
             }
         }
         return .success
@@ -149,11 +149,11 @@ struct ListingPrinter {
             Console.out((first ? "[" : ",") + String(decoding: data, as: UTF8.self))
         } else if let file = entry.file {
             let date = file.effectiveModificationDate.map { $0.formatted(.iso8601) } ?? "-"
-            Console.out("\(String(file.size).leftPadded(12)) \(date) \(file.path)")
+            Console.out("\(String(file.size).leftPadded(12)) \(date) \(file.path.rawValue.terminalSafe)")
         } else if let key = entry.unaddressable {
             Console.error("buckia: \(key.displayName.debugDescription) cannot be addressed: \(key.reason)")
         } else {
-            Console.out("\(String(repeating: " ", count: 12)) \(String(repeating: " ", count: 20)) \(entry.path)")
+            Console.out("\(String(repeating: " ", count: 12)) \(String(repeating: " ", count: 20)) \(entry.path.terminalSafe)")
         }
         first = false
     }
@@ -166,5 +166,28 @@ struct ListingPrinter {
 extension String {
     func leftPadded(_ width: Int) -> String {
         count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+
+    /// The string with control characters escaped (`\n`, `\t`, `\e`, `\x7F`) and a
+    /// backslash doubled, as coreutils' `ls -b` does, so a name cannot fake a line or send
+    /// escape sequences to the terminal.
+    var terminalSafe: String {
+        guard unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" || (0x80..<0xA0).contains($0.value) }) else {
+            return self
+        }
+        var result = ""
+        for scalar in unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\t": result += "\\t"
+            case "\r": result += "\\r"
+            case "\\": result += "\\\\"
+            case "\u{1B}": result += "\\e"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value):
+                result += "\\x" + String(scalar.value, radix: 16, uppercase: true).leftPadded(2).replacingOccurrences(of: " ", with: "0")
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 }

@@ -2,6 +2,9 @@ import Buckia
 import Foundation
 
 extension CLI {
+    /// The most `kv put` reads from standard input (64 MiB): values are meant to be small.
+    static let keyValueInputLimit = 64 * 1_048_576
+
     static let kvCommand = Command(
         name: "kv", summary: "Read and write a key-value engine (sqlite, disk, memory).",
         usage: "kv [--engine TYPE] [--path DIR] put KEY [VALUE] | get KEY | rm KEY | ls | count", positionals: 1...3,
@@ -21,22 +24,28 @@ extension CLI {
         let arguments = invocation.positionals
         func key() throws -> CacheKey {
             guard arguments.count >= 2 else { throw UsageError(description: "kv \(arguments[0]) needs a KEY.") }
-            return CacheKey(verbatim: arguments[1])
+            let key = CacheKey(verbatim: arguments[1])
+            try key.validate()
+            return key
         }
         switch arguments[0] {
         case "put":
-            let value = arguments.count == 3 ? Data(arguments[2].utf8) : FileHandle.standardInput.readDataToEndOfFile()
+            let value = arguments.count == 3 ? Data(arguments[2].utf8) : try StandardInput.readAll(limit: CLI.keyValueInputLimit)
             try await engine.write(value, key: try key())
         case "get":
             let key = try key()
             guard let value = try await engine.read(key: key) else {
                 throw BuckiaError(.notFound, "No value is stored under \(key.value.debugDescription).", path: path)
             }
-            FileHandle.standardOutput.write(value)
+            try Console.writeOut(value)
         case "rm":
-            try await engine.remove(key: try key())
+            let key = try key()
+            guard try await engine.keyExists(key) else {
+                throw BuckiaError(.notFound, "No value is stored under \(key.value.debugDescription).", path: path)
+            }
+            try await engine.remove(key: key)
         case "ls":
-            for key in try await engine.allKeys() { Console.out(key.value) }
+            for key in try await engine.allKeys() { Console.out(key.value.terminalSafe) }
         case "count":
             Console.out(String(try await engine.keyCount()))
         default:

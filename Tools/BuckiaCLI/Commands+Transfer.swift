@@ -41,6 +41,9 @@ extension CLI {
             if let file = entry.file { keys.append(file.path) }
             if let key = entry.unaddressable { skipped.append(key) }
         }
+        if keys.isEmpty && skipped.isEmpty {
+            throw BuckiaError(.notFound, "Nothing exists under \(name):\(path.folderPrefix).", path: path.folderPrefix)
+        }
         try await forEachConcurrently(keys, width: configuration.maxConcurrentOperations) { key in
             try await provider.deleteFile(remotePath: key)
         }

@@ -33,6 +33,10 @@ extension CLI {
         guard let number = Int64(digits), number > 0 else {
             throw UsageError(description: "--expires takes a duration such as 90s, 15m, 1h or 7d; \(text.debugDescription) is not one.")
         }
-        return .seconds(number * multiplier)
+        let (seconds, overflow) = number.multipliedReportingOverflow(by: multiplier)
+        guard !overflow, seconds <= 7 * 86_400 else {
+            throw UsageError(description: "--expires is at most 7d (604800 seconds); \(text.debugDescription) is longer.")
+        }
+        return .seconds(seconds)
     }
 }

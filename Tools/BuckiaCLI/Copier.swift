@@ -43,6 +43,10 @@ struct Copier: Sendable {
                 throw BuckiaError(.notFound, "The local file \(url.path) does not exist.", path: url.path)
             }
             if isDirectory.boolValue { throw UsageError(description: "\(url.path) is a folder; use -r to copy folders.") }
+            let type = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.type] as? FileAttributeType
+            guard type == .typeRegular || type == .typeSymbolicLink else {
+                throw UsageError(description: "\(url.path) is not a regular file (a device, pipe or socket); only files are copied.")
+            }
             name = url.lastPathComponent
         case .remote(_, _, let path, _):
             name = path.trimmedSlashes.split(separator: "/").last.map(String.init) ?? ""
@@ -64,7 +68,7 @@ struct Copier: Sendable {
             }
             guard isDirectory.boolValue else { throw UsageError(description: "\(root.path) is a file; drop -r to copy one file.") }
             var skipped: [String] = []
-            try Copier.walk(DirectoryHandle(path: root.path), prefix: "", files: &relatives, skipped: &skipped)
+            try Copier.walk(DirectoryHandle(path: root.path), prefix: "", files: &relatives, skipped: &skipped, unnamed: &unaddressable)
             for path in skipped {
                 Console.error("buckia: skipped \(path): symbolic links and special files are not copied.")
             }
@@ -93,12 +97,20 @@ struct Copier: Sendable {
         return (relatives.count, total.withLock { $0 }, unaddressable)
     }
 
-    /// Collects the regular files under `folder` (relative paths), without following links.
-    static func walk(_ folder: DirectoryHandle, prefix: String, files: inout [String], skipped: inout [String]) throws {
-        for (name, kind) in try folder.names().sorted(by: { $0.name < $1.name }) {
+    /// Collects the regular files under `folder` (relative paths), without following links;
+    /// links and special files go to `skipped`, names that are not UTF-8 to `unnamed`.
+    static func walk(
+        _ folder: DirectoryHandle, prefix: String, files: inout [String], skipped: inout [String], unnamed: inout [UnaddressableKey]
+    ) throws {
+        for (raw, kind) in try folder.rawNames().sorted(by: { $0.name.lexicographicallyPrecedes($1.name) }) {
+            guard let name = String(validating: raw, as: UTF8.self) else {
+                unnamed.append(UnaddressableKey(bytes: Array((prefix).utf8) + raw, reason: "the name is not UTF-8, so it cannot be a key"))
+                continue
+            }
             switch kind {
             case .file: files.append(prefix + name)
-            case .folder: try walk(folder.folder(name, create: false), prefix: prefix + name + "/", files: &files, skipped: &skipped)
+            case .folder:
+                try walk(folder.folder(name, create: false), prefix: prefix + name + "/", files: &files, skipped: &skipped, unnamed: &unnamed)
             default: skipped.append(prefix + name)
             }
         }

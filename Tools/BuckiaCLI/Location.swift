@@ -28,10 +28,11 @@ enum Location: CustomStringConvertible {
 }
 
 extension String {
-    /// A remote path without leading or trailing slashes: the form keys are built from.
+    /// A remote path without trailing slashes: the form keys are built from. A leading `/`
+    /// stays, so `remote:/etc/x` fails as an absolute key instead of quietly becoming
+    /// `etc/x`; `remote:/` alone is the root.
     var trimmedSlashes: String {
         var text = Substring(self)
-        while text.hasPrefix("/") { text = text.dropFirst() }
         while text.hasSuffix("/") { text = text.dropLast() }
         return String(text)
     }

@@ -26,7 +26,9 @@ struct RemoteConfiguration {
         }
     }
 
-    static func load(explicitPath: String?, environment: [String: String]) throws -> RemoteConfiguration {
+    /// Loads the remotes; `registry` names the options each provider type reads, so variables
+    /// such as `BUCKIA_REMOTE_X_MULTIPART_THRESHOLD_MIB` find `multipartThresholdMiB`.
+    static func load(explicitPath: String?, environment: [String: String], registry: ProviderRegistry) throws -> RemoteConfiguration {
         var configuration = RemoteConfiguration()
         let home = environment["HOME"] ?? NSHomeDirectory()
         let dataHome = Self.dataHome(environment)
@@ -34,14 +36,11 @@ struct RemoteConfiguration {
         configuration.sources["default"] = "built in"
 
         let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.config"
-        let path = explicitPath ?? environment["BUCKIA_CONFIG"] ?? "\(configHome)/buckia/config.json"
-        if FileManager.default.fileExists(atPath: path) {
-            let data: Data
-            do {
-                data = try Data(contentsOf: URL(fileURLWithPath: path))
-            } catch {
-                throw BuckiaError(.invalidConfiguration, "The configuration file \(path) cannot be read: \(error.localizedDescription)", path: path)
-            }
+        let named = explicitPath ?? environment["BUCKIA_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        let path = named ?? "\(configHome)/buckia/config.json"
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
+            let data = try Self.read(path, isFolder: isFolder.boolValue)
             let file: File
             do {
                 file = try ConfigurationDecoding.decode(File.self, from: data)
@@ -52,10 +51,11 @@ struct RemoteConfiguration {
                 configuration.remotes[name.lowercased()] = remote
                 configuration.sources[name.lowercased()] = path
             }
-        } else if explicitPath != nil {
-            throw BuckiaError(.invalidConfiguration, "The configuration file \(path) does not exist.", path: path)
+        } else if named != nil {
+            let source = explicitPath != nil ? "--config" : "BUCKIA_CONFIG"
+            throw BuckiaError(.invalidConfiguration, "The configuration file \(path) named by \(source) does not exist.", path: path)
         }
-        try configuration.applyEnvironment(environment)
+        try configuration.applyEnvironment(environment, registry: registry)
         for (name, remote) in configuration.remotes {
             do {
                 try remote.validate()
@@ -66,15 +66,40 @@ struct RemoteConfiguration {
         return configuration
     }
 
-    private mutating func applyEnvironment(_ environment: [String: String]) throws {
+    /// Reads a configuration file, which must be a regular file of reasonable size.
+    private static func read(_ path: String, isFolder: Bool) throws -> Data {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        guard !isFolder, attributes?[.type] as? FileAttributeType == .typeRegular else {
+            throw BuckiaError(.invalidConfiguration, "The configuration file \(path) is not a regular file.", path: path)
+        }
+        if let size = attributes?[.size] as? Int, size > 1_048_576 {
+            throw BuckiaError(.invalidConfiguration, "The configuration file \(path) is over 1 MiB; it cannot be a configuration.", path: path)
+        }
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            let reason = (error as? CocoaError).map { "\(BuckiaError.wrapping($0).code)" } ?? "unreadable"
+            throw BuckiaError(.invalidConfiguration, "The configuration file \(path) cannot be read (\(reason)); check its permissions.", path: path)
+        }
+    }
+
+    private mutating func applyEnvironment(_ environment: [String: String], registry: ProviderRegistry) throws {
         let marker = "BUCKIA_REMOTE_"
+        var seen: [String: String] = [:]
+        var derived: [String: Set<String>] = [:]
         for (variable, value) in environment.sorted(by: { $0.key < $1.key }) where variable.hasPrefix(marker) {
             let rest = variable.dropFirst(marker.count)
             guard let underscore = rest.firstIndex(of: "_"), underscore != rest.startIndex else {
                 throw BuckiaError(.invalidConfiguration, "The variable \(variable) should look like BUCKIA_REMOTE_<NAME>_<KEY>.", path: variable)
             }
             let name = rest[..<underscore].lowercased()
-            let key = String(rest[rest.index(after: underscore)...])
+            let key = String(rest[rest.index(after: underscore)...]).uppercased()
+            if let earlier = seen["\(name)_\(key)"] {
+                throw BuckiaError(
+                    .invalidConfiguration, "\(earlier) and \(variable) set the same thing (names are not case-sensitive); unset one.",
+                    path: variable)
+            }
+            seen["\(name)_\(key)"] = variable
             var remote = remotes[name] ?? BuckiaConfiguration(provider: ProviderType(rawValue: ""))
             switch key {
             case "PROVIDER": remote.provider = ProviderType(rawValue: value)
@@ -95,12 +120,25 @@ struct RemoteConfiguration {
                     remote.authConfig.credentials[Self.camelCase(key.dropFirst("CREDENTIAL_".count))] = Secret(value)
                 } else {
                     remote.options[Self.camelCase(Substring(key))] = value
+                    derived[name, default: []].insert(Self.camelCase(Substring(key)))
                 }
             }
             remotes[name] = remote
             if sources[name]?.hasSuffix("environment") != true {
                 sources[name] = sources[name].map { "\($0) + environment" } ?? "environment"
             }
+        }
+        // A derived name matches a provider's option however the words were split:
+        // MULTIPART_THRESHOLD_MIB → multipartThresholdMiB.
+        for (name, names) in derived {
+            guard var remote = remotes[name], let known = registry.knownOptions(for: remote.provider) else { continue }
+            for option in names where !known.contains(option) {
+                if let match = known.first(where: { Self.squashed($0) == Self.squashed(option) }), let value = remote.options[option] {
+                    remote.options[option] = nil
+                    remote.options[match] = value
+                }
+            }
+            remotes[name] = remote
         }
         for (name, remote) in remotes where remote.provider.rawValue.isEmpty {
             throw BuckiaError(
@@ -114,6 +152,11 @@ struct RemoteConfiguration {
     static func dataHome(_ environment: [String: String]) -> String {
         let home = environment["HOME"] ?? NSHomeDirectory()
         return environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.local/share"
+    }
+
+    /// A name lowercased without `_`, to compare option names however they are split.
+    static func squashed(_ name: String) -> String {
+        name.lowercased().replacingOccurrences(of: "_", with: "")
     }
 
     static func camelCase(_ key: Substring) -> String {

@@ -185,9 +185,22 @@ public enum ConfigurationDecoding {
     }
 
     /// Decodes `type` from JSON, turning `DecodingError` into ``BuckiaError``.
+    ///
+    /// A key given twice in one object is an error (the decoders would keep one silently), and
+    /// so is a document that is not an object.
     public static func decode<T: Decodable>(_ type: T.Type, from json: Data) throws -> T {
+        // Some editors start UTF-8 files with a byte-order mark; JSON parsers refuse it.
+        let json = json.starts(with: [0xEF, 0xBB, 0xBF]) ? json.dropFirst(3) : json
+        let bytes = [UInt8](json)
+        if let duplicate = JSONDuplicateKeys.first(in: bytes) {
+            throw BuckiaError(
+                .invalidConfiguration, "The setting \(duplicate.debugDescription) is given twice; keep one.", path: duplicate)
+        }
+        if let first = bytes.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }), first != UInt8(ascii: "{") {
+            throw BuckiaError(.invalidConfiguration, "The configuration must be a JSON object ({ … }); this one is not.")
+        }
         do {
-            return try JSONDecoder().decode(type, from: json)
+            return try JSONDecoder().decode(type, from: Data(json))
         } catch let error as BuckiaError {
             throw error
         } catch let error as DecodingError {

@@ -45,10 +45,16 @@ public protocol StorageProviderPlugin: StorageProvider {
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming the missing or bad setting
     ///   (an unknown option included: see ``BuckiaConfiguration/checkOptions(known:)``).
     init(context: ProviderContext) throws
+
+    /// The options this provider reads, or nil when it does not say. Tools that derive option
+    /// names (the command line's `BUCKIA_REMOTE_<NAME>_<KEY>` variables) match against them.
+    static var knownOptions: Set<String>? { get }
 }
 
 extension StorageProviderPlugin {
     public var providerType: ProviderType { Self.providerType }
+
+    public static var knownOptions: Set<String>? { nil }
 }
 
 /// Provider types mapped to the code that builds them.
@@ -64,6 +70,7 @@ extension StorageProviderPlugin {
 /// ```
 public struct ProviderRegistry: Sendable {
     private var storage = PluginRegistry<ProviderType, ProviderContext, any StorageProvider>(noun: "provider")
+    private var options: [ProviderType: Set<String>] = [:]
 
     /// An empty registry.
     public init() {}
@@ -73,7 +80,11 @@ public struct ProviderRegistry: Sendable {
     /// - Throws: ``BuckiaError/Code/alreadyExists`` if that type is already registered.
     public mutating func register<Plugin: StorageProviderPlugin>(_ plugin: Plugin.Type) throws {
         try storage.register(Plugin.providerType) { try Plugin(context: $0) }
+        options[Plugin.providerType] = Plugin.knownOptions
     }
+
+    /// The options a registered provider type reads, when it declares them.
+    public func knownOptions(for type: ProviderType) -> Set<String>? { options[type] }
 
     /// Registers a factory closure under `type`.
     public mutating func register(

@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+/// One case of the bad-input corpus (Corpus/bad-inputs.json): shell lines run in a fresh home
+/// folder holding `f.txt` ("hello"), `dir/a.txt` and `dir/sub/b.txt`, with `$B` the built
+/// `buckia`.
+struct CorpusCase: Decodable, Sendable, CustomTestStringConvertible {
+    /// What the case shows.
+    let name: String
+    /// The kind of bad input: crash, loss, escape, path, usage, exit, output, config, stdin.
+    let `class`: String
+    /// Shell lines that prepare the home folder; they must succeed.
+    let setup: String?
+    /// The shell line under test; its exit status is the case's.
+    let run: String
+    /// The exit status expected.
+    let exit: Int32
+    /// Text standard error must contain.
+    let stderr: String?
+    /// Text standard output must contain.
+    let stdout: String?
+    /// Shell lines that exit 0 when the file system is as it should be afterwards.
+    let check: String?
+    /// The issue item the case comes from, if any.
+    let item: Int?
+
+    var testDescription: String { "[\(`class`)] \(name)" }
+
+    static var all: [CorpusCase] {
+        guard let url = Bundle.module.url(forResource: "bad-inputs", withExtension: "json", subdirectory: "Corpus"),
+              let data = try? Data(contentsOf: url), let cases = try? JSONDecoder().decode([CorpusCase].self, from: data)
+        else { return [] }
+        return cases
+    }
+}
+
+@Suite("Bad-input corpus against the built buckia")
+struct BadInputCorpusTests {
+    @Test("The corpus loads and holds at least 150 cases")
+    func corpusSize() throws {
+        let cases = CorpusCase.all
+        let classes = Dictionary(grouping: cases, by: \.class).mapValues(\.count).sorted { $0.key < $1.key }
+        print("corpus: \(cases.count) cases — " + classes.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        #expect(cases.count >= 150, "the corpus holds \(cases.count) cases")
+        #expect(Set(cases.map(\.name)).count == cases.count, "case names are unique")
+    }
+
+    @Test(arguments: CorpusCase.all)
+    func corpusCase(_ entry: CorpusCase) throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-corpus-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home.appendingPathComponent("dir/sub"), withIntermediateDirectories: true)
+        defer {
+            _ = try? shell("chmod -R u+rwx . 2>/dev/null", in: home)
+            try? FileManager.default.removeItem(at: home)
+        }
+        try Data("hello\n".utf8).write(to: home.appendingPathComponent("f.txt"))
+        try Data("a\n".utf8).write(to: home.appendingPathComponent("dir/a.txt"))
+        try Data("b\n".utf8).write(to: home.appendingPathComponent("dir/sub/b.txt"))
+        if let setup = entry.setup {
+            let prepared = try shell(setup, in: home)
+            try #require(prepared.status == 0, "setup failed: \(prepared.stderr)")
+        }
+        let result = try shell(entry.run, in: home)
+        #expect(!result.trapped, "buckia trapped: \(result.stderr)")
+        #expect(result.status == entry.exit, "exit \(result.status), expected \(entry.exit); stderr: \(result.stderr)")
+        if let fragment = entry.stderr { #expect(result.stderr.contains(fragment), "stderr lacks \(fragment.debugDescription): \(result.stderr)") }
+        if let fragment = entry.stdout { #expect(result.stdout.contains(fragment), "stdout lacks \(fragment.debugDescription): \(result.stdout)") }
+        if let check = entry.check {
+            let state = try shell(check, in: home)
+            #expect(state.status == 0, "the file system is not as expected afterwards: \(check)")
+        }
+    }
+
+    struct ShellResult {
+        let status: Int32
+        let trapped: Bool
+        let stdout: String
+        let stderr: String
+    }
+
+    /// Runs `script` with `sh -c` in `home`, with a private environment; stdin is /dev/null.
+    func shell(_ script: String, in home: URL) throws -> ShellResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        process.currentDirectoryURL = home
+        process.environment = [
+            "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_CACHE_HOME": home.appendingPathComponent("cache").path,
+            "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "B": CLIHarness.executable.path,
+        ]
+        let out = home.appendingPathComponent(".out-\(UUID().uuidString)")
+        let err = home.appendingPathComponent(".err-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(at: out)
+            try? FileManager.default.removeItem(at: err)
+        }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        try process.run()
+        process.waitUntilExit()
+        let status = process.terminationStatus
+        // sh reports a child killed by a signal as 128 + the signal: SIGILL, SIGTRAP, SIGABRT, SIGSEGV.
+        let trapped = process.terminationReason == .uncaughtSignal || [132, 133, 134, 139].contains(status)
+        return ShellResult(
+            status: status, trapped: trapped, stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+    }
+}

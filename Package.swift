@@ -45,9 +45,10 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]),
 
         .systemLibrary(name: "CLinux", path: "Core/CLinux"),
+        .systemLibrary(name: "CChecksum", path: "Core/CChecksum"),
 
         // MARK: Core
-        .target(name: "BuckiaCore", dependencies: ["COpenSSL", "CZlib"], path: "Core/BuckiaCore"),
+        .target(name: "BuckiaCore", dependencies: ["COpenSSL", "CZlib", "CChecksum"], path: "Core/BuckiaCore"),
         .target(name: "BuckiaHTTP", dependencies: ["BuckiaCore"], path: "Core/BuckiaHTTP"),
         .target(name: "BuckiaSQLite", dependencies: ["BuckiaCore", "CSQLite"], path: "Core/BuckiaSQLite"),
         .target(name: "BuckiaSigV4", dependencies: ["BuckiaCore"], path: "Core/BuckiaSigV4"),

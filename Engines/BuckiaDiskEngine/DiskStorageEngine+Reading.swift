@@ -88,7 +88,7 @@ extension DiskStorageEngine {
         let bytes = try file.read(count: Int(size), at: 0)
         let header = try DiskValueHeader(parsing: bytes, subject: key.value)
         guard header.key.elementsEqual(key.value.utf8) else { throw misplaced(key) }
-        return bytes.subdata(in: (bytes.startIndex + header.length)..<bytes.endIndex)
+        return try header.value(in: bytes, subject: key.value)
     }
 
     /// The header of the file at `path` (one `pread`), or nil if the file is missing.

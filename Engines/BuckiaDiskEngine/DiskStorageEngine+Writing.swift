@@ -68,7 +68,7 @@ extension DiskStorageEngine {
         if !location.folder.isEmpty {
             try DiskFileSystem.createDirectory(folderPath(location.folder), syncParent: durable)
         }
-        let header = DiskValueHeader(createdAt: createdAt, key: Array(key.value.utf8)).encoded()
+        let header = DiskValueHeader(createdAt: createdAt, key: Array(key.value.utf8), value: data).encoded()
         let durable = self.durable
         let options = AtomicFile.Options(
             temporaryDirectory: temporaryDirectory, modificationDate: time, durable: false, createParentDirectories: true)

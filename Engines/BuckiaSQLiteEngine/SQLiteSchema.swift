@@ -6,23 +6,52 @@ import Foundation
 enum SQLiteSchema {
     /// `BCKV`: marks a database as this engine's (`PRAGMA application_id`).
     static let applicationID: Int64 = 0x4243_4B56
-    /// The schema version this code reads and writes (`PRAGMA user_version`).
-    static let version: Int64 = 1
+    /// The schema version this code reads and writes (`PRAGMA user_version`). Version 2 added
+    /// `crc`; a version 1 database gains the column (NULL, unchecked, until each value is
+    /// written again) when it is first opened.
+    static let version: Int64 = 2
 
     static let create = """
         CREATE TABLE IF NOT EXISTS buckia_kv (
             key TEXT PRIMARY KEY NOT NULL,
             data BLOB NOT NULL,
             created_at REAL NOT NULL,
-            updated_at REAL NOT NULL
+            updated_at REAL NOT NULL,
+            crc INTEGER
         )
         """
 
     /// Inserts a value, or replaces it keeping `created_at`.
     static let upsert = """
-        INSERT INTO buckia_kv (key, data, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
-        ON CONFLICT (key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at
+        INSERT INTO buckia_kv (key, data, created_at, updated_at, crc) VALUES (?1, ?2, ?3, ?3, ?4)
+        ON CONFLICT (key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at, crc = excluded.crc
         """
+
+    /// The values an upsert binds for `key` and `data` at `time`.
+    static func upsertValues(_ key: CacheKey, _ data: Data, _ time: Double) -> [SQLiteValue] {
+        [.text(key.value), .blob(data), .real(time), .integer(Int64(crc(key: key.value, data: data)))]
+    }
+
+    /// The CRC-32C of a row's key bytes followed by its value: it catches damaged values and a
+    /// damaged index that returns another key's row.
+    static func crc(key: String, data: Data) -> UInt32 {
+        CRC32C.checksum(data, seed: CRC32C.checksum(utf8: key))
+    }
+
+    /// Reads a value row (`key, data, crc` from column `first` on) and checks it.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/corrupt`` when the bytes do not match the row's CRC.
+    static func checkedRow(_ row: SQLiteRow, from first: Int = 0, path: String) throws -> (key: CacheKey, data: Data) {
+        let key = row.string(first) ?? ""
+        let data = row.data(first + 1) ?? Data()
+        if !row.isNull(first + 2), UInt32(truncatingIfNeeded: row.int64(first + 2)) != crc(key: key, data: data) {
+            throw BuckiaError(
+                .corrupt,
+                "The value stored under \(key.debugDescription) does not match its CRC-32C: the database file was damaged. Restore it from a backup, or write the key again.",
+                operation: "read", path: path)
+        }
+        return (CacheKey(verbatim: key), data)
+    }
 
     /// Checks the database is new or ours, creates the table, and sets WAL.
     static func prepare(_ db: SQLiteConnection, synchronous: String) throws {
@@ -49,6 +78,13 @@ enum SQLiteSchema {
             // An existing database of this schema needs no writes to open: opening stays a few
             // reads however many values it holds.
             if found == version, tables.contains("buckia_kv") { return }
+            if found == 1, tables.contains("buckia_kv") {
+                try db.transaction {
+                    try db.execute("ALTER TABLE buckia_kv ADD COLUMN crc INTEGER")
+                    try db.execute("PRAGMA user_version = \(version)")
+                }
+                return
+            }
         }
         try db.setJournalMode(.wal)
         try db.transaction {

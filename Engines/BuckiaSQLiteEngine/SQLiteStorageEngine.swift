@@ -88,13 +88,13 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
         let time = now().timeIntervalSince1970
         try connections.write { db in
             try db.transaction {
-                for (key, data) in dataAndKeys { try db.run(SQLiteSchema.upsert, [.text(key.value), .blob(data), .real(time)]) }
+                for (key, data) in dataAndKeys { try db.run(SQLiteSchema.upsert, SQLiteSchema.upsertValues(key, data, time)) }
             }
         }
     }
 
     private func upsert(_ key: CacheKey, _ data: Data, at time: Double) throws {
-        try connections.write { try $0.run(SQLiteSchema.upsert, [.text(key.value), .blob(data), .real(time)]) }
+        try connections.write { try $0.run(SQLiteSchema.upsert, SQLiteSchema.upsertValues(key, data, time)) }
     }
 
     public func remove(key: CacheKey) async throws {
@@ -117,7 +117,9 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
 
     public nonisolated func read(key: CacheKey) async throws -> Data? {
         try connections.read { db in
-            try db.query("SELECT data FROM buckia_kv WHERE key = ?1", [.text(key.value)]) { $0.data(0) ?? Data() }.first
+            try db.query("SELECT key, data, crc FROM buckia_kv WHERE key = ?1", [.text(key.value)]) {
+                try SQLiteSchema.checkedRow($0, path: db.path).data
+            }.first
         }
     }
 
@@ -125,7 +127,9 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
         try connections.read { db in
             try db.transaction(.deferred) {
                 try keys.compactMap { key in
-                    try db.query("SELECT data FROM buckia_kv WHERE key = ?1", [.text(key.value)]) { (key, $0.data(0) ?? Data()) }.first
+                    try db.query("SELECT key, data, crc FROM buckia_kv WHERE key = ?1", [.text(key.value)]) {
+                        (key, try SQLiteSchema.checkedRow($0, path: db.path).data)
+                    }.first
                 }
             }
         }
@@ -133,23 +137,23 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
 
     public nonisolated func readAllDataAndKeys() async throws -> [(key: CacheKey, data: Data)] {
         try connections.read { db in
-            try db.query("SELECT key, data FROM buckia_kv ORDER BY key") { (CacheKey(verbatim: $0.string(0) ?? ""), $0.data(1) ?? Data()) }
+            try db.query("SELECT key, data, crc FROM buckia_kv ORDER BY key") { try SQLiteSchema.checkedRow($0, path: db.path) }
         }
     }
 
     public nonisolated func readAllData() async throws -> [Data] {
         try connections.read { db in
-            try db.query("SELECT data FROM buckia_kv ORDER BY key") { $0.data(0) ?? Data() }
+            try db.query("SELECT key, data, crc FROM buckia_kv ORDER BY key") { try SQLiteSchema.checkedRow($0, path: db.path).data }
         }
     }
 
     public nonisolated func readDataAndKeys(after cursor: CacheKey?, limit: Int) async throws -> [(key: CacheKey, data: Data)] {
         try connections.read { db in
-            let row: (SQLiteRow) -> (key: CacheKey, data: Data) = { (CacheKey(verbatim: $0.string(0) ?? ""), $0.data(1) ?? Data()) }
+            let row: (SQLiteRow) throws -> (key: CacheKey, data: Data) = { try SQLiteSchema.checkedRow($0, path: db.path) }
             if let cursor {
-                return try db.query("SELECT key, data FROM buckia_kv WHERE key > ?1 ORDER BY key LIMIT ?2", [.text(cursor.value), .integer(Int64(limit))], row)
+                return try db.query("SELECT key, data, crc FROM buckia_kv WHERE key > ?1 ORDER BY key LIMIT ?2", [.text(cursor.value), .integer(Int64(limit))], row)
             }
-            return try db.query("SELECT key, data FROM buckia_kv ORDER BY key LIMIT ?1", [.integer(Int64(limit))], row)
+            return try db.query("SELECT key, data, crc FROM buckia_kv ORDER BY key LIMIT ?1", [.integer(Int64(limit))], row)
         }
     }
 

@@ -151,3 +151,26 @@ struct ZlibTests {
         #expect(error?.code == .corrupt)
     }
 }
+
+@Suite("CRC-32 and CRC-32C")
+struct CRC32Tests {
+    @Test("CRC-32C matches the standard check value, by hardware and by table, in any pieces")
+    func castagnoli() {
+        #expect(CRC32C.checksum(Data("123456789".utf8)) == 0xE306_9283)
+        #expect(CRC32C.checksum(Data()) == 0)
+        // RFC 3720 (iSCSI) B.4: 32 bytes of zeros, and of 0xFF.
+        #expect(CRC32C.checksum(Data(count: 32)) == 0x8A91_36AA)
+        #expect(CRC32C.checksum(Data(repeating: 0xFF, count: 32)) == 0x62A8_AB43)
+        let data = Data((0..<10_007).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        #expect(CRC32C.checksum(data.suffix(from: 3), seed: CRC32C.checksum(data.prefix(3))) == CRC32C.checksum(data))
+        #expect(CRC32C.checksum(utf8: "caf\u{E9}") == CRC32C.checksum(Data("caf\u{E9}".utf8)))
+    }
+
+    @Test("CRC-32 matches the standard check value and chains across pieces")
+    func checkValue() {
+        #expect(CRC32.checksum(Data("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum(Data()) == 0)
+        let whole = CRC32.checksum(Data("keyvalue".utf8))
+        #expect(CRC32.checksum(Data("value".utf8), seed: CRC32.checksum(Data("key".utf8))) == whole)
+    }
+}

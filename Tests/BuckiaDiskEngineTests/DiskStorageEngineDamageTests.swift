@@ -8,7 +8,10 @@ struct DiskStorageEngineDamageTests {
     /// Ways a value file can be damaged from outside the engine.
     enum Damage: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case badMagic, emptyFile, truncatedHeader, truncatedKey, impossibleKeyLength, anotherKeysFile
+        case truncatedValue, extendedValue, overwrittenValueByte, zeroedValueTail
         var testDescription: String { rawValue }
+        /// Whether the header itself is damaged (else only the value is, and `createdAt` still reads).
+        var harmsHeader: Bool { ![.truncatedValue, .extendedValue, .overwrittenValueByte, .zeroedValueTail].contains(self) }
     }
 
     @Test(
@@ -31,18 +34,45 @@ struct DiskStorageEngineDamageTests {
         case .anotherKeysFile:
             try FileManager.default.removeItem(at: url)
             try FileManager.default.copyItem(at: try engine.fileURL(for: other), to: url)
+        case .truncatedValue, .extendedValue, .overwrittenValueByte, .zeroedValueTail:
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? UInt64)
+            switch damage {
+            case .truncatedValue: try DiskFixture.damage(url, truncatingTo: size - 5)
+            case .extendedValue: try DiskFixture.damage(url, writing: Array("!!".utf8), at: size)
+            case .overwrittenValueByte: try DiskFixture.damage(url, writing: [UInt8(ascii: "T")], at: size - 12)
+            default: try DiskFixture.damage(url, writing: [0, 0, 0, 0], at: size - 4)
+            }
         }
         let error = await #expect(throws: BuckiaError.self) { try await engine.read(key: key) }
         #expect(error?.code == .corrupt)
         #expect(error?.path == key.value)
-        let createdError = await #expect(throws: BuckiaError.self) { try await engine.createdAt(key: key) }
-        #expect(createdError?.code == .corrupt)
+        if damage.harmsHeader {
+            let createdError = await #expect(throws: BuckiaError.self) { try await engine.createdAt(key: key) }
+            #expect(createdError?.code == .corrupt)
+        }
         #expect(try await engine.read(key: other) == Data("other value".utf8))
         #expect(try await engine.keyCount() == 2, "counting reads no headers")
         // Writing the key again repairs it.
         try await engine.write(Data("repaired".utf8), key: key)
         #expect(try await engine.read(key: key) == Data("repaired".utf8))
         #expect(try await engine.allKeys() == [key, other].sorted())
+    }
+
+    // Regression: BKV1 files held no value length or checksum, so a truncated or overwritten
+    // value read back as wrong bytes with no error.
+    @Test("A file written before values carried a CRC (BKV1) still reads")
+    func legacyFile() async throws {
+        let fixture = try DiskFixture()
+        let engine = try fixture.open()
+        let key = CacheKey(verbatim: "old")
+        try await engine.write(Data("placeholder".utf8), key: key)
+        var legacy = Data("BKV1".utf8)
+        withUnsafeBytes(of: (1_700_000_000.0).bitPattern.littleEndian) { legacy.append(contentsOf: $0) }
+        withUnsafeBytes(of: UInt32(3).littleEndian) { legacy.append(contentsOf: $0) }
+        legacy.append(contentsOf: Array("old".utf8) + Array("old value".utf8))
+        try legacy.write(to: try engine.fileURL(for: key))
+        #expect(try await engine.read(key: key) == Data("old value".utf8))
+        #expect(try await engine.createdAt(key: key) == Date(timeIntervalSince1970: 1_700_000_000))
     }
 
     @Test("A hashed file whose header holds another key makes listing fail as corrupt")

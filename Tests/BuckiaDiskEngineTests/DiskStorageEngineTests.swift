@@ -76,16 +76,19 @@ struct DiskStorageEngineTests {
         #expect(fixture.files().count == 4, "\(fixture.files())")
     }
 
-    @Test("The file holds BKV1, createdAt, the key length, the key and then the value")
+    @Test("The file holds BKV2, createdAt, the key length, the value length, the CRC-32C of key and value, the key and then the value")
     func fileFormat() async throws {
         let fixture = try DiskFixture()
         let created = Date(timeIntervalSince1970: 1_700_000_000.25)
         let engine = try fixture.open(layout: .flat, now: { created })
         try await engine.write(Data("value".utf8), key: CacheKey(verbatim: "key"))
         let bytes = try Data(contentsOf: try engine.fileURL(for: CacheKey(verbatim: "key")))
-        var expected = Data("BKV1".utf8)
+        var expected = Data("BKV2".utf8)
         withUnsafeBytes(of: created.timeIntervalSince1970.bitPattern.littleEndian) { expected.append(contentsOf: $0) }
         expected.append(contentsOf: [3, 0, 0, 0])
+        expected.append(contentsOf: [5, 0, 0, 0, 0, 0, 0, 0])
+        // The CRC-32C of "keyvalue", which the key-then-value chaining equals.
+        withUnsafeBytes(of: CRC32C.checksum(Data("keyvalue".utf8)).littleEndian) { expected.append(contentsOf: $0) }
         expected.append(contentsOf: Data("keyvalue".utf8))
         #expect(bytes == expected)
     }

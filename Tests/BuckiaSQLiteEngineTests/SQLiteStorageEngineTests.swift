@@ -17,6 +17,47 @@ struct EngineFolder: ~Copyable {
 
 @Suite("SQLite storage engine")
 struct SQLiteStorageEngineTests {
+    // Regression: random bytes written into the database file made reads return wrong bytes.
+    @Test("A value damaged inside the database file reads as corrupt, never as wrong bytes", arguments: [0, 1500, 2999])
+    func damagedValue(_ offset: Int) async throws {
+        let folder = try EngineFolder()
+        let value = Data((0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 17) })
+        do {
+            let engine = try SQLiteStorageEngine(directory: folder.url)
+            try await engine.write(value, key: CacheKey(verbatim: "victim"))
+            try await engine.write(Data("bystander".utf8), key: CacheKey(verbatim: "other"))
+        }
+        var file = try Data(contentsOf: folder.database)
+        let start = try #require(file.firstRange(of: value)?.lowerBound, "the value is stored contiguously in one page")
+        file[start + offset] ^= 0x5A
+        try file.write(to: folder.database)
+        let engine = try SQLiteStorageEngine(directory: folder.url)
+        let error = await #expect(throws: BuckiaError.self) { try await engine.read(key: CacheKey(verbatim: "victim")) }
+        #expect(error?.code == .corrupt)
+        await #expect(throws: BuckiaError.self) { try await engine.readAllData() }
+        #expect(try await engine.read(key: CacheKey(verbatim: "other")) == Data("bystander".utf8))
+    }
+
+    @Test("A schema-1 database gains the CRC column, keeps its values, and checks new writes")
+    func migratesSchemaOne() async throws {
+        let folder = try EngineFolder()
+        do {
+            let db = try SQLiteConnection(path: folder.database.path)
+            try db.execute("""
+                CREATE TABLE buckia_kv (key TEXT PRIMARY KEY NOT NULL, data BLOB NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL);
+                INSERT INTO buckia_kv VALUES ('old', x'6f6c64', 1, 1);
+                PRAGMA application_id = \(0x4243_4B56); PRAGMA user_version = 1;
+                """)
+        }
+        let engine = try SQLiteStorageEngine(directory: folder.url)
+        #expect(try await engine.read(key: CacheKey(verbatim: "old")) == Data("old".utf8))
+        try await engine.write(Data("new".utf8), key: CacheKey(verbatim: "new"))
+        #expect(try await engine.readAllData() == [Data("new".utf8), Data("old".utf8)])
+        let db = try SQLiteConnection(path: folder.database.path)
+        #expect(try db.query("PRAGMA user_version") { $0.int64(0) } == [2])
+        #expect(try db.query("SELECT crc IS NOT NULL FROM buckia_kv ORDER BY key") { $0.int64(0) } == [1, 0])
+    }
+
     @Test("A file that is not a database fails as corrupt and is left untouched")
     func corruptFile() throws {
         let folder = try EngineFolder()

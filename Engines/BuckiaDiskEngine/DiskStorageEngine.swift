@@ -24,7 +24,8 @@ import Foundation
 ///
 /// ## Cost
 ///
-/// Opening only creates the directory and `.tmp`: no scan, no index, so it costs the same
+/// Opening only creates the directory and `.tmp` and removes abandoned temporaries from `.tmp`
+/// (``BuckiaCore/Temporaries``): no scan of the values, no index, so it costs the same
 /// over ten values or a million. Reading, writing, removing and the timestamps of one key
 /// compute its path and touch that one file. ``allKeys()``, ``keyCount()``, the `readAll`
 /// variants and pagination walk the directory: their cost grows with the number of values
@@ -84,6 +85,8 @@ public actor DiskStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
         try DiskFileSystem.createDirectory(path)
         let temporaryPath = (path == "/" ? "" : path) + "/" + DiskStorageEngine.temporaryFolderName
         try DiskFileSystem.createDirectory(temporaryPath)
+        // Temporaries a killed writer left behind go now (a live writer's are locked).
+        if let temporary = try? DirectoryHandle(path: temporaryPath) { Temporaries.sweep(temporary) }
         self.directory = URL(fileURLWithPath: path, isDirectory: true)
         self.rootPath = path == "/" ? "" : path
         self.temporaryDirectory = URL(fileURLWithPath: temporaryPath, isDirectory: true)

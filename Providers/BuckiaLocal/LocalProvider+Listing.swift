@@ -42,6 +42,8 @@ extension LocalProvider {
         let reserved = Array(LocalProvider.reservedName.utf8)
         return names.compactMap { name, kind in
             if folder.isEmpty && name == reserved { return nil }
+            // A download or copy in progress (or abandoned) here is not an object.
+            if kind == .file && Temporaries.isTemporaryName(name) { return nil }
             switch kind {
             case .file: return FolderItem(name: name, kind: .file(nil))
             case .folder: return FolderItem(name: name, kind: .folder)

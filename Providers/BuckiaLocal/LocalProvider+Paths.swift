@@ -103,6 +103,7 @@ extension LocalProvider {
         var location = try locate(key, create: true, operation: "upload")
         let temporary = try temporaryFolder(location.root)
         let (name, file) = try temporary.createTemporaryFile()
+        defer { Temporaries.unregister(file.path) }
         do {
             let digests = try DigestSet(options.knownChecksums.keys.compactMap(\.hashAlgorithm))
             try body(file, digests)
@@ -112,7 +113,8 @@ extension LocalProvider {
             }
             if let modified { try file.setModificationDate(modified) }
             if durable { try file.sync() }
-            try file.close()
+            // The file stays open, and so locked, until it is in place: a sweep by another
+            // process must not take it in between.
             try location.root.folder(LocalProvider.reservedName, create: true).withExclusiveLock(on: "lock") {
                 var attempts = 0
                 while true {
@@ -125,6 +127,7 @@ extension LocalProvider {
                     }
                 }
             }
+            try file.close()
             if durable { try location.parent.sync() }
         } catch {
             try? file.close()

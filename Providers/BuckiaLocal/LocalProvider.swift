@@ -109,6 +109,10 @@ public struct LocalProvider: StorageProviderPlugin {
         free(resolved)
         self.root = URL(fileURLWithPath: rootPath, isDirectory: true)
         self.durable = durable
+        // Temporaries a killed process left in <root>/.buckia/tmp go now.
+        if let temporary = try? DirectoryHandle(path: rootPath).folder(LocalProvider.reservedName, create: false).folder("tmp", create: false) {
+            Temporaries.sweep(temporary)
+        }
     }
 
     public func connect() async throws -> Bool {

@@ -11,6 +11,14 @@ struct Copier: Sendable {
     let source: Endpoint
     let destination: Endpoint
     let destinationIsFolder: Bool
+    /// Local folders already swept of temporaries a killed run left there.
+    private let swept = Locked<Set<String>>([])
+
+    /// Removes abandoned Buckia temporaries from a local destination folder, once per run.
+    private func sweep(_ folder: URL) {
+        guard swept.withLock({ $0.insert(folder.path).inserted }), let handle = try? DirectoryHandle(path: folder.path) else { return }
+        Temporaries.sweep(handle)
+    }
 
     init(invocation: Invocation, source: Location, destination: Location) throws {
         func endpoint(_ location: Location) throws -> Endpoint {
@@ -103,6 +111,9 @@ struct Copier: Sendable {
         _ folder: DirectoryHandle, prefix: String, files: inout [String], skipped: inout [String], unnamed: inout [UnaddressableKey]
     ) throws {
         for (raw, kind) in try folder.rawNames().sorted(by: { $0.name.lexicographicallyPrecedes($1.name) }) {
+            // Buckia's own temporaries (a download in progress, or one a killed run left) are
+            // never copied.
+            if kind == .file && Temporaries.isTemporaryName(raw) { continue }
             guard let name = String(validating: raw, as: UTF8.self) else {
                 unnamed.append(UnaddressableKey(bytes: Array((prefix).utf8) + raw, reason: "the name is not UTF-8, so it cannot be a key"))
                 continue
@@ -146,6 +157,7 @@ struct Copier: Sendable {
             return try await provider.uploadFile(localURL: source, remotePath: key, options: UploadOptions()).size
         case (.remote(let provider, let key), .local(let target)):
             try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            sweep(target.deletingLastPathComponent())
             return try await provider.downloadFile(remotePath: key, localURL: target).file.size
         case (.remote(let sourceProvider, let sourceKey), .remote(let targetProvider, let targetKey)):
             return try await TemporaryFile.with { url in

@@ -21,5 +21,20 @@ for index in 1..<Int(CommandLine.argc) {
     }
 }
 
+// Interrupted (Ctrl-C, SIGTERM): remove the temporaries in progress, then exit as the signal
+// would (130, 143). Parts already on a server stay for a resumed upload.
+let interruptions = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+    signal(number, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+    source.setEventHandler {
+        Temporaries.removeAll()
+        Console.error("buckia: interrupted; temporary files removed.")
+        exit(128 + number)
+    }
+    source.resume()
+    return source
+}
+
 let status = await CLI.main(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+withExtendedLifetime(interruptions) {}
 exit(status.rawValue)

@@ -56,8 +56,13 @@ public enum AtomicFile {
     /// If `body` throws, the temporary file is removed and the destination is untouched.
     public static func write(to url: URL, options: Options, _ body: (LocalFile) throws -> Void) throws {
         let directory = options.temporaryDirectory ?? url.deletingLastPathComponent()
-        let temporary = directory.appendingPathComponent(".buckia-\(UUID().uuidString).tmp", isDirectory: false)
+        let temporary = directory.appendingPathComponent(Temporaries.makeName(), isDirectory: false)
         let file = try LocalFile.createExclusive(temporary, permissions: options.permissions ?? 0o644)
+        // Locked and registered for its whole life: a sweep leaves it alone while this process
+        // lives, and an interrupted process removes it.
+        file.lockAsTemporary()
+        Temporaries.register(temporary.path)
+        defer { Temporaries.unregister(temporary.path) }
         do {
             if options.permissions == nil, let existing = existingPermissions(url) {
                 try file.setPermissions(existing)
@@ -65,8 +70,8 @@ public enum AtomicFile {
             try body(file)
             if let date = options.modificationDate { try file.setModificationDate(date) }
             if options.durable { try file.sync() }
-            try file.close()
             try moveIntoPlace(temporary, url, createParents: options.createParentDirectories)
+            try file.close()
         } catch {
             try? file.close()
             unlink(temporary.path)

@@ -103,11 +103,18 @@ public final class DirectoryHandle {
     }
 
     /// Creates a new, uniquely named file in this folder for writing.
+    ///
+    /// The file is locked by this process and registered with ``Temporaries`` (unregister it
+    /// once it is renamed or removed), so an interrupted process removes it and a later sweep
+    /// never takes it while it is in use.
     public func createTemporaryFile(permissions: mode_t = 0o644) throws -> (name: String, file: LocalFile) {
-        let name = ".buckia-\(UUID().uuidString).tmp"
+        let name = Temporaries.makeName()
         let fd = openat(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
         guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "create", path: child(name)) }
-        return (name, LocalFile(descriptor: fd, path: child(name)))
+        let file = LocalFile(descriptor: fd, path: child(name))
+        file.lockAsTemporary()
+        Temporaries.register(child(name))
+        return (name, file)
     }
 
     /// Moves `name` from this folder to `newName` in `destination`, replacing what is there

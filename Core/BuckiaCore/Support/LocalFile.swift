@@ -17,6 +17,9 @@ public final class LocalFile {
     public let path: String
     private var descriptor: Int32
 
+    /// The descriptor, for taking a lock on the open file.
+    var descriptorForLocking: Int32 { descriptor }
+
     init(descriptor: Int32, path: String) {
         self.descriptor = descriptor
         self.path = path

@@ -20,7 +20,11 @@ public enum TemporaryFile {
         } catch {
             throw BuckiaError.wrapping(error, operation: "create temporary folder", path: folder.path)
         }
-        defer { try? FileManager.default.removeItem(at: folder) }
+        Temporaries.register(folder.path, folder: true)
+        defer {
+            try? FileManager.default.removeItem(at: folder)
+            Temporaries.unregister(folder.path)
+        }
         return try await body(folder.appendingPathComponent("file", isDirectory: false))
     }
 

@@ -9,13 +9,13 @@ extension DiskStorageEngine {
     ///   belongs to another key, and any I/O failure.
     public func read(key: CacheKey) async throws -> Data? {
         try key.validate()
-        return try readValue(at: location(of: key).path, key: key)
+        return try readValue(at: try location(of: key).path, key: key)
     }
 
     /// The keys of `keys` that exist, with their values, in the order of `keys`.
     public func readDataAndKeys(keys: [CacheKey]) async throws -> [(key: CacheKey, data: Data)] {
         for key in keys { try key.validate() }
-        return try keys.compactMap { key in try readValue(at: location(of: key).path, key: key).map { (key, $0) } }
+        return try keys.compactMap { key in try readValue(at: try location(of: key).path, key: key).map { (key, $0) } }
     }
 
     /// Every key and value, in key order. Holds every value in memory: prefer pagination
@@ -43,7 +43,7 @@ extension DiskStorageEngine {
     /// Whether a value file exists for `key` (its header is not read).
     public func keyExists(_ key: CacheKey) async throws -> Bool {
         try key.validate()
-        return try DiskFileSystem.status(location(of: key).path).map(DiskFileSystem.isRegularFile) ?? false
+        return try DiskFileSystem.status(try location(of: key).path).map(DiskFileSystem.isRegularFile) ?? false
     }
 
     /// How many values are stored: a walk of the directory counting value file names, with
@@ -65,7 +65,7 @@ extension DiskStorageEngine {
     /// When `key` was first written, from its file's header; nil if there is no value.
     public func createdAt(key: CacheKey) async throws -> Date? {
         try key.validate()
-        let path = location(of: key).path
+        let path = try location(of: key).path
         guard let header = try readHeader(at: path, subject: key.value) else { return nil }
         guard header.key.elementsEqual(key.value.utf8) else { throw misplaced(key) }
         return header.createdAt
@@ -74,7 +74,7 @@ extension DiskStorageEngine {
     /// When `key` was last written: its file's modification time; nil if there is no value.
     public func updatedAt(key: CacheKey) async throws -> Date? {
         try key.validate()
-        guard let info = try DiskFileSystem.status(location(of: key).path), DiskFileSystem.isRegularFile(info) else { return nil }
+        guard let info = try DiskFileSystem.status(try location(of: key).path), DiskFileSystem.isRegularFile(info) else { return nil }
         return LocalFile.modificationDate(of: info)
     }
 

@@ -62,7 +62,7 @@ extension DiskStorageEngine {
     /// The file is synced inside the write (before the rename) and its folder afterwards by
     /// the caller, so a batch syncs each folder once instead of once per value.
     private func writeValue(_ data: Data, key: CacheKey, touched: inout Set<String>) throws {
-        let location = location(of: key)
+        let location = try location(of: key)
         let time = now()
         let createdAt = try existingCreatedAt(at: location.path, key: key) ?? time
         if !location.folder.isEmpty {
@@ -108,7 +108,7 @@ extension DiskStorageEngine {
     }
 
     private func removeValue(_ key: CacheKey, touched: inout Set<String>) throws {
-        let location = location(of: key)
+        let location = try location(of: key)
         if try DiskFileSystem.removeFile(location.path), durable { touched.insert(folderPath(location.folder)) }
     }
 

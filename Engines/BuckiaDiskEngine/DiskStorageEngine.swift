@@ -123,13 +123,25 @@ public actor DiskStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     /// - Throws: ``BuckiaError/Code/invalidPath`` if the key is not valid.
     public nonisolated func fileURL(for key: CacheKey) throws -> URL {
         try key.validate()
-        return URL(fileURLWithPath: location(of: key).path, isDirectory: false)
+        return URL(fileURLWithPath: try location(of: key).path, isDirectory: false)
     }
 
     /// Where a key's file is: its fan-out folder (relative, empty or ending in `/`), name and path.
-    nonisolated func location(of key: CacheKey) -> (folder: String, name: String, path: String) {
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidPath`` when a fan-out folder on the way is
+    ///   a symbolic link: the engine never follows one out of its directory.
+    nonisolated func location(of key: CacheKey) throws -> (folder: String, name: String, path: String) {
         let name = DiskFileName.fileName(for: key)
         let folder = layout.folder(for: name)
+        var walked = rootPath
+        for segment in folder.split(separator: "/") {
+            walked += "/" + segment
+            if let info = try DiskFileSystem.status(walked), (info.st_mode & S_IFMT) == S_IFLNK {
+                throw BuckiaError(
+                    .invalidPath, "The fan-out folder \(walked) is a symbolic link; the disk engine does not follow links out of its directory. Remove the link.",
+                    operation: "locate", path: key.value)
+            }
+        }
         return (folder, name, rootPath + "/" + folder + name)
     }
 

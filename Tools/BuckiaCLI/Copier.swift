@@ -99,10 +99,25 @@ struct Copier: Sendable {
         }.min() ?? 4
         let total = Locked<Int64>(0)
         try await forEachConcurrently(relatives.sorted(), width: width) { relative in
+            if case .local(let root) = destination { try Copier.makeFolders(under: root, for: relative) }
             let bytes = try await copy(sourcePath(appending: relative, asFolder: true), to: destinationPath(appending: relative, asFolder: true))
             total.withLock { $0 += bytes }
         }
         return (relatives.count, total.withLock { $0 }, unaddressable)
+    }
+
+    /// Creates the folders of `relative` (a path from the source tree, which a remote
+    /// controls) under the destination `root`, walking from `root` without following links,
+    /// so a link planted in the destination cannot send a copy outside it: the same rule the
+    /// local provider keeps for its root.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidPath`` naming the link.
+    static func makeFolders(under root: URL, for relative: String) throws {
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        var handle = try DirectoryHandle(path: root.path)
+        for segment in relative.split(separator: "/").dropLast() {
+            handle = try handle.folder(String(segment), create: true)
+        }
     }
 
     /// Collects the regular files under `folder` (relative paths), without following links;

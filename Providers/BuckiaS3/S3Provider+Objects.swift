@@ -95,12 +95,21 @@ extension S3Provider {
         case .ifMatch(let etag): headers["if-match"] = etag
         case nil: break
         }
-        let response: HTTPResponse
-        do {
-            response = try await send(
-                .put, key: key, headers: headers, body: body, payloadHash: sha256?.hex ?? SigV4Signer.unsignedPayload, operation: "upload")
-        } catch let error as BuckiaError {
-            throw restate(error, key: key, options: options)
+        var response: HTTPResponse?
+        // A BadDigest for an MD5 computed here means bytes changed on the way: send again
+        // (twice more at most). For a caller's MD5 it means the caller's MD5 is wrong.
+        for attempt in 1...3 where response == nil {
+            do {
+                response = try await send(
+                    .put, key: key, headers: headers, body: body, payloadHash: sha256?.hex ?? SigV4Signer.unsignedPayload, operation: "upload")
+            } catch let error as BuckiaError where error.code == .checksumMismatch && options.knownChecksums[.md5] == nil && attempt < 3 {
+                continue
+            } catch let error as BuckiaError {
+                throw restate(error, key: key, options: options)
+            }
+        }
+        guard let response else {
+            throw BuckiaError(.checksumMismatch, "S3 refused the bytes three times as not matching their MD5.", operation: "upload", path: key.rawValue)
         }
         return RemoteFile(
             path: key, size: size, modificationDate: options.modificationDate, serverModified: nil,
@@ -140,26 +149,35 @@ extension S3Provider {
             guard let file = try await stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "download") }
             return DownloadResult(file: file, localURL: localURL)
         }
-        let response: HTTPResponse
-        do {
-            let headers = readHeaders(options)
-            response = try await client.download(to: localURL) { _ in self.request(.get, key: remotePath, headers: headers) }
-        } catch {
-            throw readError(error, key: remotePath, operation: "download")
-        }
-        var file = remoteFile(remotePath, response)
-        if response.status == 206, let total = response.header("Content-Range")?.split(separator: "/").last.flatMap({ Int64($0) }) {
-            file.size = total
-        }
-        if options.range == nil, let expected = file.checksums[.md5] {
-            let actual = try Hashing.digests(ofFile: localURL, [.md5])[.md5]?.hex
-            guard actual == expected else {
-                try? FileManager.default.removeItem(at: localURL)
-                throw BuckiaError(
-                    .checksumMismatch, "The downloaded bytes do not match the object's MD5; the partial file was removed. Retry the download.",
-                    operation: "download", path: remotePath.rawValue)
+        var file: RemoteFile?
+        // Bytes that do not match the object's MD5 were damaged on the way: fetch them again
+        // (twice more at most) before giving up.
+        for attempt in 1...3 where file == nil {
+            let response: HTTPResponse
+            do {
+                let headers = readHeaders(options)
+                response = try await client.download(to: localURL) { _ in self.request(.get, key: remotePath, headers: headers) }
+            } catch {
+                throw readError(error, key: remotePath, operation: "download")
             }
+            var described = remoteFile(remotePath, response)
+            if response.status == 206, let total = response.header("Content-Range")?.split(separator: "/").last.flatMap({ Int64($0) }) {
+                described.size = total
+            }
+            if options.range == nil, let expected = described.checksums[.md5] {
+                let actual = try Hashing.digests(ofFile: localURL, [.md5])[.md5]?.hex
+                guard actual == expected else {
+                    try? FileManager.default.removeItem(at: localURL)
+                    if attempt < 3 { continue }
+                    throw BuckiaError(
+                        .checksumMismatch,
+                        "The downloaded bytes did not match the object's MD5 in three tries; the partial file was removed. Check the network, or whether the object's md5chksum metadata is wrong.",
+                        operation: "download", path: remotePath.rawValue)
+                }
+            }
+            file = described
         }
+        guard let file else { throw BuckiaError.notFound(remotePath, operation: "download") }
         if let modified = file.effectiveModificationDate {
             try? FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: localURL.path)
         }

@@ -84,6 +84,37 @@ struct S3RetryTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).count == 1)
     }
 
+    @Test("A download whose bytes do not match the MD5 is fetched again; three bad ones fail as checksumMismatch")
+    func downloadRetriesMismatch() async throws {
+        let md5 = Data(try Hashing.digest(Data("good".utf8), .md5).bytes).base64EncodedString()
+        let target = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-retry-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: target) }
+        let flaky = ScriptedTransport([
+            .status(200, body: "bad!", headers: ["x-amz-meta-md5chksum": md5]), .status(200, body: "good", headers: ["x-amz-meta-md5chksum": md5]),
+        ])
+        try await provider(flaky).downloadFile(remotePath: "a", localURL: target)
+        #expect(try Data(contentsOf: target) == Data("good".utf8))
+        let broken = ScriptedTransport(Array(repeating: .status(200, body: "bad!", headers: ["x-amz-meta-md5chksum": md5]), count: 3))
+        let error = await #expect(throws: BuckiaError.self) { try await provider(broken).downloadFile(remotePath: "a", localURL: target) }
+        #expect(error?.code == .checksumMismatch)
+        #expect(broken.sent.withLock { $0.count } == 3)
+    }
+
+    @Test("A BadDigest for an MD5 computed here is sent again; for the caller's MD5 it is final")
+    func uploadRetriesBadDigest() async throws {
+        let badDigest = ScriptedTransport.Step.status(400, body: Self.errorXML("BadDigest"))
+        let flaky = ScriptedTransport([badDigest, .status(200)])
+        try await provider(flaky).uploadData(Data("x".utf8), remotePath: "a")
+        #expect(flaky.sent.withLock { $0.count } == 2)
+        let given = ScriptedTransport([badDigest, .status(200)])
+        let md5 = try Hashing.digest(Data("x".utf8), .md5).hex
+        let error = await #expect(throws: BuckiaError.self) {
+            try await provider(given).uploadData(Data("x".utf8), remotePath: "a", options: UploadOptions(knownChecksums: [.md5: md5]))
+        }
+        #expect(error?.code == .checksumMismatch)
+        #expect(given.sent.withLock { $0.count } == 1)
+    }
+
     @Test("rclone's mtime format: whole seconds and up to nine fractional digits, no trailing zeros", arguments: [
         (1_609_459_200.0, "1609459200"), (1_609_459_200.5, "1609459200.5"), (981_173_106.25, "981173106.25"), (0.0, "0"),
     ])

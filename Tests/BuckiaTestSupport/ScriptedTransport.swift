@@ -11,7 +11,7 @@ import FoundationNetworking
 public final class ScriptedTransport: HTTPTransport {
     /// One attempt's answer.
     public enum Step: Sendable {
-        case status(Int, body: String = "")
+        case status(Int, body: String = "", headers: [String: String] = [:])
         case failure(URLError.Code)
     }
 
@@ -26,13 +26,14 @@ public final class ScriptedTransport: HTTPTransport {
         sent.withLock { $0.append(request) }
         let step = steps.withLock { $0.isEmpty ? Step.status(500) : $0.removeFirst() }
         switch step {
-        case .status(let status, let body):
+        case .status(let status, let body, let extra):
             let body = Data(body.utf8)
+            let headers = HTTPHeaders([("Content-Length", String(body.count))] + extra.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
             if let destination, (200...299).contains(status) {
                 try body.write(to: destination)
-                return HTTPTransportResult(status: status, headers: HTTPHeaders([("Content-Length", String(body.count))]), body: .file(destination))
+                return HTTPTransportResult(status: status, headers: headers, body: .file(destination))
             }
-            return HTTPTransportResult(status: status, headers: HTTPHeaders([("Content-Length", String(body.count))]), body: .data(body))
+            return HTTPTransportResult(status: status, headers: headers, body: .data(body))
         case .failure(let code):
             throw HTTPTransportError(code: code)
         }

@@ -4,19 +4,40 @@ import Foundation
 extension CLI {
     static let cpCommand = Command(
         name: "cp", summary: "Copy a file or, with -r, a folder between local paths and remotes.",
-        usage: "cp SOURCE DESTINATION [--recursive]", positionals: 2...2,
-        options: [.flag("recursive", short: "r", "Copy the contents of the SOURCE folder into DESTINATION.")],
+        usage: "cp SOURCE DESTINATION [--recursive] [--ignore-existing | --ignore-times]", positionals: 2...2,
+        options: [
+            .flag("recursive", short: "r", "Copy the contents of the SOURCE folder into DESTINATION."),
+            .flag("ignore-existing", "Skip every file the destination already has, whatever it holds."),
+            .flag("ignore-times", "Copy every file, even those the destination already holds unchanged."),
+        ],
         details: """
             A DESTINATION ending in '/' (or an existing local folder) receives the file under its own name.
-            Transfers stream through a fixed buffer: memory does not grow with file size.
+            A file whose destination has the same size and modification time is skipped, so a rerun
+            redoes only what changed or failed. A folder copy goes on past a failed file and names
+            every failure at the end. Transfers stream through a fixed buffer.
             """
     ) { invocation in
+        let arguments = invocation.arguments
+        if arguments.flag("ignore-existing") && arguments.flag("ignore-times") {
+            throw UsageError(description: "--ignore-existing and --ignore-times contradict each other; give one.")
+        }
+        let policy: CopyPolicy = arguments.flag("ignore-existing") ? .skipExisting : arguments.flag("ignore-times") ? .copyAll : .skipUnchanged
         let source = Location(invocation.positionals[0])
         let destination = Location(invocation.positionals[1])
-        let copier = try Copier(invocation: invocation, source: source, destination: destination)
-        let (files, bytes, skipped) = invocation.arguments.flag("recursive") ? try await copier.copyTree() : try await copier.copyOne()
-        Console.error("Copied \(files) file\(files == 1 ? "" : "s") (\(bytes) bytes).")
-        return CLI.report(skipped, verb: "copied")
+        let copier = try Copier(invocation: invocation, source: source, destination: destination, policy: policy)
+        let outcome = arguments.flag("recursive") ? try await copier.copyTree() : try await copier.copyOne()
+        var summary = "Copied \(outcome.copied) file\(outcome.copied == 1 ? "" : "s") (\(outcome.bytes) bytes)"
+        if outcome.unchanged > 0 { summary += "; \(outcome.unchanged) already there" }
+        Console.error(summary + ".")
+        for (path, error) in outcome.failures.sorted(by: { $0.path.utf8Precedes($1.path) }) {
+            Console.error("buckia: failed: \(path.terminalSafe): \(error.message)")
+        }
+        if let first = outcome.failures.first {
+            let total = outcome.copied + outcome.unchanged + outcome.failures.count
+            Console.error("buckia: \(outcome.failures.count) of \(total) files failed; run the same command again to retry them.")
+            return ExitCode.from(first.error)
+        }
+        return CLI.report(outcome.unaddressable, verb: "copied")
     }
 
     static let rmCommand = Command(

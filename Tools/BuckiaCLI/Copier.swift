@@ -1,6 +1,27 @@
 import Buckia
 import Foundation
 
+/// What a copy did: what it copied, what it found unchanged, what failed, and what it could
+/// not address.
+struct CopyOutcome: Sendable {
+    var copied = 0
+    var bytes: Int64 = 0
+    var unchanged = 0
+    var failures: [(path: String, error: BuckiaError)] = []
+    var unaddressable: [UnaddressableKey] = []
+}
+
+/// When a copy replaces what the destination already holds.
+enum CopyPolicy: Sendable {
+    /// Skip a destination with the same size and modification time (to the second), as
+    /// `rclone copy` does: a rerun redoes only what changed or failed.
+    case skipUnchanged
+    /// Skip any destination that exists (`--ignore-existing`).
+    case skipExisting
+    /// Copy everything (`--ignore-times`).
+    case copyAll
+}
+
 /// Copies between any two locations: local↔remote, remote↔remote, local↔local.
 struct Copier: Sendable {
     enum Endpoint: Sendable {
@@ -11,6 +32,7 @@ struct Copier: Sendable {
     let source: Endpoint
     let destination: Endpoint
     let destinationIsFolder: Bool
+    let policy: CopyPolicy
     /// Local folders already swept of temporaries a killed run left there.
     private let swept = Locked<Set<String>>([])
 
@@ -20,7 +42,8 @@ struct Copier: Sendable {
         Temporaries.sweep(handle)
     }
 
-    init(invocation: Invocation, source: Location, destination: Location) throws {
+    init(invocation: Invocation, source: Location, destination: Location, policy: CopyPolicy = .skipUnchanged) throws {
+        self.policy = policy
         func endpoint(_ location: Location) throws -> Endpoint {
             switch location {
             case .local(let url): return .local(url)
@@ -41,8 +64,8 @@ struct Copier: Sendable {
         }
     }
 
-    /// Copies one file; returns (1, bytes, nothing skipped).
-    func copyOne() async throws -> (Int, Int64, [UnaddressableKey]) {
+    /// Copies one file, unless the destination already holds it (per ``policy``).
+    func copyOne() async throws -> CopyOutcome {
         let name: String
         switch source {
         case .local(let url):
@@ -60,12 +83,21 @@ struct Copier: Sendable {
             name = path.trimmedSlashes.split(separator: "/").last.map(String.init) ?? ""
         }
         let target = try destinationIsFolder ? destinationPath(appending: name) : destinationPath(appending: nil)
-        return (1, try await copy(try sourcePath(appending: nil), to: target), [])
+        let from = try sourcePath(appending: nil)
+        var outcome = CopyOutcome()
+        if try await isUnchanged(from, target) {
+            outcome.unchanged = 1
+        } else {
+            outcome.bytes = try await copy(from, to: target)
+            outcome.copied = 1
+        }
+        return outcome
     }
 
-    /// Copies everything under the source folder into the destination folder; returns the
-    /// count, the bytes, and the remote keys left out because they cannot be addressed.
-    func copyTree() async throws -> (Int, Int64, [UnaddressableKey]) {
+    /// Copies everything under the source folder into the destination folder. A file that
+    /// fails does not stop the others: every failure is in the outcome, and the command
+    /// reports them all at the end.
+    func copyTree() async throws -> CopyOutcome {
         var relatives: [String] = []
         var unaddressable: [UnaddressableKey] = []
         switch source {
@@ -97,13 +129,54 @@ struct Copier: Sendable {
             if case .remote(_, _, _, let concurrency) = endpoint { return concurrency }
             return 4
         }.min() ?? 4
-        let total = Locked<Int64>(0)
+        let outcome = Locked(CopyOutcome())
+        outcome.withLock { $0.unaddressable = unaddressable }
         try await forEachConcurrently(relatives.sorted(), width: width) { relative in
-            if case .local(let root) = destination { try Copier.makeFolders(under: root, for: relative) }
-            let bytes = try await copy(sourcePath(appending: relative, asFolder: true), to: destinationPath(appending: relative, asFolder: true))
-            total.withLock { $0 += bytes }
+            do {
+                if case .local(let root) = destination { try Copier.makeFolders(under: root, for: relative) }
+                let from = try sourcePath(appending: relative, asFolder: true)
+                let to = try destinationPath(appending: relative, asFolder: true)
+                if try await isUnchanged(from, to) {
+                    outcome.withLock { $0.unchanged += 1 }
+                    return
+                }
+                let bytes = try await copy(from, to: to)
+                outcome.withLock {
+                    $0.copied += 1
+                    $0.bytes += bytes
+                }
+            } catch {
+                let wrapped = BuckiaError.wrapping(error, path: relative)
+                // Cancellation (an interrupt) ends the whole copy; anything else is one file's failure.
+                if wrapped.code == .cancelled { throw wrapped }
+                outcome.withLock { $0.failures.append((relative, wrapped)) }
+            }
         }
-        return (relatives.count, total.withLock { $0 }, unaddressable)
+        return outcome.withLock { $0 }
+    }
+
+    /// Whether the destination already holds what the source holds, per ``policy``: the same
+    /// size and a modification time within a second (the coarsest precision any built-in
+    /// keeps), or for `--ignore-existing` merely something.
+    private func isUnchanged(_ from: Resolved, _ to: Resolved) async throws -> Bool {
+        guard policy != .copyAll, let target = try await describe(to) else { return false }
+        if policy == .skipExisting { return true }
+        guard let origin = try await describe(from), origin.size == target.size,
+              let a = origin.modified, let b = target.modified
+        else { return false }
+        return abs(a.timeIntervalSince(b)) < 1
+    }
+
+    /// The size and modification time at a location, or nil when nothing is there.
+    private func describe(_ location: Resolved) async throws -> (size: Int64, modified: Date?)? {
+        switch location {
+        case .local(let url):
+            var info = stat()
+            guard lstat(url.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+            return (Int64(info.st_size), LocalFile.modificationDate(of: info))
+        case .remote(let provider, let key):
+            return try await provider.stat(remotePath: key).map { ($0.size, $0.effectiveModificationDate) }
+        }
     }
 
     /// Creates the folders of `relative` (a path from the source tree, which a remote

@@ -48,7 +48,7 @@ let package = Package(
         .systemLibrary(name: "CChecksum", path: "Core/CChecksum"),
 
         // MARK: Core
-        .target(name: "BuckiaCore", dependencies: ["COpenSSL", "CZlib", "CChecksum"], path: "Core/BuckiaCore"),
+        .target(name: "BuckiaCore", dependencies: ["COpenSSL", "CZlib", "CChecksum", "CLinux"], path: "Core/BuckiaCore"),
         .target(name: "BuckiaHTTP", dependencies: ["BuckiaCore"], path: "Core/BuckiaHTTP"),
         .target(name: "BuckiaSQLite", dependencies: ["BuckiaCore", "CSQLite"], path: "Core/BuckiaSQLite"),
         .target(name: "BuckiaSigV4", dependencies: ["BuckiaCore"], path: "Core/BuckiaSigV4"),
@@ -99,7 +99,7 @@ let package = Package(
             name: "ConformanceTests",
             dependencies: ["Buckia", "BuckiaConformance"],
             path: "Tests/ConformanceTests"),
-        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCLI"], path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
+        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCLI", "Buckia"], path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,10 +1,45 @@
 #ifndef BUCKIA_CLINUX_SHIM_H
 #define BUCKIA_CLINUX_SHIM_H
-/* What Swift's Glibc module leaves out. Everything here is a no-op off Linux. */
+/* What Swift's Glibc module leaves out. Everything here has a fallback off Linux. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
 #ifdef __linux__
 #include <malloc.h>
 static inline int buckia_limit_malloc_arenas(int count) { return mallopt(M_ARENA_MAX, count); }
 #else
 static inline int buckia_limit_malloc_arenas(int count) { (void)count; return 1; }
 #endif
+
+/* Creates the file `name` (relative to `dirfd`) in `folder` already holding an exclusive
+ * flock: it is created without a name (O_TMPFILE), locked, and only then linked under `name`,
+ * so no other process ever sees it unlocked. Returns the descriptor, or -1 with errno set when
+ * the file system (or the platform) cannot do that; the caller then creates the file with
+ * O_EXCL and locks it an instant later. */
+static inline int buckia_create_locked(int dirfd, const char *folder, const char *name, int access, mode_t mode) {
+#ifdef __linux__
+#ifndef O_TMPFILE
+#define O_TMPFILE (020000000 | O_DIRECTORY)
+#endif
+    int fd = openat(dirfd, folder, O_TMPFILE | access | O_CLOEXEC, mode);
+    if (fd < 0) return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
+    /* Dated 1970 until written: a sweep takes an unlocked empty temporary only once it is old,
+     * and this one was never unlocked while its writer lived. */
+    const struct timespec epoch[2] = {{0, 0}, {0, 0}};
+    if (futimens(fd, epoch) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
+    char link[48];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, link, dirfd, name, AT_SYMLINK_FOLLOW) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
+    return fd;
+#else
+    (void)dirfd; (void)folder; (void)name; (void)access; (void)mode;
+    errno = EOPNOTSUPP;
+    return -1;
+#endif
+}
 #endif

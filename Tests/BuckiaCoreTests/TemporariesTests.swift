@@ -10,29 +10,59 @@ struct TemporariesTests {
         return url
     }
 
-    func make(_ folder: URL, _ name: String, modified: Date) throws {
+    func make(_ folder: URL, _ name: String, modified: Date, bytes: String = "x") throws {
         let url = folder.appendingPathComponent(name)
-        try Data("x".utf8).write(to: url)
+        try Data(bytes.utf8).write(to: url)
         try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: url.path)
     }
 
-    @Test("A sweep removes old unlocked temporaries only: not locked ones, new ones, or other files")
+    @Test("A sweep removes unlocked temporaries with bytes, and empty ones once old: not locked ones or other files")
     func sweep() throws {
         let url = try folder()
         defer { try? FileManager.default.removeItem(at: url) }
         let now = Date(timeIntervalSince1970: 2_000_000_000)
         let old = now.addingTimeInterval(-Temporaries.sweepAge - 1)
         try make(url, ".buckia-abandoned.tmp", modified: old)
-        try make(url, ".buckia-fresh.tmp", modified: now.addingTimeInterval(-1))
+        try make(url, ".buckia-killed-just-now.tmp", modified: now.addingTimeInterval(-1))
+        try make(url, ".buckia-old-empty.tmp", modified: old, bytes: "")
+        try make(url, ".buckia-being-created.tmp", modified: now.addingTimeInterval(-1), bytes: "")
         try make(url, "user-file.tmp", modified: old)
         try make(url, ".buckia-config", modified: old)
         let handle = try DirectoryHandle(path: url.path)
         let (liveName, live) = try handle.createTemporaryFile()
         defer { try? live.close() }
+        try live.write(Data("in progress".utf8))
         try live.setModificationDate(old)
-        #expect(Temporaries.sweep(handle, now: now) == 1)
+        #expect(Temporaries.sweep(handle, now: now) == 3)
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: url.path))
-        #expect(left == [".buckia-fresh.tmp", "user-file.tmp", ".buckia-config", liveName])
+        #expect(left == [".buckia-being-created.tmp", "user-file.tmp", ".buckia-config", liveName])
+    }
+
+    @Test("A temporary is locked from the moment it has a name, whichever way it was created")
+    func lockedAtBirth() throws {
+        let url = try folder()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let handle = try DirectoryHandle(path: url.path)
+        let (name, file) = try handle.createTemporaryFile()
+        let atomic = url.appendingPathComponent("atomic.txt")
+        var lockedDuringWrite = false
+        try AtomicFile.write(to: atomic, options: AtomicFile.Options()) { output in
+            try output.write(Data("x".utf8))
+            let names = try FileManager.default.contentsOfDirectory(atPath: url.path).filter { $0 != name && $0.hasPrefix(".buckia-") }
+            lockedDuringWrite = names.count == 1 && Self.isLocked(url.appendingPathComponent(names[0]))
+        }
+        #expect(Self.isLocked(url.appendingPathComponent(name)))
+        #expect(lockedDuringWrite)
+        try file.close()
+        #expect(!Self.isLocked(url.appendingPathComponent(name)))
+    }
+
+    /// Whether another open file description is refused the file's lock.
+    static func isLocked(_ url: URL) -> Bool {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK
     }
 
     @Test("An interrupted process's temporaries are removed by removeAll, and written files are not")
@@ -43,7 +73,8 @@ struct TemporariesTests {
         let (name, file) = try handle.createTemporaryFile()
         defer { try? file.close() }
         try AtomicFile.write(Data("kept".utf8), to: url.appendingPathComponent("done.txt"))
-        Temporaries.removeAll()
+        // Only this test's folder: other suites' temporaries are in flight in this process.
+        Temporaries.removeAll { $0.hasPrefix(url.path + "/") }
         #expect(try FileManager.default.contentsOfDirectory(atPath: url.path) == ["done.txt"], "\(name) should be gone")
     }
 

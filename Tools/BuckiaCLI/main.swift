@@ -27,7 +27,7 @@ let interruptions = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal i
     signal(number, SIG_IGN)
     let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
     source.setEventHandler {
-        Temporaries.removeAll()
+        Temporaries.removeAllBeforeExit()
         Console.error("buckia: interrupted; temporary files removed.")
         exit(128 + number)
     }

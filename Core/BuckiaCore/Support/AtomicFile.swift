@@ -57,11 +57,10 @@ public enum AtomicFile {
     public static func write(to url: URL, options: Options, _ body: (LocalFile) throws -> Void) throws {
         let directory = options.temporaryDirectory ?? url.deletingLastPathComponent()
         let temporary = directory.appendingPathComponent(Temporaries.makeName(), isDirectory: false)
-        let file = try LocalFile.createExclusive(temporary, permissions: options.permissions ?? 0o644)
         // Locked and registered for its whole life: a sweep leaves it alone while this process
         // lives, and an interrupted process removes it.
-        file.lockAsTemporary()
-        Temporaries.register(temporary.path)
+        let file = try Temporaries.create(
+            temporary.path, in: AT_FDCWD, folder: directory.path, path: temporary.path, permissions: options.permissions ?? 0o644)
         defer { Temporaries.unregister(temporary.path) }
         do {
             if options.permissions == nil, let existing = existingPermissions(url) {

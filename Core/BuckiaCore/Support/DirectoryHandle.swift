@@ -109,11 +109,7 @@ public final class DirectoryHandle {
     /// never takes it while it is in use.
     public func createTemporaryFile(permissions: mode_t = 0o644) throws -> (name: String, file: LocalFile) {
         let name = Temporaries.makeName()
-        let fd = openat(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
-        guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "create", path: child(name)) }
-        let file = LocalFile(descriptor: fd, path: child(name))
-        file.lockAsTemporary()
-        Temporaries.register(child(name))
+        let file = try Temporaries.create(name, in: descriptor, folder: ".", path: child(name), permissions: permissions)
         return (name, file)
     }
 

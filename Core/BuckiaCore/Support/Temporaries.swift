@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -14,14 +15,50 @@ import Darwin
 /// writer for as long as it exists, so the lock is the proof of ownership: the kernel drops it
 /// when the writer dies, however it dies. ``sweep(_:now:)`` removes the ones nobody holds.
 /// A process that is interrupted (SIGINT, SIGTERM) removes its own first, with ``removeAll()``.
+///
+/// On Linux a temporary is created without a name (`O_TMPFILE`), locked, and only then linked
+/// into its folder, so it is never visible unlocked and a sweep may take every unlocked one at
+/// once: a run after a `kill -9` leaves nothing behind (such a file is dated 1970 until it is
+/// written, so even an empty one is taken). Where that is not available the file
+/// is created and locked an instant later; a sweep then leaves an unlocked *empty* temporary
+/// alone until it is ``sweepAge`` old, since it may be that instant (a writer locks before it
+/// writes a byte, so an unlocked file with bytes in it is abandoned).
 public enum Temporaries {
     /// Paths of the temporary files and folders this process is writing, with whether each
     /// is a folder.
-    private static let live = Locked<[String: Bool]>([:])
+    private static let live = Locked<(paths: [String: Bool], closed: Bool)>(([:], false))
 
-    /// How old an unlocked temporary must be before a sweep removes it: a file is created an
-    /// instant before its writer locks it, and that instant must not look abandoned.
+    /// How old an unlocked, empty temporary must be before a sweep removes it: where a file is
+    /// created an instant before its writer locks it, that instant must not look abandoned.
     public static let sweepAge: TimeInterval = 60
+
+    /// Creates the temporary `name` (relative to the folder descriptor `directory`, or a path
+    /// with `AT_FDCWD`) in `folder`, locked and registered; `path` names it in errors and in
+    /// the registry. Links are never followed.
+    static func create(_ name: String, in directory: Int32, folder: String, path: String, permissions: mode_t) throws -> LocalFile {
+        let locked = buckia_create_locked(directory, folder, name, O_WRONLY, permissions)
+        if locked >= 0 {
+            let file = LocalFile(descriptor: locked, path: path)
+            try registerOrRemove(path, in: directory, name: name)
+            return file
+        }
+        // No O_TMPFILE here (or no /proc): create by name, then lock.
+        let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
+        guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "create", path: path) }
+        let file = LocalFile(descriptor: fd, path: path)
+        file.lockAsTemporary()
+        try registerOrRemove(path, in: directory, name: name)
+        return file
+    }
+
+    private static func registerOrRemove(_ path: String, in directory: Int32, name: String) throws {
+        do {
+            try register(path)
+        } catch {
+            unlinkat(directory, name, 0)
+            throw error
+        }
+    }
 
     /// A new temporary file name.
     public static func makeName() -> String { ".buckia-\(UUID().uuidString).tmp" }
@@ -32,26 +69,46 @@ public enum Temporaries {
     }
 
     /// Records a temporary this process is writing.
-    public static func register(_ path: String, folder: Bool = false) { live.withLock { $0[path] = folder } }
+    ///
+    /// - Throws: ``BuckiaError/Code/cancelled`` once ``removeAllBeforeExit()`` has run: the
+    ///   process is exiting, and the caller removes what it just created.
+    public static func register(_ path: String, folder: Bool = false) throws {
+        let open = live.withLock { state in
+            if !state.closed { state.paths[path] = folder }
+            return !state.closed
+        }
+        guard open else { throw BuckiaError(.cancelled, "The process is exiting; no new temporary files.", operation: "create", path: path) }
+    }
 
     /// Forgets a temporary that was renamed into place or removed.
-    public static func unregister(_ path: String) { _ = live.withLock { $0.removeValue(forKey: path) } }
+    public static func unregister(_ path: String) { _ = live.withLock { $0.paths.removeValue(forKey: path) } }
+
+    /// Removes every temporary this process is writing and refuses new ones: what an
+    /// interrupted process does just before it exits, so a file a worker thread creates in the
+    /// meantime cannot outlive it.
+    public static func removeAllBeforeExit() {
+        live.withLock { $0.closed = true }
+        removeAll()
+    }
 
     /// Removes every temporary this process is writing: what an interrupted process does
     /// before it exits.
-    public static func removeAll() {
-        for (path, folder) in live.withLock({ $0 }) {
+    public static func removeAll() { removeAll { _ in true } }
+
+    /// Removes the temporaries this process is writing whose path satisfies `included`.
+    public static func removeAll(where included: (String) -> Bool) {
+        for (path, folder) in live.withLock({ $0.paths }) where included(path) {
             if folder {
                 try? FileManager.default.removeItem(atPath: path)
             } else {
                 unlink(path)
             }
         }
-        live.withLock { $0.removeAll() }
+        live.withLock { $0.paths = $0.paths.filter { !included($0.key) } }
     }
 
     /// Removes the temporary files in `folder` whose writer is gone: no process holds their
-    /// lock and they are older than ``sweepAge``. Returns how many were removed.
+    /// lock, and they hold bytes or are older than ``sweepAge``. Returns how many were removed.
     @discardableResult
     public static func sweep(_ folder: DirectoryHandle, now: Date = Date()) -> Int {
         guard let names = try? folder.rawNames() else { return 0 }
@@ -65,14 +122,15 @@ public enum Temporaries {
 }
 
 extension DirectoryHandle {
-    /// Removes the temporary file `name` if no process holds its lock and it was last
-    /// modified before `cutoff`.
+    /// Removes the temporary file `name` if no process holds its lock and it holds bytes or
+    /// was last modified before `cutoff`.
     func removeIfAbandoned(_ name: String, olderThan cutoff: Date) -> Bool {
         let fd = openat(descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, LocalFile.modificationDate(of: info) < cutoff else { return false }
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        guard info.st_size > 0 || LocalFile.modificationDate(of: info) < cutoff else { return false }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
         return unlinkat(descriptor, name, 0) == 0
     }

@@ -20,7 +20,12 @@ public enum TemporaryFile {
         } catch {
             throw BuckiaError.wrapping(error, operation: "create temporary folder", path: folder.path)
         }
-        Temporaries.register(folder.path, folder: true)
+        do {
+            try Temporaries.register(folder.path, folder: true)
+        } catch {
+            try? FileManager.default.removeItem(at: folder)
+            throw error
+        }
         defer {
             try? FileManager.default.removeItem(at: folder)
             Temporaries.unregister(folder.path)

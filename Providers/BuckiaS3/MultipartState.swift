@@ -11,6 +11,12 @@ struct MultipartState: Codable, Sendable {
     var size: Int64
     var modified: Double
     var partSize: Int64
+    /// The endpoint, the local file and its modification time when the upload began: what
+    /// decides, later and from any run, whether the upload can still be resumed. (Absent in
+    /// states written before they were recorded.)
+    var endpoint: String?
+    var localPath: String?
+    var fileModified: Double?
 
     /// The file that holds the state of uploading `localPath` to `key`.
     static func location(directory: URL, endpoint: URL, bucket: String, key: String, localPath: String) -> URL {
@@ -25,6 +31,30 @@ struct MultipartState: Codable, Sendable {
               state.modified == expected.modified, state.partSize == expected.partSize
         else { return nil }
         return state
+    }
+
+    /// The state at `url`, whatever it describes.
+    static func read(_ url: URL) -> MultipartState? {
+        guard let data = try? Data(contentsOf: url) else { return nil }
+        return try? JSONDecoder().decode(MultipartState.self, from: data)
+    }
+
+    /// Every saved state in `directory`, with its file.
+    static func all(in directory: URL) -> [(url: URL, state: MultipartState)] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasSuffix(".json") }.compactMap { name in
+            let url = directory.appendingPathComponent(name)
+            return read(url).map { (url, $0) }
+        }
+    }
+
+    /// Whether running the same upload again could resume this one: the local file is still
+    /// there, with the size and modification time it had. Nil when the state predates the
+    /// fields that tell.
+    var canResume: Bool? {
+        guard let localPath, let fileModified else { return nil }
+        guard let status = try? FileReader(URL(fileURLWithPath: localPath)).status() else { return false }
+        return status.size == size && status.modificationDate.timeIntervalSince1970 == fileModified
     }
 
     /// Saves the state (mode 0600: an upload id lets its holder add parts).

@@ -18,13 +18,18 @@ extension S3Provider {
     /// whole-file MD5 in order as they are read (a turnstile admits part n only after part
     /// n − 1 has been read), and a mismatch aborts the upload before it completes, so nothing
     /// is stored.
+    ///
+    /// An upload that can no longer be resumed — its local file changed or is gone — is
+    /// aborted on the server when the next multipart upload to the same bucket starts, so
+    /// killed and failed uploads do not keep their parts (and their cost) forever.
     func multipartUpload(
-        _ localURL: URL, key: ObjectKey, size: Int64, md5: Digest, verify: Bool, options: UploadOptions
+        _ localURL: URL, key: ObjectKey, size: Int64, fileModified: Date, md5: Digest, verify: Bool, options: UploadOptions
     ) async throws -> RemoteFile {
         let modified = options.modificationDate ?? now()
         let partSize = settings.partSize(forFileOf: size)
         let identity = MultipartState(
-            uploadId: "", bucket: settings.bucket, key: key.rawValue, size: size, modified: modified.timeIntervalSince1970, partSize: partSize)
+            uploadId: "", bucket: settings.bucket, key: key.rawValue, size: size, modified: modified.timeIntervalSince1970, partSize: partSize,
+            endpoint: settings.endpoint.absoluteString, localPath: localURL.path, fileModified: fileModified.timeIntervalSince1970)
         let stateURL = MultipartState.location(
             directory: settings.stateDirectory, endpoint: settings.endpoint, bucket: settings.bucket, key: key.rawValue, localPath: localURL.path)
         var done: [Int: String] = [:]
@@ -46,6 +51,7 @@ extension S3Provider {
             uploadId = resumed.id
             done = resumed.parts
         } else {
+            await abortAbandonedUploads(replacing: stateURL)
             uploadId = try await createMultipartUpload(key, md5: md5, options: options)
             var state = identity
             state.uploadId = uploadId
@@ -91,6 +97,34 @@ extension S3Provider {
             try? FileManager.default.removeItem(at: stateURL)
             throw BuckiaError.wrapping(error, operation: "upload", path: key.rawValue)
         }
+    }
+
+    /// Aborts the multipart uploads this machine started in this bucket that can no longer be
+    /// resumed, and forgets them: those whose local file changed or is gone, and the one saved
+    /// at `replacing` (the same file and key, about to be uploaded anew). Failures are left for
+    /// the next try or `buckia cleanup`: this is housekeeping, not the caller's upload.
+    func abortAbandonedUploads(replacing stateURL: URL) async {
+        for (url, state) in MultipartState.all(in: settings.stateDirectory) {
+            let replaced = url.standardizedFileURL == stateURL.standardizedFileURL
+            guard state.bucket == settings.bucket, replaced || (state.endpoint == settings.endpoint.absoluteString && state.canResume == false)
+            else { continue }
+            if (try? await abortUpload(key: state.key, uploadId: state.uploadId)) != nil {
+                try? FileManager.default.removeItem(at: url)
+            }
+        }
+    }
+
+    /// Aborts one multipart upload; one that is already gone is not an error.
+    func abortUpload(key: String, uploadId: String) async throws {
+        let objectKey: ObjectKey
+        do {
+            objectKey = try ObjectKey(key)
+        } catch {
+            throw BuckiaError(
+                .unsupported, "The unfinished upload of \(key.debugDescription) cannot be aborted by Buckia: the key is not addressable.",
+                operation: "abort upload", path: key, cause: error)
+        }
+        _ = try await send(.delete, key: objectKey, query: [("uploadId", uploadId)], accepts: .successfulAnd([404]), operation: "abort upload")
     }
 
     private func partLength(_ number: Int, size: Int64) -> Int64 {
@@ -146,7 +180,7 @@ extension S3Provider {
         etags.withLock { $0[number] = "\"\(etag)\"" }
     }
 
-    private func createMultipartUpload(_ key: ObjectKey, md5: Digest, options: UploadOptions) async throws -> String {
+    func createMultipartUpload(_ key: ObjectKey, md5: Digest, options: UploadOptions) async throws -> String {
         let response = try await send(
             .post, key: key, query: [("uploads", "")], headers: objectHeaders(md5: md5, options: options), operation: "start upload")
         guard let id = try XMLNode.parse(response.data, what: "start upload").value("UploadId"), !id.isEmpty else {

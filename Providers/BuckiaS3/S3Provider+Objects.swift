@@ -34,7 +34,8 @@ extension S3Provider {
         var options = options
         options.modificationDate = options.modificationDate ?? modified
         if size >= settings.multipartThreshold, let md5 {
-            return try await multipartUpload(localURL, key: remotePath, size: size, md5: md5, verify: md5Given, options: options)
+            return try await multipartUpload(
+                localURL, key: remotePath, size: size, fileModified: modified, md5: md5, verify: md5Given, options: options)
         }
         return try await putObject(remotePath, body: .file(localURL), size: size, md5: md5, sha256: sha256, options: options)
     }

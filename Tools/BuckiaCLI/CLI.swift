@@ -9,7 +9,7 @@ enum CLI {
     ]
 
     static var commands: [Command] {
-        [providersCommand, lsCommand, cpCommand, catCommand, rmCommand, urlCommand, kvCommand, conformanceCommand]
+        [providersCommand, lsCommand, cpCommand, catCommand, rmCommand, urlCommand, cleanupCommand, kvCommand, conformanceCommand]
     }
 
     static var overview: String {

@@ -21,8 +21,8 @@ extension CLI {
         return .success
     }
 
-    /// Parses `90`, `90s`, `15m`, `1h` or `7d`.
-    static func parseDuration(_ text: String) throws -> Duration {
+    /// Parses `90`, `90s`, `15m`, `1h` or `7d` for `--option`, up to `maximum` seconds.
+    static func parseDuration(_ text: String, option: String = "expires", allowsZero: Bool = false, maximum: Int64? = 7 * 86_400) throws -> Duration {
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         var digits = Substring(text)
         var multiplier: Int64 = 1
@@ -30,12 +30,15 @@ extension CLI {
             digits = digits.dropLast()
             multiplier = unit
         }
-        guard let number = Int64(digits), number > 0 else {
-            throw UsageError(description: "--expires takes a duration such as 90s, 15m, 1h or 7d; \(text.debugDescription) is not one.")
+        guard let number = Int64(digits), number > 0 || (allowsZero && number == 0) else {
+            throw UsageError(description: "--\(option) takes a duration such as 90s, 15m, 1h or 7d; \(text.debugDescription) is not one.")
         }
         let (seconds, overflow) = number.multipliedReportingOverflow(by: multiplier)
-        guard !overflow, seconds <= 7 * 86_400 else {
-            throw UsageError(description: "--expires is at most 7d (604800 seconds); \(text.debugDescription) is longer.")
+        if let maximum, overflow || seconds > maximum {
+            throw UsageError(description: "--\(option) is at most \(maximum / 86_400)d (\(maximum) seconds); \(text.debugDescription) is longer.")
+        }
+        guard !overflow else {
+            throw UsageError(description: "--\(option) \(text.debugDescription) is too long a duration.")
         }
         return .seconds(seconds)
     }

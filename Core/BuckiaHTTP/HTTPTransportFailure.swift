@@ -47,9 +47,11 @@ public struct HTTPTransportFailure: Error, Sendable, CustomStringConvertible {
     /// reset (common under load) with it, while certificate problems have their own codes
     /// (`serverCertificate*`, `clientCertificate*`) that are not retried. `badServerResponse`
     /// is included because a connection closed before any response arrives — a server
-    /// dropping an idle keep-alive connection — surfaces as it.
+    /// dropping an idle keep-alive connection — surfaces as it. `unknown` is included because
+    /// FoundationNetworking reports a body cut short (the connection closed before
+    /// `Content-Length` bytes arrived, libcurl's "partial file") with it and nothing else.
     public static let transientCodes: Set<URLError.Code> = [
-        .timedOut, .networkConnectionLost, .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed,
+        .unknown, .timedOut, .networkConnectionLost, .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed,
         .notConnectedToInternet, .secureConnectionFailed, .badServerResponse, .cannotLoadFromNetwork,
         .internationalRoamingOff, .callIsActive, .dataNotAllowed,
     ]
@@ -70,6 +72,7 @@ public struct HTTPTransportFailure: Error, Sendable, CustomStringConvertible {
             "was refused: the server's TLS certificate is not trusted"
         case .clientCertificateRejected, .clientCertificateRequired: "was refused: a client certificate is required or was rejected"
         case .badURL: "has a malformed URL"
+        case .unknown: "broke off: the connection closed before the response was complete"
         case .unsupportedURL: "has an unsupported URL (only http and https are)"
         case .httpTooManyRedirects: "was redirected too many times"
         case .userAuthenticationRequired, .userCancelledAuthentication: "needs authentication the client could not give"

@@ -143,7 +143,7 @@ public final class SQLiteConnection {
         case SQLITE_BUSY, SQLITE_LOCKED:
             return BuckiaError(.transient, "The database is locked by another connection; retry, or raise the busy timeout.", operation: operation, path: path, cause: cause)
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
-            return BuckiaError(.permissionDenied, "The database cannot be written: \(message).", operation: operation, path: path, cause: cause)
+            return BuckiaError(.permissionDenied, "The database cannot be written: \(message.withoutTerminalPeriod).", operation: operation, path: path, cause: cause)
         case SQLITE_CANTOPEN:
             return BuckiaError(.permissionDenied, "The database file cannot be opened; check that its folder exists and is writable.", operation: operation, path: path, cause: cause)
         case SQLITE_FULL:
@@ -151,11 +151,11 @@ public final class SQLiteConnection {
         case SQLITE_TOOBIG:
             return BuckiaError(.invalidPath, "A value is larger than SQLite allows.", operation: operation, path: path, cause: cause)
         case SQLITE_CONSTRAINT:
-            return BuckiaError(.conditionNotMatch, "A database constraint failed: \(message).", operation: operation, path: path, cause: cause)
+            return BuckiaError(.conditionNotMatch, "A database constraint failed: \(message.withoutTerminalPeriod).", operation: operation, path: path, cause: cause)
         case SQLITE_INTERRUPT:
             return BuckiaError(.cancelled, "The database operation was interrupted.", operation: operation, path: path, cause: cause)
         default:
-            return BuckiaError(.io, "SQLite failed to \(operation): \(message).", operation: operation, path: path, cause: cause)
+            return BuckiaError(.io, "SQLite failed to \(operation): \(message.withoutTerminalPeriod).", operation: operation, path: path, cause: cause)
         }
     }
 }

@@ -50,25 +50,7 @@ enum DiskFileSystem {
     /// - Throws: ``BuckiaError/Code/invalidPath`` when a file stands where a directory is
     ///   needed, ``BuckiaError/Code/permissionDenied`` when the parent is not writable.
     static func createDirectory(_ path: String, syncParent: Bool = false) throws {
-        if mkdir(path, 0o755) == 0 {
-            if syncParent { try syncDirectory(parent(of: path)) }
-            return
-        }
-        switch errno {
-        case EEXIST:
-            guard isDirectory(path) else { throw BuckiaError.posix(ENOTDIR, operation: "create directory", path: path) }
-        case ENOENT:
-            let parent = parent(of: path)
-            guard parent != path, !parent.isEmpty else { throw BuckiaError.posix(ENOENT, operation: "create directory", path: path) }
-            try createDirectory(parent, syncParent: syncParent)
-            if mkdir(path, 0o755) == 0 {
-                if syncParent { try syncDirectory(parent) }
-            } else if errno != EEXIST || !isDirectory(path) {
-                throw BuckiaError.posix(errno, operation: "create directory", path: path)
-            }
-        default:
-            throw BuckiaError.posix(errno, operation: "create directory", path: path)
-        }
+        try LocalFile.createDirectories(path, syncParent: syncParent)
     }
 
     /// Removes the file at `path`; returns false if there was none.

@@ -43,7 +43,7 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try LocalFile.createDirectories(directory.path)
         } catch {
             throw BuckiaError.wrapping(error, operation: "open engine", path: directory.path)
         }

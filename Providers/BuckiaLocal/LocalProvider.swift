@@ -94,7 +94,7 @@ public struct LocalProvider: StorageProviderPlugin {
                 operation: "open root", path: root.path)
         }
         do {
-            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            try LocalFile.createDirectories(root.path)
         } catch {
             let wrapped = BuckiaError.wrapping(error, operation: "create root", path: root.path)
             guard wrapped.code != .permissionDenied else { throw wrapped }

@@ -210,8 +210,29 @@ extension S3Provider {
     }
 
     public func stat(remotePath: ObjectKey) async throws -> RemoteFile? {
-        let response = try await send(.head, key: remotePath, accepts: .successfulAnd([404]), operation: "stat")
+        let response: HTTPResponse
+        do {
+            response = try await send(.head, key: remotePath, accepts: .successfulAnd([404]), operation: "stat")
+        } catch let error as BuckiaError {
+            throw await explainBodilessRefusal(error, key: remotePath)
+        }
         return response.status == 404 ? nil : remoteFile(remotePath, response)
+    }
+
+    /// A refused HEAD has no body, so S3's error code (`InvalidToken`, `ExpiredToken`,
+    /// `AuthorizationHeaderMalformed`, …) is missing and a 400 would read as a bad request.
+    /// The same key is asked for its first byte, whose refusal carries the code; that error is
+    /// the one reported. Anything else, or a GET that succeeds, leaves `error` as it was.
+    private func explainBodilessRefusal(_ refusal: BuckiaError, key: ObjectKey) async -> BuckiaError {
+        guard let failure = refusal.cause as? HTTPFailure, failure.body.isEmpty, failure.status == 400 || failure.status == 403 else { return refusal }
+        do {
+            _ = try await send(.get, key: key, headers: ["range": "bytes=0-0"], operation: "stat")
+            return refusal
+        } catch let explained as BuckiaError {
+            return explained.cause is HTTPFailure ? explained : refusal
+        } catch {
+            return refusal
+        }
     }
 
     /// Rewrites the object's metadata in place (CopyObject onto itself with

@@ -162,8 +162,10 @@ struct AtomicFilePermissionTests {
         (try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int) ?? -1
     }
 
-    @Test("A copy keeps the source's mode", arguments: [0o600, 0o755, 0o640])
-    func copyKeepsMode(_ permissions: Int) throws {
+    @Test("A copy keeps the source's permission bits, never setuid, setgid or sticky (as cp without -p)", arguments: [
+        (0o600, 0o600), (0o755, 0o755), (0o640, 0o640), (0o4755, 0o755), (0o2750, 0o750), (0o1755, 0o755),
+    ])
+    func copyKeepsMode(_ permissions: Int, _ expected: Int) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-mode-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -172,7 +174,22 @@ struct AtomicFilePermissionTests {
         try FileManager.default.setAttributes([.posixPermissions: permissions], ofItemAtPath: source.path)
         let copy = folder.appendingPathComponent("copy")
         try AtomicFile.copy(from: source, to: copy)
-        #expect(try mode(copy) == permissions)
+        #expect(try mode(copy) == expected)
+    }
+
+    @Test("A copy over an existing file keeps that file's mode")
+    func copyOverKeepsDestinationMode() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-mode-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = folder.appendingPathComponent("source")
+        try Data("new".utf8).write(to: source)
+        try FileManager.default.setAttributes([.posixPermissions: 0o4755], ofItemAtPath: source.path)
+        let destination = folder.appendingPathComponent("destination")
+        try AtomicFile.write(Data("old".utf8), to: destination, permissions: 0o600)
+        try AtomicFile.copy(from: source, to: destination)
+        #expect(try mode(destination) == 0o600)
+        #expect(try Data(contentsOf: destination) == Data("new".utf8))
     }
 
     @Test("Replacing a file keeps its mode")

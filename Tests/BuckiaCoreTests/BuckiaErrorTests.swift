@@ -107,6 +107,28 @@ struct BuckiaErrorTests {
         let error = BuckiaError.wrapping(CocoaError(cocoaCode), operation: "read", path: "f")
         #expect(error.code == code)
         #expect(error.cause != nil)
+        #expect(!error.message.contains("NSCocoaErrorDomain") && !error.message.contains("could not be completed"), "\(error.message)")
+    }
+
+    // Regression: `cp -r` into a path under a file printed "The operation could not be
+    // completed. (NSCocoaErrorDomain error 512.)".
+    @Test("A real Foundation file error names its path and its cause, never a Cocoa error number")
+    func realFoundationError() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-cocoa-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("file")
+        try Data("x".utf8).write(to: file)
+        for target in [file.appendingPathComponent("sub"), file.appendingPathComponent("sub/deeper")] {
+            do {
+                try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+                Issue.record("creating a folder under a file succeeded")
+            } catch {
+                let wrapped = BuckiaError.wrapping(error, operation: "create folder")
+                #expect(!wrapped.message.contains("NSCocoaErrorDomain") && !wrapped.message.contains("could not be completed"), "\(wrapped.message)")
+                #expect(wrapped.message.contains(folder.lastPathComponent), "\(wrapped.message)")
+            }
+        }
     }
 
     @Test("A real missing-file read wraps as notFound")

@@ -108,6 +108,34 @@ struct HTTPClientRetryTests {
         }
     }
 
+    @Test("A body cut short is retried, and says so when every attempt is")
+    func retriesTruncatedBodies() async throws {
+        try await withTestServer { server in
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)))
+            let once = try await client.send(HTTPRequest(.get, try server.url("/truncate?id=\(uniqueID())&fail=1")))
+            #expect(once.status == 200 && once.attempts == 2)
+            let error = await #expect(throws: BuckiaError.self) {
+                try await client.send(HTTPRequest(.get, try server.url("/truncate?id=\(uniqueID())")))
+            }
+            #expect(error?.code == .transient)
+            #expect(error?.message.contains("broke off") == true && error?.message.contains("URLError") == false, "\(error?.message ?? "")")
+            #expect(error?.message.contains("3 attempts") == true, "\(error?.message ?? "")")
+        }
+    }
+
+    @Test("A server answering in another protocol is an I/O error that names the endpoint, not an unsupported URL")
+    func nonHTTPReply() async throws {
+        try await withTestServer { server in
+            let client = HTTPClient(configuration: .init(retryPolicy: .none))
+            let error = await #expect(throws: BuckiaError.self) {
+                try await client.send(HTTPRequest(.get, try server.url("/garbage")))
+            }
+            #expect(error?.code == .io)
+            #expect(error?.message.contains("not HTTP") == true && error?.message.contains("unsupported") == false, "\(error?.message ?? "")")
+        }
+    }
+
     @Test("A refused connection is transient and retried up to the limit")
     func refusedConnectionIsTransient() async throws {
         let server = try await TestServer.start()

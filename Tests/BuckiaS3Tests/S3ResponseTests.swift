@@ -24,6 +24,7 @@ struct S3ResponseTests {
     @Test("S3 error codes map to Buckia codes", arguments: [
         ("NoSuchKey", 404, BuckiaError.Code.notFound), ("NoSuchBucket", 404, .notFound), ("AccessDenied", 403, .permissionDenied),
         ("SignatureDoesNotMatch", 403, .unauthorized), ("InvalidAccessKeyId", 403, .unauthorized), ("ExpiredToken", 400, .unauthorized),
+        ("InvalidToken", 400, .unauthorized),
         ("SlowDown", 503, .rateLimited), ("BadDigest", 400, .checksumMismatch), ("InternalError", 500, .transient),
         ("PreconditionFailed", 412, .conditionNotMatch), ("NotImplemented", 501, .unsupported), ("SomethingNew", 400, .invalidConfiguration),
         ("SomethingNew", 502, .transient),
@@ -36,6 +37,8 @@ struct S3ResponseTests {
         let error = S3ErrorMapping.map(failure)
         #expect(error?.code == expected)
         #expect(error?.message.contains(code) == true)
+        // S3's own message ends with a period; it must not double the message's ("Because..").
+        #expect(error?.message.contains("..") == false, "\(error?.message ?? "")")
         #expect(error?.path == "a/b.txt")
     }
 

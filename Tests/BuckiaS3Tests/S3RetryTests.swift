@@ -48,6 +48,22 @@ struct S3RetryTests {
         #expect(transport.sent.withLock { $0.count } == attempts)
     }
 
+    @Test("A HEAD refused without a body is explained by the GET's error code", arguments: [
+        ("InvalidToken", 400, BuckiaError.Code.unauthorized), ("ExpiredToken", 400, .unauthorized), ("AccessDenied", 403, .permissionDenied),
+        ("AuthorizationHeaderMalformed", 400, .invalidConfiguration),
+    ])
+    func bodilessHead(_ code: String, _ status: Int, _ expected: BuckiaError.Code) async throws {
+        let transport = ScriptedTransport([.status(status), .status(status, body: Self.errorXML(code))])
+        await #expect {
+            _ = try await provider(transport).stat(remotePath: "a.txt")
+        } throws: { error in
+            (error as? BuckiaError)?.code == expected && (error as? BuckiaError)?.message.contains(code) == true
+        }
+        let sent = transport.sent.withLock { $0 }
+        #expect(sent.map(\.method.rawValue) == ["HEAD", "GET"])
+        #expect(sent.last?.headers["range"] == "bytes=0-0")
+    }
+
     @Test("A copy answered with an InternalError inside a 200 is retried")
     func retriesErrorInsideSuccess() async throws {
         let transport = ScriptedTransport([

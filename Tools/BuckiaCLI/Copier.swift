@@ -186,7 +186,7 @@ struct Copier: Sendable {
     ///
     /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidPath`` naming the link.
     static func makeFolders(under root: URL, for relative: String) throws {
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try LocalFile.createDirectories(root.path)
         var handle = try DirectoryHandle(path: root.path)
         for segment in relative.split(separator: "/").dropLast() {
             handle = try handle.folder(String(segment), create: true)
@@ -244,7 +244,7 @@ struct Copier: Sendable {
         case (.local(let source), .remote(let provider, let key)):
             return try await provider.uploadFile(localURL: source, remotePath: key, options: UploadOptions()).size
         case (.remote(let provider, let key), .local(let target)):
-            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try LocalFile.createDirectories(target.deletingLastPathComponent().path)
             sweep(target.deletingLastPathComponent())
             return try await provider.downloadFile(remotePath: key, localURL: target).file.size
         case (.remote(let sourceProvider, let sourceKey), .remote(let targetProvider, let targetKey)):
@@ -254,7 +254,7 @@ struct Copier: Sendable {
                 return try await targetProvider.uploadFile(localURL: url, remotePath: targetKey, options: options).size
             }
         case (.local(let source), .local(let target)):
-            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try LocalFile.createDirectories(target.deletingLastPathComponent().path)
             let input = try LocalFile.openForReading(source)
             let modified = try input.status().modificationDate
             try input.close()

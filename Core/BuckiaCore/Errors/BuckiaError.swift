@@ -136,17 +136,7 @@ extension BuckiaError {
             return BuckiaError.posix(Int32(nsError.code), operation: operation ?? "file operation", path: path)
         }
         if nsError.domain == NSCocoaErrorDomain {
-            let code: Code
-            switch CocoaError.Code(rawValue: nsError.code) {
-            case .fileNoSuchFile, .fileReadNoSuchFile: code = .notFound
-            case .fileWriteNoPermission, .fileReadNoPermission: code = .permissionDenied
-            case .fileWriteFileExists: code = .alreadyExists
-            case .fileReadCorruptFile: code = .corrupt
-            default: code = .io
-            }
-            return BuckiaError(
-                code, "A file operation failed: \(nsError.localizedDescription)",
-                operation: operation, path: path, cause: SendableErrorDescription(nsError))
+            return cocoa(nsError, operation: operation, path: path)
         }
         if nsError.userInfo.keys.contains(where: { $0.contains("URL") }) {
             // URLError and friends carry the failing URL, with any signature or token in its
@@ -205,5 +195,43 @@ public enum URLRedaction {
             return result + remainder[..<query] + "?<REDACTED>"
         }
         return result + remainder
+    }
+}
+
+extension String {
+    /// The text as a clause to end with a period of one's own: trailing spaces and full stops
+    /// removed, so a server's "…signing method." does not become "method.." in a message.
+    public var withoutTerminalPeriod: String {
+        var text = Substring(self)
+        while let last = text.last, last == "." || last == " " { text = text.dropLast() }
+        return String(text)
+    }
+}
+
+extension BuckiaError {
+    /// A Foundation file error, described by its path and its cause rather than by its
+    /// localized text (on Linux often "The operation could not be completed. (NSCocoaErrorDomain
+    /// error 512.)"): the underlying `errno` when Foundation kept one, otherwise a phrase per code.
+    static func cocoa(_ error: NSError, operation: String?, path: String?) -> BuckiaError {
+        let filePath = (error.userInfo[NSFilePathErrorKey] as? String) ?? (error.userInfo[NSURLErrorKey] as? URL)?.path ?? path
+        if let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return .posix(Int32(truncatingIfNeeded: underlying.code), operation: operation ?? "file operation", path: filePath)
+        }
+        let (code, phrase): (Code, String) =
+            switch CocoaError.Code(rawValue: error.code) {
+            case .fileNoSuchFile, .fileReadNoSuchFile: (.notFound, "it does not exist")
+            case .fileWriteNoPermission, .fileReadNoPermission: (.permissionDenied, "permission denied; check the owner and mode")
+            case .fileWriteFileExists: (.alreadyExists, "something is already there (a file where a folder is needed, or the reverse)")
+            case .fileWriteOutOfSpace: (.io, "the disk is full")
+            case .fileWriteVolumeReadOnly: (.permissionDenied, "the volume is read-only")
+            case .fileReadCorruptFile: (.corrupt, "the file is damaged")
+            case .fileReadTooLarge: (.io, "the file is too large to read whole")
+            case .fileWriteInvalidFileName, .fileReadInvalidFileName: (.invalidPath, "the name is not valid here")
+            default: (.io, "Foundation file error \(error.code)")
+            }
+        let subject = filePath.map { "on \($0.debugDescription) " } ?? ""
+        return BuckiaError(
+            code, "The file operation \(subject)failed: \(phrase).", operation: operation, path: path ?? filePath,
+            cause: SendableErrorDescription(error))
     }
 }

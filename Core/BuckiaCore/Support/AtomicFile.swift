@@ -23,7 +23,8 @@ public enum AtomicFile {
         public var temporaryDirectory: URL?
         /// The new file's mode bits; nil keeps the mode of the file being replaced, or uses
         /// 0644 (less the umask) for a new one. ``AtomicFile/copy(from:to:options:observe:)``
-        /// uses the source's mode instead.
+        /// gives a new file the source's permission bits instead (without setuid, setgid or
+        /// sticky, as `cp` does without `-p`).
         public var permissions: mode_t?
         /// The modification time to give the new file; nil keeps the time of writing.
         public var modificationDate: Date?
@@ -114,7 +115,11 @@ public enum AtomicFile {
         let input = try LocalFile.openForReading(source)
         defer { try? input.close() }
         var options = options
-        if options.permissions == nil { options.permissions = try input.permissions() }
+        // As cp does without -p: a new file gets the source's permission bits, never its
+        // setuid, setgid or sticky bit; a replaced file keeps its own mode (write's default).
+        if options.permissions == nil && existingPermissions(destination) == nil {
+            options.permissions = try input.permissions() & 0o777
+        }
         var total: Int64 = 0
         try write(to: destination, options: options) { output in
             total = try pump(from: input, to: output, observe: observe)

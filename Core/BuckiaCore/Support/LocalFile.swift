@@ -224,3 +224,49 @@ private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32
 private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
 private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
 private func systemClose(_ fd: Int32) -> Int32 { close(fd) }
+
+extension LocalFile {
+    /// Creates the folder at `path` and any missing parents (mode 0755 less the umask); an
+    /// existing folder is fine. Unlike `FileManager`, a failure names its cause (`errno`).
+    ///
+    /// - Parameter syncParent: Whether to `fsync` the parent of each folder created, so the
+    ///   new entry survives a power loss.
+    /// - Throws: ``BuckiaError/Code/invalidPath`` when a file stands where a folder is needed,
+    ///   ``BuckiaError/Code/permissionDenied`` when a parent is not writable.
+    public static func createDirectories(_ path: String, syncParent: Bool = false) throws {
+        func isDirectory(_ path: String) -> Bool {
+            var info = stat()
+            return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+        }
+        func syncParentOf(_ path: String) throws {
+            guard syncParent else { return }
+            let parent = try openDirectory(Self.parent(of: path))
+            try parent.sync()
+            try parent.close()
+        }
+        if mkdir(path, 0o755) == 0 { return try syncParentOf(path) }
+        switch errno {
+        case EEXIST:
+            guard isDirectory(path) else { throw BuckiaError.posix(ENOTDIR, operation: "create directory", path: path) }
+        case ENOENT:
+            let parent = Self.parent(of: path)
+            guard parent != path, !parent.isEmpty, parent != "." else { throw BuckiaError.posix(ENOENT, operation: "create directory", path: path) }
+            try createDirectories(parent, syncParent: syncParent)
+            if mkdir(path, 0o755) == 0 {
+                try syncParentOf(path)
+            } else if errno != EEXIST || !isDirectory(path) {
+                throw BuckiaError.posix(errno == EEXIST ? ENOTDIR : errno, operation: "create directory", path: path)
+            }
+        default:
+            throw BuckiaError.posix(errno, operation: "create directory", path: path)
+        }
+    }
+
+    /// The folder holding `path` (`/` for a top-level path, `.` for a bare name).
+    static func parent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
+}

@@ -88,6 +88,22 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             self.reply_json(200, {"dropped": False})
+        elif name == "truncate":
+            # Promises 3000 bytes, sends 100 and closes: a body cut short.
+            if hit(query.get("id", "truncate")) <= int(query.get("fail", "1000000")):
+                self.send_response(200)
+                self.send_header("Content-Length", "3000")
+                self.end_headers()
+                self.wfile.write(b"x" * 100)
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.reply_json(200, {"truncated": False})
+        elif name == "garbage":
+            # Answers like another protocol's server would.
+            self.wfile.write(b"SSH-2.0-OpenSSH_9.2\r\n")
+            self.wfile.flush()
+            self.close_connection = True
         elif name == "redirect":
             self.reply(302, b"moved", {"Location": "/echo"})
         elif name == "notfound":

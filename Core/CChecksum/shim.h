@@ -87,6 +87,78 @@ static inline uint32_t buckia_crc32c_hardware(uint32_t crc, const uint8_t *bytes
     return c32;
 }
 static inline int buckia_crc32c_has_hardware(void) { return __builtin_cpu_supports("sse4.2"); }
+
+/*
+ * Three streams at once. The crc32 instruction takes three cycles but can start one every
+ * cycle, so one stream runs at a third of the speed the processor allows. A run of 3 × n
+ * bytes is split into three blocks whose CRCs are computed in one interleaved loop (the
+ * second and third starting from 0), then joined: a CRC register is linear, so the CRC of
+ * A‖B is shift(CRC(A), |B|) ⊕ CRC₀(B), where shift multiplies by x^(8|B|) modulo the
+ * polynomial — four lookups in a table built for that n. (The method of Mark Adler's crc32c.c.)
+ */
+#include <pthread.h>
+#define BUCKIA_CRC32C_LONG 8192
+#define BUCKIA_CRC32C_SHORT 256
+static uint32_t buckia_crc32c_long_shift[4][256];
+static uint32_t buckia_crc32c_short_shift[4][256];
+static pthread_once_t buckia_crc32c_once = PTHREAD_ONCE_INIT;
+
+__attribute__((target("sse4.2")))
+static inline void buckia_crc32c_shift_table(uint32_t table[4][256], size_t length) {
+    static const uint8_t zeros[BUCKIA_CRC32C_LONG] = {0};
+    uint32_t basis[32];
+    for (int bit = 0; bit < 32; bit++) basis[bit] = buckia_crc32c_hardware(1u << bit, zeros, length);
+    for (int k = 0; k < 4; k++) {
+        for (int b = 0; b < 256; b++) {
+            uint32_t value = 0;
+            for (int bit = 0; bit < 8; bit++) if (b & (1 << bit)) value ^= basis[8 * k + bit];
+            table[k][b] = value;
+        }
+    }
+}
+
+__attribute__((target("sse4.2")))
+static inline void buckia_crc32c_make_tables(void) {
+    buckia_crc32c_shift_table(buckia_crc32c_long_shift, BUCKIA_CRC32C_LONG);
+    buckia_crc32c_shift_table(buckia_crc32c_short_shift, BUCKIA_CRC32C_SHORT);
+}
+
+static inline uint32_t buckia_crc32c_shift(uint32_t table[4][256], uint32_t crc) {
+    return table[0][crc & 0xFF] ^ table[1][(crc >> 8) & 0xFF] ^ table[2][(crc >> 16) & 0xFF] ^ table[3][crc >> 24];
+}
+
+__attribute__((target("sse4.2")))
+static inline uint32_t buckia_crc32c_three(uint32_t crc, const uint8_t **bytes, size_t *count, size_t block, uint32_t table[4][256]) {
+    while (*count >= 3 * block) {
+        const uint8_t *p = *bytes;
+        uint64_t c0 = crc, c1 = 0, c2 = 0;
+        for (size_t i = 0; i < block; i += 8) {
+            uint64_t w0, w1, w2;
+            memcpy(&w0, p + i, 8);
+            memcpy(&w1, p + block + i, 8);
+            memcpy(&w2, p + 2 * block + i, 8);
+            c0 = __builtin_ia32_crc32di(c0, w0);
+            c1 = __builtin_ia32_crc32di(c1, w1);
+            c2 = __builtin_ia32_crc32di(c2, w2);
+        }
+        crc = buckia_crc32c_shift(table, (uint32_t)c0) ^ (uint32_t)c1;
+        crc = buckia_crc32c_shift(table, crc) ^ (uint32_t)c2;
+        *bytes += 3 * block;
+        *count -= 3 * block;
+    }
+    return crc;
+}
+
+/* The raw register update (no inversions), three streams where the length allows. */
+__attribute__((target("sse4.2")))
+static inline uint32_t buckia_crc32c_fast(uint32_t crc, const uint8_t *bytes, size_t count) {
+    if (count >= 3 * BUCKIA_CRC32C_SHORT) {
+        pthread_once(&buckia_crc32c_once, buckia_crc32c_make_tables);
+        crc = buckia_crc32c_three(crc, &bytes, &count, BUCKIA_CRC32C_LONG, buckia_crc32c_long_shift);
+        crc = buckia_crc32c_three(crc, &bytes, &count, BUCKIA_CRC32C_SHORT, buckia_crc32c_short_shift);
+    }
+    return buckia_crc32c_hardware(crc, bytes, count);
+}
 #elif defined(__aarch64__) && defined(__ARM_FEATURE_CRC32)
 #include <arm_acle.h>
 static inline uint32_t buckia_crc32c_hardware(uint32_t crc, const uint8_t *bytes, size_t count) {
@@ -105,11 +177,17 @@ static inline uint32_t buckia_crc32c_hardware(uint32_t crc, const uint8_t *bytes
     return crc;
 }
 static inline int buckia_crc32c_has_hardware(void) { return 1; }
+static inline uint32_t buckia_crc32c_fast(uint32_t crc, const uint8_t *bytes, size_t count) {
+    return buckia_crc32c_hardware(crc, bytes, count);
+}
 #else
 static inline uint32_t buckia_crc32c_hardware(uint32_t crc, const uint8_t *bytes, size_t count) {
     return buckia_crc32c_table_update(crc, bytes, count);
 }
 static inline int buckia_crc32c_has_hardware(void) { return 0; }
+static inline uint32_t buckia_crc32c_fast(uint32_t crc, const uint8_t *bytes, size_t count) {
+    return buckia_crc32c_table_update(crc, bytes, count);
+}
 #endif
 
 /* The CRC-32C of `count` bytes, continuing from `crc` (0 to start). */
@@ -117,7 +195,7 @@ static inline uint32_t buckia_crc32c(uint32_t crc, const void *data, size_t coun
     static int hardware = -1;
     if (hardware < 0) hardware = buckia_crc32c_has_hardware();
     uint32_t c = ~crc;
-    c = hardware ? buckia_crc32c_hardware(c, (const uint8_t *)data, count)
+    c = hardware ? buckia_crc32c_fast(c, (const uint8_t *)data, count)
                  : buckia_crc32c_table_update(c, (const uint8_t *)data, count);
     return ~c;
 }

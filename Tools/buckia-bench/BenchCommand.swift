@@ -6,6 +6,7 @@ enum BenchCommand {
     static let usage = """
         Usage: buckia-bench engines [--sizes N,N,…] [--repeat R] [--value-bytes B] [--engines a,b]
                buckia-bench upload-reads --endpoint URL --bucket NAME [--sizes-mib N,N,…]
+               buckia-bench checksums [--total-mib M] [--value-bytes B,B,…] [--repeat R]
 
         Measures each key-value engine and, in the same run, the limits: raw SQLite C calls doing
         the same statements and raw open/write/close of one file per value. Every run uses a fresh
@@ -14,10 +15,13 @@ enum BenchCommand {
         upload-reads uploads files to an S3 endpoint (credentials bench/bench, as
         Tools/bench-upload-reads.sh sets up on moto) with and without a known MD5, and reports the
         bytes the process read per byte uploaded.
+
+        checksums measures CRC-32C (one stream, three streams, table) against reading the bytes.
         """
 
     static func main(_ arguments: [String]) async -> Int32 {
         if arguments.first == "upload-reads" { return await uploadReads(Array(arguments.dropFirst())) }
+        if arguments.first == "checksums" { return checksums(Array(arguments.dropFirst())) }
         guard arguments.first == "engines" else {
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             return arguments.first == "--help" ? 0 : 2

@@ -111,6 +111,17 @@ public struct SQLiteRow {
         return Data(bytes: bytes, count: Int(sqlite3_column_bytes(statement.handle, column)))
     }
 
+    /// Runs `body` with column `index`'s bytes where SQLite holds them (text as UTF-8, a blob
+    /// as is; empty for NULL), without copying: to hash or check them before, or instead of,
+    /// making a `String` or `Data`. The bytes are valid only inside `body`.
+    public func withBytes<Result>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        let column = Int32(index)
+        // sqlite3_column_bytes after sqlite3_column_blob: the order SQLite documents as safe.
+        let start = sqlite3_column_blob(statement.handle, column)
+        let count = Int(sqlite3_column_bytes(statement.handle, column))
+        return try body(UnsafeRawBufferPointer(start: start, count: start == nil ? 0 : count))
+    }
+
     /// Column `index` as a ``SQLiteValue``.
     public func value(_ index: Int) -> SQLiteValue {
         switch sqlite3_column_type(statement.handle, Int32(index)) {

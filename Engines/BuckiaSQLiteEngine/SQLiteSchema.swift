@@ -42,15 +42,28 @@ enum SQLiteSchema {
     ///
     /// - Throws: ``BuckiaCore/BuckiaError/Code/corrupt`` when the bytes do not match the row's CRC.
     static func checkedRow(_ row: SQLiteRow, from first: Int = 0, path: String) throws -> (key: CacheKey, data: Data) {
-        let key = row.string(first) ?? ""
-        let data = row.data(first + 1) ?? Data()
-        if !row.isNull(first + 2), UInt32(truncatingIfNeeded: row.int64(first + 2)) != crc(key: key, data: data) {
+        try check(row, from: first, path: path)
+        return (CacheKey(verbatim: row.string(first) ?? ""), row.data(first + 1) ?? Data())
+    }
+
+    /// The value of a row (`key, data, crc` from column `first` on), checked: the CRC is taken
+    /// over the bytes where SQLite holds them, and no key string is made unless it is damaged.
+    static func checkedData(_ row: SQLiteRow, from first: Int = 0, path: String) throws -> Data {
+        try check(row, from: first, path: path)
+        return row.data(first + 1) ?? Data()
+    }
+
+    private static func check(_ row: SQLiteRow, from first: Int, path: String) throws {
+        guard !row.isNull(first + 2) else { return }  // a version 1 row, not yet rewritten
+        let keyCRC = row.withBytes(first) { CRC32C.checksum($0) }
+        let actual = row.withBytes(first + 1) { CRC32C.checksum($0, seed: keyCRC) }
+        guard UInt32(truncatingIfNeeded: row.int64(first + 2)) == actual else {
+            let key = row.string(first) ?? ""
             throw BuckiaError(
                 .corrupt,
                 "The value stored under \(key.debugDescription) does not match its CRC-32C: the database file was damaged. Restore it from a backup, or write the key again.",
                 operation: "read", path: path)
         }
-        return (CacheKey(verbatim: key), data)
     }
 
     /// Checks the database is new or ours, creates the table, and sets WAL.

@@ -118,7 +118,7 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     public nonisolated func read(key: CacheKey) async throws -> Data? {
         try connections.read { db in
             try db.query("SELECT key, data, crc FROM buckia_kv WHERE key = ?1", [.text(key.value)]) {
-                try SQLiteSchema.checkedRow($0, path: db.path).data
+                try SQLiteSchema.checkedData($0, path: db.path)
             }.first
         }
     }
@@ -128,7 +128,7 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
             try db.transaction(.deferred) {
                 try keys.compactMap { key in
                     try db.query("SELECT key, data, crc FROM buckia_kv WHERE key = ?1", [.text(key.value)]) {
-                        (key, try SQLiteSchema.checkedRow($0, path: db.path).data)
+                        (key, try SQLiteSchema.checkedData($0, path: db.path))
                     }.first
                 }
             }
@@ -143,7 +143,7 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
 
     public nonisolated func readAllData() async throws -> [Data] {
         try connections.read { db in
-            try db.query("SELECT key, data, crc FROM buckia_kv ORDER BY key") { try SQLiteSchema.checkedRow($0, path: db.path).data }
+            try db.query("SELECT key, data, crc FROM buckia_kv ORDER BY key") { try SQLiteSchema.checkedData($0, path: db.path) }
         }
     }
 

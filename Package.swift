@@ -45,11 +45,15 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]),
 
         .systemLibrary(name: "CLinux", path: "Core/CLinux"),
+        .systemLibrary(
+            name: "CCurl", path: "Core/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
         .systemLibrary(name: "CChecksum", path: "Core/CChecksum"),
 
         // MARK: Core
         .target(name: "BuckiaCore", dependencies: ["COpenSSL", "CZlib", "CChecksum", "CLinux"], path: "Core/BuckiaCore"),
-        .target(name: "BuckiaHTTP", dependencies: ["BuckiaCore"], path: "Core/BuckiaHTTP"),
+        .target(
+            name: "BuckiaHTTP", dependencies: ["BuckiaCore", .target(name: "CCurl", condition: .when(platforms: [.linux]))], path: "Core/BuckiaHTTP"),
         .target(name: "BuckiaSQLite", dependencies: ["BuckiaCore", "CSQLite"], path: "Core/BuckiaSQLite"),
         .target(name: "BuckiaSigV4", dependencies: ["BuckiaCore"], path: "Core/BuckiaSigV4"),
 

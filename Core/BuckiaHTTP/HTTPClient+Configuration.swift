@@ -33,6 +33,13 @@ extension HTTPClient {
         /// delay and reason, and the final status or failure. Never receives a credential.
         /// Called on the requesting task; keep it fast.
         public var log: (@Sendable (String) -> Void)?
+        /// Which transport a client makes for itself when none is given.
+        public var transport: TransportKind
+        /// How long connecting (TCP and TLS) may take (libcurl transport).
+        public var connectTimeout: Duration
+        /// A PEM file of certificate authorities to trust instead of the system's (libcurl
+        /// transport).
+        public var caFile: String?
         /// Maps a failed status to the error to throw, before the default mapping
         /// (``HTTPFailure/buckiaError()``); return nil to use the default. Providers read
         /// ``HTTPFailure/body`` here to turn their error codes into the right
@@ -48,8 +55,14 @@ extension HTTPClient {
             errorBodyLimit: Int = 64 * 1024,
             userAgent: String = "Buckia",
             log: (@Sendable (String) -> Void)? = nil,
-            mapFailure: (@Sendable (HTTPFailure) -> BuckiaError?)? = nil
+            mapFailure: (@Sendable (HTTPFailure) -> BuckiaError?)? = nil,
+            transport: TransportKind = .automatic,
+            connectTimeout: Duration = .seconds(10),
+            caFile: String? = nil
         ) {
+            self.transport = transport
+            self.connectTimeout = connectTimeout
+            self.caFile = caFile
             self.maximumConnectionsPerHost = maximumConnectionsPerHost
             self.timeout = timeout
             self.retryPolicy = retryPolicy
@@ -59,6 +72,19 @@ extension HTTPClient {
             self.log = log
             self.mapFailure = mapFailure
         }
+    }
+}
+
+extension HTTPClient {
+    /// The transports a client can make for itself.
+    public enum TransportKind: String, Sendable, CaseIterable {
+        /// libcurl on Linux (URLSession when `BUCKIA_HTTP_TRANSPORT=urlsession`), URLSession
+        /// on Apple platforms.
+        case automatic
+        /// ``CurlTransport`` (Linux).
+        case libcurl
+        /// ``URLSessionTransport``.
+        case urlSession
     }
 }
 

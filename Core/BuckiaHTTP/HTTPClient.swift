@@ -37,12 +37,32 @@ public final class HTTPClient: Sendable {
     /// What sends each attempt.
     public let transport: any HTTPTransport
 
-    /// Creates a client over `transport`, or over its own ``URLSessionTransport``.
+    /// Creates a client over `transport`, or over its own transport of the configuration's
+    /// ``Configuration/transport`` kind.
     public init(configuration: Configuration = Configuration(), transport: (any HTTPTransport)? = nil) {
         self.configuration = configuration
-        self.transport = transport ?? URLSessionTransport(
+        self.transport = transport ?? HTTPClient.makeTransport(configuration)
+    }
+
+    /// The transport `configuration` asks for: libcurl on Linux unless URLSession is chosen
+    /// (or `BUCKIA_HTTP_TRANSPORT=urlsession` is set, for comparison), URLSession elsewhere.
+    static func makeTransport(_ configuration: Configuration) -> any HTTPTransport {
+        let urlSession = { URLSessionTransport(
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost, timeout: configuration.timeout,
-            userAgent: configuration.userAgent)
+            userAgent: configuration.userAgent) }
+        #if canImport(CCurl)
+        var kind = configuration.transport
+        if kind == .automatic {
+            kind = ProcessInfo.processInfo.environment["BUCKIA_HTTP_TRANSPORT"]?.lowercased() == "urlsession" ? .urlSession : .libcurl
+        }
+        if kind == .libcurl, let curl = try? CurlTransport(
+            maximumConnectionsPerHost: configuration.maximumConnectionsPerHost, timeout: configuration.timeout,
+            connectTimeout: configuration.connectTimeout, userAgent: configuration.userAgent, caFile: configuration.caFile)
+        {
+            return curl
+        }
+        #endif
+        return urlSession()
     }
 
     /// Sends a request and returns the response with its body in memory.

@@ -83,7 +83,8 @@ extension HTTPTransportFailure {
                 (.cancelled, "\(request) was cancelled.")
             case .timedOut:
                 (.transient, "\(request) timed out: no bytes moved within the request timeout (\(attemptsText)); the server may be overloaded or unreachable.")
-            case .unsupportedURL where url.hasPrefix("http://") || url.hasPrefix("https://"):
+            case .cannotParseResponse,
+                .unsupportedURL where url.hasPrefix("http://") || url.hasPrefix("https://"):
                 // The URL is HTTP, so what libcurl could not handle was the reply.
                 (.io, "\(request) got a reply that is not HTTP; check that the endpoint's host and port are those of an HTTP server.")
             case let code where Self.transientCodes.contains(code):

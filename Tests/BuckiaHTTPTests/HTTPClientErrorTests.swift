@@ -56,7 +56,7 @@ struct HTTPClientErrorTests {
             let error = await #expect(throws: BuckiaError.self) {
                 try await client.send(HTTPRequest(.put, try server.url("/status/400"), body: .data(Data("x".utf8))))
             }
-            #expect(error?.code == .checksumMismatch)
+            #expect(error?.code == .checksumMismatch, "\(error?.description ?? "")")
             #expect((error?.cause as? HTTPFailure)?.status == 400)
         }
     }

@@ -115,9 +115,9 @@ struct HTTPClientTransferTests {
         #expect(error?.path == missing.path)
     }
 
-    @Test("The session allows the configured number of connections per host")
+    @Test("The URLSession transport allows the configured number of connections per host")
     func connectionsPerHost() throws {
-        let client = HTTPClient(configuration: .init(maximumConnectionsPerHost: 32))
+        let client = HTTPClient(configuration: .init(maximumConnectionsPerHost: 32, transport: .urlSession))
         let transport = try #require(client.transport as? URLSessionTransport)
         #expect(transport.session.configuration.httpMaximumConnectionsPerHost == 32)
     }

@@ -171,8 +171,14 @@ def exit_when_stdin_closes():
     os._exit(0)
 
 
+class Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog is 5: parallel tests opening connections at once
+    # overflow it, and the kernel resets or drops the surplus.
+    request_queue_size = 256
+
+
 def main():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
     print(server.server_address[1], flush=True)

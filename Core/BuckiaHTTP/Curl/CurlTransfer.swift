@@ -1,0 +1,337 @@
+#if canImport(CCurl)
+import BuckiaCore
+import CCurl
+import Foundation
+
+/// One attempt of one request on a libcurl easy handle: the body it sends, the status, headers
+/// and body it receives, and the continuation waiting for it.
+///
+/// Set up on the caller's thread, then touched only by the ``CurlLoop`` thread (libcurl's
+/// callbacks run there) until ``finish(code:)`` hands the result back.
+final class CurlTransfer: @unchecked Sendable {
+    enum Source {
+        case none
+        case data(Data)
+        case file(FileReader, size: Int64)
+    }
+
+    let easy: UnsafeMutableRawPointer
+    private let request: HTTPRequest
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let source: Source
+    private var offset: Int64 = 0
+    private let destination: URL?
+    private let errorBodyLimit: Int
+
+    private var status = 0
+    private var headers = HTTPHeaders()
+    private var memory = Data()
+    private var truncated = false
+    private var output: (folder: DirectoryHandle, name: String, file: LocalFile)?
+    private var localError: (any Error)?
+    private let cancelled = Locked(false)
+    private var continuation: CheckedContinuation<HTTPTransportResult, any Error>?
+
+    var isCancelled: Bool { cancelled.withLock { $0 } }
+
+    /// Prepares the easy handle for `request`.
+    init(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int, settings: CurlTransport.Settings, freshConnection: Bool = false) throws {
+        guard let easy = curl_easy_init() else {
+            throw BuckiaError(.io, "libcurl could not create a handle (out of memory?).", operation: "http")
+        }
+        self.easy = easy
+        self.request = request
+        self.destination = destination
+        self.errorBodyLimit = max(0, errorBodyLimit)
+        switch request.body {
+        case .none: source = .none
+        case .data(let data): source = .data(data)
+        case .file(let url):
+            let reader = try FileReader(url)
+            source = .file(reader, size: try reader.size())
+        }
+        configure(settings)
+        if freshConnection { _ = buckia_curl_set_long(easy, CURLOPT_FRESH_CONNECT, 1) }
+    }
+
+    /// Whether the transfer failed on a kept-alive connection before any response arrived:
+    /// the server had closed it meanwhile, and the same request on a new connection is not a
+    /// retry of anything the server saw. (Set on completion.)
+    private(set) var failedOnReusedConnection = false
+
+    deinit {
+        curl_easy_cleanup(easy)
+        if let headerList { curl_slist_free_all(headerList) }
+    }
+
+    private var bodySize: Int64? {
+        switch source {
+        case .none: nil
+        case .data(let data): Int64(data.count)
+        case .file(_, let size): size
+        }
+    }
+
+    private func configure(_ settings: CurlTransport.Settings) {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        _ = buckia_curl_set_string(easy, CURLOPT_URL, request.url.absoluteString)
+        _ = buckia_curl_set_long(easy, CURLOPT_NOSIGNAL, 1)
+        _ = buckia_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0)
+        _ = buckia_curl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = buckia_curl_set_long(easy, CURLOPT_TCP_NODELAY, 1)
+        _ = buckia_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeout.wholeMilliseconds)
+        // Stall detection instead of a whole-request timeout: less than one byte a second for
+        // the timeout's length (waiting for the first byte included) abandons the transfer,
+        // however long a big transfer that keeps moving takes.
+        _ = buckia_curl_set_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = buckia_curl_set_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, (request.timeout ?? settings.timeout).wholeSecondsRoundedUp))
+        _ = buckia_curl_set_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
+        _ = buckia_curl_set_long(easy, CURLOPT_UPLOAD_BUFFERSIZE, 256 * 1024)
+        if let caFile = settings.caFile { _ = buckia_curl_set_string(easy, CURLOPT_CAINFO, caFile) }
+        _ = buckia_curl_set_data_callback(easy, CURLOPT_HEADERFUNCTION, curlHeader)
+        _ = buckia_curl_set_pointer(easy, CURLOPT_HEADERDATA, context)
+        _ = buckia_curl_set_data_callback(easy, CURLOPT_WRITEFUNCTION, curlWrite)
+        _ = buckia_curl_set_pointer(easy, CURLOPT_WRITEDATA, context)
+        _ = buckia_curl_set_data_callback(easy, CURLOPT_READFUNCTION, curlRead)
+        _ = buckia_curl_set_pointer(easy, CURLOPT_READDATA, context)
+        _ = buckia_curl_set_seek_callback(easy, curlSeek)
+        _ = buckia_curl_set_pointer(easy, CURLOPT_SEEKDATA, context)
+
+        switch (request.method, bodySize) {
+        case (.get, nil):
+            _ = buckia_curl_set_long(easy, CURLOPT_HTTPGET, 1)
+        case (.head, _):
+            _ = buckia_curl_set_long(easy, CURLOPT_NOBODY, 1)
+        case (.post, let size):
+            _ = buckia_curl_set_long(easy, CURLOPT_POST, 1)
+            _ = buckia_curl_set_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(size ?? 0))
+        case (.put, let size):
+            _ = buckia_curl_set_long(easy, CURLOPT_UPLOAD, 1)
+            _ = buckia_curl_set_offset(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(size ?? 0))
+        case (let method, let size?):
+            _ = buckia_curl_set_long(easy, CURLOPT_UPLOAD, 1)
+            _ = buckia_curl_set_offset(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(size))
+            _ = buckia_curl_set_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue)
+        case (let method, nil):
+            _ = buckia_curl_set_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue)
+        }
+
+        var lines: [String] = []
+        for field in request.headers { lines.append("\(field.name): \(field.value)") }
+        if !request.headers.contains("User-Agent") { lines.append("User-Agent: \(settings.userAgent)") }
+        // Bytes must arrive exactly as stored; nothing is decoded.
+        if !request.headers.contains("Accept-Encoding") { lines.append("Accept-Encoding: identity") }
+        if request.method == .post, bodySize != nil, !request.headers.contains("Content-Type") {
+            lines.append("Content-Type: application/octet-stream")
+        }
+        // No 100-continue round trip (libcurl asks for one on large uploads), and no chunking.
+        lines.append("Expect:")
+        lines.append("Transfer-Encoding:")
+        for line in lines { headerList = curl_slist_append(headerList, line) }
+        _ = buckia_curl_set_list(easy, CURLOPT_HTTPHEADER, headerList)
+    }
+
+    /// Runs the transfer on `loop`, cancelled with the calling task.
+    func run(on loop: CurlLoop) async throws -> HTTPTransportResult {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                self.continuation = continuation
+                loop.submit(self)
+            }
+        } onCancel: {
+            cancelled.withLock { $0 = true }
+            loop.cancel(self)
+        }
+    }
+
+    // MARK: libcurl's callbacks (loop thread)
+
+    fileprivate func receiveHeader(_ line: UnsafeRawBufferPointer) -> Int {
+        let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if text.hasPrefix("HTTP/") {
+            // A new status line (after a 100 Continue, say) starts the headers afresh.
+            let parts = text.split(separator: " ", maxSplits: 2)
+            status = parts.count >= 2 ? Int(parts[1]) ?? 0 : 0
+            headers = HTTPHeaders()
+        } else if let colon = text.firstIndex(of: ":") {
+            let name = String(text[..<colon]).trimmingCharacters(in: .whitespaces)
+            let value = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            if !name.isEmpty { headers.add(name, value) }
+        }
+        return line.count
+    }
+
+    fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if let destination, (200...299).contains(status) {
+            do {
+                if output == nil {
+                    let folder = try DirectoryHandle(path: destination.deletingLastPathComponent().path)
+                    let (name, file) = try folder.createTemporaryFile(permissions: 0o644)
+                    output = (folder, name, file)
+                }
+                try output?.file.write(bytes)
+                return bytes.count
+            } catch {
+                localError = error
+                return 0  // libcurl ends the transfer with CURLE_WRITE_ERROR
+            }
+        }
+        let limit = destination == nil || (200...299).contains(status) ? Int.max : errorBodyLimit
+        let room = max(0, limit - memory.count)
+        if bytes.count > room { truncated = true }
+        memory.append(contentsOf: bytes.prefix(room))
+        return bytes.count
+    }
+
+    fileprivate func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        switch source {
+        case .none:
+            return 0
+        case .data(let data):
+            let start = Int(offset)
+            let count = min(buffer.count, data.count - start)
+            guard count > 0 else { return 0 }
+            data.withUnsafeBytes { bytes in
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[start..<(start + count)]))
+            }
+            offset += Int64(count)
+            return count
+        case .file(let reader, let size):
+            let wanted = Int(min(Int64(buffer.count), size - offset))
+            guard wanted > 0 else { return 0 }
+            do {
+                let count = try reader.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: offset)
+                guard count > 0 else {
+                    // The file shrank under the upload: Content-Length can no longer be met.
+                    localError = BuckiaError(.io, "The file being uploaded got shorter during the upload.", operation: "upload")
+                    return Int(CURL_READFUNC_ABORT)
+                }
+                offset += Int64(count)
+                return count
+            } catch {
+                localError = error
+                return Int(CURL_READFUNC_ABORT)
+            }
+        }
+    }
+
+    fileprivate func seek(to position: Int64) -> Int32 {
+        guard position >= 0, position <= (bodySize ?? 0) else { return Int32(CURL_SEEKFUNC_FAIL) }
+        offset = position
+        return Int32(CURL_SEEKFUNC_OK)
+    }
+
+    // MARK: Completion (loop thread)
+
+    /// Completes the waiting task with the response, or with the error libcurl reported.
+    func finish(code: CURLcode) {
+        guard let continuation else { return }
+        if [CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING].contains(code), status == 0, !isCancelled {
+            var connects = 0
+            _ = buckia_curl_get_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+            failedOnReusedConnection = connects == 0
+        }
+        self.continuation = nil
+        continuation.resume(with: result(code))
+    }
+
+    private func result(_ code: CURLcode) -> Result<HTTPTransportResult, any Error> {
+        if code != CURLE_OK || isCancelled {
+            discardOutput()
+            if let localError { return .failure(localError) }
+            return .failure(HTTPTransportError(code: isCancelled ? .cancelled : CurlTransfer.urlErrorCode(code)))
+        }
+        guard let destination, (200...299).contains(status) else {
+            return .success(HTTPTransportResult(status: status, headers: headers, body: .data(memory), isBodyTruncated: truncated))
+        }
+        do {
+            if output == nil {  // an empty 2xx body is still a file
+                let folder = try DirectoryHandle(path: destination.deletingLastPathComponent().path)
+                let (name, file) = try folder.createTemporaryFile(permissions: 0o644)
+                output = (folder, name, file)
+            }
+            guard let output else { throw BuckiaError(.io, "The download has no file.", operation: "download") }
+            try output.file.close()
+            try output.folder.move(output.name, to: output.folder, as: destination.lastPathComponent)
+            Temporaries.unregister(output.file.path)
+            self.output = nil
+            return .success(HTTPTransportResult(status: status, headers: headers, body: .file(destination)))
+        } catch {
+            discardOutput()
+            return .failure(error)
+        }
+    }
+
+    private func discardOutput() {
+        guard let output else { return }
+        try? output.file.close()
+        _ = try? output.folder.removeFile(output.name)
+        Temporaries.unregister(output.file.path)
+        self.output = nil
+    }
+
+    /// The `URLError` code for a libcurl failure: the vocabulary ``HTTPClient`` maps and retries by.
+    static func urlErrorCode(_ code: CURLcode) -> URLError.Code {
+        switch code {
+        case CURLE_COULDNT_CONNECT: .cannotConnectToHost
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: .cannotFindHost
+        case CURLE_OPERATION_TIMEDOUT: .timedOut
+        case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM: .networkConnectionLost
+        case CURLE_GOT_NOTHING: .badServerResponse
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_UNSUPPORTED_PROTOCOL, CURLE_BAD_CONTENT_ENCODING: .cannotParseResponse
+        case CURLE_PEER_FAILED_VERIFICATION: .serverCertificateUntrusted
+        case CURLE_SSL_CONNECT_ERROR: .secureConnectionFailed
+        case CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE: .clientCertificateRejected
+        case CURLE_URL_MALFORMAT: .badURL
+        case CURLE_ABORTED_BY_CALLBACK: .cancelled
+        case CURLE_WRITE_ERROR: .cannotWriteToFile
+        case CURLE_READ_ERROR: .cannotOpenFile
+        case CURLE_TOO_MANY_REDIRECTS: .httpTooManyRedirects
+        default: .unknown
+        }
+    }
+}
+
+// C callbacks: libcurl passes the transfer back as the context pointer.
+
+private func transfer(_ context: UnsafeMutableRawPointer?) -> CurlTransfer? {
+    context.map { Unmanaged<CurlTransfer>.fromOpaque($0).takeUnretainedValue() }
+}
+
+private let curlHeader: buckia_curl_data_callback = { buffer, size, count, context in
+    guard let buffer, let transfer = transfer(context) else { return 0 }
+    return transfer.receiveHeader(UnsafeRawBufferPointer(start: buffer, count: size * count))
+}
+
+private let curlWrite: buckia_curl_data_callback = { buffer, size, count, context in
+    guard let transfer = transfer(context) else { return 0 }
+    guard let buffer else { return 0 }
+    return transfer.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
+}
+
+private let curlRead: buckia_curl_data_callback = { buffer, size, count, context in
+    guard let buffer, let transfer = transfer(context) else { return Int(CURL_READFUNC_ABORT) }
+    return transfer.sendBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+}
+
+private let curlSeek: buckia_curl_seek_callback = { context, offset, origin in
+    guard let transfer = transfer(context), origin == SEEK_SET else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
+    return transfer.seek(to: Int64(offset))
+}
+
+extension Duration {
+    /// Whole milliseconds, at least one, for libcurl's millisecond options.
+    var wholeMilliseconds: Int {
+        let (seconds, attoseconds) = components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000)
+        guard !overflow else { return Int.max }
+        return Int(max(1, product + attoseconds / 1_000_000_000_000_000))
+    }
+
+    /// Whole seconds, rounded up.
+    var wholeSecondsRoundedUp: Int {
+        let (seconds, attoseconds) = components
+        return Int(seconds + (attoseconds > 0 ? 1 : 0))
+    }
+}
+#endif

@@ -126,6 +126,52 @@ struct HTTPClientRetryTests {
         }
     }
 
+    // The server, not the test, stalls: libcurl's low-speed timer decides, so this test takes
+    // about one timeout (1 s); what it asserts is the outcome, not the time.
+    @Test("A download stalled mid-body is abandoned after the stall timeout and retried (libcurl)")
+    func stalledTransferIsRetried() async throws {
+        try await withTestServer { server in
+            let sleeps = SleepRecorder()
+            let lines = Locked<[String]>([])
+            let client = HTTPClient(
+                configuration: .init(
+                    timeout: .seconds(1), retryPolicy: sleeps.policy(maxAttempts: 3), log: { line in lines.withLock { $0.append(line) } },
+                    transport: .libcurl))
+            let response = try await client.send(HTTPRequest(.get, try server.url("/stall?id=\(uniqueID())&fail=1&stall=8")))
+            #expect(response.status == 200 && response.data.count == 2000)
+            #expect(response.attempts == 2)
+            // Abandoned as stalled, not ended by the server closing the connection 8 s later.
+            let retry = lines.withLock { $0 }.first { $0.contains("retrying") } ?? ""
+            #expect(retry.contains("timed out"), "\(retry)")
+        }
+    }
+
+    @Test("A server that accepts and never answers fails as timed out after the stall timeout, not minutes (libcurl)")
+    func silentServerTimesOut() async throws {
+        try await withTestServer { server in
+            let client = HTTPClient(configuration: .init(timeout: .seconds(1), retryPolicy: .none, transport: .libcurl))
+            let error = await #expect(throws: BuckiaError.self) {
+                try await client.send(HTTPRequest(.get, try server.url("/silent?stall=8")))
+            }
+            #expect(error?.code == .transient)
+            #expect((error?.cause as? HTTPTransportFailure)?.code == .timedOut)
+        }
+    }
+
+    @Test("Cancelling the task abandons a transfer in flight as cancelled (libcurl)")
+    func cancellationAbandonsTransfer() async throws {
+        try await withTestServer { server in
+            let client = HTTPClient(configuration: .init(timeout: .seconds(30), retryPolicy: .none, transport: .libcurl))
+            let url = try server.url("/silent?stall=8")
+            let task = Task { try await client.send(HTTPRequest(.get, url)) }
+            // Cancelled whenever it is: before the request goes out or while it waits, the
+            // outcome must be `cancelled`, long before the server's eight seconds.
+            task.cancel()
+            let error = await #expect(throws: BuckiaError.self) { try await task.value }
+            #expect(error?.code == .cancelled, "\(error?.description ?? "")")
+        }
+    }
+
     @Test("A server answering in another protocol is an I/O error that names the endpoint, not an unsupported URL")
     func nonHTTPReply() async throws {
         try await withTestServer { server in

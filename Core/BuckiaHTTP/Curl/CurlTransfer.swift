@@ -30,6 +30,9 @@ final class CurlTransfer: @unchecked Sendable {
     private var output: (folder: DirectoryHandle, name: String, file: LocalFile)?
     private var localError: (any Error)?
     private let cancelled = Locked(false)
+    private var stallLimit: Duration = .seconds(60)
+    private var lastMoved: (bytes: Int64, at: ContinuousClock.Instant)?
+    private var stalled = false
     private var continuation: CheckedContinuation<HTTPTransportResult, any Error>?
 
     var isCancelled: Bool { cancelled.withLock { $0 } }
@@ -80,11 +83,15 @@ final class CurlTransfer: @unchecked Sendable {
         _ = buckia_curl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         _ = buckia_curl_set_long(easy, CURLOPT_TCP_NODELAY, 1)
         _ = buckia_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeout.wholeMilliseconds)
-        // Stall detection instead of a whole-request timeout: less than one byte a second for
-        // the timeout's length (waiting for the first byte included) abandons the transfer,
-        // however long a big transfer that keeps moving takes.
-        _ = buckia_curl_set_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-        _ = buckia_curl_set_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, (request.timeout ?? settings.timeout).wholeSecondsRoundedUp))
+        // Stall detection instead of a whole-request timeout: no byte moving either way for the
+        // timeout's length (waiting for the first byte included) abandons the transfer, however
+        // long a big transfer that keeps moving takes. libcurl's own low-speed check averages
+        // over several seconds, so a burst before a stall delays it; the progress callback
+        // (called at least once a second) measures from the last byte instead.
+        stallLimit = request.timeout ?? settings.timeout
+        _ = buckia_curl_set_long(easy, CURLOPT_NOPROGRESS, 0)
+        _ = buckia_curl_set_progress_callback(easy, curlProgress)
+        _ = buckia_curl_set_pointer(easy, CURLOPT_XFERINFODATA, context)
         _ = buckia_curl_set_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
         _ = buckia_curl_set_long(easy, CURLOPT_UPLOAD_BUFFERSIZE, 256 * 1024)
         if let caFile = settings.caFile { _ = buckia_curl_set_string(easy, CURLOPT_CAINFO, caFile) }
@@ -215,6 +222,18 @@ final class CurlTransfer: @unchecked Sendable {
         }
     }
 
+    /// Ends the transfer (nonzero) once no byte has moved for the stall limit.
+    fileprivate func progress(moved: Int64) -> Int32 {
+        let now = ContinuousClock.now
+        guard let last = lastMoved, last.bytes == moved else {
+            lastMoved = (moved, now)
+            return 0
+        }
+        guard now - last.at >= stallLimit else { return 0 }
+        stalled = true
+        return 1
+    }
+
     fileprivate func seek(to position: Int64) -> Int32 {
         guard position >= 0, position <= (bodySize ?? 0) else { return Int32(CURL_SEEKFUNC_FAIL) }
         offset = position
@@ -239,7 +258,8 @@ final class CurlTransfer: @unchecked Sendable {
         if code != CURLE_OK || isCancelled {
             discardOutput()
             if let localError { return .failure(localError) }
-            return .failure(HTTPTransportError(code: isCancelled ? .cancelled : CurlTransfer.urlErrorCode(code)))
+            let reason: URLError.Code = isCancelled ? .cancelled : stalled ? .timedOut : CurlTransfer.urlErrorCode(code)
+            return .failure(HTTPTransportError(code: reason))
         }
         guard let destination, (200...299).contains(status) else {
             return .success(HTTPTransportResult(status: status, headers: headers, body: .data(memory), isBodyTruncated: truncated))
@@ -312,6 +332,11 @@ private let curlWrite: buckia_curl_data_callback = { buffer, size, count, contex
 private let curlRead: buckia_curl_data_callback = { buffer, size, count, context in
     guard let buffer, let transfer = transfer(context) else { return Int(CURL_READFUNC_ABORT) }
     return transfer.sendBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+}
+
+private let curlProgress: buckia_curl_progress_callback = { context, _, downloaded, _, uploaded in
+    guard let transfer = transfer(context) else { return 1 }
+    return transfer.progress(moved: Int64(downloaded) + Int64(uploaded))
 }
 
 private let curlSeek: buckia_curl_seek_callback = { context, offset, origin in

@@ -99,6 +99,23 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             self.reply_json(200, {"truncated": False})
+        elif name == "stall":
+            # Headers and half the body, then nothing for `stall` seconds (at most 10) before
+            # closing, on the first `fail` hits; whole afterwards.
+            if hit(query.get("id", "stall")) <= int(query.get("fail", "1000000")):
+                self.send_response(200)
+                self.send_header("Content-Length", "2000")
+                self.end_headers()
+                self.wfile.write(b"s" * 1000)
+                self.wfile.flush()
+                time.sleep(min(float(query.get("stall", "10")), 10.0))
+                self.close_connection = True
+                return
+            self.reply(200, b"s" * 2000)
+        elif name == "silent":
+            # Reads the request and never answers (for at most 10 seconds).
+            time.sleep(min(float(query.get("stall", "10")), 10.0))
+            self.close_connection = True
         elif name == "garbage":
             # Answers like another protocol's server would.
             self.wfile.write(b"SSH-2.0-OpenSSH_9.2\r\n")

@@ -120,10 +120,11 @@ public final class HTTPClient: Sendable {
     ) async throws -> HTTPResponse {
         try await perform(destination: destination, interpret: { $0 }) { attempt in
             let request = try await makeRequest(attempt)
-            if case .file = request.body {
+            switch request.body {
+            case .file, .fileRange:
                 throw BuckiaError(.unsupported, "A download cannot send a file body: \(request.summary(self.configuration.redaction)).", operation: "download")
+            case .none, .data: return request
             }
-            return request
         }
     }
 

@@ -51,6 +51,10 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
         case data(Data)
         /// A local file streamed from disk with bounded memory; re-read on every attempt.
         case file(URL)
+        /// Bytes `range` of a local file, read in place: one part of a multipart upload, with
+        /// no copy of it anywhere. (The URLSession transport, which cannot send part of a
+        /// file, copies the range to a private temporary file first.)
+        case fileRange(URL, Range<Int64>)
     }
 
     /// Which final statuses count as success instead of becoming a thrown ``BuckiaCore/BuckiaError``.
@@ -125,6 +129,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
         case .none: bodyText = "none"
         case .data(let data): bodyText = "\(data.count) bytes"
         case .file(let file): bodyText = "file \(file.path)"
+        case .fileRange(let file, let range): bodyText = "bytes \(range.lowerBound)..<\(range.upperBound) of file \(file.path)"
         }
         return "\(summary()) headers: \(headers) body: \(bodyText)"
     }

@@ -52,6 +52,18 @@ public final class URLSessionTransport: HTTPTransport {
     }
 
     public func perform(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int) async throws -> HTTPTransportResult {
+        if case .fileRange(let file, let range) = request.body {
+            // URLSession sends whole files only: the range goes to a private copy first.
+            return try await TemporaryFile.with { copy in
+                let output = try LocalFile.createExclusive(copy, permissions: 0o600)
+                defer { try? output.close() }
+                _ = try FileReader(file).copy(range, to: output)
+                try output.close()
+                var whole = request
+                whole.body = .file(copy)
+                return try await perform(whole, destination: destination, errorBodyLimit: errorBodyLimit)
+            }
+        }
         try checkUploadFile(request)
         var urlRequest = makeURLRequest(request)
         do {
@@ -77,6 +89,8 @@ public final class URLSessionTransport: HTTPTransport {
                 (data, response) = try await session.upload(for: urlRequest, from: body, delegate: redirectRefusal)
             case .file(let file):
                 (data, response) = try await session.upload(for: urlRequest, fromFile: file, delegate: redirectRefusal)
+            case .fileRange:
+                throw BuckiaError(.unsupported, "A ranged file body reached URLSession unconverted.", operation: "upload")
             }
             let http = try httpResponse(response, request)
             return HTTPTransportResult(status: http.statusCode, headers: HTTPHeaders(responseFields: http.allHeaderFields), body: .data(data))

@@ -67,7 +67,7 @@ extension S3Provider {
             try await forEachConcurrently(Array(1...max(1, partCount)), width: settings.concurrency) { number in
                 do {
                     try await self.sendPart(
-                        number, of: key, uploadId: uploadId, reader: reader, size: size, existing: held[number], etags: etags, order: order,
+                        number, of: key, uploadId: uploadId, localURL: localURL, reader: reader, size: size, existing: held[number], etags: etags, order: order,
                         whole: whole)
                 } catch {
                     await order?.abandon(because: error)
@@ -133,12 +133,13 @@ extension S3Provider {
     }
 
     /// Sends one part unless S3 already holds these bytes for it (`existing` is the ETag S3
-    /// listed): the part's bytes are copied into a private temporary file through a 1 MiB
-    /// buffer, hashed on the way, and that file is sent — FoundationNetworking streams a file
-    /// body, while a `Data` body is copied, and with several parts in flight those copies
-    /// broke the bound. With a turnstile, the reading happens in part order and feeds `whole`.
+    /// listed): the part is hashed through a 1 MiB buffer, then sent as a range of the file
+    /// itself (``BuckiaHTTP/HTTPRequest/Body/fileRange(_:_:)``), so memory stays at the
+    /// transport's buffers and nothing is copied to disk. With a turnstile, the hashing happens
+    /// in part order and feeds `whole`.
     private func sendPart(
-        _ number: Int, of key: ObjectKey, uploadId: String, reader: FileReader, size: Int64, existing: String?, etags: Locked<[Int: String]>,
+        _ number: Int, of key: ObjectKey, uploadId: String, localURL: URL, reader: FileReader, size: Int64, existing: String?,
+        etags: Locked<[Int: String]>,
         order: PartTurnstile?, whole: Locked<DigestHasher?>
     ) async throws {
         let start = Int64(number - 1) * settings.partSize(forFileOf: size)
@@ -158,22 +159,20 @@ extension S3Provider {
             }
             // S3 holds other bytes for this part: send it again (the whole-file MD5 has them already).
         }
-        let response = try await TemporaryFile.with { url in
-            let output = try LocalFile.createExclusive(url, permissions: 0o600)
-            defer { try? output.close() }
-            let digests = try DigestSet([.md5])
-            try reader.forEachChunk(in: range) { chunk in
-                digests.update(chunk)
-                if existing == nil { feed(chunk) }
-                try output.write(chunk)
-            }
-            try output.close()
-            await order?.leave(number)
-            return try await send(
-                .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
-                headers: ["content-md5": digests.finalize()[.md5]?.base64 ?? ""], body: .file(url),
-                payloadHash: SigV4Signer.unsignedPayload, operation: "upload part")
+        // Content-MD5 goes in the headers, so the part is hashed before it is sent; then the
+        // transport reads the same range again, in place (the second read comes from the page
+        // cache). A file changed in between fails S3's Content-MD5 check rather than storing
+        // a mix.
+        let digests = try DigestSet([.md5])
+        try reader.forEachChunk(in: range) { chunk in
+            digests.update(chunk)
+            if existing == nil { feed(chunk) }
         }
+        await order?.leave(number)
+        let response = try await send(
+            .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
+            headers: ["content-md5": digests.finalize()[.md5]?.base64 ?? ""], body: .fileRange(localURL, range),
+            payloadHash: SigV4Signer.unsignedPayload, operation: "upload part")
         guard let etag = response.etag else {
             throw BuckiaError(.corrupt, "S3 accepted part \(number) but returned no ETag.", operation: "upload part", path: key.rawValue)
         }

@@ -23,6 +23,38 @@ struct HTTPClientTransferTests {
         }
     }
 
+    @Test("A file range goes out as exactly those bytes, over either transport, and again whole on a retry", arguments: [
+        HTTPClient.TransportKind.libcurl, .urlSession,
+    ])
+    func fileRangeUpload(_ kind: HTTPClient.TransportKind) async throws {
+        try await withTestServer { server in
+            let data = Data((0..<(2 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 9) })
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(), transport: kind))
+            try await TemporaryFile.with(data: data) { file in
+                for range: Range<Int64> in [0..<1, 1_000..<1_300_007, Int64(data.count - 9)..<Int64(data.count), 7..<7] {
+                    let url = try server.url("/status/503?id=\(uniqueID())&fail=1")
+                    let response = try await client.send(HTTPRequest(.put, url, body: .fileRange(file, range)))
+                    let echo = try json(response)
+                    let expected = data[Int(range.lowerBound)..<Int(range.upperBound)]
+                    #expect(echo["length"] as? Int == expected.count, "\(range)")
+                    #expect(echo["sha256"] as? String == Hashing.sha256Hex(Data(expected)), "\(range)")
+                    #expect(echo["attempts"] as? Int == 2)
+                }
+            }
+        }
+    }
+
+    @Test("A file range past the end of the file is refused before anything is sent (libcurl)")
+    func fileRangePastEnd() async throws {
+        try await TemporaryFile.with(data: Data(count: 10)) { file in
+            let client = HTTPClient(configuration: .init(retryPolicy: .none, transport: .libcurl))
+            let request = HTTPRequest(.put, try #require(URL(string: "http://127.0.0.1:9/echo")), body: .fileRange(file, 5..<11))
+            let error = await #expect(throws: BuckiaError.self) { try await client.send(request) }
+            #expect(error?.code == .invalidPath)
+        }
+    }
+
     @Test("A body is sent again, whole, on every retry", arguments: ["data", "file"])
     func bodyIsResentOnRetry(kind: String) async throws {
         try await withTestServer { server in

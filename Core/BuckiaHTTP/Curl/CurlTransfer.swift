@@ -12,7 +12,8 @@ final class CurlTransfer: @unchecked Sendable {
     enum Source {
         case none
         case data(Data)
-        case file(FileReader, size: Int64)
+        /// `size` bytes of the file from `start`.
+        case file(FileReader, start: Int64, size: Int64)
     }
 
     let easy: UnsafeMutableRawPointer
@@ -51,7 +52,14 @@ final class CurlTransfer: @unchecked Sendable {
         case .data(let data): source = .data(data)
         case .file(let url):
             let reader = try FileReader(url)
-            source = .file(reader, size: try reader.size())
+            source = .file(reader, start: 0, size: try reader.size())
+        case .fileRange(let url, let range):
+            let reader = try FileReader(url)
+            guard range.lowerBound >= 0, range.upperBound <= (try reader.size()) else {
+                throw BuckiaError(
+                    .invalidPath, "Bytes \(range.lowerBound)..<\(range.upperBound) are not all in \(url.path).", operation: "upload", path: url.path)
+            }
+            source = .file(reader, start: range.lowerBound, size: Int64(range.count))
         }
         configure(settings)
         if freshConnection { _ = buckia_curl_set_long(easy, CURLOPT_FRESH_CONNECT, 1) }
@@ -71,7 +79,7 @@ final class CurlTransfer: @unchecked Sendable {
         switch source {
         case .none: nil
         case .data(let data): Int64(data.count)
-        case .file(_, let size): size
+        case .file(_, _, let size): size
         }
     }
 
@@ -203,11 +211,11 @@ final class CurlTransfer: @unchecked Sendable {
             }
             offset += Int64(count)
             return count
-        case .file(let reader, let size):
+        case .file(let reader, let start, let size):
             let wanted = Int(min(Int64(buffer.count), size - offset))
             guard wanted > 0 else { return 0 }
             do {
-                let count = try reader.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: offset)
+                let count = try reader.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]), at: start + offset)
                 guard count > 0 else {
                     // The file shrank under the upload: Content-Length can no longer be met.
                     localError = BuckiaError(.io, "The file being uploaded got shorter during the upload.", operation: "upload")

@@ -28,19 +28,23 @@ measure() {  # label, command...
     local label=$1; shift
     local before; before=$(wc -l < "$work/moto.log")
     /usr/bin/time -v "$@" 2> "$work/time.txt" >/dev/null
-    local wall rss requests
+    local wall rss requests cpu
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$work/time.txt")
+    cpu=$(awk -F': ' '/User time|System time/ {sum += $2} END {printf "%.2f", sum}' "$work/time.txt")
     rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.txt")
     requests=$(( $(wc -l < "$work/moto.log") - before ))
     local seconds; seconds=$(echo "$wall" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
-    printf "| %s | %s | %.0f MiB/s | %.1f MiB | %d |\n" "$label" "$wall" "$(echo "$size_mib / $seconds" | bc -l)" "$(echo "$rss / 1024" | bc -l)" "$requests"
+    printf "| %s | %s | %.0f MiB/s | %s s | %.1f MiB | %d |\n" "$label" "$wall" "$(echo "$size_mib / $seconds" | bc -l)" "$cpu" "$(echo "$rss / 1024" | bc -l)" "$requests"
 }
 
-echo "| $size_mib MiB through moto | wall | throughput | peak RSS | requests |"
-echo "|---|---|---|---|---|"
-measure "buckia upload" .build/release/buckia cp "$work/source.bin" moto:buckia.bin
+echo "| $size_mib MiB through moto | wall | throughput | CPU (user + sys) | peak RSS | requests |"
+echo "|---|---|---|---|---|---|"
+measure "buckia upload (libcurl)" .build/release/buckia cp "$work/source.bin" moto:buckia.bin
+measure "buckia upload (URLSession)" env BUCKIA_HTTP_TRANSPORT=urlsession .build/release/buckia cp "$work/source.bin" moto:buckia-us.bin
 measure "rclone upload" rclone copyto "$work/source.bin" moto:bench/rclone.bin
-measure "buckia download" .build/release/buckia cp moto:buckia.bin "$work/buckia.out"
+measure "buckia download (libcurl)" .build/release/buckia cp moto:buckia.bin "$work/buckia.out"
+measure "buckia download (URLSession)" env BUCKIA_HTTP_TRANSPORT=urlsession .build/release/buckia cp moto:buckia-us.bin "$work/buckia-us.out"
 measure "rclone download" rclone copyto moto:bench/rclone.bin "$work/rclone.out"
-cmp "$work/source.bin" "$work/buckia.out" && cmp "$work/source.bin" "$work/rclone.out" && echo "(all copies byte-identical)"
+cmp "$work/source.bin" "$work/buckia.out" && cmp "$work/source.bin" "$work/buckia-us.out" && cmp "$work/source.bin" "$work/rclone.out" \
+    && echo "(all copies byte-identical)"
 echo "buckia: 5 MiB parts, maxConcurrentOperations 4; rclone $(rclone version | head -1 | awk "{print \$2}"): defaults (5 MiB chunks, 4 concurrent)"

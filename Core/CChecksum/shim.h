@@ -97,7 +97,6 @@ static inline int buckia_crc32c_has_hardware(void) { return __builtin_cpu_suppor
  * polynomial — four lookups in a table built for that n. (The method of Mark Adler's crc32c.c.)
  */
 #define BUCKIA_CRC32C_LONG 8192
-#define BUCKIA_CRC32C_SHORT 256
 
 __attribute__((target("sse4.2")))
 static inline void buckia_crc32c_shift_table(uint32_t table[4][256], size_t length) {
@@ -113,24 +112,23 @@ static inline void buckia_crc32c_shift_table(uint32_t table[4][256], size_t leng
     }
 }
 
-/* The shift tables for the long (index 0) and short (1) blocks, built once by the first
+/* The shift table for the 8 KiB blocks, built once by the first
  * caller while any other waits. (Storage lives inside a function: a header's file-scope
  * statics are not emitted for Swift in optimized builds.) */
 __attribute__((target("sse4.2")))
-static inline uint32_t (*buckia_crc32c_shift_tables(void))[4][256] {
-    static uint32_t tables[2][4][256];
+static inline uint32_t (*buckia_crc32c_shift_table_long(void))[256] {
+    static uint32_t table[4][256];
     static int state = 0; /* 0 none, 1 building, 2 ready */
     if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2) {
         int expected = 0;
         if (__atomic_compare_exchange_n(&state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            buckia_crc32c_shift_table(tables[0], BUCKIA_CRC32C_LONG);
-            buckia_crc32c_shift_table(tables[1], BUCKIA_CRC32C_SHORT);
+            buckia_crc32c_shift_table(table, BUCKIA_CRC32C_LONG);
             __atomic_store_n(&state, 2, __ATOMIC_RELEASE);
         } else {
             while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2) {}
         }
     }
-    return tables;
+    return table;
 }
 
 static inline uint32_t buckia_crc32c_shift(uint32_t table[4][256], uint32_t crc) {
@@ -165,8 +163,7 @@ static inline uint32_t buckia_crc32c_fast(uint32_t crc, const uint8_t *bytes, si
     /* Measured (buckia-bench checksums): below about 3 × 8 KiB the joins cost more than the
      * streams save, so short values take one stream. */
     if (count >= 3 * BUCKIA_CRC32C_LONG) {
-        uint32_t (*tables)[4][256] = buckia_crc32c_shift_tables();
-        crc = buckia_crc32c_three(crc, &bytes, &count, BUCKIA_CRC32C_LONG, tables[0]);
+        crc = buckia_crc32c_three(crc, &bytes, &count, BUCKIA_CRC32C_LONG, buckia_crc32c_shift_table_long());
     }
     return buckia_crc32c_hardware(crc, bytes, count);
 }

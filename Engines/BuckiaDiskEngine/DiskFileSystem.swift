@@ -114,12 +114,4 @@ enum DiskFileSystem {
         default: return .other
         }
     }
-
-    /// The path of the directory holding `path`.
-    static func parent(of path: String) -> String {
-        var trimmed = Substring(path)
-        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
-        guard let slash = trimmed.lastIndex(of: "/") else { return "." }
-        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
-    }
 }

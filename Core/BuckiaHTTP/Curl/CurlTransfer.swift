@@ -360,11 +360,5 @@ extension Duration {
         guard !overflow else { return Int.max }
         return Int(max(1, product + attoseconds / 1_000_000_000_000_000))
     }
-
-    /// Whole seconds, rounded up.
-    var wholeSecondsRoundedUp: Int {
-        let (seconds, attoseconds) = components
-        return Int(seconds + (attoseconds > 0 ? 1 : 0))
-    }
 }
 #endif

@@ -77,10 +77,11 @@ struct HTTPClientErrorTests {
     @Test("A request that outlasts its timeout fails as transient")
     func timeoutIsTransient() async throws {
         try await withTestServer { server in
-            let request = HTTPRequest(.get, try server.url("/slow?delay=4&id=\(uniqueID())"), timeout: .seconds(1))
-            let started = ContinuousClock.now
+            let id = uniqueID()
+            let request = HTTPRequest(.get, try server.url("/slow?delay=4&id=\(id)"), timeout: .seconds(1))
             let error = await #expect(throws: BuckiaError.self) { try await client().send(request) }
-            #expect(ContinuousClock.now - started < .seconds(3))
+            // The error came back before the server wrote any answer: the timeout ended it.
+            #expect(try await server.count("\(id).answered") == 0)
             #expect(error?.code == .transient)
             #expect(error?.message.contains("timed out") == true)
             #expect((error?.cause as? HTTPTransportFailure)?.code == .timedOut)
@@ -91,18 +92,24 @@ struct HTTPClientErrorTests {
     func cancellationCancelsTheRequest(download: Bool) async throws {
         try await withTestServer { server in
             let client = client()
-            let request = HTTPRequest(.get, try server.url("/slow?delay=5&id=\(uniqueID())"))
+            let id = uniqueID()
+            let request = HTTPRequest(.get, try server.url("/slow?delay=5&id=\(id)"))
             let destination = TemporaryFile.makeURL()
             defer { try? FileManager.default.removeItem(at: destination) }
-            let started = ContinuousClock.now
             let task = Task {
                 download ? try await client.download(request, to: destination) : try await client.send(request)
             }
-            try await Task.sleep(for: .milliseconds(300))
+            // Cancel once the request is at the server (bounded: 250 polls).
+            for _ in 0..<250 {
+                if try await server.count(id) > 0 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(try await server.count(id) == 1)
             task.cancel()
             let error = await #expect(throws: BuckiaError.self) { try await task.value }
             #expect(error?.code == .cancelled)
-            #expect(ContinuousClock.now - started < .seconds(3))
+            // Cancelled, not answered: the task ended before the server wrote its response.
+            #expect(try await server.count("\(id).answered") == 0)
             #expect(!FileManager.default.fileExists(atPath: destination.path))
         }
     }
@@ -110,16 +117,26 @@ struct HTTPClientErrorTests {
     @Test("Cancelling during a retry wait surfaces as cancelled")
     func cancellationDuringBackoff() async throws {
         try await withTestServer { server in
-            let policy = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(30), random: { 1.0 })
+            // The wait is real (30 s) but observed: the test knows when it began and whether it ran out.
+            let waits = Locked<(began: Int, ranOut: Int)>((0, 0))
+            var policy = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(30), random: { 1.0 })
+            policy.sleep = { delay in
+                waits.withLock { $0.began += 1 }
+                try await Task.sleep(for: delay)
+                waits.withLock { $0.ranOut += 1 }
+            }
             let client = HTTPClient(configuration: .init(retryPolicy: policy))
             let request = HTTPRequest(.get, try server.url("/status/503?id=\(uniqueID())"))
-            let started = ContinuousClock.now
             let task = Task { try await client.send(request) }
-            try await Task.sleep(for: .milliseconds(300))
+            for _ in 0..<250 {
+                if waits.withLock({ $0.began }) > 0 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(waits.withLock { $0.began } == 1)
             task.cancel()
             let error = await #expect(throws: BuckiaError.self) { try await task.value }
             #expect(error?.code == .cancelled)
-            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(waits.withLock { $0.ranOut } == 0, "the retry wait ended by cancellation, not by running out")
         }
     }
 

@@ -78,7 +78,11 @@ struct MultipartResumeTests {
         let context = "sent parts \(numbers) with \(before.keys.sorted()) already there; log:\n\(lines.withLock { $0 }.joined(separator: "\n"))"
         #expect(Set(numbers).isDisjoint(with: before.keys), "\(context)")
         #expect(Set(numbers).count == numbers.count, "\(context)")
-        #expect(Set(numbers).union(before.keys) == Set(1...partCount), "\(context)")
+        // The process sent one part at a time, so at most the one part in flight at the kill (the
+        // next after those listed) may have reached moto after `before` was read and be skipped
+        // by the rerun without being in `before`; the byte check below proves it was held.
+        let unaccounted = Set(1...partCount).subtracting(numbers).subtracting(before.keys)
+        #expect(unaccounted.isEmpty || unaccounted == [(before.keys.max() ?? 0) + 1], "\(context)")
         #expect(try stored.checksums[.md5] == Hashing.digest(data, .md5).hex)
         #expect(try await resumed.readData(remotePath: "big.bin") == data)
         #expect(try FileManager.default.contentsOfDirectory(at: state, includingPropertiesForKeys: nil).isEmpty, "state is removed once complete")

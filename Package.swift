@@ -82,7 +82,9 @@ let package = Package(
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
 
         // MARK: Tests
-        .target(name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP"], path: "Tests/BuckiaTestSupport"),
+        .target(
+            name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP"], path: "Tests/BuckiaTestSupport",
+            resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore"], path: "Tests/BuckiaCoreTests"),
         .testTarget(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaHTTPTests",
@@ -103,7 +105,7 @@ let package = Package(
             name: "ConformanceTests",
             dependencies: ["Buckia", "BuckiaConformance"],
             path: "Tests/ConformanceTests"),
-        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCLI", "Buckia"], path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
+        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCLI", "Buckia", "BuckiaTestSupport"], path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -55,7 +55,9 @@ extension HTTPClient {
                     method: request.method.rawValue, url: redaction.redact(request.url), code: failure.code, attempts: attempt)
                 outcome = transport.reason
                 error = transport.buckiaError()
-                retryable = failure.code != .cancelled && policy.isRetryable(failure.code)
+                // The mapping may know more than the code (an unsupported-URL report about an
+                // http URL is a reply that was not HTTP), so a transient verdict counts too.
+                retryable = failure.code != .cancelled && (policy.isRetryable(failure.code) || error.code == .transient)
             }
             let delay = retryable ? policy.delay(beforeRetry: attempt, retryAfter: error.retryAfter) : nil
             guard let delay else {
@@ -95,10 +97,17 @@ extension HTTPClient {
             // The provider read the body: its verdict decides (S3's RequestTimeout is a 400).
             var error = mapped
             if error.retryAfter == nil { error.retryAfter = retryAfter }
-            throw MappedFailure(error: error, retryable: error.isRetryable)
+            throw MappedFailure(error: error, retryable: error.isRetryable || Self.isBodyDamage(error, request))
         }
         let error = failure.buckiaError()
-        throw MappedFailure(error: error, retryable: error.isRetryable && policy.isRetryable(status: result.status))
+        throw MappedFailure(
+            error: error, retryable: (error.isRetryable && policy.isRetryable(status: result.status)) || Self.isBodyDamage(error, request))
+    }
+
+    /// Whether the server refused a digest this request computed from its own body: bytes
+    /// damaged on the way, worth sending again.
+    private static func isBodyDamage(_ error: BuckiaError, _ request: HTTPRequest) -> Bool {
+        error.code == .checksumMismatch && request.retriesDigestMismatch
     }
 
     /// Waits out a retry delay; cancellation while waiting surfaces as `cancelled`.

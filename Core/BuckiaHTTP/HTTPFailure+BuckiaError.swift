@@ -72,7 +72,7 @@ extension HTTPTransportFailure {
     /// The mapping from a transport failure to a ``BuckiaCore/BuckiaError``, with this failure
     /// (never the `URLError`, whose text holds the unredacted URL) as its cause.
     ///
-    /// `cancelled` → `cancelled`; the ``transientCodes`` → `transient`; certificate and URL
+    /// `cancelled` → `cancelled`; the ``transientCodes`` and a reply that is not HTTP → `transient`; certificate and URL
     /// problems → `invalidConfiguration`; a missing or unreadable upload file → `notFound` /
     /// `permissionDenied`; anything else → `io`.
     public func buckiaError() -> BuckiaError {
@@ -85,8 +85,10 @@ extension HTTPTransportFailure {
                 (.transient, "\(request) timed out: no bytes moved within the request timeout (\(attemptsText)); the server may be overloaded or unreachable.")
             case .cannotParseResponse,
                 .unsupportedURL where url.hasPrefix("http://") || url.hasPrefix("https://"):
-                // The URL is HTTP, so what libcurl could not handle was the reply.
-                (.io, "\(request) got a reply that is not HTTP; check that the endpoint's host and port are those of an HTTP server.")
+                // The URL is HTTP, so what libcurl could not handle was the reply. From a server
+                // that answered HTTP a moment ago that is a fault on the way (a middlebox, a
+                // connection crossed), so it is retried; from a wrong endpoint it persists.
+                (.transient, "\(request) got a reply that is not HTTP (\(attemptsText)); if it persists, check that the endpoint's host and port are those of an HTTP server.")
             case let code where Self.transientCodes.contains(code):
                 (.transient, "\(request) \(reason) (\(attemptsText)); check the network and retry.")
             case .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,

@@ -96,6 +96,11 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     /// A retry policy for this request only (say, no retries for a non-idempotent POST); nil
     /// uses the client's.
     public var retryPolicy: RetryPolicy?
+    /// Whether a `checksumMismatch` from the server may be retried. Set it when the digest
+    /// header was computed here from the very body being sent: then a mismatch means bytes
+    /// changed on the way, and sending again can succeed. Leave it false (the default) when
+    /// the digest is the caller's claim, for then the claim is wrong and a retry cannot help.
+    public var retriesDigestMismatch = false
 
     /// Creates a request.
     public init(

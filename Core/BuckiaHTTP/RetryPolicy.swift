@@ -79,7 +79,10 @@ public struct RetryPolicy: Sendable {
     public func isRetryable(status: Int) -> Bool { retryableStatuses.contains(status) }
 
     /// Whether a transport failure with this code may succeed if sent again.
-    public func isRetryable(_ code: URLError.Code) -> Bool { HTTPTransportFailure.transientCodes.contains(code) }
+    /// A reply that is not HTTP counts: from a server that spoke HTTP it is a fault on the way.
+    public func isRetryable(_ code: URLError.Code) -> Bool {
+        HTTPTransportFailure.transientCodes.contains(code) || code == .cannotParseResponse
+    }
 
     /// The computed wait before retry number `retry` (1 for the first retry), with full jitter.
     public func backoff(retry: Int) -> Duration {

@@ -219,12 +219,40 @@ extension S3Provider {
             + parts.map { "<Part><PartNumber>\($0.key)</PartNumber><ETag>\($0.value.xmlEscaped)</ETag></Part>" }.joined()
             + "</CompleteMultipartUpload>"
         let data = Data(body.utf8)
-        let response = try await send(
-            .post, key: key, query: [("uploadId", uploadId)], headers: completeHeaders(data, condition: condition),
-            body: .data(data), payloadHash: Hashing.sha256(data).hex, operation: "complete upload",
-            check: { try S3Provider.errorInBody($0, operation: "complete upload") })
+        let response: HTTPResponse
+        do {
+            response = try await send(
+                .post, key: key, query: [("uploadId", uploadId)], headers: completeHeaders(data, condition: condition),
+                body: .data(data), payloadHash: Hashing.sha256(data).hex, operation: "complete upload",
+                check: { try S3Provider.errorInBody($0, operation: "complete upload") })
+        } catch let error as BuckiaError where error.code == .notFound {
+            // NoSuchUpload after an attempt whose answer was lost: S3 completed the upload then.
+            // The object's ETag, the MD5 of the parts' MD5s, says whether these parts made it.
+            let expected = try Self.multipartETag(parts.map(\.value))
+            if let object = try? await stat(remotePath: key), object.etag.map(Self.unquotedETag) == expected {
+                return expected
+            }
+            throw error
+        }
         let root = try XMLNode.parse(response.data, what: "complete upload")
         return root.value("ETag")
+    }
+
+    /// The ETag S3 gives an object assembled from parts with these ETags: the MD5 of their
+    /// MD5s, a dash and their number.
+    static func multipartETag(_ partETags: [String]) throws -> String {
+        var joined = Data()
+        for etag in partETags {
+            guard let bytes = Hex.decode(unquotedETag(etag)), bytes.count == 16 else {
+                throw BuckiaError(.corrupt, "A part's ETag \(etag.debugDescription) is not an MD5.", operation: "complete upload")
+            }
+            joined.append(contentsOf: bytes)
+        }
+        return "\(try Hashing.digest(joined, .md5).hex)-\(partETags.count)"
+    }
+
+    static func unquotedETag(_ etag: String) -> String {
+        etag.hasPrefix("\"") && etag.hasSuffix("\"") && etag.count >= 2 ? String(etag.dropFirst().dropLast()) : etag
     }
 }
 

@@ -96,21 +96,15 @@ extension S3Provider {
         case .ifMatch(let etag): headers["if-match"] = etag
         case nil: break
         }
-        var response: HTTPResponse?
-        // A BadDigest for an MD5 computed here means bytes changed on the way: send again
-        // (twice more at most). For a caller's MD5 it means the caller's MD5 is wrong.
-        for attempt in 1...3 where response == nil {
-            do {
-                response = try await send(
-                    .put, key: key, headers: headers, body: body, payloadHash: sha256?.hex ?? SigV4Signer.unsignedPayload, operation: "upload")
-            } catch let error as BuckiaError where error.code == .checksumMismatch && options.knownChecksums[.md5] == nil && attempt < 3 {
-                continue
-            } catch let error as BuckiaError {
-                throw restate(error, key: key, options: options)
-            }
-        }
-        guard let response else {
-            throw BuckiaError(.checksumMismatch, "S3 refused the bytes three times as not matching their MD5.", operation: "upload", path: key.rawValue)
+        // A BadDigest for an MD5 computed here means bytes changed on the way, and the client
+        // sends again; for a caller's MD5 it means the caller's MD5 is wrong.
+        let response: HTTPResponse
+        do {
+            response = try await send(
+                .put, key: key, headers: headers, body: body, payloadHash: sha256?.hex ?? SigV4Signer.unsignedPayload, operation: "upload",
+                retriesDigestMismatch: md5 != nil && options.knownChecksums[.md5] == nil)
+        } catch let error as BuckiaError {
+            throw restate(error, key: key, options: options)
         }
         return RemoteFile(
             path: key, size: size, modificationDate: options.modificationDate, serverModified: nil,

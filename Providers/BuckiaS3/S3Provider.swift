@@ -43,7 +43,7 @@ public struct S3Provider: StorageProviderPlugin {
     public static var knownOptions: Set<String>? { S3Settings.knownOptions }
 
     public init(context: ProviderContext) throws {
-        try self.init(settings: S3Settings.resolve(context.configuration, environment: context.environment))
+        try self.init(settings: S3Settings.resolve(context.configuration, environment: context.environment), log: context.log)
     }
 
     /// Creates a provider from a configuration, reading the process's environment.
@@ -66,6 +66,7 @@ public struct S3Provider: StorageProviderPlugin {
         configuration.mapFailure = { S3ErrorMapping.map($0) }
         configuration.log = log
         configuration.retryPolicy = retryPolicy
+        settings.http.apply(to: &configuration)
         client = HTTPClient(configuration: configuration, transport: transport)
     }
 
@@ -102,7 +103,8 @@ public struct S3Provider: StorageProviderPlugin {
     /// A signed request.
     func request(
         _ method: HTTPRequest.Method, key: ObjectKey? = nil, query: [(String, String)] = [], headers: [String: String] = [:],
-        body: HTTPRequest.Body = .none, payloadHash: String = SigV4Signer.emptyPayloadHash, accepts: HTTPRequest.AcceptedStatuses = .successful
+        body: HTTPRequest.Body = .none, payloadHash: String = SigV4Signer.emptyPayloadHash, accepts: HTTPRequest.AcceptedStatuses = .successful,
+        retriesDigestMismatch: Bool = true
     ) -> HTTPRequest {
         let url = url(for: key, query: query)
         let signed = signer.sign(method: method.rawValue, url: url, headers: headers, payloadHash: payloadHash, date: now())
@@ -110,25 +112,31 @@ public struct S3Provider: StorageProviderPlugin {
         for (name, value) in signed.sorted(by: { $0.key < $1.key }) {
             fields.set(name, value, sensitive: name == "authorization" || name == "x-amz-security-token")
         }
-        return HTTPRequest(method, url, headers: fields, body: body, accepts: accepts)
+        var request = HTTPRequest(method, url, headers: fields, body: body, accepts: accepts)
+        request.retriesDigestMismatch = retriesDigestMismatch
+        return request
     }
 
     /// Sends a request signed afresh for every attempt (a retry carries a new date and
     /// signature) and returns the response, errors mapped from S3's XML. `check` inspects each
     /// accepted response; an `<Error>` S3 put inside a 200 it throws as S3 mapped it, and a
-    /// retryable one (`InternalError`) is retried like a failed status.
+    /// retryable one (`InternalError`) is retried like a failed status. A `BadDigest` is
+    /// retried too, for the `Content-MD5` is computed here from the body and the bytes were
+    /// damaged on the way; pass `retriesDigestMismatch: false` when the digest is the caller's.
     @discardableResult
     func send(
         _ method: HTTPRequest.Method, key: ObjectKey? = nil, query: [(String, String)] = [], headers: [String: String] = [:],
         body: HTTPRequest.Body = .none, payloadHash: String = SigV4Signer.emptyPayloadHash, accepts: HTTPRequest.AcceptedStatuses = .successful,
-        operation: String, check: (@Sendable (HTTPResponse) throws -> Void)? = nil
+        operation: String, retriesDigestMismatch: Bool = true, check: (@Sendable (HTTPResponse) throws -> Void)? = nil
     ) async throws -> HTTPResponse {
         do {
             return try await client.send(interpret: { response in
                 try check?(response)
                 return response
             }) { _ in
-                self.request(method, key: key, query: query, headers: headers, body: body, payloadHash: payloadHash, accepts: accepts)
+                self.request(
+                    method, key: key, query: query, headers: headers, body: body, payloadHash: payloadHash, accepts: accepts,
+                    retriesDigestMismatch: retriesDigestMismatch)
             }
         } catch {
             throw BuckiaError.wrapping(error, operation: operation, path: key?.rawValue)

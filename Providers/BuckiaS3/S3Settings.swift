@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaHTTP
 import BuckiaSigV4
 import Foundation
 
@@ -49,12 +50,14 @@ public struct S3Settings: Sendable {
     /// `verifiesContentMD5`, default `true`, as AWS does). Set it to `false` for servers that
     /// accept any value, so the provider does not declare ``BuckiaCore/Capability/verifiesKnownChecksums``.
     public var verifiesContentMD5: Bool
+    /// Timeouts, retries and the CA file for this remote (``BuckiaHTTP/HTTPRemoteOptions``).
+    public var http = HTTPRemoteOptions()
 
     /// The options the s3 provider reads; any other is a configuration error.
-    public static let knownOptions: Set<String> = [
+    public static let knownOptions: Set<String> = Set([
         "region", "endpoint", "addressingStyle", "allowHTTP", "profile", "partSizeMiB", "multipartThresholdMiB",
         "publicBucket", "stateDirectory", "etagIsMD5", "verifiesContentMD5",
-    ]
+    ]).union(HTTPRemoteOptions.names)
 
     /// Resolves settings from a configuration, the environment and the shared AWS files.
     public static func resolve(
@@ -93,7 +96,8 @@ public struct S3Settings: Sendable {
             throw BuckiaError(.invalidConfiguration, "addressingStyle is \(other.debugDescription); use path, virtual or auto.", path: "options.addressingStyle")
         }
         let partSize = try megabytes(options["partSizeMiB"], default: 5, minimum: 5, name: "partSizeMiB")
-        return S3Settings(
+        let http = try HTTPRemoteOptions(options: options)
+        var settings = S3Settings(
             bucket: configuration.bucketName, region: region, endpoint: endpoint, usesPathStyle: usesPathStyle, credentials: credentials,
             multipartThreshold: try megabytes(options["multipartThresholdMiB"], default: 64, minimum: 5, name: "multipartThresholdMiB"),
             partSize: partSize, concurrency: configuration.maxConcurrentOperations, isPublic: try flag(options, "publicBucket", default: false),
@@ -101,6 +105,8 @@ public struct S3Settings: Sendable {
                 ?? StorageDirectory.caches(appendingPath: "buckia/multipart").url,
             etagIsMD5: try flag(options, "etagIsMD5", default: true),
             verifiesContentMD5: try flag(options, "verifiesContentMD5", default: true))
+        settings.http = http
+        return settings
     }
 
     /// Refuses bucket names no S3-compatible store accepts, and any that would change the

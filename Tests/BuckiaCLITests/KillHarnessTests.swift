@@ -1,4 +1,5 @@
 import Buckia
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -58,19 +59,6 @@ struct KillHarnessTests {
         // A harness whose kills all land after the work is done checks nothing.
         #expect(tally.midRun >= Self.kills / 2, "only \(tally.midRun) of \(tally.kills) kills landed mid-run")
         #expect(tally.violations.isEmpty, "seed \(seed): \(tally.violations.joined(separator: "; "))")
-    }
-}
-
-/// A deterministic generator, so a seed replays the same moments.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

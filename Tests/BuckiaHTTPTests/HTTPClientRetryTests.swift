@@ -172,15 +172,17 @@ struct HTTPClientRetryTests {
         }
     }
 
-    @Test("A server answering in another protocol is an I/O error that names the endpoint, not an unsupported URL")
+    @Test("A reply in another protocol is retried as a fault on the way, and the error names the endpoint, not an unsupported URL")
     func nonHTTPReply() async throws {
         try await withTestServer { server in
-            let client = HTTPClient(configuration: .init(retryPolicy: .none))
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)))
             let error = await #expect(throws: BuckiaError.self) {
                 try await client.send(HTTPRequest(.get, try server.url("/garbage")))
             }
-            #expect(error?.code == .io)
-            #expect(error?.message.contains("not HTTP") == true && error?.message.contains("unsupported") == false, "\(error?.message ?? "")")
+            #expect(error?.code == .transient)
+            #expect(sleeps.recorded.count == 2, "retried twice")
+            #expect(error?.message.contains("not HTTP (3 attempts)") == true && error?.message.contains("unsupported") == false, "\(error?.message ?? "")")
         }
     }
 

@@ -131,6 +131,56 @@ struct S3RetryTests {
         #expect(given.sent.withLock { $0.count } == 1)
     }
 
+    @Test("A part refused with BadDigest (its MD5 is computed here) is sent again, and the upload completes")
+    func partRetriesBadDigest() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-part-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = folder.appendingPathComponent("big.bin")
+        try Data(count: 5 * 1_048_576).write(to: source)
+        let options = ["multipartThresholdMiB": "5", "partSizeMiB": "5", "stateDirectory": folder.appendingPathComponent("state").path]
+        let transport = ScriptedTransport([
+            .status(200, body: "<InitiateMultipartUploadResult><UploadId>up-1</UploadId></InitiateMultipartUploadResult>"),
+            .status(400, body: Self.errorXML("BadDigest")),
+            .status(200, headers: ["ETag": "\"p1\""]),
+            .status(200, body: "<CompleteMultipartUploadResult><ETag>\"e-1\"</ETag></CompleteMultipartUploadResult>"),
+        ])
+        _ = try await provider(transport, options: options).uploadFile(localURL: source, remotePath: "big.bin")
+        let sent = transport.sent.withLock { $0 }
+        let parts = sent.filter { $0.url.query?.contains("partNumber=1") == true }
+        #expect(parts.count == 2, "\(sent.map(\.description))")
+        #expect(sent.contains { $0.method == .post && $0.url.query == "uploadId=up-1" })
+    }
+
+    @Test("A completion whose answer was lost, then NoSuchUpload, is a success when the object's ETag is the parts' own")
+    func completionAnswerLost() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-complete-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = folder.appendingPathComponent("big.bin")
+        let data = Data(count: 5 * 1_048_576)
+        try data.write(to: source)
+        let options = ["multipartThresholdMiB": "5", "partSizeMiB": "5", "stateDirectory": folder.appendingPathComponent("state").path]
+        let partETag = try Hashing.digest(data, .md5).hex
+        let objectETag = try S3Provider.multipartETag([partETag])
+        func script(objectETag: String) -> ScriptedTransport {
+            ScriptedTransport([
+                .status(200, body: "<InitiateMultipartUploadResult><UploadId>up-1</UploadId></InitiateMultipartUploadResult>"),
+                .status(200, headers: ["ETag": "\"\(partETag)\""]),
+                .failure(.networkConnectionLost),  // S3 completed it, the answer never came
+                .status(404, body: Self.errorXML("NoSuchUpload")),
+                .status(200, headers: ["ETag": "\"\(objectETag)\"", "Content-Length": "\(data.count)"]),
+            ])
+        }
+        let stored = try await provider(script(objectETag: objectETag), options: options).uploadFile(localURL: source, remotePath: "big.bin")
+        #expect(stored.etag == "\"\(objectETag)\"")
+        // Another object at the key (someone else's upload): the NoSuchUpload stands.
+        let error = await #expect(throws: BuckiaError.self) {
+            try await provider(script(objectETag: "0123456789abcdef0123456789abcdef-1"), options: options).uploadFile(localURL: source, remotePath: "big.bin")
+        }
+        #expect(error?.code == .notFound)
+    }
+
     @Test("rclone's mtime format: whole seconds and up to nine fractional digits, no trailing zeros", arguments: [
         (1_609_459_200.0, "1609459200"), (1_609_459_200.5, "1609459200.5"), (981_173_106.25, "981173106.25"), (0.0, "0"),
     ])

@@ -6,6 +6,7 @@ enum CLI {
     static let globalOptions: [OptionSpec] = [
         .value("config", "Read remotes from this JSON file instead of the default one."),
         .flag("help", short: "h", "Show this help."),
+        .flag("verbose", "Print each HTTP attempt, retry and final status to standard error (credentials redacted)."),
     ]
 
     static var commands: [Command] {

@@ -42,7 +42,11 @@ struct Invocation: Sendable {
     /// The provider behind a configured remote.
     func provider(named name: String) throws -> (any StorageProvider, BuckiaConfiguration) {
         let configuration = try remotes().configuration(named: name)
-        return (try registry.makeProvider(for: configuration, environment: environment), configuration)
+        var log: (@Sendable (String) -> Void)?
+        if arguments.flag("verbose") {
+            log = { line in Console.error("buckia: \(line)") }
+        }
+        return (try registry.makeProvider(for: configuration, environment: environment, log: log), configuration)
     }
 }
 

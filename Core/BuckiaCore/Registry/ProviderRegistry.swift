@@ -13,17 +13,24 @@ public struct ProviderContext: Sendable {
     /// Environment variables a provider may read credentials and settings from
     /// (`AWS_ACCESS_KEY_ID`, `B2_APPLICATION_KEY`); the process's by default, injectable in tests.
     public var environment: [String: String]
+    /// Receives one line per network event (each attempt, retry and final status), already
+    /// redacted, for a `--verbose` flag or a log file; nil keeps the provider silent.
+    public var log: (@Sendable (String) -> Void)?
 
     /// Creates a context.
-    public init(configuration: BuckiaConfiguration, registry: ProviderRegistry = ProviderRegistry(), environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(
+        configuration: BuckiaConfiguration, registry: ProviderRegistry = ProviderRegistry(),
+        environment: [String: String] = ProcessInfo.processInfo.environment, log: (@Sendable (String) -> Void)? = nil
+    ) {
         self.configuration = configuration
         self.registry = registry
         self.environment = environment
+        self.log = log
     }
 
     /// Builds another provider through the same registry and environment: a wrapper's inner one.
     public func makeProvider(for configuration: BuckiaConfiguration) throws -> any StorageProvider {
-        try registry.makeProvider(for: configuration, environment: environment)
+        try registry.makeProvider(for: configuration, environment: environment, log: log)
     }
 }
 
@@ -105,10 +112,12 @@ public struct ProviderRegistry: Sendable {
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for an unknown type (the message
     ///   lists the registered ones) or a configuration the provider rejects.
     public func makeProvider(
-        for configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
+        for configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment,
+        log: (@Sendable (String) -> Void)? = nil
     ) throws -> any StorageProvider {
         try configuration.validate()
         return try storage.make(
-            configuration.provider, configuration: ProviderContext(configuration: configuration, registry: self, environment: environment))
+            configuration.provider,
+            configuration: ProviderContext(configuration: configuration, registry: self, environment: environment, log: log))
     }
 }

@@ -1,0 +1,106 @@
+import BuckiaCore
+import BuckiaHTTP
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The project's fault-injecting proxy (`Resources/fault_proxy.py`), started on 127.0.0.1 in
+/// front of a test server: each request is hit by one fault with probability `rate` — 503,
+/// 429 with Retry-After, a connection dropped before or after the server acted, headers
+/// without a body, a truncated or corrupted body, a corrupted request body answered
+/// `BadDigest`, a stall, or bytes that are not HTTP. The script's header lists them.
+public final class FaultProxy: Sendable {
+    /// Every kind of fault the proxy can inject.
+    public static let allKinds = [
+        "503", "429", "drop-before", "drop-after", "headers-only", "truncate", "corrupt", "corrupt-request", "stall", "garbage",
+    ]
+
+    /// Where clients connect instead of the upstream server.
+    public let endpoint: URL
+    private let child: Locked<(process: Process, input: Pipe)?>
+
+    private init(endpoint: URL, process: Process, input: Pipe) {
+        self.endpoint = endpoint
+        child = Locked((process, input))
+    }
+
+    deinit { stop() }
+
+    /// Starts a proxy in front of `upstream` (an `http://127.0.0.1:PORT` URL).
+    ///
+    /// - Parameters:
+    ///   - rate: The share of requests that meet a fault, 0 to 1.
+    ///   - seed: Seeds the proxy's choices, so a failing run can be replayed.
+    ///   - kinds: Which faults to draw from (all by default).
+    ///   - stall: How long a stalled response sends nothing before its connection closes.
+    public static func start(
+        upstream: URL, rate: Double, seed: UInt64, kinds: [String] = allKinds, stall: Duration = .seconds(3)
+    ) throws -> FaultProxy {
+        guard let script = Bundle.module.url(forResource: "fault_proxy", withExtension: "py", subdirectory: "Resources") else {
+            throw BuckiaError(.notFound, "fault_proxy.py is missing from the BuckiaTestSupport bundle.")
+        }
+        let process = Process()
+        process.executableURL = try PythonProcess.executable()
+        process.arguments = [
+            script.path, "--upstream", upstream.absoluteString, "--rate", String(rate), "--seed", String(seed),
+            "--faults", kinds.joined(separator: ","), "--stall-seconds", String(Double(stall.components.seconds)), "--lifetime", "1800",
+        ]
+        let output = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        func abandon(_ message: String) -> BuckiaError {
+            try? input.fileHandleForWriting.close()
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return BuckiaError(.io, message)
+        }
+        guard let line = PythonProcess.readLine(from: output.fileHandleForReading.fileDescriptor, timeout: .seconds(30)) else {
+            throw abandon("fault_proxy.py printed nothing within 30 s; run `python3 \(script.path) --upstream \(upstream)` to see why.")
+        }
+        guard let object = try? JSONDecoder().decode([String: String].self, from: Data(line.utf8)),
+            let text = object["endpoint"], let endpoint = URL(string: text)
+        else {
+            throw abandon("fault_proxy.py did not start: \(line)")
+        }
+        return FaultProxy(endpoint: endpoint, process: process, input: input)
+    }
+
+    /// What the proxy has done so far: requests seen and faults injected by kind.
+    public struct Stats: Decodable, Sendable, CustomStringConvertible {
+        public var requests: Int
+        public var faults: [String: Int]
+
+        /// The number of faults of every kind.
+        public var totalFaults: Int { faults.values.reduce(0, +) }
+
+        public var description: String {
+            let kinds = faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            return "\(totalFaults) faults in \(requests) requests (\(kinds.isEmpty ? "none" : kinds))"
+        }
+    }
+
+    /// Asks the proxy for its counts (the question itself is never faulted or counted).
+    public func stats() async throws -> Stats {
+        let response = try await HTTPClient(configuration: .init(retryPolicy: .none)).send(
+            HTTPRequest(.get, endpoint.appendingPathComponent("__proxy__/stats")))
+        return try JSONDecoder().decode(Stats.self, from: response.data)
+    }
+
+    /// Stops the proxy: closes its stdin, sends SIGKILL and reaps it. Safe to call twice.
+    public func stop() {
+        child.withLock { child in
+            guard let running = child else { return }
+            child = nil
+            try? running.input.fileHandleForWriting.close()
+            if running.process.isRunning { kill(running.process.processIdentifier, SIGKILL) }
+            running.process.waitUntilExit()
+        }
+    }
+}

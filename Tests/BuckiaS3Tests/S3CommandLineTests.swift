@@ -9,6 +9,7 @@ struct S3CommandLineTests {
     struct Run {
         let status: Int32
         let stdout: String
+        let stderr: String
     }
 
     func buckia(_ arguments: [String], environment: [String: String], home: URL) throws -> Run {
@@ -19,11 +20,15 @@ struct S3CommandLineTests {
             .merging(environment) { $1 }
         let output = home.appendingPathComponent("out-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let errors = home.appendingPathComponent("err-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: errors)
         try process.run()
         process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: try String(contentsOf: output, encoding: .utf8))
+        return Run(
+            status: process.terminationStatus, stdout: try String(contentsOf: output, encoding: .utf8),
+            stderr: try String(contentsOf: errors, encoding: .utf8))
     }
 
     @Test("cp, ls, cat, url and rm work on an S3 remote from the config file and from AWS variables", arguments: ["file", "environment"])
@@ -51,6 +56,11 @@ struct S3CommandLineTests {
         #expect(try buckia(["cp", file.path, "lake:docs/"], environment: environment, home: home).status == 0)
         #expect(try buckia(["ls", "-R", "lake:"], environment: environment, home: home).stdout.contains("docs/hello.txt"))
         #expect(try buckia(["cat", "lake:docs/hello.txt"], environment: environment, home: home).stdout == "hello, lake\n")
+        // --verbose: one line per attempt and per outcome on stderr, the secret never among them.
+        let verbose = try buckia(["cat", "--verbose", "lake:docs/hello.txt"], environment: environment, home: home)
+        #expect(verbose.stdout == "hello, lake\n")
+        #expect(verbose.stderr.contains("http GET ") && verbose.stderr.contains("-> 200"), "\(verbose.stderr)")
+        #expect(verbose.stderr.contains("<REDACTED>") && !verbose.stderr.contains("Credential=x/"), "\(verbose.stderr)")
         let url = try buckia(["url", "lake:docs/hello.txt", "--expires", "10m"], environment: environment, home: home)
         #expect(url.status == 0 && url.stdout.contains("X-Amz-Expires=600"))
         #expect(try buckia(["rm", "lake:docs/hello.txt"], environment: environment, home: home).status == 0)

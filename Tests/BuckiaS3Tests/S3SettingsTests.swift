@@ -15,6 +15,19 @@ struct S3SettingsTests {
 
     static let explicit = ["accessKeyId": "AKIDCONFIG", "secretAccessKey": "config-secret"]
 
+    @Test("The per-remote HTTP options are read, and a bad one is refused by name")
+    func httpOptions() throws {
+        let settings = try S3Settings.resolve(
+            Self.configuration(["stallTimeoutSeconds": "2", "maxAttempts": "6"], credentials: Self.explicit), environment: [:], home: "/nonexistent")
+        #expect(settings.http.stallTimeout == .seconds(2))
+        #expect(settings.http.maxAttempts == 6)
+        #expect(S3Settings.knownOptions.isSuperset(of: ["stallTimeoutSeconds", "connectTimeoutSeconds", "caFile", "maxAttempts"]))
+        let error = #expect(throws: BuckiaError.self) {
+            try S3Settings.resolve(Self.configuration(["maxAttempts": "0"], credentials: Self.explicit), environment: [:], home: "/nonexistent")
+        }
+        #expect(error?.path == "options.maxAttempts")
+    }
+
     @Test("Explicit credentials win over the environment and profiles")
     func explicitCredentials() throws {
         let settings = try S3Settings.resolve(

@@ -21,7 +21,8 @@ extension HTTPClient {
         while true {
             let request = try await makeRequest(HTTPAttempt(number: attempt, previousError: previousError))
             let policy = request.retryPolicy ?? configuration.retryPolicy
-            let summary = request.summary(redaction)
+            // Redacting the URL costs more than a small request's parsing: only for messages.
+            lazy var summary = request.summary(redaction)
             guard !Task.isCancelled else {
                 log("http \(summary) cancelled before attempt \(attempt)")
                 throw HTTPTransportFailure(method: request.method.rawValue, url: redaction.redact(request.url), code: .cancelled, attempts: attempt).buckiaError()
@@ -87,7 +88,7 @@ extension HTTPClient {
         let retryAfter = result.headers["Retry-After"].flatMap { RetryAfter.parse($0, now: policy.now()) }
         if request.accepts.accepts(result.status) {
             return HTTPResponse(
-                status: result.status, headers: result.headers, body: result.body, redactedURL: redaction.redact(request.url), attempts: attempt)
+                status: result.status, headers: result.headers, body: result.body, url: request.url, redaction: redaction, attempts: attempt)
         }
         let (body, truncated) = errorBody(result, request: request)
         let failure = HTTPFailure(

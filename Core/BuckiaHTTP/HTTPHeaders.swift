@@ -62,12 +62,12 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, CustomStringConvertible
 
     /// The value of the first field named `name`, compared case-insensitively.
     public func first(_ name: String) -> String? {
-        fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        fields.first { $0.name.equalsIgnoringASCIICase(name) }?.value
     }
 
     /// Every value of the fields named `name`, in order.
     public func values(_ name: String) -> [String] {
-        fields.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }.map(\.value)
+        fields.filter { $0.name.equalsIgnoringASCIICase(name) }.map(\.value)
     }
 
     /// Whether a field named `name` is present.
@@ -91,7 +91,7 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, CustomStringConvertible
 
     /// Removes every field named `name`.
     public mutating func remove(_ name: String) {
-        fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        fields.removeAll { $0.name.equalsIgnoringASCIICase(name) }
     }
 
     /// The values of every field marked sensitive or named as a credential by `redaction`:
@@ -119,5 +119,22 @@ public struct HTTPHeaders: Sendable, Hashable, Sequence, CustomStringConvertible
     /// The redacted fields, so `dump` never prints a credential.
     public var customMirror: Mirror {
         Mirror(self, children: redacted().map { (label: $0.name, value: $0.value as Any) }, displayStyle: .dictionary)
+    }
+}
+
+extension String {
+    /// Whether two header names are equal ignoring ASCII case, as HTTP compares them: byte by
+    /// byte, without Foundation's locale-aware comparison (which dominated header lookups).
+    func equalsIgnoringASCIICase(_ other: String) -> Bool {
+        var left = utf8.makeIterator()
+        var right = other.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return true
+            case let (a?, b?):
+                if a != b, a | 0x20 != b | 0x20 || !((a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A) { return false }
+            default: return false
+            }
+        }
     }
 }

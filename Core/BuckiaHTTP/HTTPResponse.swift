@@ -20,8 +20,23 @@ public struct HTTPResponse: Sendable, CustomStringConvertible {
     public var headers: HTTPHeaders
     /// The body.
     public var body: Body
-    /// The URL that answered, redacted, for messages.
-    public var redactedURL: String
+    /// The URL that answered, redacted, for messages. Redacted when first read, since most
+    /// responses never need it.
+    public var redactedURL: String {
+        get {
+            switch url {
+            case .redacted(let text): text
+            case .pending(let url, let redaction): redaction.redact(url)
+            }
+        }
+        set { url = .redacted(newValue) }
+    }
+    private var url: URLText
+
+    private enum URLText: Sendable {
+        case redacted(String)
+        case pending(URL, HTTPRedaction)
+    }
     /// How many attempts it took, retries included.
     public var attempts: Int
 
@@ -30,7 +45,16 @@ public struct HTTPResponse: Sendable, CustomStringConvertible {
         self.status = status
         self.headers = headers
         self.body = body
-        self.redactedURL = redactedURL
+        self.url = .redacted(redactedURL)
+        self.attempts = attempts
+    }
+
+    /// A response for `url`, redacted by `redaction` only if a message needs it.
+    init(status: Int, headers: HTTPHeaders, body: Body, url: URL, redaction: HTTPRedaction, attempts: Int) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.url = .pending(url, redaction)
         self.attempts = attempts
     }
 

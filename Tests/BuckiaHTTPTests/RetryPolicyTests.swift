@@ -70,6 +70,14 @@ struct RetryPolicyTests {
 
 @Suite("HTTPHeaders")
 struct HTTPHeadersTests {
+    @Test("Names match ignoring ASCII letter case only", arguments: [
+        ("ETag", "etag", true), ("Content-Length", "CONTENT-LENGTH", true), ("x-amz-meta-a1", "X-Amz-Meta-A1", true),
+        ("etag", "etags", false), ("etags", "etag", false), ("[", "{", false), ("a@", "a`", false), ("Ä", "ä", false), ("", "", true),
+    ])
+    func asciiCase(_ stored: String, _ asked: String, _ matches: Bool) {
+        #expect((HTTPHeaders([(stored, "v")]).first(asked) != nil) == matches)
+    }
+
     @Test("Lookups ignore case and setting replaces every field of the name")
     func caseInsensitive() {
         var headers = HTTPHeaders([("ETag", "\"abc\""), ("x-amz-meta-a", "1")])

@@ -7,6 +7,7 @@ enum BenchCommand {
         Usage: buckia-bench engines [--sizes N,N,…] [--repeat R] [--value-bytes B] [--engines a,b]
                buckia-bench upload-reads --endpoint URL --bucket NAME [--sizes-mib N,N,…]
                buckia-bench checksums [--total-mib M] [--value-bytes B,B,…] [--repeat R]
+               buckia-bench http [--big-mib M] [--small-count N] [--repeat R] [--workloads big,small] [--clients curl,libcurl,urlsession]
 
         Measures each key-value engine and, in the same run, the limits: raw SQLite C calls doing
         the same statements and raw open/write/close of one file per value. Every run uses a fresh
@@ -17,11 +18,16 @@ enum BenchCommand {
         bytes the process read per byte uploaded.
 
         checksums measures CRC-32C (one stream, three streams, table) against reading the bytes.
+
+        http starts nginx (WebDAV PUT) on 127.0.0.1 and compares Buckia's HTTP client, over
+        libcurl and over URLSession, with the curl tool: one big PUT and GET, and N 10 KiB PUTs
+        and GETs with 16 in flight.
         """
 
     static func main(_ arguments: [String]) async -> Int32 {
         if arguments.first == "upload-reads" { return await uploadReads(Array(arguments.dropFirst())) }
         if arguments.first == "checksums" { return checksums(Array(arguments.dropFirst())) }
+        if arguments.first == "http" { return await http(Array(arguments.dropFirst())) }
         guard arguments.first == "engines" else {
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             return arguments.first == "--help" ? 0 : 2
@@ -135,4 +141,36 @@ struct Scratch {
     }
 
     func remove() { try? FileManager.default.removeItem(at: root) }
+}
+
+extension BenchCommand {
+    static func http(_ arguments: [String]) async -> Int32 {
+        var bench = HTTPBench()
+        var index = 0
+        while index + 1 < arguments.count {
+            let value = Int(arguments[index + 1]) ?? 0
+            switch arguments[index] {
+            case "--clients": bench.clients = Set(arguments[index + 1].split(separator: ",").map(String.init))
+            case "--workloads": bench.workloads = Set(arguments[index + 1].split(separator: ",").map(String.init))
+            case "--big-mib": bench.bigMiB = max(1, value)
+            case "--small-count": bench.smallCount = max(1, value)
+            case "--repeat": bench.repeats = max(1, value)
+            default:
+                FileHandle.standardError.write(Data("buckia-bench: unknown option \(arguments[index])\n\(usage)\n".utf8))
+                return 2
+            }
+            index += 2
+        }
+        guard index == arguments.count else {
+            FileHandle.standardError.write(Data("buckia-bench: \(arguments[index]) needs a value\n".utf8))
+            return 2
+        }
+        do {
+            print(try await bench.run())
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("buckia-bench: \(error)\n".utf8))
+            return 1
+        }
+    }
 }

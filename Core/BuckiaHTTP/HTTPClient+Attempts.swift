@@ -51,6 +51,15 @@ extension HTTPClient {
                 } catch let thrown as BuckiaError {
                     (error, retryable) = (thrown, thrown.isRetryable)
                 }
+            } catch let mismatch as HTTPBodyMismatch {
+                // Damaged on the way (the server declared other bytes): the body was discarded
+                // before delivery, and another attempt may get it whole.
+                outcome = "body failed its \(mismatch.algorithm.rawValue) check"
+                error = BuckiaError(
+                    .checksumMismatch,
+                    "\(summary) delivered a body whose \(mismatch.algorithm.rawValue) is \(mismatch.actual?.hex ?? "unknown"), not the \(mismatch.expected?.hex ?? "unknown") the server declared; it was discarded.",
+                    cause: mismatch)
+                retryable = true
             } catch let failure as HTTPTransportError {
                 let transport = HTTPTransportFailure(
                     method: request.method.rawValue, url: redaction.redact(request.url), code: failure.code, attempts: attempt)
@@ -87,8 +96,10 @@ extension HTTPClient {
         let redaction = configuration.redaction
         let retryAfter = result.headers["Retry-After"].flatMap { RetryAfter.parse($0, now: policy.now()) }
         if request.accepts.accepts(result.status) {
-            return HTTPResponse(
+            var response = HTTPResponse(
                 status: result.status, headers: result.headers, body: result.body, url: request.url, redaction: redaction, attempts: attempt)
+            response.bodyDigests = result.bodyDigests
+            return response
         }
         let (body, truncated) = errorBody(result, request: request)
         let failure = HTTPFailure(

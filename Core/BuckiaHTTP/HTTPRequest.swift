@@ -101,6 +101,9 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     /// changed on the way, and sending again can succeed. Leave it false (the default) when
     /// the digest is the caller's claim, for then the claim is wrong and a retry cannot help.
     public var retriesDigestMismatch = false
+    /// Digests a 2xx response body must have, checked as it arrives; a body that fails is
+    /// refused before it reaches a download's destination, and the attempt is retried.
+    public var bodyCheck: HTTPBodyCheck?
 
     /// Creates a request.
     public init(

@@ -1,3 +1,4 @@
+import BuckiaCore
 import Foundation
 
 /// A final HTTP response: status, header fields, and the body in memory or in a file.
@@ -39,6 +40,9 @@ public struct HTTPResponse: Sendable, CustomStringConvertible {
     }
     /// How many attempts it took, retries included.
     public var attempts: Int
+    /// The digests the transport computed over the body for the request's
+    /// ``HTTPRequest/bodyCheck`` (already verified), so the caller need not read it again.
+    public var bodyDigests: [HashAlgorithm: Digest] = [:]
 
     /// Creates a response (mostly for tests and provider doubles).
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Body = .data(Data()), redactedURL: String = "", attempts: Int = 1) {

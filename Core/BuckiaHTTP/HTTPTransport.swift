@@ -16,13 +16,18 @@ public struct HTTPTransportResult: Sendable {
     public var body: HTTPResponse.Body
     /// Whether an in-memory error body was cut at the transport's limit.
     public var isBodyTruncated: Bool
+    /// The digests computed over a 2xx body for the request's ``HTTPRequest/bodyCheck``.
+    public var bodyDigests: [HashAlgorithm: Digest]
 
     /// Creates a result.
-    public init(status: Int, headers: HTTPHeaders, body: HTTPResponse.Body, isBodyTruncated: Bool = false) {
+    public init(
+        status: Int, headers: HTTPHeaders, body: HTTPResponse.Body, isBodyTruncated: Bool = false, bodyDigests: [HashAlgorithm: Digest] = [:]
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
         self.isBodyTruncated = isBodyTruncated
+        self.bodyDigests = bodyDigests
     }
 }
 
@@ -49,6 +54,9 @@ public struct HTTPTransportError: Error, Sendable {
 /// - With a destination, write a 2xx body to a file and move it over the destination only
 ///   when complete; for any other status return at most `errorBodyLimit` bytes of the body
 ///   in memory and leave the destination alone.
+/// - With a ``HTTPRequest/bodyCheck``, hash a 2xx body (not a HEAD's) as it arrives and throw
+///   ``HTTPBodyMismatch`` instead of delivering it when it differs — before it is moved over
+///   the destination; report the digests in ``HTTPTransportResult/bodyDigests``.
 /// - Throw ``HTTPTransportError`` when no response arrives (timeouts, refused or dropped
 ///   connections, cancellation as `.cancelled`), ``BuckiaCore/BuckiaError`` for local file
 ///   failures. Never trap on what a server sends.

@@ -77,8 +77,11 @@ public final class URLSessionTransport: HTTPTransport {
                     let (data, truncated) = try readStart(of: temporary, limit: errorBodyLimit)
                     return HTTPTransportResult(status: http.statusCode, headers: headers, body: .data(data), isBodyTruncated: truncated)
                 }
+                // URLSession cannot hash as it receives: the check reads the file once, before
+                // it replaces anything.
+                let digests = request.method == .head ? [:] : try request.bodyCheck?.verify(file: temporary, headers: headers) ?? [:]
                 try move(temporary, to: destination)
-                return HTTPTransportResult(status: http.statusCode, headers: headers, body: .file(destination))
+                return HTTPTransportResult(status: http.statusCode, headers: headers, body: .file(destination), bodyDigests: digests)
             }
             let data: Data
             let response: URLResponse
@@ -93,7 +96,12 @@ public final class URLSessionTransport: HTTPTransport {
                 throw BuckiaError(.unsupported, "A ranged file body reached URLSession unconverted.", operation: "upload")
             }
             let http = try httpResponse(response, request)
-            return HTTPTransportResult(status: http.statusCode, headers: HTTPHeaders(responseFields: http.allHeaderFields), body: .data(data))
+            let headers = HTTPHeaders(responseFields: http.allHeaderFields)
+            var digests: [HashAlgorithm: Digest] = [:]
+            if (200...299).contains(http.statusCode), request.method != .head, let check = request.bodyCheck {
+                digests = try check.verify(data, headers: headers)
+            }
+            return HTTPTransportResult(status: http.statusCode, headers: headers, body: .data(data), bodyDigests: digests)
         } catch let error as URLError {
             // The URLError itself is dropped: its description and userInfo hold the unredacted URL.
             throw HTTPTransportError(code: error.code)

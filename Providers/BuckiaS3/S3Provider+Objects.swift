@@ -144,35 +144,25 @@ extension S3Provider {
             guard let file = try await stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "download") }
             return DownloadResult(file: file, localURL: localURL)
         }
-        var file: RemoteFile?
-        // Bytes that do not match the object's MD5 were damaged on the way: fetch them again
-        // (twice more at most) before giving up.
-        for attempt in 1...3 where file == nil {
-            let response: HTTPResponse
-            do {
-                let headers = readHeaders(options)
-                response = try await client.download(to: localURL) { _ in self.request(.get, key: remotePath, headers: headers) }
-            } catch {
-                throw readError(error, key: remotePath, operation: "download")
+        // A whole object is checked against the MD5 S3 declares for it while it arrives
+        // (metadata or a single-part ETag): damaged bytes are retried and never reach
+        // `localURL`, which keeps its old content until a verified body replaces it.
+        let check = options.range == nil ? bodyCheck() : nil
+        let response: HTTPResponse
+        do {
+            let headers = readHeaders(options)
+            response = try await client.download(to: localURL) { _ in
+                var request = self.request(.get, key: remotePath, headers: headers)
+                request.bodyCheck = check
+                return request
             }
-            var described = remoteFile(remotePath, response)
-            if response.status == 206, let total = response.header("Content-Range")?.split(separator: "/").last.flatMap({ Int64($0) }) {
-                described.size = total
-            }
-            if options.range == nil, let expected = described.checksums[.md5] {
-                let actual = try Hashing.digests(ofFile: localURL, [.md5])[.md5]?.hex
-                guard actual == expected else {
-                    try? FileManager.default.removeItem(at: localURL)
-                    if attempt < 3 { continue }
-                    throw BuckiaError(
-                        .checksumMismatch,
-                        "The downloaded bytes did not match the object's MD5 in three tries; the partial file was removed. Check the network, or whether the object's md5chksum metadata is wrong.",
-                        operation: "download", path: remotePath.rawValue)
-                }
-            }
-            file = described
+        } catch {
+            throw readError(error, key: remotePath, operation: "download")
         }
-        guard let file else { throw BuckiaError.notFound(remotePath, operation: "download") }
+        var file = remoteFile(remotePath, response)
+        if response.status == 206, let total = response.header("Content-Range")?.split(separator: "/").last.flatMap({ Int64($0) }) {
+            file.size = total
+        }
         if let modified = file.effectiveModificationDate {
             try? FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: localURL.path)
         }
@@ -183,8 +173,10 @@ extension S3Provider {
         if let range = options.range, range.upperBound <= range.lowerBound { return Data() }
         // 416: the range starts past the end of the object, which reads as no bytes.
         do {
+            // A whole object is checked against its declared MD5 as it arrives, like a download.
             let response = try await send(
-                .get, key: remotePath, headers: readHeaders(options), accepts: .successfulAnd([416]), operation: "read")
+                .get, key: remotePath, headers: readHeaders(options), accepts: .successfulAnd([416]), operation: "read",
+                bodyCheck: options.range == nil ? bodyCheck() : nil)
             return response.status == 416 ? Data() : response.data
         } catch {
             throw readError(error, key: remotePath, operation: "read")
@@ -255,17 +247,33 @@ extension S3Provider {
     }
 
     /// What a HEAD or GET response says about an object.
+    /// The check of a whole object's body against the MD5 its headers declare, as
+    /// ``remoteFile(_:_:)`` reads it.
+    func bodyCheck() -> HTTPBodyCheck {
+        HTTPBodyCheck { [self] headers in
+            guard let hex = declaredMD5(headers), let bytes = Hex.decode(hex) else { return [:] }
+            return [.md5: Digest(bytes: bytes)]
+        }
+    }
+
+    /// The MD5 S3's headers declare for the object: rclone's `md5chksum` metadata, Buckia's
+    /// older `md5` metadata, or a single-part ETag where ETags are MD5s.
+    func declaredMD5(_ headers: HTTPHeaders) -> String? {
+        if let md5 = headers["x-amz-meta-md5chksum"].flatMap({ Data(base64Encoded: $0) }), md5.count == 16 {
+            return Hex.encode(md5)
+        } else if let md5 = headers["x-amz-meta-md5"], md5.count == 32, Hex.decode(md5) != nil {
+            return md5.lowercased()  // written by Buckia before it followed rclone
+        } else if let md5 = etagMD5(headers["ETag"]), !["aws:kms", "aws:kms:dsse"].contains(headers["x-amz-server-side-encryption"] ?? ""),
+                  headers["x-amz-server-side-encryption-customer-algorithm"] == nil
+        {
+            return md5
+        }
+        return nil
+    }
+
     func remoteFile(_ key: ObjectKey, _ response: HTTPResponse) -> RemoteFile {
         var checksums: [ChecksumAlgorithm: String] = [:]
-        if let md5 = response.header("x-amz-meta-md5chksum").flatMap({ Data(base64Encoded: $0) }), md5.count == 16 {
-            checksums[.md5] = Hex.encode(md5)
-        } else if let md5 = response.header("x-amz-meta-md5"), md5.count == 32, Hex.decode(md5) != nil {
-            checksums[.md5] = md5.lowercased()  // written by Buckia before it followed rclone
-        } else if let md5 = etagMD5(response.etag), !["aws:kms", "aws:kms:dsse"].contains(response.header("x-amz-server-side-encryption") ?? ""),
-                  response.header("x-amz-server-side-encryption-customer-algorithm") == nil
-        {
-            checksums[.md5] = md5
-        }
+        if let md5 = declaredMD5(response.headers) { checksums[.md5] = md5 }
         var metadata: [String: String] = [:]
         for field in response.headers {
             let name = field.name.lowercased()

@@ -127,16 +127,19 @@ public struct S3Provider: StorageProviderPlugin {
     func send(
         _ method: HTTPRequest.Method, key: ObjectKey? = nil, query: [(String, String)] = [], headers: [String: String] = [:],
         body: HTTPRequest.Body = .none, payloadHash: String = SigV4Signer.emptyPayloadHash, accepts: HTTPRequest.AcceptedStatuses = .successful,
-        operation: String, retriesDigestMismatch: Bool = true, check: (@Sendable (HTTPResponse) throws -> Void)? = nil
+        operation: String, retriesDigestMismatch: Bool = true, bodyCheck: HTTPBodyCheck? = nil,
+        check: (@Sendable (HTTPResponse) throws -> Void)? = nil
     ) async throws -> HTTPResponse {
         do {
             return try await client.send(interpret: { response in
                 try check?(response)
                 return response
             }) { _ in
-                self.request(
+                var request = self.request(
                     method, key: key, query: query, headers: headers, body: body, payloadHash: payloadHash, accepts: accepts,
                     retriesDigestMismatch: retriesDigestMismatch)
+                request.bodyCheck = bodyCheck
+                return request
             }
         } catch {
             throw BuckiaError.wrapping(error, operation: operation, path: key?.rawValue)

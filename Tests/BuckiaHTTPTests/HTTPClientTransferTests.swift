@@ -45,6 +45,42 @@ struct HTTPClientTransferTests {
         }
     }
 
+    @Test("A body check passes a whole body with its digests, and refuses a damaged one before it reaches the destination", arguments: [
+        HTTPClient.TransportKind.libcurl, .urlSession,
+    ])
+    func bodyCheck(_ kind: HTTPClient.TransportKind) async throws {
+        try await withTestServer { server in
+            let size = 1_000_003
+            let expected = try Hashing.digest(patternBytes(count: size), .sha256)
+            let sleeps = SleepRecorder()
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 2), transport: kind))
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-check-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let destination = folder.appendingPathComponent("body.bin")
+            func request(claiming digest: Digest) throws -> HTTPRequest {
+                var request = HTTPRequest(.get, try server.url("/download?size=\(size)"))
+                request.bodyCheck = HTTPBodyCheck { _ in [.sha256: digest] }
+                return request
+            }
+            // Whole: delivered, with the digest the transport computed on the way.
+            let good = try await client.download(request(claiming: expected), to: destination)
+            #expect(good.bodyDigests[.sha256] == expected)
+            #expect(try Hashing.digest(Data(contentsOf: destination), .sha256) == expected)
+            let inMemory = try await client.send(request(claiming: expected))
+            #expect(inMemory.bodyDigests[.sha256] == expected && inMemory.data.count == size)
+            // Claimed otherwise (as if damaged on the way): retried, then refused, and the
+            // destination still holds the good copy.
+            let wrong = Digest(bytes: Array(repeating: 0, count: 32))
+            let error = await #expect(throws: BuckiaError.self) { try await client.download(request(claiming: wrong), to: destination) }
+            #expect(error?.code == .checksumMismatch)
+            #expect(sleeps.recorded.count == 1, "a mismatch is retried")
+            #expect(try Hashing.digest(Data(contentsOf: destination), .sha256) == expected)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["body.bin"], "no temporary left")
+            await #expect(throws: BuckiaError.self) { try await client.send(request(claiming: wrong)) }
+        }
+    }
+
     @Test("A file range past the end of the file is refused before anything is sent (libcurl)")
     func fileRangePastEnd() async throws {
         try await TemporaryFile.with(data: Data(count: 10)) { file in

@@ -68,6 +68,35 @@ struct RetryPolicyTests {
     }
 }
 
+@Suite("HTTP dates")
+struct HTTPDateTests {
+    /// What Foundation's formatter makes of an IMF-fixdate, the reference for the hand parser.
+    static func reference(_ seconds: Int64) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+
+    @Test("IMF-fixdates parse to the instant Foundation formats them from", arguments: [
+        0, 784_111_777, 951_782_400, 951_868_799, 1_709_164_800, 2_147_483_647, 4_102_444_800, 253_402_300_799, -2_203_891_200, -1,
+    ] as [Int64])
+    func imfFixdate(_ seconds: Int64) {
+        let text = Self.reference(seconds)
+        #expect(RetryAfter.httpDate(text) == Date(timeIntervalSince1970: TimeInterval(seconds)), "\(text)")
+    }
+
+    @Test("Impossible dates in the IMF shape are refused, not rolled over", arguments: [
+        "Fri, 30 Feb 2024 00:00:00 GMT", "Thu, 29 Feb 1900 00:00:00 GMT", "Sun, 31 Apr 2024 00:00:00 GMT", "Sun, 06 Nov 1994 24:00:00 GMT",
+        "Sun, 06 Nov 1994 08:60:00 GMT", "Sun, 00 Nov 1994 08:49:37 GMT", "Sun, 06 Nox 1994 08:49:37 GMT",
+        "Xyz, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 19a4 08:49:37 GMT",
+    ])
+    func impossible(_ text: String) {
+        #expect(RetryAfter.httpDate(text) == nil)
+    }
+}
+
 @Suite("HTTPHeaders")
 struct HTTPHeadersTests {
     @Test("Names match ignoring ASCII letter case only", arguments: [

@@ -100,7 +100,7 @@ struct S3RetryTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).count == 1)
     }
 
-    @Test("A download whose bytes do not match the MD5 is fetched again; three bad ones fail as checksumMismatch")
+    @Test("A download whose bytes do not match the MD5 is fetched again; when every attempt is bad the old file stays as it was")
     func downloadRetriesMismatch() async throws {
         let md5 = Data(try Hashing.digest(Data("good".utf8), .md5).bytes).base64EncodedString()
         let target = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-retry-\(UUID().uuidString)")
@@ -110,10 +110,21 @@ struct S3RetryTests {
         ])
         try await provider(flaky).downloadFile(remotePath: "a", localURL: target)
         #expect(try Data(contentsOf: target) == Data("good".utf8))
-        let broken = ScriptedTransport(Array(repeating: .status(200, body: "bad!", headers: ["x-amz-meta-md5chksum": md5]), count: 3))
+        // Every attempt damaged: checksumMismatch, and the file already there is untouched
+        // (the damaged bytes never replaced it, not even for a moment).
+        try Data("previous".utf8).write(to: target)
+        let broken = ScriptedTransport(Array(repeating: .status(200, body: "bad!", headers: ["x-amz-meta-md5chksum": md5]), count: 4))
         let error = await #expect(throws: BuckiaError.self) { try await provider(broken).downloadFile(remotePath: "a", localURL: target) }
         #expect(error?.code == .checksumMismatch)
-        #expect(broken.sent.withLock { $0.count } == 3)
+        #expect(error?.message.contains("discarded") == true, "\(error?.message ?? "")")
+        #expect(broken.sent.withLock { $0.count } == 4)
+        #expect(try Data(contentsOf: target) == Data("previous".utf8))
+        // readData is checked the same way.
+        let read = ScriptedTransport([
+            .status(200, body: "bad!", headers: ["x-amz-meta-md5chksum": md5]), .status(200, body: "good", headers: ["x-amz-meta-md5chksum": md5]),
+        ])
+        #expect(try await provider(read).readData(remotePath: "a") == Data("good".utf8))
+        #expect(read.sent.withLock { $0.count } == 2)
     }
 
     @Test("A BadDigest for an MD5 computed here is sent again; for the caller's MD5 it is final")

@@ -29,11 +29,15 @@ public final class ScriptedTransport: HTTPTransport {
         case .status(let status, let body, let extra):
             let body = Data(body.utf8)
             let headers = HTTPHeaders([("Content-Length", String(body.count))] + extra.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+            var digests: [HashAlgorithm: Digest] = [:]
+            if (200...299).contains(status), request.method != .head, let check = request.bodyCheck {
+                digests = try check.verify(body, headers: headers)  // as a transport must: before delivery
+            }
             if let destination, (200...299).contains(status) {
                 try body.write(to: destination)
-                return HTTPTransportResult(status: status, headers: headers, body: .file(destination))
+                return HTTPTransportResult(status: status, headers: headers, body: .file(destination), bodyDigests: digests)
             }
-            return HTTPTransportResult(status: status, headers: headers, body: .data(body))
+            return HTTPTransportResult(status: status, headers: headers, body: .data(body), bodyDigests: digests)
         case .failure(let code):
             throw HTTPTransportError(code: code)
         }

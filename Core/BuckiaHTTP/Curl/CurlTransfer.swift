@@ -34,6 +34,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var stallLimit: Duration = .seconds(60)
     private var lastMoved: (bytes: Int64, at: ContinuousClock.Instant)?
     private var stalled = false
+    /// The body check's expected digests and the running hash, set at the first body byte.
+    private var check: (expected: [HashAlgorithm: Digest], digests: DigestSet?)?
     private var continuation: CheckedContinuation<HTTPTransportResult, any Error>?
 
     var isCancelled: Bool { cancelled.withLock { $0 } }
@@ -100,7 +102,7 @@ final class CurlTransfer: @unchecked Sendable {
         _ = buckia_curl_set_long(easy, CURLOPT_NOPROGRESS, 0)
         _ = buckia_curl_set_progress_callback(easy, curlProgress)
         _ = buckia_curl_set_pointer(easy, CURLOPT_XFERINFODATA, context)
-        _ = buckia_curl_set_long(easy, CURLOPT_BUFFERSIZE, 256 * 1024)
+        _ = buckia_curl_set_long(easy, CURLOPT_BUFFERSIZE, 128 * 1024)
         _ = buckia_curl_set_long(easy, CURLOPT_UPLOAD_BUFFERSIZE, 256 * 1024)
         if let caFile = settings.caFile { _ = buckia_curl_set_string(easy, CURLOPT_CAINFO, caFile) }
         _ = buckia_curl_set_data_callback(easy, CURLOPT_HEADERFUNCTION, curlHeader)
@@ -178,7 +180,22 @@ final class CurlTransfer: @unchecked Sendable {
         return line.count
     }
 
+    /// Starts the body check once the headers are complete (at the first body byte, or at the
+    /// end for an empty body).
+    private func startCheck() throws {
+        guard check == nil, let bodyCheck = request.bodyCheck, (200...299).contains(status), request.method != .head else { return }
+        let expected = bodyCheck.expected(headers)
+        check = (expected, expected.isEmpty ? nil : try DigestSet(expected.keys))
+    }
+
     fileprivate func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        do {
+            try startCheck()
+        } catch {
+            localError = error
+            return 0
+        }
+        check?.digests?.update(bytes)
         if let destination, (200...299).contains(status) {
             do {
                 if output == nil {
@@ -271,8 +288,22 @@ final class CurlTransfer: @unchecked Sendable {
             let reason: URLError.Code = isCancelled ? .cancelled : stalled ? .timedOut : CurlTransfer.urlErrorCode(code)
             return .failure(HTTPTransportError(code: reason))
         }
+        // The body check, before anything is delivered: a damaged body never reaches the
+        // destination.
+        var digests: [HashAlgorithm: Digest] = [:]
+        do {
+            try startCheck()
+            if let check, let running = check.digests {
+                digests = running.finalize()
+                try HTTPBodyCheck.compare(expected: check.expected, actual: digests)
+            }
+        } catch {
+            discardOutput()
+            return .failure(error)
+        }
         guard let destination, (200...299).contains(status) else {
-            return .success(HTTPTransportResult(status: status, headers: headers, body: .data(memory), isBodyTruncated: truncated))
+            return .success(
+                HTTPTransportResult(status: status, headers: headers, body: .data(memory), isBodyTruncated: truncated, bodyDigests: digests))
         }
         do {
             if output == nil {  // an empty 2xx body is still a file
@@ -285,7 +316,7 @@ final class CurlTransfer: @unchecked Sendable {
             try output.folder.move(output.name, to: output.folder, as: destination.lastPathComponent)
             Temporaries.unregister(output.file.path)
             self.output = nil
-            return .success(HTTPTransportResult(status: status, headers: headers, body: .file(destination)))
+            return .success(HTTPTransportResult(status: status, headers: headers, body: .file(destination), bodyDigests: digests))
         } catch {
             discardOutput()
             return .failure(error)

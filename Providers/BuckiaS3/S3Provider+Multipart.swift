@@ -23,7 +23,8 @@ extension S3Provider {
     /// aborted on the server when the next multipart upload to the same bucket starts, so
     /// killed and failed uploads do not keep their parts (and their cost) forever.
     func multipartUpload(
-        _ localURL: URL, key: ObjectKey, size: Int64, fileModified: Date, md5: Digest, verify: Bool, options: UploadOptions
+        _ localURL: URL, key: ObjectKey, size: Int64, fileModified: Date, md5: Digest, verify: Bool, partMD5s: [Int: Digest] = [:],
+        options: UploadOptions
     ) async throws -> RemoteFile {
         let modified = options.modificationDate ?? now()
         let partSize = settings.partSize(forFileOf: size)
@@ -67,8 +68,8 @@ extension S3Provider {
             try await forEachConcurrently(Array(1...max(1, partCount)), width: settings.concurrency) { number in
                 do {
                     try await self.sendPart(
-                        number, of: key, uploadId: uploadId, localURL: localURL, reader: reader, size: size, existing: held[number], etags: etags, order: order,
-                        whole: whole)
+                        number, of: key, uploadId: uploadId, localURL: localURL, reader: reader, size: size, existing: held[number],
+                        known: partMD5s[number], etags: etags, order: order, whole: whole)
                 } catch {
                     await order?.abandon(because: error)
                     throw error
@@ -139,11 +140,21 @@ extension S3Provider {
     /// in part order and feeds `whole`.
     private func sendPart(
         _ number: Int, of key: ObjectKey, uploadId: String, localURL: URL, reader: FileReader, size: Int64, existing: String?,
-        etags: Locked<[Int: String]>,
+        known: Digest?, etags: Locked<[Int: String]>,
         order: PartTurnstile?, whole: Locked<DigestHasher?>
     ) async throws {
         let start = Int64(number - 1) * settings.partSize(forFileOf: size)
         let range = start..<(start + partLength(number, size: size))
+        if let known {
+            // Hashed in the one pass that made the whole-file MD5: the part is read only by
+            // the transport, straight from the file.
+            if "\"\(known.hex)\"" == existing {
+                etags.withLock { $0[number] = existing ?? "" }
+                return
+            }
+            try await putPart(number, of: key, uploadId: uploadId, localURL: localURL, range: range, md5: known, etags: etags)
+            return
+        }
         try await order?.enter(number)
         let feed: (UnsafeRawBufferPointer) -> Void = { chunk in whole.withLock { $0?.update(chunk) } }
         if let existing {
@@ -169,9 +180,19 @@ extension S3Provider {
             if existing == nil { feed(chunk) }
         }
         await order?.leave(number)
+        guard let md5 = digests.finalize()[.md5] else {
+            throw BuckiaError(.io, "Part \(number) could not be hashed.", operation: "upload part", path: key.rawValue)
+        }
+        try await putPart(number, of: key, uploadId: uploadId, localURL: localURL, range: range, md5: md5, etags: etags)
+    }
+
+    /// UploadPart of `range`, read in place by the transport, with its `Content-MD5`.
+    private func putPart(
+        _ number: Int, of key: ObjectKey, uploadId: String, localURL: URL, range: Range<Int64>, md5: Digest, etags: Locked<[Int: String]>
+    ) async throws {
         let response = try await send(
             .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
-            headers: ["content-md5": digests.finalize()[.md5]?.base64 ?? ""], body: .fileRange(localURL, range),
+            headers: ["content-md5": md5.base64], body: .fileRange(localURL, range),
             payloadHash: SigV4Signer.unsignedPayload, operation: "upload part")
         guard let etag = response.etag else {
             throw BuckiaError(.corrupt, "S3 accepted part \(number) but returned no ETag.", operation: "upload part", path: key.rawValue)
@@ -284,5 +305,30 @@ actor PartTurnstile {
         if failure == nil { failure = error }
         for continuation in waiting.values { continuation.resume(throwing: failure ?? error) }
         waiting.removeAll()
+    }
+}
+
+extension S3Provider {
+    /// The whole file's MD5 and each part's, in one pass over the file: the first for the
+    /// `md5chksum` metadata that must go with CreateMultipartUpload, the others for each
+    /// part's `Content-MD5`, so no part is read again before it is sent.
+    func wholeAndPartMD5s(_ reader: FileReader, size: Int64) throws -> (whole: Digest, parts: [Int: Digest]) {
+        let partSize = settings.partSize(forFileOf: size)
+        let whole = try DigestHasher(.md5)
+        var parts: [Int: Digest] = [:]
+        var start: Int64 = 0
+        var number = 1
+        repeat {
+            let end = min(size, start + partSize)
+            let part = try DigestHasher(.md5)
+            try reader.forEachChunk(in: start..<end) { chunk in
+                whole.update(chunk)
+                part.update(chunk)
+            }
+            parts[number] = part.finalize()
+            start = end
+            number += 1
+        } while start < size
+        return (whole.finalize(), parts)
     }
 }

@@ -16,15 +16,18 @@ extension S3Provider {
         var md5 = try S3Provider.knownDigest(options, .md5)
         let md5Given = md5 != nil
         var sha256 = try S3Provider.knownDigest(options, .sha256)
+        var partMD5s: [Int: Digest] = [:]
         do {
             let reader = try FileReader(localURL)
             (size, modified) = try reader.status()
             // With a known MD5 the file is read once, by the transfer itself. Otherwise one
             // streaming pass computes the MD5 for Content-MD5 and metadata, and the SHA-256 that
-            // signs a single PUT (each part of a multipart upload is hashed on its own).
-            if md5 == nil {
-                let multipart = size >= settings.multipartThreshold
-                let digests = try reader.digests(of: 0..<size, multipart || sha256 != nil ? [.md5] : [.md5, .sha256])
+            // signs a single PUT, or, for a multipart upload, every part's MD5 besides.
+            if md5 == nil, size >= settings.multipartThreshold {
+                let hashed = try wholeAndPartMD5s(reader, size: size)
+                (md5, partMD5s) = (hashed.whole, hashed.parts)
+            } else if md5 == nil {
+                let digests = try reader.digests(of: 0..<size, sha256 != nil ? [.md5] : [.md5, .sha256])
                 md5 = digests[.md5]
                 sha256 = sha256 ?? digests[.sha256]
             }
@@ -35,7 +38,7 @@ extension S3Provider {
         options.modificationDate = options.modificationDate ?? modified
         if size >= settings.multipartThreshold, let md5 {
             return try await multipartUpload(
-                localURL, key: remotePath, size: size, fileModified: modified, md5: md5, verify: md5Given, options: options)
+                localURL, key: remotePath, size: size, fileModified: modified, md5: md5, verify: md5Given, partMD5s: partMD5s, options: options)
         }
         return try await putObject(remotePath, body: .file(localURL), size: size, md5: md5, sha256: sha256, options: options)
     }

@@ -7,16 +7,17 @@ public enum SigV4Canonical {
 
     /// Percent-encodes every byte but the unreserved ones (and `/` when `keepSlash`).
     public static func encode(_ text: String, keepSlash: Bool = false) -> String {
-        var output = ""
+        let hex = Array("0123456789ABCDEF".utf8)
+        var output: [UInt8] = []
         output.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
             if unreserved.contains(byte) || (keepSlash && byte == UInt8(ascii: "/")) {
-                output.unicodeScalars.append(Unicode.Scalar(byte))
+                output.append(byte)
             } else {
-                output += String(format: "%%%02X", byte)
+                output += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
             }
         }
-        return output
+        return String(decoding: output, as: UTF8.self)
     }
 
     /// Decodes `%XX` escapes; a malformed escape is kept as written. `+` stays `+`.

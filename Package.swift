@@ -79,7 +79,7 @@ let package = Package(
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore"], path: "Tools/BuckiaConformance"),
         .executableTarget(
             name: "BuckiaCLI", dependencies: ["Buckia", "BuckiaConformance", "CLinux"], path: "Tools/BuckiaCLI"),
-        .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
+        .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaTestSupport", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
 
         // MARK: Tests
         .target(

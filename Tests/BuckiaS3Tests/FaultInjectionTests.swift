@@ -69,6 +69,37 @@ struct FaultInjectionTests {
         #expect(stats.faults.count >= 7, "\(stats)")
     }
 
+    /// As curl: `http_proxy` is honoured for http URLs, upper-case `HTTP_PROXY` is not (CGI
+    /// servers set it from a request header — "httpoxy"), `https_proxy` / `HTTPS_PROXY` serve
+    /// https URLs, and `NO_PROXY` names hosts that bypass the proxy.
+    @Test("Proxy variables are honoured as curl honours them, and NO_PROXY bypasses them (libcurl)", arguments: [
+        (["http_proxy"], true), (["HTTP_PROXY"], false), (["http_proxy", "NO_PROXY"], false), (["http_proxy", "no_proxy"], false),
+    ])
+    func proxyEnvironment(_ variables: [String], _ proxied: Bool) async throws {
+        let (_, server, bucket) = try await makeS3Provider(auth: false)
+        let proxy = try FaultProxy.start(upstream: server.endpoint, rate: 0, seed: 1)
+        defer { proxy.stop() }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-proxy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let file = work.appendingPathComponent("hello.txt")
+        try Data("through the proxy\n".utf8).write(to: file)
+        // The endpoint is a port nothing listens on: only a proxy can carry the request.
+        var environment = [
+            "HOME": work.path, "PATH": "/usr/bin:/bin", "BUCKIA_REMOTE_P_PROVIDER": "s3", "BUCKIA_REMOTE_P_BUCKET": bucket,
+            "BUCKIA_REMOTE_P_ENDPOINT": "http://127.0.0.1:9", "BUCKIA_REMOTE_P_CREDENTIAL_ACCESS_KEY_ID": server.accessKeyId,
+            "BUCKIA_REMOTE_P_CREDENTIAL_SECRET_ACCESS_KEY": server.secretAccessKey.exposedValue, "BUCKIA_REMOTE_P_MAX_ATTEMPTS": "1",
+            "BUCKIA_HTTP_TRANSPORT": "libcurl",
+        ]
+        for variable in variables {
+            environment[variable] = variable.lowercased() == "no_proxy" ? "127.0.0.1" : proxy.endpoint.absoluteString
+        }
+        let run = try Self.runBounded(["cp", file.path, "p:hello.txt"], environment: environment, log: work.appendingPathComponent("run.log"), bound: .seconds(60))
+        #expect(!run.signalled)
+        #expect((run.status == 0) == proxied, "\(variables): exit \(run.status)")
+        #expect((try await proxy.stats().requests > 0) == proxied, "\(variables)")
+    }
+
     /// How a copy got to exit 0: the runs it took, the exit status of each, and the retries
     /// its HTTP log reported.
     struct Convergence: CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Buckia
+import BuckiaTestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -36,7 +37,7 @@ struct HTTPBench {
     func run() async throws -> String {
         let work = try makeWorkFolder()
         defer { try? FileManager.default.removeItem(at: work) }
-        let server = try NginxServer.start(in: work)
+        let server = try NginxServer.start(in: work, tuned: true)
         defer { server.stop() }
         let base = "http://127.0.0.1:\(server.port)"
 
@@ -275,117 +276,5 @@ enum CPU {
         getrusage(who, &usage)
         return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
             + Double(usage.ru_stime.tv_usec) / 1e6
-    }
-}
-
-/// Debian's nginx, run in the foreground from a private prefix with WebDAV PUT enabled.
-struct NginxServer {
-    let process: Process
-    let port: Int
-
-    static func version() -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-v"]
-        let pipe = Pipe()
-        process.standardError = pipe
-        guard (try? process.run()) != nil else { return "?" }
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return text.split(separator: "/").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? "?"
-    }
-
-    static func start(in work: URL) throws -> NginxServer {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
-            throw BuckiaError(.notFound, "nginx is not installed; `apt-get install -y nginx-light` (Tools/bench-http.sh does).")
-        }
-        let port = try freePort()
-        let tmp = work.appendingPathComponent("tmp").path
-        let user = geteuid() == 0 ? "user root;\n" : ""
-        let config = """
-            \(user)daemon off;
-            worker_processes 2;
-            pid \(work.appendingPathComponent("nginx.pid").path);
-            error_log \(work.appendingPathComponent("error.log").path) error;
-            events { worker_connections 1024; }
-            http {
-                access_log off;
-                sendfile on;
-                tcp_nopush on;
-                keepalive_requests 1000000;
-                keepalive_timeout 60;
-                client_max_body_size 0;
-                client_body_buffer_size 1m;
-                client_body_temp_path \(tmp)/body;
-                proxy_temp_path \(tmp)/proxy;
-                fastcgi_temp_path \(tmp)/fastcgi;
-                uwsgi_temp_path \(tmp)/uwsgi;
-                scgi_temp_path \(tmp)/scgi;
-                server {
-                    listen 127.0.0.1:\(port);
-                    root \(work.appendingPathComponent("data").path);
-                    location / {
-                        dav_methods PUT DELETE;
-                        create_full_put_path on;
-                    }
-                }
-            }
-            """
-        let file = work.appendingPathComponent("conf/nginx.conf")
-        try Data(config.utf8).write(to: file)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-p", work.path, "-c", file.path, "-e", work.appendingPathComponent("error.log").path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let server = NginxServer(process: process, port: port)
-        for _ in 0..<100 {
-            if canConnect(port) { return server }
-            guard process.isRunning else { break }
-            usleep(50_000)
-        }
-        server.stop()
-        let log = (try? String(contentsOf: work.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
-        throw BuckiaError(.io, "nginx did not start on port \(port): \(log.suffix(400))")
-    }
-
-    func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGQUIT)
-            process.waitUntilExit()
-        }
-    }
-
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw BuckiaError(.io, "socket() failed.") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw BuckiaError(.io, "bind() failed.") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    private static func canConnect(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
     }
 }

@@ -92,6 +92,10 @@ final class CurlTransfer: @unchecked Sendable {
         _ = buckia_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0)
         _ = buckia_curl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         _ = buckia_curl_set_long(easy, CURLOPT_TCP_NODELAY, 1)
+        // HTTP/2 where TLS negotiates it (libcurl's default for https); a new transfer waits for
+        // a connection being set up rather than opening another, so concurrent requests to an
+        // HTTP/2 server share one connection.
+        _ = buckia_curl_set_long(easy, CURLOPT_PIPEWAIT, 1)
         _ = buckia_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeout.wholeMilliseconds)
         // Stall detection instead of a whole-request timeout: no byte moving either way for the
         // timeout's length (waiting for the first byte included) abandons the transfer, however

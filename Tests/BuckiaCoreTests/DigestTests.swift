@@ -77,6 +77,16 @@ struct DigestTests {
         #expect(Hashing.sha256Hex(vector.input) == vector.digest)
     }
 
+    /// RFC 3720 (iSCSI) B.4's CRC-32C examples, as the 4 big-endian bytes S3's
+    /// `x-amz-checksum-crc32c` carries.
+    @Test("CRC-32C digests match RFC 3720's examples", arguments: [
+        ([UInt8](repeating: 0, count: 32), "8a9136aa"), ([UInt8](repeating: 0xFF, count: 32), "62a8ab43"),
+        (Array(0..<32) as [UInt8], "46dd794e"), (Array((0..<32).reversed()) as [UInt8], "113fdb5c"), (Array("123456789".utf8), "e3069283"),
+    ])
+    func crc32c(_ input: [UInt8], _ expected: String) throws {
+        #expect(try Hashing.digest(input, .crc32c).hex == expected)
+    }
+
     @Test(
         "Streaming in odd-sized pieces gives the one-shot digest",
         arguments: HashAlgorithm.allCases, [1, 3, 7, 63, 64, 65, 1000, 65_537])

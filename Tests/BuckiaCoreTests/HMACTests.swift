@@ -68,9 +68,15 @@ struct HMACTests {
     ]
 
     @Test("HMAC-MD5 and HMAC-SHA1 match RFC 2202", arguments: rfc2202)
-    func matchesRFC2202(algorithm: HashAlgorithm, vector: MACVector) {
-        let mac = HMAC.authenticationCode(algorithm, key: bytes(hex: vector.key), message: bytes(hex: vector.data))
+    func matchesRFC2202(algorithm: HashAlgorithm, vector: MACVector) throws {
+        let mac = try HMAC.authenticationCode(algorithm, key: bytes(hex: vector.key), message: bytes(hex: vector.data))
         #expect(mac.hex == vector.mac)
+    }
+
+    @Test("HMAC over a checksum is refused, not computed")
+    func crcIsNotAHash() {
+        let error = #expect(throws: BuckiaError.self) { try HMAC.authenticationCode(.crc32c, key: [1], message: [2]) }
+        #expect(error?.code == .unsupported)
     }
 
     // Wikipedia's "HMAC" article examples; the empty key and message exercise the

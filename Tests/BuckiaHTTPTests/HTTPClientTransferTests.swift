@@ -66,6 +66,11 @@ struct HTTPClientTransferTests {
             // Whole: delivered, with the digest the transport computed on the way.
             let good = try await client.download(request(claiming: expected), to: destination)
             #expect(good.bodyDigests[.sha256] == expected)
+            // Every algorithm a provider may ask for, computed in the same pass.
+            let all = try Hashing.digests(ofFile: destination, HashAlgorithm.allCases)
+            var every = HTTPRequest(.get, try server.url("/download?size=\(size)"))
+            every.bodyCheck = HTTPBodyCheck { _ in all }
+            #expect(try await client.send(every).bodyDigests == all)
             #expect(try Hashing.digest(Data(contentsOf: destination), .sha256) == expected)
             let inMemory = try await client.send(request(claiming: expected))
             #expect(inMemory.bodyDigests[.sha256] == expected && inMemory.data.count == size)

@@ -1,9 +1,11 @@
 import COpenSSL
 import Foundation
 
-/// A hash function Buckia computes locally through OpenSSL's libcrypto.
+/// A hash function Buckia computes locally: MD5 and the SHAs through OpenSSL's libcrypto,
+/// CRC-32C with the processor's CRC instruction (the checksum S3's `x-amz-checksum-crc32c` and
+/// Google Cloud Storage use; a digest of its 4 bytes, big-endian).
 public enum HashAlgorithm: String, Sendable, CaseIterable, Codable {
-    case md5, sha1, sha256
+    case md5, sha1, sha256, crc32c
 
     /// The digest length in bytes.
     public var byteCount: Int {
@@ -11,14 +13,17 @@ public enum HashAlgorithm: String, Sendable, CaseIterable, Codable {
         case .md5: 16
         case .sha1: 20
         case .sha256: 32
+        case .crc32c: 4
         }
     }
 
-    var evp: OpaquePointer {
+    /// OpenSSL's implementation, or nil for CRC-32C, which is not a libcrypto digest.
+    var evp: OpaquePointer? {
         switch self {
         case .md5: EVP_md5()
         case .sha1: EVP_sha1()
         case .sha256: EVP_sha256()
+        case .crc32c: nil
         }
     }
 }
@@ -49,7 +54,11 @@ public struct Digest: Hashable, Sendable, CustomStringConvertible {
 public final class DigestHasher {
     /// The algorithm in use.
     public let algorithm: HashAlgorithm
-    private let context: OpaquePointer
+    private enum State {
+        case openSSL(OpaquePointer)
+        case crc32c(UInt32)
+    }
+    private var state: State
 
     /// Starts a new digest.
     ///
@@ -57,25 +66,34 @@ public final class DigestHasher {
     ///   FIPS mode) or cannot allocate a context.
     public init(_ algorithm: HashAlgorithm) throws {
         self.algorithm = algorithm
+        guard let evp = algorithm.evp else {
+            state = .crc32c(0)
+            return
+        }
         guard let context = EVP_MD_CTX_new() else {
             throw BuckiaError(.io, "OpenSSL could not allocate a \(algorithm) digest context; the process is out of memory.", operation: "hash")
         }
-        guard EVP_DigestInit_ex(context, algorithm.evp, nil) == 1 else {
+        guard EVP_DigestInit_ex(context, evp, nil) == 1 else {
             EVP_MD_CTX_free(context)
             throw BuckiaError(
                 .unsupported,
                 "OpenSSL refused to compute \(algorithm) (it does in FIPS mode for MD5); use a provider or option that does not need it.",
                 operation: "hash")
         }
-        self.context = context
+        state = .openSSL(context)
     }
 
-    deinit { EVP_MD_CTX_free(context) }
+    deinit {
+        if case .openSSL(let context) = state { EVP_MD_CTX_free(context) }
+    }
 
     /// Feeds bytes into the digest.
     public func update(_ buffer: UnsafeRawBufferPointer) {
         guard buffer.count > 0 else { return }
-        EVP_DigestUpdate(context, buffer.baseAddress, buffer.count)
+        switch state {
+        case .openSSL(let context): EVP_DigestUpdate(context, buffer.baseAddress, buffer.count)
+        case .crc32c(let crc): state = .crc32c(CRC32C.checksum(buffer, seed: crc))
+        }
     }
 
     /// Feeds bytes into the digest.
@@ -87,10 +105,15 @@ public final class DigestHasher {
 
     /// Returns the digest of everything fed so far. The hasher cannot be used afterwards.
     public func finalize() -> Digest {
-        var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        EVP_DigestFinal_ex(context, &output, &length)
-        return Digest(bytes: Array(output.prefix(Int(length))))
+        switch state {
+        case .openSSL(let context):
+            var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+            var length: UInt32 = 0
+            EVP_DigestFinal_ex(context, &output, &length)
+            return Digest(bytes: Array(output.prefix(Int(length))))
+        case .crc32c(let crc):
+            return Digest(bytes: [UInt8(truncatingIfNeeded: crc >> 24), UInt8(truncatingIfNeeded: crc >> 16), UInt8(truncatingIfNeeded: crc >> 8), UInt8(truncatingIfNeeded: crc)])
+        }
     }
 }
 

@@ -5,13 +5,23 @@ import Foundation
 public enum HMAC {
     /// HMAC-SHA256 of `message` under `key`.
     public static func sha256<Key: DataProtocol, Message: DataProtocol>(key: Key, message: Message) -> Digest {
-        authenticationCode(.sha256, key: key, message: message)
+        code(EVP_sha256(), key: key, message: message)
     }
 
     /// The MAC of `message` under `key` with the given hash function.
+    ///
+    /// - Throws: ``BuckiaError/Code/unsupported`` for CRC-32C, which is a checksum, not a
+    ///   cryptographic hash.
     public static func authenticationCode<Key: DataProtocol, Message: DataProtocol>(
         _ algorithm: HashAlgorithm, key: Key, message: Message
-    ) -> Digest {
+    ) throws -> Digest {
+        guard let evp = algorithm.evp else {
+            throw BuckiaError(.unsupported, "HMAC needs a cryptographic hash; \(algorithm.rawValue) is a checksum.", operation: "hmac")
+        }
+        return code(evp, key: key, message: message)
+    }
+
+    private static func code<Key: DataProtocol, Message: DataProtocol>(_ evp: OpaquePointer?, key: Key, message: Message) -> Digest {
         let keyBytes = Array(key)
         let messageBytes = Array(message)
         var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
@@ -19,7 +29,7 @@ public enum HMAC {
         keyBytes.withUnsafeBytes { keyBuffer in
             messageBytes.withUnsafeBytes { messageBuffer in
                 _ = COpenSSL.HMAC(
-                    algorithm.evp, keyBuffer.baseAddress, Int32(keyBuffer.count),
+                    evp, keyBuffer.baseAddress, Int32(keyBuffer.count),
                     messageBuffer.baseAddress?.assumingMemoryBound(to: UInt8.self), messageBuffer.count,
                     &output, &length)
             }

@@ -86,6 +86,33 @@ struct HTTPClientTransferTests {
         }
     }
 
+    @Test("Connections are kept alive between requests, bounded per host under load, and cookies are never sent back", arguments: [
+        HTTPClient.TransportKind.libcurl, .urlSession,
+    ])
+    func connections(_ kind: HTTPClient.TransportKind) async throws {
+        try await withOwnServer { server in
+            let client = HTTPClient(configuration: .init(maximumConnectionsPerHost: 3, retryPolicy: .none, transport: kind))
+            var ports: Set<Int> = []
+            for index in 0..<10 {
+                let echo = try json(try await client.send(HTTPRequest(.get, try server.url("/echo?set_cookie=\(index == 0 ? 1 : 0)"))))
+                ports.insert(echo["port"] as? Int ?? -1)
+                let headers = echo["headers"] as? [String: String] ?? [:]
+                #expect(headers["cookie"] == nil, "a cookie the server set came back: \(headers)")
+            }
+            #expect(ports.count == 1, "10 requests in a row used \(ports.count) connections")
+            // 24 at once, each held 0.2 s by the server: never more than 3 connections.
+            let concurrent = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<24 {
+                    group.addTask { try json(try await client.send(HTTPRequest(.get, try server.url("/echo?delay=0.2"))))["port"] as? Int ?? -1 }
+                }
+                var seen: Set<Int> = []
+                for try await port in group { seen.insert(port) }
+                return seen
+            }
+            #expect(concurrent.count <= 3 && concurrent.count >= 2, "24 concurrent requests used \(concurrent.count) connections")
+        }
+    }
+
     @Test("A file range past the end of the file is refused before anything is sent (libcurl)")
     func fileRangePastEnd() async throws {
         try await TemporaryFile.with(data: Data(count: 10)) { file in

@@ -66,6 +66,7 @@ public struct ChecksumAlgorithm: StringIdentifier {
     public static let md5: ChecksumAlgorithm = "md5"
     public static let sha1: ChecksumAlgorithm = "sha1"
     public static let sha256: ChecksumAlgorithm = "sha256"
+    public static let crc32c: ChecksumAlgorithm = "crc32c"
 
     /// The hash function that computes this checksum locally, when Buckia has one.
     public var hashAlgorithm: HashAlgorithm? { HashAlgorithm(rawValue: rawValue) }

@@ -3,8 +3,10 @@
 
 Binds 127.0.0.1 on a free port, prints the port as its first stdout line, and serves:
 
-  /echo                     any method: reads the body in chunks and returns JSON with the
-                            method, body length, sha256, path, query and request headers.
+  /echo?set_cookie=&delay=  any method: reads the body in chunks and returns JSON with the
+                            method, body length, sha256, path, query, request headers and the
+                            client's port (one per connection); `set_cookie=1` sets a cookie,
+                            `delay=S` waits S seconds (at most 2) first.
   /status/<code>?id=&fail=&retry_after=&echo_secrets=
                             responds <code>; with `fail=N`, only the first N requests for `id`
                             get <code> and later ones get 200 with JSON {attempts, length, sha256}
@@ -68,11 +70,16 @@ class Handler(BaseHTTPRequestHandler):
         length, sha256 = self.read_body()
         name = parts[0]
         if name == "echo":
+            # `port` is the client's port: one value per connection. `set_cookie=1` sets a
+            # cookie, which a client must never send back.
+            extra = {"Set-Cookie": "session=leak; Path=/"} if query.get("set_cookie") else {}
+            if "delay" in query:
+                time.sleep(min(float(query["delay"]), 2.0))
             self.reply_json(200, {
                 "method": self.command, "length": length, "sha256": sha256,
-                "path": url.path, "query": url.query,
+                "path": url.path, "query": url.query, "port": self.client_address[1],
                 "headers": {k.lower(): v for k, v in self.headers.items()},
-            })
+            }, extra)
         elif name == "status":
             self.status(int(parts[1]), query, length, sha256)
         elif name == "count":
@@ -173,8 +180,8 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(pattern_bytes(offset, length))
             offset += length
 
-    def reply_json(self, code, value):
-        self.reply(code, json.dumps(value).encode(), {"Content-Type": "application/json"})
+    def reply_json(self, code, value, extra=None):
+        self.reply(code, json.dumps(value).encode(), {"Content-Type": "application/json", **(extra or {})})
 
     def reply(self, code, body, headers=None):
         self.send_response(code)

@@ -153,7 +153,8 @@ struct LocalProviderTests {
         let key = try ObjectKey("abc.txt")
         #expect(try await fixture.provider.checksum(remotePath: key, algorithm: .sha256) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(try await fixture.provider.checksum(remotePath: key, algorithm: .md5) == "900150983cd24fb0d6963f7d28e17f72")
-        #expect(try await fixture.provider.checksum(remotePath: key, algorithm: "crc32c") == nil)
+        #expect(try await fixture.provider.checksum(remotePath: key, algorithm: .crc32c) == "364b3fb7")
+        #expect(try await fixture.provider.checksum(remotePath: key, algorithm: "blake3") == nil)
     }
 
     @Test(

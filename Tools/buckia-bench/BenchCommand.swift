@@ -8,6 +8,7 @@ enum BenchCommand {
                buckia-bench upload-reads --endpoint URL --bucket NAME [--sizes-mib N,N,…]
                buckia-bench checksums [--total-mib M] [--value-bytes B,B,…] [--repeat R]
                buckia-bench http [--big-mib M] [--small-count N] [--repeat R] [--workloads big,small] [--clients curl,libcurl,urlsession]
+               buckia-bench cancel-storm --url URL [--transport libcurl|urlSession] [--rounds N]
 
         Measures each key-value engine and, in the same run, the limits: raw SQLite C calls doing
         the same statements and raw open/write/close of one file per value. Every run uses a fresh
@@ -28,6 +29,7 @@ enum BenchCommand {
         if arguments.first == "upload-reads" { return await uploadReads(Array(arguments.dropFirst())) }
         if arguments.first == "checksums" { return checksums(Array(arguments.dropFirst())) }
         if arguments.first == "http" { return await http(Array(arguments.dropFirst())) }
+        if arguments.first == "cancel-storm" { return await CancelStorm.run(Array(arguments.dropFirst())) }
         guard arguments.first == "engines" else {
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             return arguments.first == "--help" ? 0 : 2

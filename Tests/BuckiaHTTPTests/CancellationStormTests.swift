@@ -1,0 +1,52 @@
+import BuckiaCore
+import BuckiaHTTP
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 9's URLSession deadlock, as a regression test: `buckia-bench cancel-storm` cancels task
+/// groups with 16 transfers in flight, 60 rounds, in a child process this test kills after 45 s.
+/// Over libcurl it must finish. Over URLSession it deadlocks in most runs (`URLSessionTask.cancel`
+/// waiting on the session queue, which waits on the task's lock — seen in gdb on this
+/// toolchain, Swift 6.3.1), so that case is a known issue: it is reported, not failed, and it
+/// shows the day FoundationNetworking is fixed.
+@Suite("Cancellation storm")
+struct CancellationStormTests {
+    @Test("Cancelling task groups with transfers in flight never hangs", arguments: [HTTPClient.TransportKind.libcurl, .urlSession])
+    func storm(_ kind: HTTPClient.TransportKind) async throws {
+        try await withTestServer { server in
+            let (finished, output) = try Self.runStorm(base: try server.url("/"), kind: kind, bound: 45)
+            if kind == .urlSession {
+                withKnownIssue("FoundationNetworking deadlocks when a task is cancelled with transfers in flight", isIntermittent: true) {
+                    #expect(finished && output.hasPrefix("done"), "\(output)")
+                }
+            } else {
+                #expect(finished && output.hasPrefix("done"), "the storm over libcurl did not finish within 45 s: \(output)")
+            }
+        }
+    }
+
+    /// Runs the storm; false when it had to be killed.
+    static func runStorm(base: URL, kind: HTTPClient.TransportKind, bound: Int) throws -> (Bool, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia-bench")
+        process.arguments = ["cancel-storm", "--url", base.absoluteString, "--transport", kind.rawValue]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        let ended = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in ended.signal() }
+        try process.run()
+        var finished = true
+        if ended.wait(timeout: .now() + .seconds(bound)) == .timedOut {
+            finished = false
+            kill(process.processIdentifier, SIGKILL)
+            ended.wait()
+        }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (finished && process.terminationStatus == 0, text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}

@@ -65,8 +65,8 @@ extension HTTPClient {
                     method: request.method.rawValue, url: redaction.redact(request.url), code: failure.code, attempts: attempt)
                 outcome = transport.reason
                 error = transport.buckiaError()
-                // The mapping may know more than the code (an unsupported-URL report about an
-                // http URL is a reply that was not HTTP), so a transient verdict counts too.
+                // The mapping may know more than the code (a reply that was not HTTP, however the
+                // transport reported it, is transient), so its verdict counts too.
                 retryable = failure.code != .cancelled && (policy.isRetryable(failure.code) || error.code == .transient)
             }
             let delay = retryable ? policy.delay(beforeRetry: attempt, retryAfter: error.retryAfter) : nil

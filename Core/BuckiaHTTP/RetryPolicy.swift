@@ -79,10 +79,7 @@ public struct RetryPolicy: Sendable {
     public func isRetryable(status: Int) -> Bool { retryableStatuses.contains(status) }
 
     /// Whether a transport failure with this code may succeed if sent again.
-    /// A reply that is not HTTP counts: from a server that spoke HTTP it is a fault on the way.
-    public func isRetryable(_ code: URLError.Code) -> Bool {
-        HTTPTransportFailure.transientCodes.contains(code) || code == .cannotParseResponse
-    }
+    public func isRetryable(_ code: URLError.Code) -> Bool { HTTPTransportFailure.transientCodes.contains(code) }
 
     /// The computed wait before retry number `retry` (1 for the first retry), with full jitter.
     public func backoff(retry: Int) -> Duration {

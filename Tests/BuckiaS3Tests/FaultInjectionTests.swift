@@ -66,7 +66,8 @@ struct FaultInjectionTests {
         print("\(Int(rate * 100)) % faults (seed \(seed)): up in \(up), down in \(down); proxy: \(stats)")
         // The faults were really there: about `rate` of the requests, and most kinds of them.
         #expect(Double(stats.totalFaults) >= rate * Double(stats.requests) / 2, "\(stats)")
-        #expect(stats.faults.count >= 7, "\(stats)")
+        // (Corruptions apply only to object bodies, so at 10 % a kind or two may not come up.)
+        #expect(stats.faults.count >= (rate > 0.2 ? 8 : 5), "\(stats)")
     }
 
     /// FoundationNetworking was reported to trap (`try!` in EasyHandle) on replies that are not

@@ -19,6 +19,7 @@ let package = Package(
     products: [
         .library(name: "Buckia", targets: ["Buckia"]),
         .library(name: "BuckiaCore", targets: ["BuckiaCore"]),
+        .library(name: "BuckiaClient", targets: ["BuckiaClient"]),
         .library(name: "BuckiaHTTP", targets: ["BuckiaHTTP"]),
         .library(name: "BuckiaSQLite", targets: ["BuckiaSQLite"]),
         .library(name: "BuckiaSigV4", targets: ["BuckiaSigV4"]),
@@ -56,6 +57,7 @@ let package = Package(
             name: "BuckiaHTTP", dependencies: ["BuckiaCore", .target(name: "CCurl", condition: .when(platforms: [.linux]))], path: "Core/BuckiaHTTP"),
         .target(name: "BuckiaSQLite", dependencies: ["BuckiaCore", "CSQLite"], path: "Core/BuckiaSQLite"),
         .target(name: "BuckiaSigV4", dependencies: ["BuckiaCore"], path: "Core/BuckiaSigV4"),
+        .target(name: "BuckiaClient", dependencies: ["BuckiaCore"], path: "Core/BuckiaClient"),
 
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
@@ -72,7 +74,7 @@ let package = Package(
         .target(
             name: "Buckia",
             dependencies: [
-                "BuckiaCore", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
+                "BuckiaCore", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
                 "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaSigV4",
             ],
             path: "Tools/Buckia"),
@@ -97,6 +99,7 @@ let package = Package(
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(
             name: "BuckiaSQLiteEngineTests", dependencies: ["BuckiaSQLiteEngine"], path: "Tests/BuckiaSQLiteEngineTests"),
+        .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
         .testTarget(
             name: "BuckiaDiskEngineTests", dependencies: ["BuckiaDiskEngine", "BuckiaCore", "BuckiaConformance"],

@@ -1,4 +1,5 @@
 // The umbrella module: import Buckia to get the core contracts and every built-in plugin.
+@_exported import BuckiaClient
 @_exported import BuckiaCore
 @_exported import BuckiaDiskEngine
 @_exported import BuckiaHTTP
@@ -32,5 +33,14 @@ extension EngineRegistry {
         try? registry.register(SQLiteStorageEngine.self)
         try? registry.register(DiskStorageEngine.self)
         return registry
+    }
+}
+
+extension BuckiaClient {
+    /// A client for the bucket `configuration` selects among the built-in providers, with an
+    /// optional fallback bucket used when the primary does not answer (see
+    /// ``BuckiaClient/init(configuration:fallback:registry:environment:)``).
+    public convenience init(configuration: BuckiaConfiguration, fallback: BuckiaConfiguration? = nil) async throws {
+        try await self.init(configuration: configuration, fallback: fallback, registry: .builtIn)
     }
 }

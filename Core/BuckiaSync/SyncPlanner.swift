@@ -1,0 +1,234 @@
+import BuckiaCore
+import Foundation
+
+/// Which way a sync moves changes.
+public enum SyncMode: String, Sendable, Codable, CaseIterable {
+    /// Local → remote: the remote is made to match the local folder.
+    case push
+    /// Remote → local.
+    case pull
+    /// Both ways, against the baseline of the last successful run.
+    case twoWay = "two-way"
+}
+
+/// What happens to a file changed on both sides since the last successful two-way run.
+public enum ConflictPolicy: String, Sendable, Codable, CaseIterable {
+    /// Both survive: the remote version keeps the name, the local one is renamed with a
+    /// conflict suffix naming the side and the time, and both sides end up with both.
+    case keepBoth = "keep-both"
+    /// The one with the later modification time wins (the remote one on a tie).
+    case newerWins = "newer-wins"
+    /// The local version is uploaded over the remote one.
+    case localWins = "local-wins"
+    /// The remote version is downloaded over the local one.
+    case remoteWins = "remote-wins"
+}
+
+/// How two versions of a file are judged equal.
+public enum ChangeDetection: Hashable, Sendable {
+    /// By this checksum where both versions have it, else as ``sizeAndTime(window:)`` with a
+    /// two-second window.
+    case checksum(ChecksumAlgorithm)
+    /// Same size and modification times no further apart than `window` (filesystems and
+    /// object stores keep times at different precisions).
+    case sizeAndTime(window: Duration)
+    /// Same size.
+    case sizeOnly
+}
+
+/// What one side knows of one file: enough to decide whether it changed.
+public struct SyncEntry: Hashable, Sendable, Codable {
+    /// The size in bytes.
+    public var size: Int64
+    /// The modification time, when the side keeps one.
+    public var modified: Date?
+    /// Checksums by algorithm name, lowercase hex.
+    public var checksums: [String: String]
+
+    /// Describes one version of a file.
+    public init(size: Int64, modified: Date? = nil, checksums: [String: String] = [:]) {
+        self.size = size
+        self.modified = modified
+        self.checksums = checksums
+    }
+
+    /// Whether `other` is the same content as this, as `detection` judges it.
+    public func matches(_ other: SyncEntry, by detection: ChangeDetection) -> Bool {
+        guard size == other.size else { return false }
+        switch detection {
+        case .sizeOnly:
+            return true
+        case .checksum(let algorithm):
+            if let mine = checksums[algorithm.rawValue], let theirs = other.checksums[algorithm.rawValue] { return mine == theirs }
+            return matches(other, by: .sizeAndTime(window: .seconds(2)))
+        case .sizeAndTime(let window):
+            guard let mine = modified, let theirs = other.modified else { return false }
+            let apart = abs(mine.timeIntervalSince(theirs))
+            return apart <= Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
+        }
+    }
+}
+
+/// Both sides of a file as they were when the last successful run left them equal.
+public struct SyncBaseline: Hashable, Sendable, Codable {
+    /// The local version as synced.
+    public var local: SyncEntry
+    /// The remote version as synced.
+    public var remote: SyncEntry
+
+    /// Records both sides of a synced file.
+    public init(local: SyncEntry, remote: SyncEntry) {
+        self.local = local
+        self.remote = remote
+    }
+}
+
+/// One step of a plan, for one path.
+public enum SyncAction: Hashable, Sendable {
+    /// Copy the local file to the remote.
+    case upload(String)
+    /// Copy the remote file to the local folder.
+    case download(String)
+    /// Remove the local file.
+    case deleteLocal(String)
+    /// Remove the remote object.
+    case deleteRemote(String)
+    /// Both sides hold the same content: only the baseline needs the entry.
+    case record(String)
+    /// The path is gone from both sides: only the baseline loses the entry.
+    case forget(String)
+    /// Changed on both sides; `resolution` says what the run does about it.
+    case conflict(String, ConflictResolution)
+
+    /// The path the action is about.
+    public var path: String {
+        switch self {
+        case .upload(let path), .download(let path), .deleteLocal(let path), .deleteRemote(let path), .record(let path),
+            .forget(let path), .conflict(let path, _):
+            path
+        }
+    }
+}
+
+/// What a run does with a conflict.
+public enum ConflictResolution: Hashable, Sendable {
+    /// The local version wins: it is uploaded over the remote one.
+    case upload
+    /// The remote version wins: it is downloaded over the local one.
+    case download
+    /// Both are kept: the local version is renamed to `localCopy` (on both sides) and the
+    /// remote one downloaded under the original name.
+    case keepBoth(localCopy: String)
+}
+
+/// Decides what a sync does, from what each side holds now and the baseline of the last
+/// successful run. Pure: no I/O, so every rule is a table test.
+///
+/// The rules never lose a version: a file deleted on one side and edited on the other is
+/// restored from the edit; a file changed on both sides is a conflict resolved by policy;
+/// deletions propagate only with `propagateDeletes` (push and pull) or through the baseline
+/// (two-way, where a file the baseline knows and one side lacks was deleted there).
+public struct SyncPlanner: Sendable {
+    /// Which way changes move.
+    public var mode: SyncMode
+    /// How versions are compared.
+    public var detection: ChangeDetection
+    /// What a two-way conflict becomes.
+    public var conflicts: ConflictPolicy
+    /// Push and pull: remove destination files the source lacks (rclone's `sync` versus `copy`).
+    public var propagateDeletes: Bool
+    /// Names the local copy kept by ``ConflictPolicy/keepBoth``.
+    public var now: @Sendable () -> Date
+
+    /// A planner; the defaults are size and time within two seconds, keep both, no deletes.
+    public init(
+        mode: SyncMode, detection: ChangeDetection = .sizeAndTime(window: .seconds(2)), conflicts: ConflictPolicy = .keepBoth,
+        propagateDeletes: Bool = false, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.mode = mode
+        self.detection = detection
+        self.conflicts = conflicts
+        self.propagateDeletes = propagateDeletes
+        self.now = now
+    }
+
+    /// The plan, one action per path that needs one, sorted by path.
+    public func plan(local: [String: SyncEntry], remote: [String: SyncEntry], baseline: [String: SyncBaseline]) -> [SyncAction] {
+        let paths = Set(local.keys).union(remote.keys).union(mode == .twoWay ? Set(baseline.keys) : [])
+        return paths.sorted().compactMap { path in
+            switch mode {
+            case .push: oneWay(path, source: local[path], destination: remote[path], copy: .upload(path), delete: .deleteRemote(path))
+            case .pull: oneWay(path, source: remote[path], destination: local[path], copy: .download(path), delete: .deleteLocal(path))
+            case .twoWay: twoWay(path, local: local[path], remote: remote[path], baseline: baseline[path])
+            }
+        }
+    }
+
+    private func oneWay(_ path: String, source: SyncEntry?, destination: SyncEntry?, copy: SyncAction, delete: SyncAction) -> SyncAction? {
+        switch (source, destination) {
+        case (let source?, let destination?): source.matches(destination, by: detection) ? nil : copy
+        case (.some, nil): copy
+        case (nil, .some): propagateDeletes ? delete : nil
+        case (nil, nil): nil
+        }
+    }
+
+    private func twoWay(_ path: String, local: SyncEntry?, remote: SyncEntry?, baseline: SyncBaseline?) -> SyncAction? {
+        let localChanged = changed(local, since: baseline?.local)
+        let remoteChanged = changed(remote, since: baseline?.remote)
+        switch (local, remote) {
+        case (nil, nil):
+            return baseline == nil ? nil : .forget(path)
+        case (.some, nil):
+            // Remote lacks it: deleted there (the baseline knew it) unless the local side
+            // changed since, in which case the edit is restored.
+            return baseline != nil && !localChanged ? .deleteLocal(path) : .upload(path)
+        case (nil, .some):
+            return baseline != nil && !remoteChanged ? .deleteRemote(path) : .download(path)
+        case (let local?, let remote?):
+            if !localChanged && !remoteChanged { return nil }
+            if local.matches(remote, by: detection) { return .record(path) }
+            if localChanged && !remoteChanged && baseline != nil { return .upload(path) }
+            if remoteChanged && !localChanged && baseline != nil { return .download(path) }
+            return .conflict(path, resolve(path, local: local, remote: remote))
+        }
+    }
+
+    /// Whether an entry differs from its baseline snapshot (a new file counts as changed).
+    private func changed(_ entry: SyncEntry?, since snapshot: SyncEntry?) -> Bool {
+        switch (entry, snapshot) {
+        case (let entry?, let snapshot?): !entry.matches(snapshot, by: detection)
+        case (nil, nil): false
+        default: true
+        }
+    }
+
+    private func resolve(_ path: String, local: SyncEntry, remote: SyncEntry) -> ConflictResolution {
+        switch conflicts {
+        case .localWins: return .upload
+        case .remoteWins: return .download
+        case .newerWins:
+            guard let mine = local.modified, let theirs = remote.modified else { return .download }
+            return mine > theirs ? .upload : .download
+        case .keepBoth:
+            return .keepBoth(localCopy: Self.conflictName(for: path, side: "local", at: now()))
+        }
+    }
+
+    /// `dir/name.conflict-local-20261123T150405Z.ext`: the side and the time, the extension
+    /// kept so the copy still opens with the right application.
+    public static func conflictName(for path: String, side: String, at date: Date) -> String {
+        var time = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let stamp = "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+        let slash = path.lastIndex(of: "/")
+        let nameStart = slash.map { path.index(after: $0) } ?? path.startIndex
+        let name = path[nameStart...]
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex {
+            return "\(path[..<dot]).conflict-\(side)-\(stamp)\(path[dot...])"
+        }
+        return "\(path).conflict-\(side)-\(stamp)"
+    }
+}

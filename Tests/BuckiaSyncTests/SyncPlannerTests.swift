@@ -1,0 +1,104 @@
+import BuckiaCore
+import BuckiaSync
+import Foundation
+import Testing
+
+/// The sync planner's rules as tables: what each side holds now, what the last successful run
+/// left, and the one action that must follow.
+@Suite("Sync planner")
+struct SyncPlannerTests {
+    static let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+    static let old = SyncEntry(size: 10, modified: t0)
+    static let edited = SyncEntry(size: 12, modified: t0.addingTimeInterval(60))
+    static let editedElsewhere = SyncEntry(size: 13, modified: t0.addingTimeInterval(90))
+    static let synced = SyncBaseline(local: old, remote: old)
+
+    struct Case: Sendable, CustomTestStringConvertible {
+        var name: String
+        var local: SyncEntry?
+        var remote: SyncEntry?
+        var baseline: SyncBaseline?
+        var expected: SyncAction?
+        var testDescription: String { name }
+    }
+
+    @Test("Two-way: each change on either side propagates, and nothing is lost", arguments: [
+        Case(name: "unchanged", local: old, remote: old, baseline: synced, expected: nil),
+        Case(name: "edited here", local: edited, remote: old, baseline: synced, expected: .upload("f")),
+        Case(name: "edited there", local: old, remote: edited, baseline: synced, expected: .download("f")),
+        Case(name: "created here", local: old, remote: nil, baseline: nil, expected: .upload("f")),
+        Case(name: "created there", local: nil, remote: old, baseline: nil, expected: .download("f")),
+        Case(name: "deleted here", local: nil, remote: old, baseline: synced, expected: .deleteRemote("f")),
+        Case(name: "deleted there", local: old, remote: nil, baseline: synced, expected: .deleteLocal("f")),
+        Case(name: "deleted on both", local: nil, remote: nil, baseline: synced, expected: .forget("f")),
+        Case(name: "deleted here, edited there: the edit is restored", local: nil, remote: edited, baseline: synced, expected: .download("f")),
+        Case(name: "edited here, deleted there: the edit is restored", local: edited, remote: nil, baseline: synced, expected: .upload("f")),
+        Case(name: "edited alike on both", local: edited, remote: edited, baseline: synced, expected: .record("f")),
+        Case(name: "created alike on both", local: old, remote: old, baseline: nil, expected: .record("f")),
+        Case(name: "edited differently on both", local: edited, remote: editedElsewhere, baseline: synced,
+             expected: .conflict("f", .keepBoth(localCopy: "f.conflict-local-20231114T221320Z"))),
+        Case(name: "created differently on both", local: old, remote: edited, baseline: nil,
+             expected: .conflict("f", .keepBoth(localCopy: "f.conflict-local-20231114T221320Z"))),
+    ])
+    func twoWay(_ test: Case) {
+        let planner = SyncPlanner(mode: .twoWay, now: { Self.t0 })
+        let plan = planner.plan(
+            local: test.local.map { ["f": $0] } ?? [:], remote: test.remote.map { ["f": $0] } ?? [:],
+            baseline: test.baseline.map { ["f": $0] } ?? [:])
+        #expect(plan == (test.expected.map { [$0] } ?? []))
+    }
+
+    @Test("A rename shows as a delete and a create, and both halves propagate")
+    func rename() {
+        let plan = SyncPlanner(mode: .twoWay).plan(
+            local: ["new.txt": Self.old], remote: ["old.txt": Self.old], baseline: ["old.txt": Self.synced])
+        #expect(plan == [.upload("new.txt"), .deleteRemote("old.txt")])
+    }
+
+    @Test("Conflict policies", arguments: [
+        (ConflictPolicy.localWins, ConflictResolution.upload), (.remoteWins, .download), (.newerWins, .download),
+    ])
+    func policies(_ policy: ConflictPolicy, _ expected: ConflictResolution) {
+        let plan = SyncPlanner(mode: .twoWay, conflicts: policy).plan(
+            local: ["f": Self.edited], remote: ["f": Self.editedElsewhere], baseline: ["f": Self.synced])
+        #expect(plan == [.conflict("f", expected)])
+    }
+
+    @Test("Newer wins takes the local version when it is the later one")
+    func newerLocal() {
+        let plan = SyncPlanner(mode: .twoWay, conflicts: .newerWins).plan(
+            local: ["f": Self.editedElsewhere], remote: ["f": Self.edited], baseline: ["f": Self.synced])
+        #expect(plan == [.conflict("f", .upload)])
+    }
+
+    @Test("Push and pull copy what differs, and delete only when told to", arguments: [false, true])
+    func oneWay(_ deletes: Bool) {
+        let local = ["same": Self.old, "changed": Self.edited, "new": Self.old]
+        let remote = ["same": Self.old, "changed": Self.old, "gone": Self.old]
+        let push = SyncPlanner(mode: .push, propagateDeletes: deletes).plan(local: local, remote: remote, baseline: [:])
+        #expect(push == [.upload("changed")] + (deletes ? [.deleteRemote("gone")] : []) + [.upload("new")])
+        let pull = SyncPlanner(mode: .pull, propagateDeletes: deletes).plan(local: local, remote: remote, baseline: [:])
+        #expect(pull == [.download("changed"), .download("gone")] + (deletes ? [.deleteLocal("new")] : []))
+    }
+
+    @Test("Change detection: checksums decide where both sides have them; times within the window match; size alone when asked")
+    func detection() {
+        let a = SyncEntry(size: 5, modified: Self.t0, checksums: ["md5": "aa"])
+        let b = SyncEntry(size: 5, modified: Self.t0.addingTimeInterval(1), checksums: ["md5": "bb"])
+        let c = SyncEntry(size: 5, modified: Self.t0.addingTimeInterval(5))
+        #expect(!a.matches(b, by: .checksum(.md5)), "same size and time, different MD5")
+        #expect(a.matches(b, by: .sizeAndTime(window: .seconds(2))))
+        #expect(!a.matches(c, by: .sizeAndTime(window: .seconds(2))))
+        #expect(a.matches(c, by: .checksum(.md5)) == false, "no MD5 on one side: size and time, 5 s apart")
+        #expect(a.matches(c, by: .sizeOnly))
+        #expect(!a.matches(SyncEntry(size: 6, modified: Self.t0, checksums: ["md5": "aa"]), by: .sizeOnly))
+    }
+
+    @Test("Conflict copies keep the extension and name the side and the time", arguments: [
+        ("a/report.pdf", "a/report.conflict-local-20231114T221320Z.pdf"), ("notes", "notes.conflict-local-20231114T221320Z"),
+        ("dir.d/.hidden", "dir.d/.hidden.conflict-local-20231114T221320Z"), ("x.tar.gz", "x.tar.conflict-local-20231114T221320Z.gz"),
+    ])
+    func conflictNames(_ path: String, _ expected: String) {
+        #expect(SyncPlanner.conflictName(for: path, side: "local", at: Self.t0) == expected)
+    }
+}

@@ -99,8 +99,8 @@ struct HTTPClientErrorTests {
             let task = Task {
                 download ? try await client.download(request, to: destination) : try await client.send(request)
             }
-            // Cancel once the request is at the server (bounded: 250 polls).
-            for _ in 0..<250 {
+            // Cancel once the request is at the server (bounded: 3,000 polls).
+            for _ in 0..<3000 {
                 if try await server.count(id) > 0 { break }
                 try await Task.sleep(for: .milliseconds(20))
             }
@@ -117,9 +117,9 @@ struct HTTPClientErrorTests {
     @Test("Cancelling during a retry wait surfaces as cancelled")
     func cancellationDuringBackoff() async throws {
         try await withTestServer { server in
-            // The wait is real (30 s) but observed: the test knows when it began and whether it ran out.
+            // The wait is real (120 s, far beyond any stall of a loaded CI machine) but observed: the test knows when it began and whether it ran out.
             let waits = Locked<(began: Int, ranOut: Int)>((0, 0))
-            var policy = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(30), random: { 1.0 })
+            var policy = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(120), maxDelay: .seconds(120), random: { 1.0 })
             policy.sleep = { delay in
                 waits.withLock { $0.began += 1 }
                 try await Task.sleep(for: delay)
@@ -128,7 +128,7 @@ struct HTTPClientErrorTests {
             let client = HTTPClient(configuration: .init(retryPolicy: policy))
             let request = HTTPRequest(.get, try server.url("/status/503?id=\(uniqueID())"))
             let task = Task { try await client.send(request) }
-            for _ in 0..<250 {
+            for _ in 0..<3000 {
                 if waits.withLock({ $0.began }) > 0 { break }
                 try await Task.sleep(for: .milliseconds(20))
             }

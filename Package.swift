@@ -58,7 +58,7 @@ let package = Package(
         .target(name: "BuckiaSQLite", dependencies: ["BuckiaCore", "CSQLite"], path: "Core/BuckiaSQLite"),
         .target(name: "BuckiaSigV4", dependencies: ["BuckiaCore"], path: "Core/BuckiaSigV4"),
         .target(name: "BuckiaClient", dependencies: ["BuckiaCore"], path: "Core/BuckiaClient"),
-        .target(name: "BuckiaSync", dependencies: ["BuckiaCore"], path: "Core/BuckiaSync"),
+        .target(name: "BuckiaSync", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Core/BuckiaSync"),
 
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
@@ -100,7 +100,7 @@ let package = Package(
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(
             name: "BuckiaSQLiteEngineTests", dependencies: ["BuckiaSQLiteEngine"], path: "Tests/BuckiaSQLiteEngineTests"),
-        .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore"], path: "Tests/BuckiaSyncTests"),
+        .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite"], path: "Tests/BuckiaSyncTests"),
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
         .testTarget(

@@ -218,11 +218,7 @@ public struct SyncPlanner: Sendable {
     /// `dir/name.conflict-local-20261123T150405Z.ext`: the side and the time, the extension
     /// kept so the copy still opens with the right application.
     public static func conflictName(for path: String, side: String, at date: Date) -> String {
-        var time = time_t(date.timeIntervalSince1970.rounded(.down))
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let stamp = "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+        let stamp = UTCTimestamp(date).basic
         let slash = path.lastIndex(of: "/")
         let nameStart = slash.map { path.index(after: $0) } ?? path.startIndex
         let name = path[nameStart...]

@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "Buckia", targets: ["Buckia"]),
         .library(name: "BuckiaCore", targets: ["BuckiaCore"]),
         .library(name: "BuckiaClient", targets: ["BuckiaClient"]),
+        .library(name: "BuckiaSync", targets: ["BuckiaSync"]),
         .library(name: "BuckiaHTTP", targets: ["BuckiaHTTP"]),
         .library(name: "BuckiaSQLite", targets: ["BuckiaSQLite"]),
         .library(name: "BuckiaSigV4", targets: ["BuckiaSigV4"]),
@@ -76,10 +77,10 @@ let package = Package(
             name: "Buckia",
             dependencies: [
                 "BuckiaCore", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
-                "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaSigV4",
+                "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaSigV4", "BuckiaSync",
             ],
             path: "Tools/Buckia"),
-        .target(name: "BuckiaConformance", dependencies: ["BuckiaCore"], path: "Tools/BuckiaConformance"),
+        .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync"], path: "Tools/BuckiaConformance"),
         .executableTarget(
             name: "BuckiaCLI", dependencies: ["Buckia", "BuckiaConformance", "CLinux"], path: "Tools/BuckiaCLI"),
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaTestSupport", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
@@ -95,7 +96,10 @@ let package = Package(
         .testTarget(name: "BuckiaSigV4Tests", dependencies: ["BuckiaSigV4"], path: "Tests/BuckiaSigV4Tests", resources: [.copy("Vectors")]),
         .testTarget(
             name: "BuckiaS3Tests",
-            dependencies: ["BuckiaS3", "BuckiaConformance", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore", "BuckiaCLI", "BuckiaTestSupport"],
+            dependencies: [
+                "BuckiaS3", "BuckiaConformance", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore", "BuckiaCLI", "BuckiaTestSupport", "BuckiaLocal",
+                "BuckiaSync",
+            ],
             path: "Tests/BuckiaS3Tests", resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(

@@ -37,19 +37,25 @@ public enum ChangeDetection: Hashable, Sendable {
 }
 
 /// What one side knows of one file: enough to decide whether it changed.
-public struct SyncEntry: Hashable, Sendable, Codable {
+public struct SyncEntry: Hashable, Sendable {
     /// The size in bytes.
     public var size: Int64
-    /// The modification time, when the side keeps one.
+    /// The modification time, when the side keeps one (for a remote, the source file's time
+    /// it recorded, rclone's `mtime`).
     public var modified: Date?
-    /// Checksums by algorithm name, lowercase hex.
-    public var checksums: [String: String]
+    /// Checksums, lowercase hex.
+    public var checksums: [ChecksumAlgorithm: String]
+    /// The side's entity tag for this version, if it has one: equal tags on one side mean the
+    /// same version (the local provider's names the inode, time and size), so a version the
+    /// state store has seen is neither hashed nor asked about again.
+    public var etag: String?
 
     /// Describes one version of a file.
-    public init(size: Int64, modified: Date? = nil, checksums: [String: String] = [:]) {
+    public init(size: Int64, modified: Date? = nil, checksums: [ChecksumAlgorithm: String] = [:], etag: String? = nil) {
         self.size = size
         self.modified = modified
         self.checksums = checksums
+        self.etag = etag
     }
 
     /// Whether `other` is the same content as this, as `detection` judges it.
@@ -59,7 +65,7 @@ public struct SyncEntry: Hashable, Sendable, Codable {
         case .sizeOnly:
             return true
         case .checksum(let algorithm):
-            if let mine = checksums[algorithm.rawValue], let theirs = other.checksums[algorithm.rawValue] { return mine == theirs }
+            if let mine = checksums[algorithm], let theirs = other.checksums[algorithm] { return mine == theirs }
             return matches(other, by: .sizeAndTime(window: .seconds(2)))
         case .sizeAndTime(let window):
             guard let mine = modified, let theirs = other.modified else { return false }
@@ -67,10 +73,27 @@ public struct SyncEntry: Hashable, Sendable, Codable {
             return apart <= Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
         }
     }
+
+    /// Whether this is the version `snapshot` recorded on the same side: equal entity tags and
+    /// sizes, or for a side without tags, equal sizes, times and checksums.
+    public func isSameVersion(as snapshot: SyncEntry) -> Bool {
+        guard size == snapshot.size else { return false }
+        switch (etag, snapshot.etag) {
+        case (let mine?, let old?): return mine == old
+        case (nil, nil): return modified != nil && modified == snapshot.modified && checksums == snapshot.checksums
+        default: return false
+        }
+    }
+
+    /// Whether this is the version `snapshot` describes (taken on the same side): the same
+    /// entity tag, or else the same content as `detection` judges it.
+    public func isUnchanged(since snapshot: SyncEntry, by detection: ChangeDetection) -> Bool {
+        isSameVersion(as: snapshot) || matches(snapshot, by: detection)
+    }
 }
 
 /// Both sides of a file as they were when the last successful run left them equal.
-public struct SyncBaseline: Hashable, Sendable, Codable {
+public struct SyncBaseline: Hashable, Sendable {
     /// The local version as synced.
     public var local: SyncEntry
     /// The remote version as synced.
@@ -86,26 +109,45 @@ public struct SyncBaseline: Hashable, Sendable, Codable {
 /// One step of a plan, for one path.
 public enum SyncAction: Hashable, Sendable {
     /// Copy the local file to the remote.
-    case upload(String)
+    case upload(ObjectKey)
     /// Copy the remote file to the local folder.
-    case download(String)
+    case download(ObjectKey)
     /// Remove the local file.
-    case deleteLocal(String)
+    case deleteLocal(ObjectKey)
     /// Remove the remote object.
-    case deleteRemote(String)
+    case deleteRemote(ObjectKey)
     /// Both sides hold the same content: only the baseline needs the entry.
-    case record(String)
-    /// The path is gone from both sides: only the baseline loses the entry.
-    case forget(String)
+    case record(ObjectKey)
+    /// The baseline's entry no longer describes two equal sides (the path is gone from
+    /// both, or a one-way run left the destination's copy alone): only the baseline loses it.
+    case forget(ObjectKey)
     /// Changed on both sides; `resolution` says what the run does about it.
-    case conflict(String, ConflictResolution)
+    case conflict(ObjectKey, ConflictResolution)
 
     /// The path the action is about.
-    public var path: String {
+    public var path: ObjectKey {
         switch self {
         case .upload(let path), .download(let path), .deleteLocal(let path), .deleteRemote(let path), .record(let path),
             .forget(let path), .conflict(let path, _):
             path
+        }
+    }
+}
+
+extension SyncAction: CustomStringConvertible {
+    /// The step as a dry run prints it: `upload a/b.txt`, `conflict x keep-both x.conflict-…`.
+    public var description: String {
+        switch self {
+        case .upload(let path): "upload \(path)"
+        case .download(let path): "download \(path)"
+        case .deleteLocal(let path): "delete-local \(path)"
+        case .deleteRemote(let path): "delete-remote \(path)"
+        case .record(let path): "record \(path)"
+        case .forget(let path): "forget \(path)"
+        case .conflict(let path, .upload): "conflict \(path) local-wins"
+        case .conflict(let path, .download): "conflict \(path) remote-wins"
+        case .conflict(let path, .keepBoth(let copy)): "conflict \(path) keep-both \(copy)"
+        case .conflict(let path, .unresolved): "conflict \(path) unresolved"
         }
     }
 }
@@ -118,7 +160,10 @@ public enum ConflictResolution: Hashable, Sendable {
     case download
     /// Both are kept: the local version is renamed to `localCopy` (on both sides) and the
     /// remote one downloaded under the original name.
-    case keepBoth(localCopy: String)
+    case keepBoth(localCopy: ObjectKey)
+    /// Neither version is touched and the run reports the path as failed: keeping both was
+    /// asked for, but no conflict copy name fits the key length limit.
+    case unresolved
 }
 
 /// Decides what a sync does, from what each side holds now and the baseline of the last
@@ -152,28 +197,51 @@ public struct SyncPlanner: Sendable {
         self.now = now
     }
 
-    /// The plan, one action per path that needs one, sorted by path.
-    public func plan(local: [String: SyncEntry], remote: [String: SyncEntry], baseline: [String: SyncBaseline]) -> [SyncAction] {
-        let paths = Set(local.keys).union(remote.keys).union(mode == .twoWay ? Set(baseline.keys) : [])
+    /// The plan, one action per path that needs one, in UTF-8 byte order of the paths.
+    public func plan(local: [ObjectKey: SyncEntry], remote: [ObjectKey: SyncEntry], baseline: [ObjectKey: SyncBaseline]) -> [SyncAction] {
+        var paths = Set(local.keys).union(remote.keys)
+        for path in baseline.keys where mode == .twoWay || local[path] != nil || remote[path] != nil { paths.insert(path) }
         return paths.sorted().compactMap { path in
-            switch mode {
-            case .push: oneWay(path, source: local[path], destination: remote[path], copy: .upload(path), delete: .deleteRemote(path))
-            case .pull: oneWay(path, source: remote[path], destination: local[path], copy: .download(path), delete: .deleteLocal(path))
-            case .twoWay: twoWay(path, local: local[path], remote: remote[path], baseline: baseline[path])
-            }
+            action(for: path, local: local[path], remote: remote[path], baseline: baseline[path])
         }
     }
 
-    private func oneWay(_ path: String, source: SyncEntry?, destination: SyncEntry?, copy: SyncAction, delete: SyncAction) -> SyncAction? {
+    /// The one action `path` needs, if any.
+    public func action(for path: ObjectKey, local: SyncEntry?, remote: SyncEntry?, baseline: SyncBaseline?) -> SyncAction? {
+        switch mode {
+        case .push:
+            oneWay(path, source: local, destination: remote, baseline: (baseline?.local, baseline?.remote), copy: .upload(path), delete: .deleteRemote(path))
+        case .pull:
+            oneWay(path, source: remote, destination: local, baseline: (baseline?.remote, baseline?.local), copy: .download(path), delete: .deleteLocal(path))
+        case .twoWay:
+            twoWay(path, local: local, remote: remote, baseline: baseline)
+        }
+    }
+
+    private func oneWay(
+        _ path: ObjectKey, source: SyncEntry?, destination: SyncEntry?, baseline: (source: SyncEntry?, destination: SyncEntry?),
+        copy: SyncAction, delete: SyncAction
+    ) -> SyncAction? {
         switch (source, destination) {
-        case (let source?, let destination?): source.matches(destination, by: detection) ? nil : copy
-        case (.some, nil): copy
-        case (nil, .some): propagateDeletes ? delete : nil
-        case (nil, nil): nil
+        case (let source?, let destination?):
+            // Both as the last run left them equal: nothing to copy, and the baseline needs a
+            // new entry only if a version changed without its content (a touch).
+            if let old = baseline.source, let oldDestination = baseline.destination, source.isUnchanged(since: old, by: detection),
+                destination.isUnchanged(since: oldDestination, by: detection)
+            {
+                return source.isSameVersion(as: old) && destination.isSameVersion(as: oldDestination) ? nil : .record(path)
+            }
+            return source.matches(destination, by: detection) ? .record(path) : copy
+        case (.some, nil): return copy
+        case (nil, .some):
+            if propagateDeletes { return delete }
+            // The destination keeps its copy, which the baseline must no longer call synced.
+            return baseline.source != nil ? .forget(path) : nil
+        case (nil, nil): return baseline.source != nil ? .forget(path) : nil
         }
     }
 
-    private func twoWay(_ path: String, local: SyncEntry?, remote: SyncEntry?, baseline: SyncBaseline?) -> SyncAction? {
+    private func twoWay(_ path: ObjectKey, local: SyncEntry?, remote: SyncEntry?, baseline: SyncBaseline?) -> SyncAction? {
         let localChanged = changed(local, since: baseline?.local)
         let remoteChanged = changed(remote, since: baseline?.remote)
         switch (local, remote) {
@@ -186,7 +254,9 @@ public struct SyncPlanner: Sendable {
         case (nil, .some):
             return baseline != nil && !remoteChanged ? .deleteRemote(path) : .download(path)
         case (let local?, let remote?):
-            if !localChanged && !remoteChanged { return nil }
+            if let baseline, !localChanged && !remoteChanged {
+                return local.isSameVersion(as: baseline.local) && remote.isSameVersion(as: baseline.remote) ? nil : .record(path)
+            }
             if local.matches(remote, by: detection) { return .record(path) }
             if localChanged && !remoteChanged && baseline != nil { return .upload(path) }
             if remoteChanged && !localChanged && baseline != nil { return .download(path) }
@@ -197,13 +267,13 @@ public struct SyncPlanner: Sendable {
     /// Whether an entry differs from its baseline snapshot (a new file counts as changed).
     private func changed(_ entry: SyncEntry?, since snapshot: SyncEntry?) -> Bool {
         switch (entry, snapshot) {
-        case (let entry?, let snapshot?): !entry.matches(snapshot, by: detection)
+        case (let entry?, let snapshot?): !entry.isUnchanged(since: snapshot, by: detection)
         case (nil, nil): false
         default: true
         }
     }
 
-    private func resolve(_ path: String, local: SyncEntry, remote: SyncEntry) -> ConflictResolution {
+    private func resolve(_ path: ObjectKey, local: SyncEntry, remote: SyncEntry) -> ConflictResolution {
         switch conflicts {
         case .localWins: return .upload
         case .remoteWins: return .download
@@ -211,7 +281,10 @@ public struct SyncPlanner: Sendable {
             guard let mine = local.modified, let theirs = remote.modified else { return .download }
             return mine > theirs ? .upload : .download
         case .keepBoth:
-            return .keepBoth(localCopy: Self.conflictName(for: path, side: "local", at: now()))
+            // A name made from a valid key by inserting ASCII before its last dot is valid, but
+            // one near the length limit can outgrow it: then neither version is touched.
+            guard let copy = try? ObjectKey(Self.conflictName(for: path.rawValue, side: "local", at: now())) else { return .unresolved }
+            return .keepBoth(localCopy: copy)
         }
     }
 

@@ -18,8 +18,9 @@ public final class SyncStateStore: @unchecked Sendable {
     private let lock = NSLock()
     private let connection: SQLiteConnection
 
-    /// The schema version this code reads and writes.
-    static let version: Int64 = 1
+    /// The schema version this code reads and writes. Version 1 (a JSON blob per path) is
+    /// replaced by an empty version 2 store: its baselines cost only a comparison to rebuild.
+    static let version: Int64 = 2
 
     /// Where the store of a pair lives: `$XDG_STATE_HOME/buckia/sync` (else
     /// `~/.local/state/buckia/sync`), one file per pair, named by a hash of the two endpoints.
@@ -59,9 +60,17 @@ public final class SyncStateStore: @unchecked Sendable {
         }
         let version = try connection.query("PRAGMA user_version") { $0.int64(0) }.first ?? 0
         switch version {
-        case 0:
+        case 0, 1:
             try connection.transaction {
-                try connection.execute("CREATE TABLE IF NOT EXISTS baseline (path TEXT PRIMARY KEY, entry BLOB NOT NULL) WITHOUT ROWID")
+                try connection.execute("DROP TABLE IF EXISTS baseline")
+                try connection.execute(
+                    """
+                    CREATE TABLE baseline (
+                        path TEXT PRIMARY KEY,
+                        local_size INTEGER NOT NULL, local_modified REAL, local_etag TEXT, local_checksums TEXT NOT NULL,
+                        remote_size INTEGER NOT NULL, remote_modified REAL, remote_etag TEXT, remote_checksums TEXT NOT NULL
+                    ) WITHOUT ROWID
+                    """)
                 try connection.execute("PRAGMA user_version = \(Self.version)")
             }
         case Self.version:
@@ -86,37 +95,71 @@ public final class SyncStateStore: @unchecked Sendable {
         }
     }
 
-    /// Every path's baseline. An entry that cannot be decoded is left out, so that path is
-    /// compared afresh.
-    public func baseline() throws -> [String: SyncBaseline] {
+    /// Every path's baseline. A row that is not a valid key or not a valid entry is left
+    /// out, so that path is compared afresh.
+    public func baseline() throws -> [ObjectKey: SyncBaseline] {
         try lock.withLock {
-            var result: [String: SyncBaseline] = [:]
-            let decoder = JSONDecoder()
-            try connection.forEachRow("SELECT path, entry FROM baseline") { row in
-                if let path = row.string(0), let data = row.data(1), let entry = try? decoder.decode(SyncBaseline.self, from: data) {
-                    result[path] = entry
-                }
+            var result: [ObjectKey: SyncBaseline] = [:]
+            try connection.forEachRow("SELECT path, local_size, local_modified, local_etag, local_checksums, remote_size, remote_modified, remote_etag, remote_checksums FROM baseline") { row in
+                guard let text = row.string(0), let path = try? ObjectKey(text),
+                    let local = Self.entry(row, from: 1), let remote = Self.entry(row, from: 5)
+                else { return true }
+                result[path] = SyncBaseline(local: local, remote: remote)
                 return true
             }
             return result
         }
     }
 
+    /// How many paths have a baseline.
+    public func count() throws -> Int {
+        try lock.withLock { try connection.query("SELECT count(*) FROM baseline") { Int($0.int64(0)) }.first ?? 0 }
+    }
+
     /// Records new baselines and forgets others (`nil`), all or nothing.
-    public func apply(_ changes: [String: SyncBaseline?]) throws {
-        let encoder = JSONEncoder()
+    public func apply(_ changes: [ObjectKey: SyncBaseline?]) throws {
+        try apply(changes.map { ($0.key, $0.value) })
+    }
+
+    /// Records new baselines and forgets others (`nil`), all or nothing, in order.
+    public func apply(_ changes: [(ObjectKey, SyncBaseline?)]) throws {
+        guard !changes.isEmpty else { return }
         try lock.withLock {
             try connection.transaction {
                 for (path, entry) in changes {
                     if let entry {
                         try connection.run(
-                            "INSERT INTO baseline (path, entry) VALUES (?, ?) ON CONFLICT(path) DO UPDATE SET entry = excluded.entry",
-                            [.text(path), .blob(try encoder.encode(entry))])
+                            """
+                            INSERT OR REPLACE INTO baseline (path, local_size, local_modified, local_etag, local_checksums,
+                                remote_size, remote_modified, remote_etag, remote_checksums) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            """,
+                            [.text(path.rawValue)] + Self.values(entry.local) + Self.values(entry.remote))
                     } else {
-                        try connection.run("DELETE FROM baseline WHERE path = ?", [.text(path)])
+                        try connection.run("DELETE FROM baseline WHERE path = ?", [.text(path.rawValue)])
                     }
                 }
             }
         }
+    }
+
+    private static func values(_ entry: SyncEntry) -> [SQLiteValue] {
+        let checksums = entry.checksums.sorted { $0.key < $1.key }.map { "\($0.key.rawValue)=\($0.value)" }.joined(separator: ",")
+        return [
+            .integer(entry.size), entry.modified.map { .real($0.timeIntervalSince1970) } ?? .null, entry.etag.map(SQLiteValue.text) ?? .null,
+            .text(checksums),
+        ]
+    }
+
+    private static func entry(_ row: SQLiteRow, from column: Int) -> SyncEntry? {
+        let size = row.int64(column)
+        guard size >= 0, let text = row.string(column + 3) else { return nil }
+        var checksums: [ChecksumAlgorithm: String] = [:]
+        for pair in text.split(separator: ",") {
+            guard let equals = pair.firstIndex(of: "=") else { return nil }
+            checksums[ChecksumAlgorithm(rawValue: String(pair[..<equals]))] = String(pair[pair.index(after: equals)...])
+        }
+        return SyncEntry(
+            size: size, modified: row.isNull(column + 1) ? nil : Date(timeIntervalSince1970: row.double(column + 1)),
+            checksums: checksums, etag: row.string(column + 2))
     }
 }

@@ -139,7 +139,7 @@ extension LocalProvider {
     }
 
     /// Moves the temporary file into place if the condition holds.
-    private func place(_ name: String, from temporary: DirectoryHandle, at location: Location, key: ObjectKey, condition: WriteCondition?) throws {
+    func place(_ name: String, from temporary: DirectoryHandle, at location: Location, key: ObjectKey, condition: WriteCondition?) throws {
         switch condition {
         case .none:
             try temporary.move(name, to: location.parent, as: location.name)

@@ -38,6 +38,34 @@ struct TemporariesTests {
         #expect(left == [".buckia-being-created.tmp", "user-file.tmp", ".buckia-config", liveName])
     }
 
+    @Test("A sweep removes temporary folders nobody holds (a killed relay's), not a live one, a young empty one or a user's")
+    func sweepFolders() async throws {
+        let url = try folder()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let now = Date()
+        // What a killed remote-to-remote copy leaves: its private folder with the download.
+        let abandoned = url.appendingPathComponent(".buckia-killed-relay.tmp")
+        try FileManager.default.createDirectory(at: abandoned.appendingPathComponent("deep"), withIntermediateDirectories: true)
+        try Data("half a file".utf8).write(to: abandoned.appendingPathComponent("file"))
+        try Data("x".utf8).write(to: abandoned.appendingPathComponent("deep/part"))
+        try FileManager.default.createDirectory(at: url.appendingPathComponent(".buckia-just-made.tmp"), withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(at: url.appendingPathComponent("user-folder.tmp"), withIntermediateDirectories: false)
+        try Data("x".utf8).write(to: url.appendingPathComponent("user-folder.tmp/file"))
+        var liveURL: URL?
+        try await TemporaryFile.with { file in
+            try Data("in flight".utf8).write(to: file)
+            liveURL = file.deletingLastPathComponent()
+            // The live relay is in the system's temporary folder; sweep that folder's copy of
+            // our test layout here, then check the live one survives a sweep of its own folder.
+            #expect(Temporaries.sweep(try DirectoryHandle(path: url.path), now: now) == 1)
+            #expect(Temporaries.sweep(try DirectoryHandle(path: file.deletingLastPathComponent().deletingLastPathComponent().path), now: now) >= 0)
+            #expect(FileManager.default.fileExists(atPath: file.path), "a sweep removed a relay folder still in use")
+        }
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: url.path))
+        #expect(left == [".buckia-just-made.tmp", "user-folder.tmp"])
+        #expect(liveURL.map { !FileManager.default.fileExists(atPath: $0.path) } == true, "the relay folder outlived its copy")
+    }
+
     @Test("A temporary is locked from the moment it has a name, whichever way it was created")
     func lockedAtBirth() throws {
         let url = try folder()

@@ -14,8 +14,8 @@ struct SyncStateStoreTests {
     }
 
     static let entry = SyncBaseline(
-        local: SyncEntry(size: 3, modified: Date(timeIntervalSince1970: 1_700_000_000.25), checksums: ["md5": "900150983cd24fb0d6963f7d28e17f72"]),
-        remote: SyncEntry(size: 3, modified: Date(timeIntervalSince1970: 1_700_000_000), checksums: ["md5": "900150983cd24fb0d6963f7d28e17f72"]))
+        local: SyncEntry(size: 3, modified: Date(timeIntervalSince1970: 1_700_000_000.25), checksums: [.md5: "900150983cd24fb0d6963f7d28e17f72"], etag: "\"1f-abc-3\""),
+        remote: SyncEntry(size: 3, modified: Date(timeIntervalSince1970: 1_700_000_000), checksums: [.md5: "900150983cd24fb0d6963f7d28e17f72"], etag: "\"1f-abc-3\""))
 
     @Test("Baselines survive a reopen; forgetting removes them; changes apply all together")
     func roundTrip() throws {
@@ -25,12 +25,12 @@ struct SyncStateStoreTests {
         do {
             let store = try SyncStateStore(url: url)
             #expect(store.wasReset == nil)
-            try store.apply(["a/b.txt": Self.entry, "c.txt": Self.entry, "naïve/ü.txt": Self.entry])
-            let forget: [String: SyncBaseline?] = ["c.txt": nil]
-            try store.apply(forget)
+            try store.apply([(try ObjectKey("a/b.txt"), Self.entry), (try ObjectKey("c.txt"), Self.entry), (try ObjectKey("naïve/ü.txt"), Self.entry)])
+            try store.apply([(try ObjectKey("c.txt"), nil)])
         }
         let reopened = try SyncStateStore(url: url)
-        #expect(try reopened.baseline() == ["a/b.txt": Self.entry, "naïve/ü.txt": Self.entry])
+        #expect(try reopened.baseline() == [try ObjectKey("a/b.txt"): Self.entry, try ObjectKey("naïve/ü.txt"): Self.entry])
+        #expect(try reopened.count() == 2)
     }
 
     @Test("A damaged or foreign store is moved aside and started afresh, never an error", arguments: ["garbage", "future"])
@@ -42,7 +42,7 @@ struct SyncStateStoreTests {
             try Data(repeating: 0x5A, count: 8192).write(to: url)
         } else {
             let store = try SyncStateStore(url: url)
-            try store.apply(["x": Self.entry])
+            try store.apply([(try ObjectKey("x"), Self.entry)])
             // A later Buckia's store: a schema version this one does not know.
             try SQLiteConnection(path: url.path).execute("PRAGMA user_version = 99")
         }
@@ -51,8 +51,8 @@ struct SyncStateStoreTests {
         #expect(try store.baseline().isEmpty)
         let aside = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("pair.sqlite.corrupt-") }
         #expect(aside.count == 1, "the damaged file is kept aside for inspection")
-        try store.apply(["y": Self.entry])
-        #expect(try SyncStateStore(url: url).baseline() == ["y": Self.entry])
+        try store.apply([(try ObjectKey("y"), Self.entry)])
+        #expect(try SyncStateStore(url: url).baseline() == [try ObjectKey("y"): Self.entry])
     }
 
     @Test("Each pair has its own store under XDG_STATE_HOME, else ~/.local/state")

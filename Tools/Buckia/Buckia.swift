@@ -10,6 +10,7 @@
 @_exported import BuckiaSigV4
 @_exported import BuckiaSQLite
 @_exported import BuckiaSQLiteEngine
+@_exported import BuckiaSync
 
 extension ProviderRegistry {
     /// A registry with every provider that ships with Buckia.

@@ -130,10 +130,12 @@ public enum AtomicFile {
     /// Copies everything from `input` to `output` through one buffer of ``copyBufferSize``.
     public static func pump(from input: LocalFile, to output: LocalFile, observe: ((UnsafeRawBufferPointer) -> Void)? = nil) throws -> Int64 {
         var total: Int64 = 0
+        let progress = TransferProgress.observer
         try input.forEachChunk { chunk in
             observe?(chunk)
             try output.write(chunk)
             total += Int64(chunk.count)
+            progress?(Int64(chunk.count))
         }
         return total
     }

@@ -26,7 +26,7 @@ public final class DirectoryHandle {
         self.path = path
     }
 
-    private init(descriptor: Int32, path: String) {
+    init(descriptor: Int32, path: String) {
         self.descriptor = descriptor
         self.path = path
     }

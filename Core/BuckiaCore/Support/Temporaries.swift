@@ -113,11 +113,26 @@ public enum Temporaries {
     public static func sweep(_ folder: DirectoryHandle, now: Date = Date()) -> Int {
         guard let names = try? folder.rawNames() else { return 0 }
         var removed = 0
-        for (name, kind) in names where kind == .file && isTemporaryName(name) {
+        let cutoff = now.addingTimeInterval(-sweepAge)
+        for (name, kind) in names where (kind == .file || kind == .folder) && isTemporaryName(name) {
             guard let text = String(validating: name, as: UTF8.self) else { continue }
-            if folder.removeIfAbandoned(text, olderThan: now.addingTimeInterval(-sweepAge)) { removed += 1 }
+            let gone = kind == .file ? folder.removeIfAbandoned(text, olderThan: cutoff) : folder.removeFolderIfAbandoned(text, olderThan: cutoff)
+            if gone { removed += 1 }
         }
         return removed
+    }
+
+    /// Creates the temporary folder `name` (mode 0700) in `parent` and locks it: a private
+    /// place for a temporary file whose writer renames it (a download), which the folder's
+    /// lock then covers. Keep the returned handle open for as long as the folder is in use.
+    static func createFolder(_ name: String, in parent: DirectoryHandle) throws -> DirectoryHandle {
+        guard mkdirat(parent.descriptor, name, 0o700) == 0 else {
+            throw BuckiaError.posix(errno, operation: "create temporary folder", path: parent.child(name))
+        }
+        // Visible unlocked for an instant, but empty and new: a sweep leaves such a folder alone.
+        let handle = try parent.folder(name, create: false)
+        _ = flock(handle.descriptor, LOCK_EX | LOCK_NB)
+        return handle
     }
 }
 
@@ -133,6 +148,61 @@ extension DirectoryHandle {
         guard info.st_size > 0 || LocalFile.modificationDate(of: info) < cutoff else { return false }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
         return unlinkat(descriptor, name, 0) == 0
+    }
+}
+
+extension DirectoryHandle {
+    /// Removes the temporary folder `name` and what is in it if no process holds its lock and
+    /// it holds something or was created before `cutoff`.
+    func removeFolderIfAbandoned(_ name: String, olderThan cutoff: Date) -> Bool {
+        guard let folder = try? self.folder(name, create: false) else { return false }
+        var info = stat()
+        guard fstat(folder.descriptor, &info) == 0, flock(folder.descriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
+        let empty = (try? folder.rawNames().isEmpty) ?? false
+        guard !empty || LocalFile.modificationDate(of: info) < cutoff else { return false }
+        return (try? removeTree(name)) != nil
+    }
+
+    /// Creates a temporary folder (mode 0700) here, locked and registered: a private place
+    /// for files another writer renames into it (a download), which the folder's lock covers
+    /// until the returned handle is released.
+    public func createTemporaryFolder() throws -> (name: String, handle: DirectoryHandle) {
+        let name = Temporaries.makeName()
+        try Temporaries.register(child(name), folder: true)
+        do {
+            return (name, try Temporaries.createFolder(name, in: self))
+        } catch {
+            Temporaries.unregister(child(name))
+            throw error
+        }
+    }
+
+    /// Removes the folder `name` and everything under it, never following a link.
+    public func removeTree(_ name: String) throws { try removeTree(bytes: Array(name.utf8)) }
+
+    private func removeTree(bytes name: [UInt8]) throws {
+        let path = child(String(decoding: name, as: UTF8.self))
+        let fd = (name + [0]).withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { text in
+                text.baseAddress.map { openat(descriptor, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) } ?? -1
+            }
+        }
+        guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "remove", path: path) }
+        let folder = DirectoryHandle(descriptor: fd, path: path)
+        for (child, kind) in try folder.rawNames() {
+            if kind == .folder {
+                try folder.removeTree(bytes: child)
+                continue
+            }
+            let result = (child + [0]).withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { text in text.baseAddress.map { unlinkat(fd, $0, 0) } ?? -1 }
+            }
+            if result != 0 && errno != ENOENT { throw BuckiaError.posix(errno, operation: "remove", path: folder.child(String(decoding: child, as: UTF8.self))) }
+        }
+        let result = (name + [0]).withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { text in text.baseAddress.map { unlinkat(descriptor, $0, AT_REMOVEDIR) } ?? -1 }
+        }
+        guard result == 0 else { throw BuckiaError.posix(errno, operation: "remove", path: path) }
     }
 }
 

@@ -12,26 +12,32 @@ public enum TemporaryFile {
     /// open (mode 0700), then removes the folder and whatever is in it.
     ///
     /// The private folder keeps downloaded bytes away from other users of a shared `/tmp`,
-    /// whatever mode the file itself is created with.
+    /// whatever mode the file itself is created with. It is one of Buckia's temporaries
+    /// (`.buckia-<id>.tmp`, locked while in use), so a folder a killed process left behind is
+    /// removed by the next process that makes one.
     public static func with<Result>(_ body: (URL) async throws -> Result) async throws -> Result {
-        let folder = makeURL()
+        let parent = FileManager.default.temporaryDirectory
+        let handle: DirectoryHandle
         do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            handle = try DirectoryHandle(path: parent.path)
         } catch {
-            throw BuckiaError.wrapping(error, operation: "create temporary folder", path: folder.path)
+            throw BuckiaError.wrapping(error, operation: "open temporary folder", path: parent.path)
         }
-        do {
-            try Temporaries.register(folder.path, folder: true)
-        } catch {
-            try? FileManager.default.removeItem(at: folder)
-            throw error
+        if sweptTemporaryDirectory.withLock({ swept in defer { swept = true }; return !swept }) {
+            Temporaries.sweep(handle)
         }
+        let (name, locked) = try handle.createTemporaryFolder()
+        let folder = parent.appendingPathComponent(name, isDirectory: true)
         defer {
-            try? FileManager.default.removeItem(at: folder)
-            Temporaries.unregister(folder.path)
+            try? handle.removeTree(name)
+            Temporaries.unregister(handle.path.hasSuffix("/") ? handle.path + name : handle.path + "/" + name)
+            withExtendedLifetime(locked) {}
         }
         return try await body(folder.appendingPathComponent("file", isDirectory: false))
     }
+
+    /// Whether this process has swept the temporary directory of folders killed runs left.
+    private static let sweptTemporaryDirectory = Locked(false)
 
     /// Writes `data` to a temporary file (mode 0600), runs `body` with it, then removes it.
     public static func with<Result>(data: Data, _ body: (URL) async throws -> Result) async throws -> Result {

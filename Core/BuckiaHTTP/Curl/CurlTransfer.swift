@@ -37,6 +37,10 @@ final class CurlTransfer: @unchecked Sendable {
     /// The body check's expected digests and the running hash, set at the first body byte.
     private var check: (expected: [HashAlgorithm: Digest], digests: DigestSet?)?
     private var continuation: CheckedContinuation<HTTPTransportResult, any Error>?
+    /// Who hears of bytes moving (the starting task's ``TransferProgress/observer``), and how
+    /// many it has heard of.
+    private let observer = TransferProgress.observer
+    private var reported: Int64 = 0
 
     var isCancelled: Bool { cancelled.withLock { $0 } }
 
@@ -255,6 +259,10 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Ends the transfer (nonzero) once no byte has moved for the stall limit.
     fileprivate func progress(moved: Int64) -> Int32 {
+        if let observer, moved > reported {
+            observer(moved - reported)
+            reported = moved
+        }
         let now = ContinuousClock.now
         guard let last = lastMoved, last.bytes == moved else {
             lastMoved = (moved, now)

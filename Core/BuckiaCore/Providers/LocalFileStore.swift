@@ -1,0 +1,35 @@
+import Foundation
+
+/// A provider whose objects are files on this machine, so a transfer to or from another
+/// provider moves bytes straight between those files and the other provider, with no copy in
+/// between.
+///
+/// Sync and the command line ask for it (`provider as? any LocalFileStore`) when one side of a
+/// transfer is local. A provider over a mounted volume can adopt it too.
+///
+/// ## Implementation requirements
+///
+/// - Keep the provider's own guarantees: ``receiveFile(at:condition:_:)`` places the file as
+///   atomically as ``StorageProvider/uploadFile(localURL:remotePath:options:)`` would, and
+///   checks the condition the same way.
+/// - Never hand out a path that leaves the provider's root.
+public protocol LocalFileStore: StorageProvider {
+    /// The file that holds `key`, for a transfer that reads it by path.
+    ///
+    /// - Throws: ``BuckiaError/Code/notFound`` when no object is at `key`;
+    ///   ``BuckiaError/Code/invalidPath`` when the way to it passes through a symbolic link.
+    func fileURL(forReading key: ObjectKey) throws -> URL
+
+    /// Stores as `key` the file that `fill` writes, atomically, if `condition` holds.
+    ///
+    /// `fill` receives a URL in the provider's own temporary area, on the same file system as
+    /// its objects, and writes the complete file there (a download from another provider
+    /// does exactly that); the file then moves into place in one rename, keeping the
+    /// modification time `fill` gave it. If `fill` throws, nothing changes at `key`.
+    ///
+    /// - Returns: The stored object as ``StorageProvider/stat(remotePath:)`` describes it.
+    /// - Throws: ``BuckiaError/Code/conditionNotMatch`` when the condition does not hold, and
+    ///   whatever `fill` throws.
+    @discardableResult
+    func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile
+}

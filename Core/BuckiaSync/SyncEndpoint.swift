@@ -1,0 +1,45 @@
+import BuckiaCore
+import Foundation
+
+/// One side of a sync: a provider, and the folder within it that is synced.
+///
+/// A local folder is a ``BuckiaCore/LocalFileStore`` provider rooted at that folder (the
+/// `Buckia` module's `SyncEndpoint.localFolder(_:)` builds one), so one engine serves local
+/// folders and buckets alike, and every write keeps the provider's own guarantees (atomic
+/// renames, no links followed, conditional writes).
+public struct SyncEndpoint: Sendable {
+    /// Where the files are.
+    public var provider: any StorageProvider
+    /// The folder synced, as a key prefix: empty for the whole provider, else ending in `/`.
+    public let prefix: String
+    /// Names the storage behind ``provider`` (a bucket, a root folder) so that two endpoints on
+    /// the same storage copy between each other server-side, and a pair of endpoints has one
+    /// state store. Never holds a credential.
+    public let backend: String
+
+    /// An endpoint for the folder `path` (`""` for everything) of `provider`.
+    ///
+    /// - Parameters:
+    ///   - backend: What storage the provider reaches, for example `s3:photos@eu-west-1` or
+    ///     `local:/srv/data`; endpoints with equal backends are on the same storage.
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidPath`` when `path` cannot be a prefix.
+    public init(provider: any StorageProvider, path: String = "", backend: String) throws {
+        var trimmed = Substring(path)
+        while trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        if !trimmed.isEmpty { try ObjectKey.validatePrefix(trimmed + "/") }
+        self.provider = provider
+        self.prefix = trimmed.isEmpty ? "" : trimmed + "/"
+        self.backend = backend
+    }
+
+    /// Names the endpoint for state stores and messages: the backend and the folder.
+    public var identity: String { prefix.isEmpty ? backend : "\(backend)/\(prefix)" }
+
+    /// The provider's key for `path`, a path relative to the endpoint.
+    func key(_ path: ObjectKey) throws -> ObjectKey {
+        prefix.isEmpty ? path : try ObjectKey(prefix + path.rawValue)
+    }
+
+    /// The local file store behind this endpoint, if its files are on this machine.
+    var fileStore: (any LocalFileStore)? { provider as? any LocalFileStore }
+}

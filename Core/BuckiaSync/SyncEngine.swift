@@ -1,0 +1,189 @@
+import BuckiaCore
+import Foundation
+
+/// Makes two endpoints agree: a local folder and a bucket, or two buckets. Written once over
+/// ``BuckiaCore/StorageProvider``, so every provider, built-in or third-party, syncs.
+///
+/// A run lists both sides, fills in what the comparison needs (from the state store first,
+/// so an unchanged file is neither rehashed nor asked about), plans with ``SyncPlanner``, then
+/// copies with bounded concurrency. Deletes come last, and only when every copy succeeded and
+/// the delete limit allows them.
+///
+/// ```swift
+/// let engine = SyncEngine(local: folder, remote: bucket, options: SyncOptions(mode: .twoWay), stateStore: store)
+/// let result = try await engine.run { event in print(event) }
+/// ```
+///
+/// Safety: every write is atomic at the destination and conditional where the provider can
+/// check a condition (a file replaced is the version compared, a file created was absent),
+/// so a file edited during the run is not overwritten; a failed file never stops the others;
+/// the state store records each file as it completes, so a rerun after a kill or a failure
+/// redoes only what is left.
+public struct SyncEngine: Sendable {
+    /// The first side: the source of a push.
+    public let local: SyncEndpoint
+    /// The second side: the destination of a push.
+    public let remote: SyncEndpoint
+    /// How the run behaves.
+    public let options: SyncOptions
+    /// What earlier runs left; nil to compare everything afresh and remember nothing.
+    public let stateStore: SyncStateStore?
+    /// The clock that names conflict copies.
+    let now: @Sendable () -> Date
+
+    /// A sync between `local` and `remote`.
+    public init(
+        local: SyncEndpoint, remote: SyncEndpoint, options: SyncOptions = SyncOptions(), stateStore: SyncStateStore?,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.local = local
+        self.remote = remote
+        self.options = options
+        self.stateStore = stateStore
+        self.now = now
+    }
+
+    /// The comparison this run uses: the options' choice, else what both providers allow.
+    public var detection: ChangeDetection {
+        options.detection ?? .preferred(local: local.provider.capabilities, remote: remote.provider.capabilities)
+    }
+
+    /// Starts the run in a task of its own: its events arrive on the stream, which finishes
+    /// when the run does.
+    public func start() -> (events: AsyncStream<SyncEvent>, result: Task<SyncResult, any Error>) {
+        let (events, continuation) = AsyncStream.makeStream(of: SyncEvent.self, bufferingPolicy: .unbounded)
+        let task = Task {
+            defer { continuation.finish() }
+            return try await run { continuation.yield($0) }
+        }
+        return (events, task)
+    }
+
+    /// Runs the sync, reporting each step to `events`.
+    ///
+    /// - Returns: What was done, with every file that failed; a failed file is not an error.
+    /// - Throws: When a side cannot be listed (nothing is changed then), when the state store
+    ///   cannot be written, and ``BuckiaCore/BuckiaError/Code/cancelled`` when the task is
+    ///   cancelled (what completed is recorded).
+    public func run(events: @escaping @Sendable (SyncEvent) -> Void = { _ in }) async throws -> SyncResult {
+        let started = ContinuousClock.now
+        var result = SyncResult()
+        result.stateStoreReset = stateStore?.wasReset
+
+        async let localListing = list(local)
+        async let remoteListing = list(remote)
+        var (localFiles, remoteFiles) = try await (localListing, remoteListing)
+        result.unaddressable = localFiles.unaddressable + remoteFiles.unaddressable
+        events(.listed(local: localFiles.entries.count, remote: remoteFiles.entries.count))
+
+        let baseline = try stateStore?.baseline() ?? [:]
+        carryOver(&localFiles.entries, from: baseline, side: \.local)
+        carryOver(&remoteFiles.entries, from: baseline, side: \.remote)
+        try await fillIn(local: &localFiles.entries, remote: &remoteFiles.entries, baseline: baseline)
+
+        let planner = SyncPlanner(
+            mode: options.mode, detection: detection, conflicts: options.conflicts, propagateDeletes: options.deleteExtraneous, now: now)
+        let plan = planner.plan(local: localFiles.entries, remote: remoteFiles.entries, baseline: baseline)
+            .filter { allowed($0, remote: remoteFiles.entries) }
+        result.plan = plan
+        result.summary = summarize(plan, local: localFiles.entries, remote: remoteFiles.entries)
+        events(.planned(result.summary))
+        if options.dryRun {
+            result.duration = ContinuousClock.now - started
+            return result
+        }
+
+        let run = SyncExecution(engine: self, local: localFiles.entries, remote: remoteFiles.entries, events: events)
+        defer { result.duration = ContinuousClock.now - started }
+        do {
+            try await run.perform(plan.filter { !$0.isDelete })
+            let deletes = plan.filter(\.isDelete)
+            if !deletes.isEmpty {
+                if let reason = deleteRefusal(deletes, local: localFiles.entries.count, remote: remoteFiles.entries.count, failures: run.failureCount) {
+                    run.skipDeletes(reason)
+                } else {
+                    try await run.perform(deletes)
+                }
+            }
+        } catch {
+            // Cancelled, or the state store failed: keep what completed, then stop.
+            try? run.flush()
+            throw error
+        }
+        try run.flush()
+        run.collect(into: &result)
+        result.duration = ContinuousClock.now - started
+        return result
+    }
+
+    /// Create-only paths are uploaded when the remote lacks them, and otherwise left alone.
+    private func allowed(_ action: SyncAction, remote: [ObjectKey: SyncEntry]) -> Bool {
+        guard options.createOnly.contains(where: { $0.matches(action.path.rawValue) }) else { return true }
+        switch action {
+        case .upload(let path): return remote[path] == nil
+        case .record, .forget: return true
+        default: return false
+        }
+    }
+
+    /// Why the plan's deletes must not run, if they must not.
+    private func deleteRefusal(_ deletes: [SyncAction], local: Int, remote: Int, failures: Int) -> String? {
+        if failures > 0 {
+            return "\(failures) file\(failures == 1 ? "" : "s") failed, so no file was deleted; fix the failures and sync again."
+        }
+        guard let limit = options.maxDelete else { return nil }
+        let localDeletes = deletes.filter { if case .deleteLocal = $0 { true } else { false } }.count
+        let remoteDeletes = deletes.count - localDeletes
+        if !limit.allows(localDeletes, of: local) || !limit.allows(remoteDeletes, of: remote) {
+            return "The plan deletes \(localDeletes) local and \(remoteDeletes) remote files, over the limit of \(limit); nothing was deleted. Check the plan with a dry run, then raise the limit."
+        }
+        return nil
+    }
+
+    private func summarize(_ plan: [SyncAction], local: [ObjectKey: SyncEntry], remote: [ObjectKey: SyncEntry]) -> SyncPlanSummary {
+        var summary = SyncPlanSummary()
+        var touched = 0
+        for action in plan {
+            touched += 1
+            switch action {
+            case .upload(let path):
+                summary.uploads += 1
+                summary.uploadBytes += local[path]?.size ?? 0
+            case .download(let path):
+                summary.downloads += 1
+                summary.downloadBytes += remote[path]?.size ?? 0
+            case .deleteLocal: summary.localDeletes += 1
+            case .deleteRemote: summary.remoteDeletes += 1
+            case .conflict(let path, let resolution):
+                summary.conflicts += 1
+                switch resolution {
+                case .upload:
+                    summary.uploads += 1
+                    summary.uploadBytes += local[path]?.size ?? 0
+                case .download:
+                    summary.downloads += 1
+                    summary.downloadBytes += remote[path]?.size ?? 0
+                case .keepBoth:
+                    summary.uploads += 1
+                    summary.uploadBytes += local[path]?.size ?? 0
+                    summary.downloads += 1
+                    summary.downloadBytes += remote[path]?.size ?? 0
+                case .unresolved: break
+                }
+            case .record, .forget: touched -= 1
+            }
+        }
+        summary.unchanged = Set(local.keys).union(remote.keys).count - touched
+        return summary
+    }
+}
+
+extension SyncAction {
+    /// Whether the step removes a file.
+    var isDelete: Bool {
+        switch self {
+        case .deleteLocal, .deleteRemote: true
+        default: false
+        }
+    }
+}

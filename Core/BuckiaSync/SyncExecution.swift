@@ -1,0 +1,275 @@
+import BuckiaCore
+import Foundation
+
+/// One run's steps in flight: performs them, counts them, and records each completed path's
+/// new baseline in the state store in small transactions, so a killed run keeps what it did.
+final class SyncExecution: Sendable {
+    let engine: SyncEngine
+    let local: [ObjectKey: SyncEntry]
+    let remote: [ObjectKey: SyncEntry]
+    let events: @Sendable (SyncEvent) -> Void
+    private let state = Locked(State())
+
+    private struct State {
+        var result = SyncResult()
+        var pending: [(ObjectKey, SyncBaseline?)] = []
+        var lastFlush = ContinuousClock.now
+    }
+
+    /// Baselines are written when this many are pending, or this long after the last write.
+    static let flushCount = 256
+    static let flushInterval: Duration = .seconds(1)
+
+    init(engine: SyncEngine, local: [ObjectKey: SyncEntry], remote: [ObjectKey: SyncEntry], events: @escaping @Sendable (SyncEvent) -> Void) {
+        self.engine = engine
+        self.local = local
+        self.remote = remote
+        self.events = events
+    }
+
+    var failureCount: Int { state.withLock { $0.result.failures.count } }
+
+    /// Performs `actions`, at most ``SyncOptions/maxConcurrentOperations`` at once. A step
+    /// that fails is counted and reported; only cancellation ends the whole run.
+    func perform(_ actions: [SyncAction]) async throws {
+        var work: [SyncAction] = []
+        for action in actions {
+            switch action {
+            case .record(let path):
+                if let mine = local[path], let theirs = remote[path] { note(path, SyncBaseline(local: mine, remote: theirs)) }
+            case .forget(let path):
+                note(path, nil)
+            default:
+                work.append(action)
+            }
+        }
+        try flushIfDue()
+        try await forEachConcurrently(work, width: engine.options.maxConcurrentOperations) { action in
+            try Task.checkCancellation()
+            do {
+                try await self.execute(action)
+            } catch {
+                let wrapped = BuckiaError.wrapping(error, path: action.path.rawValue)
+                if wrapped.code == .cancelled || Task.isCancelled { throw wrapped }
+                self.state.withLock { $0.result.failures.append(SyncFailure(path: action.path, action: action, error: wrapped)) }
+                self.events(.failed(action, wrapped))
+            }
+            try self.flushIfDue()
+        }
+    }
+
+    func skipDeletes(_ reason: String) {
+        state.withLock { $0.result.deletesSkipped = reason }
+        events(.deletesSkipped(reason))
+    }
+
+    /// Writes the pending baselines.
+    func flush() throws {
+        let batch = state.withLock { state -> [(ObjectKey, SyncBaseline?)] in
+            defer {
+                state.pending = []
+                state.lastFlush = .now
+            }
+            return state.pending
+        }
+        try engine.stateStore?.apply(batch)
+    }
+
+    private func flushIfDue() throws {
+        let due = state.withLock { $0.pending.count >= Self.flushCount || ContinuousClock.now - $0.lastFlush >= Self.flushInterval }
+        if due { try flush() }
+    }
+
+    private func note(_ path: ObjectKey, _ baseline: SyncBaseline?) {
+        state.withLock { $0.pending.append((path, baseline)) }
+    }
+
+    func collect(into result: inout SyncResult) {
+        let done = state.withLock { $0.result }
+        result.uploaded = done.uploaded
+        result.bytesUploaded = done.bytesUploaded
+        result.downloaded = done.downloaded
+        result.bytesDownloaded = done.bytesDownloaded
+        result.deletedLocal = done.deletedLocal
+        result.deletedRemote = done.deletedRemote
+        result.conflicts = done.conflicts
+        result.failures = done.failures.sorted { $0.path < $1.path }
+        result.deletesSkipped = done.deletesSkipped
+    }
+
+    // MARK: Steps
+
+    private func execute(_ action: SyncAction) async throws {
+        switch action {
+        case .upload(let path):
+            try await upload(path, action: action)
+        case .download(let path):
+            try await download(path, action: action)
+        case .deleteLocal(let path):
+            try await delete(path, on: engine.local, expected: local[path], action: action)
+            state.withLock { $0.result.deletedLocal += 1 }
+        case .deleteRemote(let path):
+            try await delete(path, on: engine.remote, expected: remote[path], action: action)
+            state.withLock { $0.result.deletedRemote += 1 }
+        case .conflict(let path, let resolution):
+            state.withLock { $0.result.conflicts += 1 }
+            events(.conflict(path, resolution))
+            switch resolution {
+            case .upload: try await upload(path, action: action)
+            case .download: try await download(path, action: action)
+            case .keepBoth(let copy): try await keepBoth(path, copy: copy, action: action)
+            case .unresolved:
+                throw BuckiaError(
+                    .conditionNotMatch, "Changed on both sides, and no conflict copy name fits the key length limit; neither version was touched. Rename one side and sync again.",
+                    operation: "sync", path: path.rawValue)
+            }
+        case .record, .forget:
+            break
+        }
+    }
+
+    private func upload(_ path: ObjectKey, action: SyncAction) async throws {
+        guard let source = local[path] else { throw vanished(path) }
+        let (stored, sent) = try await transfer(path, from: engine.local, source, to: engine.remote, replacing: remote[path], action: action)
+        note(path, SyncBaseline(local: sent, remote: stored))
+        state.withLock {
+            $0.result.uploaded += 1
+            $0.result.bytesUploaded += stored.size
+        }
+    }
+
+    private func download(_ path: ObjectKey, action: SyncAction) async throws {
+        guard let source = remote[path] else { throw vanished(path) }
+        let (stored, sent) = try await transfer(path, from: engine.remote, source, to: engine.local, replacing: local[path], action: action)
+        note(path, SyncBaseline(local: stored, remote: sent))
+        state.withLock {
+            $0.result.downloaded += 1
+            $0.result.bytesDownloaded += stored.size
+        }
+    }
+
+    /// Keeps both versions: the local one moves aside to `copy` (on the local side, so no
+    /// byte is lost whatever fails later), the remote one comes down under the original name,
+    /// and the copy goes up.
+    private func keepBoth(_ path: ObjectKey, copy: ObjectKey, action: SyncAction) async throws {
+        guard let mine = local[path], let theirs = remote[path] else { throw vanished(path) }
+        let moved = try await relocate(path, to: copy, on: engine.local, expected: mine)
+        let (downloaded, _) = try await transfer(path, from: engine.remote, theirs, to: engine.local, replacing: nil, action: action)
+        note(path, SyncBaseline(local: downloaded, remote: theirs))
+        let (uploaded, sent) = try await transfer(copy, from: engine.local, moved, to: engine.remote, replacing: nil, action: action)
+        note(copy, SyncBaseline(local: sent, remote: uploaded))
+        state.withLock {
+            $0.result.downloaded += 1
+            $0.result.bytesDownloaded += downloaded.size
+            $0.result.uploaded += 1
+            $0.result.bytesUploaded += uploaded.size
+        }
+    }
+
+    private func vanished(_ path: ObjectKey) -> BuckiaError {
+        BuckiaError(.notFound, "The file was in the plan but not in the listing.", operation: "sync", path: path.rawValue)
+    }
+
+    /// Copies the version `source` of `path` from one endpoint to the other, replacing exactly
+    /// the version `replacing` (or creating the file when it is nil) where the destination can
+    /// check that. Returns the stored entry and the source entry as it was sent.
+    private func transfer(
+        _ path: ObjectKey, from: SyncEndpoint, _ source: SyncEntry, to: SyncEndpoint, replacing: SyncEntry?, action: SyncAction
+    ) async throws -> (stored: SyncEntry, sent: SyncEntry) {
+        events(.started(action, bytes: source.size))
+        let (file, sent) = try await TransferProgress.$observer.withValue({ [events] bytes in events(.progress(path, bytes: bytes)) }) {
+            try await copy(path, from: from, source, to: to, replacing: replacing)
+        }
+        var stored = SyncEntry(size: file.size, modified: file.modificationDate ?? sent.modified, checksums: file.checksums, etag: file.etag)
+        // The bytes stored are the bytes sent: what the source's checksums say holds for both.
+        if file.size == sent.size { stored.checksums.merge(sent.checksums) { current, _ in current } }
+        events(.finished(action, bytes: file.size))
+        return (stored, sent)
+    }
+
+    private func copy(
+        _ path: ObjectKey, from: SyncEndpoint, _ source: SyncEntry, to: SyncEndpoint, replacing: SyncEntry?
+    ) async throws -> (RemoteFile, SyncEntry) {
+        let sourceKey = try from.key(path)
+        let targetKey = try to.key(path)
+        var condition: WriteCondition?
+        if to.provider.capabilities.supports(.conditionalWrite) {
+            if let replacing { condition = replacing.etag.map { .ifMatch($0) } } else { condition = .ifNoneMatch }
+        }
+        let read = ReadOptions(ifMatch: from.provider.capabilities.supports(.conditionalRead) ? source.etag : nil)
+        if from.backend == to.backend, to.provider.capabilities.supports(.serverSideCopy) {
+            return (try await to.provider.copyFile(from: sourceKey, to: targetKey), source)
+        }
+        if let store = from.fileStore {
+            let url = try store.fileURL(forReading: sourceKey)
+            // Checksums known for the listed version are handed on only if the file is still
+            // that version: the destination then verifies them instead of reading the file twice.
+            var sent = source
+            if let now = try await from.provider.stat(remotePath: sourceKey), now.etag != source.etag || now.size != source.size {
+                sent = SyncEntry(size: now.size, modified: now.modificationDate, etag: now.etag)
+            }
+            let known = sent.checksums.filter { $0.key.hashAlgorithm != nil }
+            let options = UploadOptions(modificationDate: sent.modified, knownChecksums: known, condition: condition)
+            return (try await to.provider.uploadFile(localURL: url, remotePath: targetKey, options: options), sent)
+        }
+        if let store = to.fileStore {
+            let file = try await store.receiveFile(at: targetKey, condition: condition) { url in
+                _ = try await from.provider.downloadFile(remotePath: sourceKey, localURL: url, options: read)
+            }
+            return (file, source)
+        }
+        // Two providers elsewhere: through a private temporary file.
+        return try await TemporaryFile.with { url in
+            let downloaded = try await from.provider.downloadFile(remotePath: sourceKey, localURL: url, options: read)
+            let options = UploadOptions(
+                contentType: downloaded.file.contentType, modificationDate: downloaded.file.effectiveModificationDate, condition: condition)
+            return (try await to.provider.uploadFile(localURL: url, remotePath: targetKey, options: options), source)
+        }
+    }
+
+    /// Renames `path` to `copy` on one endpoint: natively, server-side, or through a
+    /// temporary file, whichever the provider can.
+    private func relocate(_ path: ObjectKey, to copy: ObjectKey, on endpoint: SyncEndpoint, expected: SyncEntry) async throws -> SyncEntry {
+        let from = try endpoint.key(path)
+        let to = try endpoint.key(copy)
+        let provider = endpoint.provider
+        let moved: RemoteFile
+        if provider.capabilities.supports(.move) || provider.capabilities.supports(.serverSideCopy) {
+            moved = try await provider.moveFile(from: from, to: to)
+        } else {
+            moved = try await TemporaryFile.with { url in
+                let downloaded = try await provider.downloadFile(remotePath: from, localURL: url, options: ReadOptions())
+                let options = UploadOptions(modificationDate: downloaded.file.effectiveModificationDate, condition: .ifNoneMatch)
+                let stored = try await provider.uploadFile(localURL: url, remotePath: to, options: options)
+                try await provider.deleteFile(remotePath: from)
+                return stored
+            }
+        }
+        var entry = SyncEntry(size: moved.size, modified: moved.modificationDate ?? expected.modified, checksums: moved.checksums, etag: moved.etag)
+        if moved.size == expected.size { entry.checksums.merge(expected.checksums) { current, _ in current } }
+        return entry
+    }
+
+    /// Deletes `path` on one endpoint. A two-way run first checks the file is still the
+    /// version it planned with, so an edit made during the run is not deleted.
+    private func delete(_ path: ObjectKey, on endpoint: SyncEndpoint, expected: SyncEntry?, action: SyncAction) async throws {
+        let key = try endpoint.key(path)
+        events(.started(action, bytes: 0))
+        if engine.options.mode == .twoWay, let expected {
+            guard let current = try await endpoint.provider.stat(remotePath: key) else {
+                note(path, nil)
+                events(.finished(action, bytes: 0))
+                return
+            }
+            let same = expected.etag.map { current.etag == $0 } ?? (current.size == expected.size)
+            guard same && current.size == expected.size else {
+                throw BuckiaError(
+                    .conditionNotMatch, "The file changed after it was listed, so it was not deleted; sync again to carry the change across.",
+                    operation: "delete", path: key.rawValue)
+            }
+        }
+        try await endpoint.provider.deleteFile(remotePath: key)
+        note(path, nil)
+        events(.finished(action, bytes: 0))
+    }
+}

@@ -1,0 +1,60 @@
+import BuckiaCore
+import Foundation
+
+extension LocalProvider: LocalFileStore {
+    /// The object's file under the root, reached without following links.
+    public func fileURL(forReading key: ObjectKey) throws -> URL {
+        let location = try locate(key, create: false, operation: "read")
+        switch try location.parent.entry(location.name).kind {
+        case .file:
+            return root.appendingPathComponent(key.rawValue, isDirectory: false)
+        case .symbolicLink:
+            throw BuckiaError(
+                .invalidPath, "The key names a symbolic link; the local provider does not follow links.", operation: "read",
+                path: key.rawValue)
+        default:
+            throw BuckiaError.notFound(key, operation: "read")
+        }
+    }
+
+    /// Lets `fill` write the file in a private folder under `<root>/.buckia/tmp` (locked, so
+    /// no sweep takes it), then renames it into place under the root's lock, where the
+    /// condition is checked: the same path every upload takes.
+    @discardableResult
+    public func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
+        let root = try DirectoryHandle(path: rootPath)
+        let temporary = try temporaryFolder(root)
+        let (stagingName, staging) = try temporary.createTemporaryFolder()
+        let stagingPath = temporary.path + "/" + stagingName
+        defer {
+            try? temporary.removeTree(stagingName)
+            Temporaries.unregister(stagingPath)
+        }
+        try await fill(URL(fileURLWithPath: stagingPath, isDirectory: true).appendingPathComponent("file", isDirectory: false))
+        guard try staging.entry("file").kind == .file else {
+            throw BuckiaError(.io, "The transfer finished without writing the file.", operation: "download", path: key.rawValue)
+        }
+        var location = try locate(key, create: true, operation: "download")
+        do {
+            try root.folder(LocalProvider.reservedName, create: true).withExclusiveLock(on: "lock") {
+                var attempts = 0
+                while true {
+                    do {
+                        try place("file", from: staging, at: location, key: key, condition: condition)
+                        break
+                    } catch let error as BuckiaError where (error.cause as? POSIXErrorNumber)?.rawValue == ENOENT && attempts < 4 {
+                        // A concurrent delete pruned a folder on the way: walk (and create) again.
+                        attempts += 1
+                        location = try locate(key, create: true, operation: "download")
+                    }
+                }
+            }
+        } catch let error as BuckiaError where error.code == .conditionNotMatch {
+            throw error
+        } catch {
+            throw mapWriteError(error, key: key, operation: "download")
+        }
+        if durable { try location.parent.sync() }
+        return try describe(key, operation: "download")
+    }
+}

@@ -1,0 +1,23 @@
+import BuckiaConformance
+import BuckiaCore
+import BuckiaLocal
+import BuckiaS3
+import Foundation
+import Testing
+
+/// Every sync scenario between a local folder and S3 (moto), each reported on its own.
+@Suite("S3 sync conformance (moto)")
+struct S3SyncConformanceTests {
+    @Test("local folder ↔ s3", arguments: SyncConformance.scenarios)
+    func s3(_ scenario: SyncScenario) async throws {
+        let (provider, _, _) = try await makeS3Provider(auth: false, options: ["verifiesContentMD5": "false"])
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-sync-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let outcome = await SyncConformance.run(scenario, local: try LocalProvider(root: folder), remote: provider)
+        if case .skipped(let reason) = outcome {
+            FileHandle.standardError.write(Data("⊘ skipped s3 sync × \(scenario.name): \(reason)\n".utf8))
+            try Test.cancel(Comment(rawValue: "\(scenario.name): \(reason)"))
+        }
+        #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")
+    }
+}

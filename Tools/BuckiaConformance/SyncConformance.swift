@@ -1,0 +1,80 @@
+import BuckiaCore
+import BuckiaSync
+import Foundation
+
+/// The sync half of the conformance suite: two-way, push and pull scenarios between a local
+/// side and the provider under test, each on prefixes of its own.
+///
+/// ```swift
+/// @Test(arguments: SyncConformance.scenarios)
+/// func sync(_ scenario: SyncScenario) async throws {
+///     let folder = try LocalProvider(root: scratchFolder)
+///     let outcome = await SyncConformance.run(scenario, local: folder, remote: try MyProvider(configuration: config))
+///     if case .skipped(let reason) = outcome { try Test.cancel(Comment(rawValue: reason)) }
+///     #expect(outcome == .passed, "\(outcome)")
+/// }
+/// ```
+public enum SyncConformance {
+    /// Every sync scenario, in a stable order.
+    public static var scenarios: [SyncScenario] { twoWayScenarios + oneWayScenarios + safetyScenarios }
+
+    /// Runs one scenario between `local` and `remote` (fresh prefixes on each, removed after).
+    /// The scenario is skipped when either side lacks a capability it needs.
+    public static func run(_ scenario: SyncScenario, local: any StorageProvider, remote: any StorageProvider) async -> ScenarioOutcome {
+        let features = local.capabilities.features.intersection(remote.capabilities.features)
+        if let reason = scenario.skipReason(for: features) { return .skipped(reason: reason) }
+        let slug = String(scenario.name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" })
+        let nonce = UUID().uuidString.prefix(8).lowercased()
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-sync-conformance-\(UUID().uuidString)")
+        let observer = SyncObserver()
+        let outcome: ScenarioOutcome
+        do {
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            let context = SyncScenarioContext(
+                local: try SyncEndpoint(provider: observer.wrap(local, as: .local), path: "sync-\(nonce)/\(slug)", backend: "local-side"),
+                remote: try SyncEndpoint(provider: observer.wrap(remote, as: .remote), path: "sync-\(nonce)/\(slug)", backend: "remote-side"),
+                stateURL: scratch.appendingPathComponent("state.sqlite"), observer: observer)
+            try await scenario.body(context)
+            outcome = .passed
+        } catch let failure as ConformanceFailure {
+            outcome = .failed(message: failure.description)
+        } catch {
+            outcome = .failed(message: "Unexpected error: \(error)")
+        }
+        try? FileManager.default.removeItem(at: scratch)
+        for provider in [local, remote] {
+            var keys: [ObjectKey] = []
+            if let listing = try? await collect(provider.list(ListOptions(prefix: "sync-\(nonce)/"))) { keys = listing }
+            try? await provider.deleteFiles(keys)
+        }
+        return outcome
+    }
+
+    private static func collect(_ listing: RemoteListing) async throws -> [ObjectKey] {
+        var keys: [ObjectKey] = []
+        for try await entry in listing { if let file = entry.file { keys.append(file.path) } }
+        return keys
+    }
+}
+
+extension SyncResult {
+    /// Fails unless the run completed with these counts.
+    func expect(
+        uploaded: Int? = nil, downloaded: Int? = nil, deletedLocal: Int? = nil, deletedRemote: Int? = nil, conflicts: Int? = nil,
+        complete: Bool = true, _ what: String
+    ) throws {
+        var problems: [String] = []
+        if complete && !isComplete {
+            problems.append("it did not complete (\(failures.map(\.description).joined(separator: "; ")) \(deletesSkipped ?? ""))")
+        }
+        for (name, expected, actual) in [
+            ("uploaded", uploaded, self.uploaded), ("downloaded", downloaded, self.downloaded), ("deleted locally", deletedLocal, self.deletedLocal),
+            ("deleted remotely", deletedRemote, self.deletedRemote), ("conflicts", conflicts, self.conflicts),
+        ] {
+            if let expected, expected != actual { problems.append("\(name) \(actual), expected \(expected)") }
+        }
+        if !problems.isEmpty {
+            throw ConformanceFailure("\(what): \(problems.joined(separator: "; ")). Plan: \(plan.map(\.description).joined(separator: ", ")).")
+        }
+    }
+}

@@ -87,6 +87,13 @@ public struct SyncEngine: Sendable {
             .filter { allowed($0, remote: remoteFiles.entries) }
         result.plan = plan
         result.summary = summarize(plan, local: localFiles.entries, remote: remoteFiles.entries)
+        for action in plan {
+            switch action {
+            case .upload(let path) where remoteFiles.entries[path] == nil: result.newFiles.insert(path)
+            case .download(let path) where localFiles.entries[path] == nil: result.newFiles.insert(path)
+            default: break
+            }
+        }
         events(.planned(result.summary))
         if options.dryRun {
             result.duration = ContinuousClock.now - started
@@ -99,7 +106,10 @@ public struct SyncEngine: Sendable {
             try await run.perform(plan.filter { !$0.isDelete })
             let deletes = plan.filter(\.isDelete)
             if !deletes.isEmpty {
-                if let reason = deleteRefusal(deletes, local: localFiles.entries.count, remote: remoteFiles.entries.count, failures: run.failureCount) {
+                let emptied = baseline.isEmpty ? nil : localFiles.entries.isEmpty ? "local" : remoteFiles.entries.isEmpty ? "remote" : nil
+                if let reason = deleteRefusal(
+                    deletes, local: localFiles.entries.count, remote: remoteFiles.entries.count, failures: run.failureCount, emptied: emptied)
+                {
                     run.skipDeletes(reason)
                 } else {
                     try await run.perform(deletes)
@@ -127,11 +137,18 @@ public struct SyncEngine: Sendable {
     }
 
     /// Why the plan's deletes must not run, if they must not.
-    private func deleteRefusal(_ deletes: [SyncAction], local: Int, remote: Int, failures: Int) -> String? {
+    private func deleteRefusal(_ deletes: [SyncAction], local: Int, remote: Int, failures: Int, emptied: String?) -> String? {
         if failures > 0 {
             return "\(failures) file\(failures == 1 ? "" : "s") failed, so no file was deleted; fix the failures and sync again."
         }
-        guard let limit = options.maxDelete else { return nil }
+        guard let limit = options.maxDelete else {
+            // A side that lists nothing where the last run left files is more often missing (an
+            // unmounted disk, a mistyped path) than emptied on purpose.
+            if let emptied {
+                return "The \(emptied) side is empty but the last sync left files there, so its \(deletes.count) deletes were not carried across. If emptying it was intended, sync again with a delete limit (100%)."
+            }
+            return nil
+        }
         let localDeletes = deletes.filter { if case .deleteLocal = $0 { true } else { false } }.count
         let remoteDeletes = deletes.count - localDeletes
         if !limit.allows(localDeletes, of: local) || !limit.allows(remoteDeletes, of: remote) {

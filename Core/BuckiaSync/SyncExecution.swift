@@ -72,7 +72,11 @@ final class SyncExecution: Sendable {
             }
             return state.pending
         }
-        try engine.stateStore?.apply(batch)
+        guard let store = engine.stateStore, !batch.isEmpty else { return }
+        // What the store is about to call synced must survive a power cut first.
+        try engine.local.fileStore?.synchronize()
+        try engine.remote.fileStore?.synchronize()
+        try store.apply(batch)
     }
 
     private func flushIfDue() throws {

@@ -58,6 +58,9 @@ public struct SyncResult: Sendable {
     public var plan: [SyncAction] = []
     /// The plan, counted.
     public var summary = SyncPlanSummary()
+    /// The planned copies whose destination held no file: new files, as opposed to changed
+    /// ones (what `buckia check` calls missing).
+    public var newFiles: Set<ObjectKey> = []
     /// Files copied to the remote, and their bytes.
     public var uploaded = 0, bytesUploaded: Int64 = 0
     /// Files copied to the local side, and their bytes.

@@ -15,6 +15,15 @@ static inline int buckia_limit_malloc_arenas(int count) { return mallopt(M_ARENA
 static inline int buckia_limit_malloc_arenas(int count) { (void)count; return 1; }
 #endif
 
+/* Flushes every file system write made so far on the file system holding `fd` (Linux
+ * syncfs); elsewhere the whole system's (sync), which is slower but as safe. */
+#ifdef __linux__
+int syncfs(int fd);
+static inline int buckia_syncfs(int fd) { return syncfs(fd); }
+#else
+static inline int buckia_syncfs(int fd) { (void)fd; sync(); return 0; }
+#endif
+
 /* Creates the file `name` (relative to `dirfd`) in `folder` already holding an exclusive
  * flock: it is created without a name (O_TMPFILE), locked, and only then linked under `name`,
  * so no other process ever sees it unlocked. Returns the descriptor, or -1 with errno set when

@@ -17,6 +17,13 @@ extension LocalProvider: LocalFileStore {
         }
     }
 
+    /// With `fsync` off, one `syncfs` of the root's file system makes every write so far
+    /// durable; with it on, each write already was.
+    public func synchronize() throws {
+        guard !durable else { return }
+        try DirectoryHandle(path: rootPath).syncFileSystem()
+    }
+
     /// Lets `fill` write the file in a private folder under `<root>/.buckia/tmp` (locked, so
     /// no sweep takes it), then renames it into place under the root's lock, where the
     /// condition is checked: the same path every upload takes.

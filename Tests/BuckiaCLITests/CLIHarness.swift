@@ -32,8 +32,13 @@ struct CLIHarness: ~Copyable {
     }
 
     func runArray(_ arguments: [String], extraEnvironment: [String: String] = [:]) throws -> Result {
+        try runProgram(CLIHarness.executable.path, arguments, extraEnvironment: extraEnvironment)
+    }
+
+    /// Runs another program (a wrapper such as `script`) in the same environment.
+    func runProgram(_ path: String, _ arguments: [String], extraEnvironment: [String: String] = [:]) throws -> Result {
         let process = Process()
-        process.executableURL = CLIHarness.executable
+        process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         process.currentDirectoryURL = home
         process.environment = environment.merging(extraEnvironment) { $1 }

@@ -23,9 +23,14 @@ struct ParsedArguments: Sendable {
     var positionals: [String] = []
     var flags: Set<String> = []
     var values: [String: String] = [:]
+    /// Every value of each option, in order, for options that may repeat (`--include`).
+    var lists: [String: [String]] = [:]
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
+    /// The option's value; the last one when it was given more than once.
     func value(_ name: String) -> String? { values[name] }
+    /// Every value the option was given.
+    func all(_ name: String) -> [String] { lists[name] ?? [] }
 }
 
 /// A mistake in how the command was called; exits with ``ExitCode/usage``.
@@ -56,13 +61,16 @@ enum ArgumentParser {
                 parsed.flags.insert(spec.name)
                 return
             }
+            let value: String
             if let inline {
-                parsed.values[spec.name] = inline
+                value = inline
             } else {
                 index += 1
                 guard index < arguments.count else { throw UsageError(description: "The option --\(spec.name) needs a value.") }
-                parsed.values[spec.name] = arguments[index]
+                value = arguments[index]
             }
+            parsed.values[spec.name] = value
+            parsed.lists[spec.name, default: []].append(value)
         }
         while index < arguments.count {
             let argument = arguments[index]

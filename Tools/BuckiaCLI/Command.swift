@@ -22,7 +22,7 @@ struct Command: Sendable {
             let long = "--\(option.name)\(option.takesValue ? " VALUE" : "")"
             lines.append("  \(short)\(long.padding(toLength: 20, withPad: " ", startingAt: 0)) \(option.help)")
         }
-        lines += ["", "Exit status: 0 success, 1 failure, 2 usage, 3 not found, 4 denied, 5 configuration, 6 conformance failed, 7 partial."]
+        lines += ["", "Exit status: 0 success, 1 failure, 2 usage, 3 not found, 4 denied, 5 configuration, 6 conformance failed, 7 partial, 8 check found differences."]
         return lines.joined(separator: "\n")
     }
 }
@@ -68,6 +68,15 @@ enum Console {
     static func error(_ text: String) {
         emit(Data((text + "\n").utf8), to: STDERR_FILENO)
     }
+
+    /// Writes `text` to standard error as it is, without a newline (a progress line redrawn
+    /// in place).
+    static func errorInline(_ text: String) {
+        emit(Data(text.utf8), to: STDERR_FILENO)
+    }
+
+    /// Whether standard error is a terminal, where a live progress line makes sense.
+    static var errorIsTerminal: Bool { !StandardStreams.wasClosed(STDERR_FILENO) && isatty(STDERR_FILENO) == 1 }
 
     /// Writes bytes to standard output.
     ///

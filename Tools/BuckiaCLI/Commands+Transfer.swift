@@ -24,7 +24,8 @@ extension CLI {
         let policy: CopyPolicy = arguments.flag("ignore-existing") ? .skipExisting : arguments.flag("ignore-times") ? .copyAll : .skipUnchanged
         let source = Location(invocation.positionals[0])
         let destination = Location(invocation.positionals[1])
-        let copier = try Copier(invocation: invocation, source: source, destination: destination, policy: policy)
+        var copier = try Copier(invocation: invocation, source: source, destination: destination, policy: policy)
+        copier.display = ProgressDisplay(verb: "Copied")
         let outcome = arguments.flag("recursive") ? try await copier.copyTree() : try await copier.copyOne()
         var summary = "Copied \(outcome.copied) file\(outcome.copied == 1 ? "" : "s") (\(outcome.bytes) bytes)"
         if outcome.unchanged > 0 { summary += "; \(outcome.unchanged) already there" }

@@ -33,6 +33,8 @@ struct Copier: Sendable {
     let destination: Endpoint
     let destinationIsFolder: Bool
     let policy: CopyPolicy
+    /// The live progress line, on a terminal.
+    var display: ProgressDisplay?
     /// Local folders already swept of temporaries a killed run left there.
     private let swept = Locked<Set<String>>([])
 
@@ -88,9 +90,11 @@ struct Copier: Sendable {
         if try await isUnchanged(from, target) {
             outcome.unchanged = 1
         } else {
-            outcome.bytes = try await copy(from, to: target)
+            display?.expect(files: 1, bytes: try await describe(from)?.size ?? 0)
+            outcome.bytes = try await copy(from, to: target, shown: try ObjectKey(name.isEmpty ? "file" : name))
             outcome.copied = 1
         }
+        display?.finish()
         return outcome
     }
 
@@ -131,6 +135,8 @@ struct Copier: Sendable {
         }.min() ?? 4
         let outcome = Locked(CopyOutcome())
         outcome.withLock { $0.unaddressable = unaddressable }
+        display?.expect(files: relatives.count, bytes: 0)
+        defer { display?.finish() }
         try await forEachConcurrently(relatives.sorted(), width: width) { relative in
             do {
                 if case .local(let root) = destination { try Copier.makeFolders(under: root, for: relative) }
@@ -138,9 +144,10 @@ struct Copier: Sendable {
                 let to = try destinationPath(appending: relative, asFolder: true)
                 if try await isUnchanged(from, to) {
                     outcome.withLock { $0.unchanged += 1 }
+                    display?.finished(try ObjectKey(relative), bytes: 0)
                     return
                 }
-                let bytes = try await copy(from, to: to)
+                let bytes = try await copy(from, to: to, shown: try ObjectKey(relative))
                 outcome.withLock {
                     $0.copied += 1
                     $0.bytes += bytes
@@ -150,6 +157,7 @@ struct Copier: Sendable {
                 // Cancellation (an interrupt) ends the whole copy; anything else is one file's failure.
                 if wrapped.code == .cancelled { throw wrapped }
                 outcome.withLock { $0.failures.append((relative, wrapped)) }
+                if let key = try? ObjectKey(relative) { display?.finished(key, bytes: 0, failed: true) }
             }
         }
         return outcome.withLock { $0 }
@@ -168,7 +176,7 @@ struct Copier: Sendable {
     }
 
     /// The size and modification time at a location, or nil when nothing is there.
-    private func describe(_ location: Resolved) async throws -> (size: Int64, modified: Date?)? {
+    func describe(_ location: Resolved) async throws -> (size: Int64, modified: Date?)? {
         switch location {
         case .local(let url):
             var info = stat()
@@ -237,6 +245,17 @@ struct Copier: Sendable {
             let key = asFolder ? path.folderPrefix + (relative ?? "") : path.trimmedSlashes
             return .remote(provider, try ObjectKey(key))
         }
+    }
+
+    /// Copies one file, showing its bytes on the progress line as `shown`.
+    private func copy(_ from: Resolved, to: Resolved, shown: ObjectKey) async throws -> Int64 {
+        guard let display else { return try await copy(from, to: to) }
+        display.started(shown, size: nil)
+        let bytes = try await TransferProgress.$observer.withValue({ display.moved(shown, bytes: $0) }) {
+            try await copy(from, to: to)
+        }
+        display.finished(shown, bytes: bytes)
+        return bytes
     }
 
     private func copy(_ from: Resolved, to: Resolved) async throws -> Int64 {

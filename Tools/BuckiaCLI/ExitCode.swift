@@ -19,6 +19,8 @@ enum ExitCode: Int32 {
     /// A tree operation finished, but left out keys the backend holds that Buckia cannot
     /// address (each named on standard error).
     case partial = 7
+    /// `check` ran, and the two sides differ.
+    case differences = 8
 
     /// The exit status for an error.
     static func from(_ error: BuckiaError) -> ExitCode {

@@ -210,6 +210,16 @@ extension SyncConformance {
                 try await context.sync(SyncOptions(mode: .twoWay, maxDelete: .percent(100))).expect(deletedRemote: 2, "within the limit")
                 try await context.expectBoth(["dir/b.txt": "b", "d.txt": "d"], "after the deletes")
             },
+            SyncScenario("emptied side", contract: "A side that lists nothing where the last run left files (a missing disk, a wrong path) has its deletes refused unless a delete limit is given.") { context in
+                try await seed(context)
+                try await context.remove(.local, "a.txt")
+                try await context.remove(.local, "dir/b.txt")
+                let refused = try await context.sync(twoWay)
+                try refused.expect(deletedRemote: 0, complete: false, "with the local side emptied")
+                guard refused.deletesSkipped != nil else { throw ConformanceFailure("Emptying a side deleted the other without a word.") }
+                try await context.sync(SyncOptions(mode: .twoWay, maxDelete: .percent(100))).expect(deletedRemote: 2, "with an explicit limit")
+                try await context.expectBoth([:], "after emptying on purpose")
+            },
             SyncScenario("dry run", contract: "A dry run returns the plan and changes nothing, the state store included.") { context in
                 try await context.write(.local, "a.txt", "a")
                 try await context.write(.remote, "b.txt", "b")

@@ -32,4 +32,13 @@ public protocol LocalFileStore: StorageProvider {
     ///   whatever `fill` throws.
     @discardableResult
     func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile
+
+    /// Makes every write so far durable. A provider that syncs each file as it writes it has
+    /// nothing to do; one that does not (for speed) flushes them all here, and sync calls this
+    /// before it records a batch of files as synced.
+    func synchronize() throws
+}
+
+extension LocalFileStore {
+    public func synchronize() throws {}
 }

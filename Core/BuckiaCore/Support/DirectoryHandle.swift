@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -135,6 +136,13 @@ public final class DirectoryHandle {
     @discardableResult
     public func removeFolderIfEmpty(_ name: String) -> Bool {
         unlinkat(descriptor, name, AT_REMOVEDIR) == 0
+    }
+
+    /// Flushes every write made so far on the file system that holds this folder: one call
+    /// that makes a batch of unsynced files durable (a group commit), instead of an `fsync`
+    /// per file.
+    public func syncFileSystem() throws {
+        guard buckia_syncfs(descriptor) == 0 else { throw BuckiaError.posix(errno, operation: "syncfs", path: path) }
     }
 
     /// Flushes the folder's entries to stable storage, after a rename into it.

@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+
+@Suite("buckia sync and check")
+struct SyncCommandTests {
+    @Test("push, a no-op resync, a dry run that changes nothing, then deletes only with --delete")
+    func push() throws {
+        let harness = try CLIHarness()
+        _ = try harness.write("one", to: "src/a.txt")
+        _ = try harness.write("two", to: "src/d/b.txt")
+        let src = harness.home.appendingPathComponent("src").path
+        let first = try harness.run("sync", src, "default:mirror")
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("Synced: 2 up"))
+        let again = try harness.run("sync", src, "default:mirror")
+        #expect(again.status == 0 && again.stderr.contains("0 up") && again.stderr.contains("2 unchanged"), "\(again.stderr)")
+        try FileManager.default.removeItem(atPath: src + "/a.txt")
+        let dry = try harness.run("sync", src, "default:mirror", "--delete", "--dry-run")
+        #expect(dry.status == 0 && dry.stdout == "delete-remote a.txt\n", "\(dry.stdout)")
+        #expect(try harness.run("ls", "-R", "default:mirror").stdout.contains("mirror/a.txt"), "a dry run deleted")
+        #expect(try harness.run("sync", src, "default:mirror").status == 0)
+        #expect(try harness.run("ls", "-R", "default:mirror").stdout.contains("mirror/a.txt"), "deleted without --delete")
+        #expect(try harness.run("sync", src, "default:mirror", "--delete").status == 0)
+        #expect(!(try harness.run("ls", "-R", "default:mirror").stdout.contains("mirror/a.txt")))
+        let state = harness.home.appendingPathComponent(".local/state/buckia/sync")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".sqlite") }.count == 1)
+    }
+
+    @Test("two-way carries an edit each way and keeps both versions of a conflict")
+    func twoWay() throws {
+        let harness = try CLIHarness()
+        let a = try harness.write("v1", to: "notes/a.txt")
+        let notes = harness.home.appendingPathComponent("notes").path
+        #expect(try harness.run("sync", notes, "default:notes", "--mode", "two-way").status == 0)
+        // An edit on the remote side (through buckia), one on the local side, then both.
+        _ = try harness.write("remote edit", to: "incoming.txt")
+        #expect(try harness.run("cp", harness.home.appendingPathComponent("incoming.txt").path, "default:notes/a.txt").status == 0)
+        #expect(try harness.run("sync", notes, "default:notes", "--mode", "two-way").status == 0)
+        #expect(try String(contentsOf: a, encoding: .utf8) == "remote edit")
+        try Data("local edit, longer".utf8).write(to: a)
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(30)], ofItemAtPath: a.path)
+        _ = try harness.write("another remote edit", to: "incoming.txt")
+        #expect(try harness.run("cp", harness.home.appendingPathComponent("incoming.txt").path, "default:notes/a.txt").status == 0)
+        let conflict = try harness.run("sync", notes, "default:notes", "--mode", "two-way", "--json")
+        #expect(conflict.status == 0, "\(conflict.stderr)")
+        let events = conflict.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(events.count == conflict.stdout.split(separator: "\n").count, "every line is a JSON object")
+        #expect(events.contains { $0["event"] as? String == "conflict" && $0["resolution"] as? String == "keep-both" })
+        // The local provider keeps its temporaries in .buckia/, which no listing shows.
+        let names = try FileManager.default.contentsOfDirectory(atPath: notes).filter { $0 != ".buckia" }.sorted()
+        #expect(names.count == 2 && names.contains("a.txt") && names.contains { $0.hasPrefix("a.conflict-local-") })
+        let listing = try harness.run("ls", "-R", "default:notes").stdout
+        #expect(listing.contains("notes/a.txt") && listing.contains("notes/a.conflict-local-"))
+    }
+
+    @Test("check exits 0 when the sides agree and 8 when they differ, naming each difference")
+    func check() throws {
+        let harness = try CLIHarness()
+        _ = try harness.write("same", to: "src/same.txt")
+        _ = try harness.write("old", to: "src/changed.txt")
+        let src = harness.home.appendingPathComponent("src").path
+        #expect(try harness.run("sync", src, "default:c").status == 0)
+        #expect(try harness.run("check", src, "default:c").status == 0)
+        _ = try harness.write("new!", to: "src/changed.txt")
+        _ = try harness.write("fresh", to: "src/new.txt")
+        _ = try harness.write("stray", to: "stray.txt")
+        #expect(try harness.run("cp", harness.home.appendingPathComponent("stray.txt").path, "default:c/stray.txt").status == 0)
+        let result = try harness.run("check", src, "default:c")
+        #expect(result.status == 8)
+        #expect(result.stdout == "differs changed.txt\nmissing-destination new.txt\nmissing-source stray.txt\n", "\(result.stdout)")
+    }
+
+    struct BadCall: Sendable, CustomTestStringConvertible {
+        var arguments: [String]
+        var status: Int32
+        var testDescription: String { arguments.joined(separator: " ") }
+        init(_ arguments: [String], _ status: Int32) {
+            self.arguments = arguments
+            self.status = status
+        }
+    }
+
+    static let badCalls: [BadCall] = [
+        BadCall(["sync", "src", "default:x", "--mode", "sideways"], 2),
+        BadCall(["sync", "src", "default:x", "--max-delete", "ten"], 2),
+        BadCall(["sync", "src", "default:x", "--max-delete", "150%"], 2),
+        BadCall(["sync", "src", "default:x", "--checksum", "--size-only"], 2),
+        BadCall(["sync", "src", "default:x", "--conflict", "coin-toss"], 2),
+        BadCall(["sync", "src", "default:x", "--concurrency", "0"], 2),
+        BadCall(["sync", "src", "default:x", "--include", "[unclosed"], 2),
+        BadCall(["sync", "src", "default:/abs"], 2),
+        BadCall(["sync", "absent-folder", "default:x"], 3),
+        BadCall(["sync", "src/file.txt", "default:x"], 2),
+    ]
+
+    @Test("Bad arguments exit 2 and a missing source folder exits 3, changing nothing", arguments: badCalls)
+    func badArguments(_ call: BadCall) throws {
+        let harness = try CLIHarness()
+        _ = try harness.write("x", to: "src/file.txt")
+        let result = try harness.runArray(call.arguments)
+        #expect(result.status == call.status, "\(result.stderr)")
+        #expect(!result.stderr.isEmpty)
+        #expect(try harness.run("ls", "-R", "default:").stdout.isEmpty, "a refused sync wrote something")
+    }
+}
+
+@Suite("Live progress")
+struct ProgressDisplayTests {
+    /// Runs `arguments` with standard error on a pseudo-terminal (util-linux `script`).
+    func onTerminal(_ harness: borrowing CLIHarness, _ arguments: [String]) throws -> CLIHarness.Result {
+        let command = ([CLIHarness.executable.path] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        return try harness.runProgram("/usr/bin/script", ["-q", "-e", "-c", command, "/dev/null"])
+    }
+
+    @Test("cp and sync draw a progress line on a terminal and nothing off one")
+    func terminalOnly() throws {
+        let harness = try CLIHarness()
+        let big = harness.home.appendingPathComponent("big.bin")
+        try Data(repeating: 7, count: 24 << 20).write(to: big)
+        let shown = try onTerminal(harness, ["cp", big.path, "default:big.bin"])
+        #expect(shown.status == 0, "\(shown.stdout)")
+        #expect(shown.stdout.contains("\r\u{1B}[KCopied ") && shown.stdout.contains("MiB") && shown.stdout.contains(" files "), "\(shown.stdout.debugDescription)")
+        _ = try harness.write("x", to: "tree/a.txt")
+        let synced = try onTerminal(harness, ["sync", harness.home.appendingPathComponent("tree").path, "default:tree"])
+        #expect(synced.stdout.contains("\r\u{1B}[KSynced ") && synced.stdout.contains("files"), "\(synced.stdout.debugDescription)")
+        let quiet = try harness.run("cp", big.path, "default:big2.bin")
+        #expect(quiet.status == 0 && !quiet.stderr.contains("\u{1B}[") && !quiet.stdout.contains("\u{1B}["))
+    }
+}

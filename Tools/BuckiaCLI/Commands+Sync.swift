@@ -1,0 +1,250 @@
+import Buckia
+import Foundation
+
+extension CLI {
+    static let syncOptions: [OptionSpec] = [
+        .value("mode", "push (SOURCE → DESTINATION, the default), pull (DESTINATION → SOURCE) or two-way."),
+        .flag("dry-run", short: "n", "Print the plan, one step per line, and change nothing."),
+        .flag("delete", "Push and pull: delete files the other side lacks (two-way always carries deletes)."),
+        .value("max-delete", "Delete nothing if the run would delete more than N files (or N% of a side)."),
+        .value("include", "Sync only paths matching this glob (repeatable)."),
+        .value("exclude", "Leave paths matching this glob alone (repeatable; wins over --include)."),
+        .value("create-only", "Upload paths matching this glob when the destination lacks them; never overwrite, download or delete them (repeatable)."),
+        .flag("checksum", short: "c", "Compare files by checksum (where both sides have one)."),
+        .flag("size-only", "Compare files by size alone."),
+        .value("conflict", "Two-way: keep-both (default), newer-wins, local-wins (SOURCE) or remote-wins (DESTINATION)."),
+        .value("concurrency", "Transfers in flight at once (default: the remotes' maxConcurrentOperations)."),
+        .flag("json", "Print one JSON event per line on standard output instead of a progress line."),
+    ]
+
+    static let syncCommand = Command(
+        name: "sync", summary: "Make DESTINATION match SOURCE (or the reverse, or merge both ways), moving only what changed.",
+        usage: "sync SOURCE DESTINATION [--mode push|pull|two-way] [--dry-run] [--delete] [--max-delete N|N%] [--include GLOB] [--exclude GLOB] [--create-only GLOB] [--checksum | --size-only] [--conflict POLICY] [--concurrency N] [--json]",
+        positionals: 2...2, options: syncOptions,
+        details: """
+            SOURCE and DESTINATION are local folders or REMOTE:PATH folders. A state store per pair
+            (under $XDG_STATE_HOME/buckia/sync) remembers what was synced, so a resync hashes and
+            asks about nothing that did not change. Deletes run last, and not at all when any
+            file failed or the --max-delete limit would be passed. Exit status 0 when both sides
+            agree, as for cp otherwise.
+            """
+    ) { invocation in
+        let session = try SyncSession(invocation: invocation, check: false)
+        return try await session.run()
+    }
+
+    static let checkCommand = Command(
+        name: "check", summary: "List the files that differ between SOURCE and DESTINATION, changing nothing.",
+        usage: "check SOURCE DESTINATION [--checksum | --size-only] [--include GLOB] [--exclude GLOB] [--concurrency N] [--json]",
+        positionals: 2...2,
+        options: syncOptions.filter { ["include", "exclude", "checksum", "size-only", "concurrency", "json"].contains($0.name) },
+        details: """
+            Prints one line per difference: 'differs PATH', 'missing-destination PATH' (only in
+            SOURCE) or 'missing-source PATH' (only in DESTINATION). Compares afresh, without the
+            state store. Exit status 0 when the two agree, 8 when they differ.
+            """
+    ) { invocation in
+        let session = try SyncSession(invocation: invocation, check: true)
+        return try await session.run()
+    }
+}
+
+/// One `buckia sync` or `buckia check`: its endpoints, options and output.
+struct SyncSession: Sendable {
+    let source: SyncEndpoint
+    let destination: SyncEndpoint
+    let options: SyncOptions
+    let check: Bool
+    let json: Bool
+    let environment: [String: String]
+
+    init(invocation: Invocation, check: Bool) throws {
+        let arguments = invocation.arguments
+        self.check = check
+        json = arguments.flag("json")
+        environment = invocation.environment
+        var options = SyncOptions()
+        if let mode = arguments.value("mode") {
+            guard let parsed = SyncMode(rawValue: mode) else {
+                throw UsageError(description: "--mode must be push, pull or two-way, not \(mode.debugDescription).")
+            }
+            options.mode = parsed
+        }
+        if let policy = arguments.value("conflict") {
+            guard let parsed = ConflictPolicy(rawValue: policy) else {
+                throw UsageError(description: "--conflict must be keep-both, newer-wins, local-wins or remote-wins, not \(policy.debugDescription).")
+            }
+            options.conflicts = parsed
+        }
+        if arguments.flag("checksum") && arguments.flag("size-only") {
+            throw UsageError(description: "--checksum and --size-only contradict each other; give one.")
+        }
+        options.deleteExtraneous = arguments.flag("delete")
+        if let limit = arguments.value("max-delete") {
+            do {
+                options.maxDelete = try DeleteLimit(parsing: limit)
+            } catch {
+                throw UsageError(description: "--max-delete takes a count (10) or a percentage (10%), not \(limit.debugDescription).")
+            }
+        }
+        do {
+            options.filter = try PathFilter(include: arguments.all("include"), exclude: arguments.all("exclude"))
+            options.createOnly = try arguments.all("create-only").map(GlobPattern.init)
+        } catch let error as BuckiaError {
+            throw UsageError(description: error.message)
+        }
+        options.dryRun = arguments.flag("dry-run") || check
+        let (source, sourceWidth) = try Self.endpoint(Location(invocation.positionals[0]), invocation: invocation, role: "SOURCE")
+        let (destination, destinationWidth) = try Self.endpoint(Location(invocation.positionals[1]), invocation: invocation, role: "DESTINATION")
+        if let text = arguments.value("concurrency") {
+            guard let width = Int(text), (1...256).contains(width) else {
+                throw UsageError(description: "--concurrency takes a number from 1 to 256, not \(text.debugDescription).")
+            }
+            options.maxConcurrentOperations = width
+        } else {
+            options.maxConcurrentOperations = min(sourceWidth, destinationWidth)
+        }
+        if check {
+            options.mode = .push
+            options.deleteExtraneous = true
+        }
+        let common = Set(source.provider.capabilities.checksums.keys).intersection(destination.provider.capabilities.checksums.keys).sorted()
+        if arguments.flag("checksum") {
+            guard let algorithm = common.first else {
+                throw UsageError(description: "--checksum needs a checksum both sides offer; these two share none. Drop it to compare by size and time.")
+            }
+            options.detection = .checksum(algorithm)
+        } else if arguments.flag("size-only") {
+            options.detection = .sizeOnly
+        } else if check, let algorithm = common.first {
+            // A check compares afresh, so it compares what the files hold.
+            options.detection = .checksum(algorithm)
+        }
+        self.source = source
+        self.destination = destination
+        self.options = options
+    }
+
+    /// The endpoint a command-line location names, with the concurrency its remote allows.
+    ///
+    /// A local folder is a local provider rooted there; it must exist unless it is the
+    /// DESTINATION (created then). Its files are made durable in batches (one `syncfs` before
+    /// each batch is recorded as synced) rather than one `fsync` each.
+    static func endpoint(_ location: Location, invocation: Invocation, role: String) throws -> (SyncEndpoint, Int) {
+        switch location {
+        case .local(let url):
+            var isFolder: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder)
+            if exists && !isFolder.boolValue {
+                throw UsageError(description: "\(url.path) is a file; sync works on folders.")
+            }
+            if !exists && role == "SOURCE" {
+                throw BuckiaError(.notFound, "The local folder \(url.path) does not exist.", path: url.path)
+            }
+            let provider = try LocalProvider(root: url, durable: false)
+            return (try SyncEndpoint(provider: provider, backend: "local:\(provider.root.path)"), 8)
+        case .remote(let name, let path):
+            let (provider, configuration) = try invocation.provider(named: name)
+            var backend = "\(configuration.provider.rawValue):\(configuration.bucketName)"
+            if let place = configuration.options["root"] ?? configuration.options["endpoint"] { backend += "@\(place)" }
+            if let local = provider as? LocalProvider { backend = "local:\(local.root.path)" }
+            do {
+                return (try SyncEndpoint(provider: provider, path: path, backend: backend), configuration.maxConcurrentOperations)
+            } catch let error as BuckiaError {
+                throw UsageError(description: "\(role) \(name):\(path) is not a valid folder: \(error.message)")
+            }
+        }
+    }
+
+    func run() async throws -> ExitCode {
+        let store: SyncStateStore?
+        let location = SyncStateStore.location(source: source.identity, destination: destination.identity, environment: environment)
+        if check || (options.dryRun && !FileManager.default.fileExists(atPath: location.path)) {
+            store = nil
+        } else {
+            store = try SyncStateStore(url: location)
+        }
+        if let reset = store?.wasReset { Console.error("buckia: the sync state store was damaged and has been set aside (\(reset)); this run compares afresh.") }
+        let engine = SyncEngine(local: source, remote: destination, options: options, stateStore: store)
+        let display = json || options.dryRun ? nil : ProgressDisplay(verb: "Synced")
+        let printer = json ? JSONEventPrinter() : nil
+        let result: SyncResult
+        do {
+            result = try await engine.run { event in
+                display?.handle(event)
+                printer?.print(event)
+            }
+        } catch {
+            display?.finish()
+            throw error
+        }
+        display?.finish()
+        printer?.print(result)
+        if check { return report(differences: result) }
+        if options.dryRun && !json {
+            for action in result.plan where action.isStep { Console.out(action.description.terminalSafe) }
+        }
+        return report(result)
+    }
+
+    private func report(_ result: SyncResult) -> ExitCode {
+        if !json {
+            let verb = options.dryRun ? "Would sync" : "Synced"
+            var parts: [String] = []
+            let (up, down) = options.dryRun
+                ? ((result.summary.uploads, result.summary.uploadBytes), (result.summary.downloads, result.summary.downloadBytes))
+                : ((result.uploaded, result.bytesUploaded), (result.downloaded, result.bytesDownloaded))
+            parts.append("\(up.0) up (\(ByteCount.format(up.1)))")
+            parts.append("\(down.0) down (\(ByteCount.format(down.1)))")
+            let deleted = options.dryRun ? result.summary.localDeletes + result.summary.remoteDeletes : result.deletedLocal + result.deletedRemote
+            parts.append("\(deleted) deleted")
+            if result.summary.conflicts > 0 { parts.append("\(result.summary.conflicts) conflict\(result.summary.conflicts == 1 ? "" : "s")") }
+            parts.append("\(result.summary.unchanged) unchanged")
+            Console.error("\(verb): \(parts.joined(separator: ", ")) in \(ByteCount.duration(result.duration.seconds)).")
+        }
+        for failure in result.failures {
+            Console.error("buckia: failed: \(failure.path.rawValue.terminalSafe): \(failure.error.message)")
+        }
+        if let first = result.failures.first {
+            Console.error("buckia: \(result.failures.count) file\(result.failures.count == 1 ? "" : "s") failed; run the same command again to retry.")
+            if let reason = result.deletesSkipped { Console.error("buckia: \(reason)") }
+            return ExitCode.from(first.error)
+        }
+        if let reason = result.deletesSkipped {
+            Console.error("buckia: \(reason)")
+            return .failure
+        }
+        return CLI.report(result.unaddressable, verb: "synced")
+    }
+
+    private func report(differences result: SyncResult) -> ExitCode {
+        var count = 0
+        for action in result.plan {
+            let line: String
+            switch action {
+            case .upload(let path): line = result.newFiles.contains(path) ? "missing-destination \(path)" : "differs \(path)"
+            case .deleteRemote(let path): line = "missing-source \(path)"
+            default: continue
+            }
+            count += 1
+            if !json { Console.out(line.terminalSafe) }
+        }
+        if !json { Console.error(count == 0 ? "No differences." : "\(count) difference\(count == 1 ? "" : "s").") }
+        if !result.unaddressable.isEmpty { _ = CLI.report(result.unaddressable, verb: "checked") }
+        return count == 0 ? (result.unaddressable.isEmpty ? .success : .partial) : .differences
+    }
+}
+
+extension SyncAction {
+    /// Whether the step changes a side (records and forgets only touch the state store).
+    var isStep: Bool {
+        switch self {
+        case .record, .forget: false
+        default: true
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

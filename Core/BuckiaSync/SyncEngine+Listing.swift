@@ -2,70 +2,168 @@ import BuckiaCore
 import Foundation
 
 extension SyncEngine {
-    /// What one side holds, keyed by path relative to the endpoint.
+    /// What one side holds, in key order, paths relative to the endpoint.
     struct Listing: Sendable {
-        var entries: [ObjectKey: SyncEntry] = [:]
+        var entries: [(path: ObjectKey, entry: SyncEntry)] = []
         var unaddressable: [UnaddressableKey] = []
     }
 
-    /// Lists every file under the endpoint that the filter selects. A listing that fails
-    /// fails the run before anything changes: half a listing would look like deletes.
+    /// Where one path is in each of the three lists (-1: absent there).
+    struct Row: Sendable {
+        var local: Int32
+        var remote: Int32
+        var baseline: Int32
+
+        func path(_ local: [(path: ObjectKey, entry: SyncEntry)], _ remote: [(path: ObjectKey, entry: SyncEntry)], _ baseline: [(path: ObjectKey, baseline: SyncBaseline)]) -> ObjectKey {
+            if self.local >= 0 { return local[Int(self.local)].path }
+            if self.remote >= 0 { return remote[Int(self.remote)].path }
+            return baseline[Int(self.baseline)].path
+        }
+    }
+
+    /// Lists every file under the endpoint that the filter selects, in key order. A listing
+    /// that fails fails the run before anything changes: half a listing would look like deletes.
     func list(_ endpoint: SyncEndpoint) async throws -> Listing {
         var listing = Listing()
+        var sorted = true
         for try await entry in endpoint.provider.list(ListOptions(prefix: endpoint.prefix)) {
             switch entry {
             case .object(let file):
                 guard let relative = file.path.dropping(prefix: endpoint.prefix), let path = try? ObjectKey(relative),
                     options.filter.selects(relative)
                 else { continue }
-                listing.entries[path] = SyncEntry(size: file.size, modified: file.modificationDate, checksums: file.checksums, etag: file.etag)
+                if let last = listing.entries.last?.path, !(last < path) { sorted = false }
+                listing.entries.append(
+                    (path, SyncEntry(size: file.size, modified: file.modificationDate, checksums: file.checksums, etag: file.etag)))
             case .unaddressable(let key):
                 listing.unaddressable.append(key)
             case .directory:
                 continue
             }
         }
+        // Providers list in key order; one that does not is sorted here, and duplicates dropped.
+        if !sorted {
+            listing.entries.sort { $0.path < $1.path }
+            var unique: [(path: ObjectKey, entry: SyncEntry)] = []
+            for item in listing.entries where unique.last?.path != item.path { unique.append(item) }
+            listing.entries = unique
+        }
         return listing
+    }
+
+    /// Lines up the two listings and the baseline (all in key order): one row per path that
+    /// needs planning, with its index in each list. A path both of whose sides are still the
+    /// versions the baseline recorded needs nothing and gets no row; the baseline is read as a
+    /// stream and only the entries rows need are kept (`retained`), so a resync of many
+    /// unchanged files holds none of their baselines in memory.
+    static func merge(
+        _ local: [(path: ObjectKey, entry: SyncEntry)], _ remote: [(path: ObjectKey, entry: SyncEntry)],
+        baseline forEachBaseline: ((ObjectKey, SyncBaseline) throws -> Void) throws -> Void
+    ) throws -> (rows: [Row], retained: [(path: ObjectKey, baseline: SyncBaseline)], unchanged: Int) {
+        var rows: [Row] = []
+        var retained: [(path: ObjectKey, baseline: SyncBaseline)] = []
+        var unchanged = 0
+        var (i, j) = (0, 0)
+        /// Emits rows for listed paths before `limit` (all of them when nil).
+        func drain(before limit: ObjectKey?) {
+            while i < local.count || j < remote.count {
+                var next: ObjectKey?
+                if i < local.count { next = local[i].path }
+                if j < remote.count, next.map({ remote[j].path < $0 }) ?? true { next = remote[j].path }
+                guard let path = next, limit.map({ path < $0 }) ?? true else { return }
+                var row = Row(local: -1, remote: -1, baseline: -1)
+                if i < local.count, local[i].path == path {
+                    row.local = Int32(i)
+                    i += 1
+                }
+                if j < remote.count, remote[j].path == path {
+                    row.remote = Int32(j)
+                    j += 1
+                }
+                rows.append(row)
+            }
+        }
+        var previous: ObjectKey?
+        try forEachBaseline { path, old in
+            // The store returns keys in order; a repeated or backwards key is skipped.
+            if let previous, !(previous < path) { return }
+            previous = path
+            drain(before: path)
+            var row = Row(local: -1, remote: -1, baseline: -1)
+            if i < local.count, local[i].path == path {
+                row.local = Int32(i)
+                i += 1
+            }
+            if j < remote.count, remote[j].path == path {
+                row.remote = Int32(j)
+                j += 1
+            }
+            if row.local >= 0, row.remote >= 0, local[Int(row.local)].entry.isSameVersion(as: old.local),
+                remote[Int(row.remote)].entry.isSameVersion(as: old.remote)
+            {
+                unchanged += 1
+                return
+            }
+            row.baseline = Int32(retained.count)
+            retained.append((path, old))
+            rows.append(row)
+        }
+        drain(before: nil)
+        return (rows, retained, unchanged)
     }
 
     /// Gives each entry that is the version the baseline recorded (same entity tag and size)
     /// what the baseline knew of it: checksums and the source's modification time. This is
     /// why an unchanged file is never hashed, nor asked about with a request, again.
-    func carryOver(_ entries: inout [ObjectKey: SyncEntry], from baseline: [ObjectKey: SyncBaseline], side: KeyPath<SyncBaseline, SyncEntry>) {
-        guard !baseline.isEmpty else { return }
-        for (path, entry) in entries {
-            guard let snapshot = baseline[path]?[keyPath: side], entry.isSameVersion(as: snapshot) else { continue }
-            var filled = entry
-            if filled.modified == nil { filled.modified = snapshot.modified }
-            filled.checksums.merge(snapshot.checksums) { current, _ in current }
-            entries[path] = filled
+    func carryOver(
+        _ rows: [Row], _ local: inout [(path: ObjectKey, entry: SyncEntry)], _ remote: inout [(path: ObjectKey, entry: SyncEntry)],
+        _ baseline: [(path: ObjectKey, baseline: SyncBaseline)]
+    ) {
+        func fill(_ entry: inout SyncEntry, from snapshot: SyncEntry) {
+            guard entry.isSameVersion(as: snapshot) else { return }
+            if entry.modified == nil, let modified = snapshot.modified { entry.modified = modified }
+            for (algorithm, value) in snapshot.checksums where entry.checksums[algorithm] == nil { entry.checksums[algorithm] = value }
+        }
+        for row in rows where row.baseline >= 0 {
+            let old = baseline[Int(row.baseline)].baseline
+            if row.local >= 0 { fill(&local[Int(row.local)].entry, from: old.local) }
+            if row.remote >= 0 { fill(&remote[Int(row.remote)].entry, from: old.remote) }
         }
     }
 
     /// Fetches what the comparison of a path present on both sides needs and the listings
     /// lacked: a checksum (computed, or read by a stat) or a modification time (a stat). Only
     /// paths of equal size whose versions are not both the baseline's are asked about.
-    func fillIn(local localEntries: inout [ObjectKey: SyncEntry], remote remoteEntries: inout [ObjectKey: SyncEntry], baseline: [ObjectKey: SyncBaseline]) async throws {
+    func fillIn(
+        _ rows: [Row], _ local: inout [(path: ObjectKey, entry: SyncEntry)], _ remote: inout [(path: ObjectKey, entry: SyncEntry)],
+        _ baseline: [(path: ObjectKey, baseline: SyncBaseline)]
+    ) async throws {
         let detection = self.detection
         var needs: [Need] = []
-        for (path, mine) in localEntries {
-            guard let theirs = remoteEntries[path], mine.size == theirs.size else { continue }
-            if let old = baseline[path], mine.isSameVersion(as: old.local), theirs.isSameVersion(as: old.remote) { continue }
+        for row in rows where row.local >= 0 && row.remote >= 0 {
+            let mine = local[Int(row.local)].entry
+            let theirs = remote[Int(row.remote)].entry
+            guard mine.size == theirs.size else { continue }
+            if row.baseline >= 0 {
+                let old = baseline[Int(row.baseline)].baseline
+                if mine.isSameVersion(as: old.local) && theirs.isSameVersion(as: old.remote) { continue }
+            }
+            let path = local[Int(row.local)].path
             switch detection {
             case .sizeOnly:
                 continue
             case .checksum(let algorithm):
-                let localHas = mine.checksums[algorithm] != nil || offers(local, algorithm)
-                let remoteHas = theirs.checksums[algorithm] != nil || offers(remote, algorithm)
+                let localHas = mine.checksums[algorithm] != nil || offers(self.local, algorithm)
+                let remoteHas = theirs.checksums[algorithm] != nil || offers(self.remote, algorithm)
                 if localHas && remoteHas {
-                    if mine.checksums[algorithm] == nil { needs.append(Need(path: path, local: true, what: .checksum(algorithm))) }
-                    if theirs.checksums[algorithm] == nil { needs.append(Need(path: path, local: false, what: .checksum(algorithm))) }
+                    if mine.checksums[algorithm] == nil { needs.append(Need(path: path, index: Int(row.local), local: true, what: .checksum(algorithm))) }
+                    if theirs.checksums[algorithm] == nil { needs.append(Need(path: path, index: Int(row.remote), local: false, what: .checksum(algorithm))) }
                     continue
                 }
                 fallthrough
             case .sizeAndTime:
-                if mine.modified == nil { needs.append(Need(path: path, local: true, what: .time)) }
-                if theirs.modified == nil { needs.append(Need(path: path, local: false, what: .time)) }
+                if mine.modified == nil { needs.append(Need(path: path, index: Int(row.local), local: true, what: .time)) }
+                if theirs.modified == nil { needs.append(Need(path: path, index: Int(row.remote), local: false, what: .time)) }
             }
         }
         guard !needs.isEmpty else { return }
@@ -81,9 +179,9 @@ extension SyncEngine {
         }
         for (need, learned) in found.withLock({ $0 }) {
             if need.local {
-                localEntries[need.path] = merged(localEntries[need.path], learned)
+                local[need.index].entry = merged(local[need.index].entry, learned)
             } else {
-                remoteEntries[need.path] = merged(remoteEntries[need.path], learned)
+                remote[need.index].entry = merged(remote[need.index].entry, learned)
             }
         }
     }
@@ -95,6 +193,7 @@ extension SyncEngine {
             case time
         }
         var path: ObjectKey
+        var index: Int
         var local: Bool
         var what: What
     }
@@ -117,8 +216,8 @@ extension SyncEngine {
     }
 
     /// The listed entry with what was learned: a stat of another version replaces it whole.
-    private func merged(_ listed: SyncEntry?, _ learned: SyncEntry) -> SyncEntry? {
-        guard var entry = listed else { return nil }
+    private func merged(_ listed: SyncEntry, _ learned: SyncEntry) -> SyncEntry {
+        var entry = listed
         if learned.size >= 0, learned.etag != nil, learned.etag != entry.etag || learned.size != entry.size { return learned }
         if entry.modified == nil { entry.modified = learned.modified }
         entry.checksums.merge(learned.checksums) { current, _ in current }

@@ -76,39 +76,53 @@ public struct SyncEngine: Sendable {
         result.unaddressable = localFiles.unaddressable + remoteFiles.unaddressable
         events(.listed(local: localFiles.entries.count, remote: remoteFiles.entries.count))
 
-        let baseline = try stateStore?.baseline() ?? [:]
-        carryOver(&localFiles.entries, from: baseline, side: \.local)
-        carryOver(&remoteFiles.entries, from: baseline, side: \.remote)
-        try await fillIn(local: &localFiles.entries, remote: &remoteFiles.entries, baseline: baseline)
+        // Every path once, with where it is on each side: the three lists are in key order,
+        // so one merge pass lines them up without a hash table (memory stays a few dozen
+        // bytes a path beyond the entries themselves).
+        let (rows, baseline, sameAsBaseline) = try Self.merge(localFiles.entries, remoteFiles.entries) { body in
+            try stateStore?.forEachBaseline(body)
+        }
+        carryOver(rows, &localFiles.entries, &remoteFiles.entries, baseline)
+        try await fillIn(rows, &localFiles.entries, &remoteFiles.entries, baseline)
 
         let planner = SyncPlanner(
             mode: options.mode, detection: detection, conflicts: options.conflicts, propagateDeletes: options.deleteExtraneous, now: now)
-        let plan = planner.plan(local: localFiles.entries, remote: remoteFiles.entries, baseline: baseline)
-            .filter { allowed($0, remote: remoteFiles.entries) }
-        result.plan = plan
-        result.summary = summarize(plan, local: localFiles.entries, remote: remoteFiles.entries)
-        for action in plan {
+        var steps: [SyncStep] = []
+        var unchanged = sameAsBaseline
+        for row in rows {
+            let path = row.path(localFiles.entries, remoteFiles.entries, baseline)
+            let mine = row.local >= 0 ? localFiles.entries[Int(row.local)].entry : nil
+            let theirs = row.remote >= 0 ? remoteFiles.entries[Int(row.remote)].entry : nil
+            let old = row.baseline >= 0 ? baseline[Int(row.baseline)].baseline : nil
+            guard let action = planner.action(for: path, local: mine, remote: theirs, baseline: old), allowed(action, remote: theirs) else {
+                if mine != nil || theirs != nil { unchanged += 1 }
+                continue
+            }
+            steps.append(SyncStep(action: action, local: mine, remote: theirs))
             switch action {
-            case .upload(let path) where remoteFiles.entries[path] == nil: result.newFiles.insert(path)
-            case .download(let path) where localFiles.entries[path] == nil: result.newFiles.insert(path)
+            case .upload where theirs == nil, .download where mine == nil: result.newFiles.insert(path)
+            case .record, .forget: if mine != nil || theirs != nil { unchanged += 1 }
             default: break
             }
         }
+        result.plan = steps.map(\.action)
+        result.summary = summarize(steps)
+        result.summary.unchanged = unchanged
         events(.planned(result.summary))
         if options.dryRun {
             result.duration = ContinuousClock.now - started
             return result
         }
 
-        let run = SyncExecution(engine: self, local: localFiles.entries, remote: remoteFiles.entries, events: events)
-        defer { result.duration = ContinuousClock.now - started }
+        let run = SyncExecution(engine: self, events: events)
         do {
-            try await run.perform(plan.filter { !$0.isDelete })
-            let deletes = plan.filter(\.isDelete)
+            try await run.perform(steps.filter { !$0.action.isDelete })
+            let deletes = steps.filter(\.action.isDelete)
             if !deletes.isEmpty {
-                let emptied = baseline.isEmpty ? nil : localFiles.entries.isEmpty ? "local" : remoteFiles.entries.isEmpty ? "remote" : nil
+                let emptied = baseline.isEmpty && sameAsBaseline == 0 ? nil : localFiles.entries.isEmpty ? "local" : remoteFiles.entries.isEmpty ? "remote" : nil
                 if let reason = deleteRefusal(
-                    deletes, local: localFiles.entries.count, remote: remoteFiles.entries.count, failures: run.failureCount, emptied: emptied)
+                    deletes.map(\.action), local: localFiles.entries.count, remote: remoteFiles.entries.count, failures: run.failureCount,
+                    emptied: emptied)
                 {
                     run.skipDeletes(reason)
                 } else {
@@ -127,10 +141,10 @@ public struct SyncEngine: Sendable {
     }
 
     /// Create-only paths are uploaded when the remote lacks them, and otherwise left alone.
-    private func allowed(_ action: SyncAction, remote: [ObjectKey: SyncEntry]) -> Bool {
+    private func allowed(_ action: SyncAction, remote: SyncEntry?) -> Bool {
         guard options.createOnly.contains(where: { $0.matches(action.path.rawValue) }) else { return true }
         switch action {
-        case .upload(let path): return remote[path] == nil
+        case .upload: return remote == nil
         case .record, .forget: return true
         default: return false
         }
@@ -157,42 +171,48 @@ public struct SyncEngine: Sendable {
         return nil
     }
 
-    private func summarize(_ plan: [SyncAction], local: [ObjectKey: SyncEntry], remote: [ObjectKey: SyncEntry]) -> SyncPlanSummary {
+    private func summarize(_ steps: [SyncStep]) -> SyncPlanSummary {
         var summary = SyncPlanSummary()
-        var touched = 0
-        for action in plan {
-            touched += 1
-            switch action {
-            case .upload(let path):
+        for step in steps {
+            let up = step.local?.size ?? 0
+            let down = step.remote?.size ?? 0
+            switch step.action {
+            case .upload:
                 summary.uploads += 1
-                summary.uploadBytes += local[path]?.size ?? 0
-            case .download(let path):
+                summary.uploadBytes += up
+            case .download:
                 summary.downloads += 1
-                summary.downloadBytes += remote[path]?.size ?? 0
+                summary.downloadBytes += down
             case .deleteLocal: summary.localDeletes += 1
             case .deleteRemote: summary.remoteDeletes += 1
-            case .conflict(let path, let resolution):
+            case .conflict(_, let resolution):
                 summary.conflicts += 1
                 switch resolution {
                 case .upload:
                     summary.uploads += 1
-                    summary.uploadBytes += local[path]?.size ?? 0
+                    summary.uploadBytes += up
                 case .download:
                     summary.downloads += 1
-                    summary.downloadBytes += remote[path]?.size ?? 0
+                    summary.downloadBytes += down
                 case .keepBoth:
                     summary.uploads += 1
-                    summary.uploadBytes += local[path]?.size ?? 0
+                    summary.uploadBytes += up
                     summary.downloads += 1
-                    summary.downloadBytes += remote[path]?.size ?? 0
+                    summary.downloadBytes += down
                 case .unresolved: break
                 }
-            case .record, .forget: touched -= 1
+            case .record, .forget: break
             }
         }
-        summary.unchanged = Set(local.keys).union(remote.keys).count - touched
         return summary
     }
+}
+
+/// One step of a run, with both sides' entries as planned.
+struct SyncStep: Sendable {
+    var action: SyncAction
+    var local: SyncEntry?
+    var remote: SyncEntry?
 }
 
 extension SyncAction {

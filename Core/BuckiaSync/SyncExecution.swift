@@ -5,8 +5,6 @@ import Foundation
 /// new baseline in the state store in small transactions, so a killed run keeps what it did.
 final class SyncExecution: Sendable {
     let engine: SyncEngine
-    let local: [ObjectKey: SyncEntry]
-    let remote: [ObjectKey: SyncEntry]
     let events: @Sendable (SyncEvent) -> Void
     private let state = Locked(State())
 
@@ -20,10 +18,8 @@ final class SyncExecution: Sendable {
     static let flushCount = 256
     static let flushInterval: Duration = .seconds(1)
 
-    init(engine: SyncEngine, local: [ObjectKey: SyncEntry], remote: [ObjectKey: SyncEntry], events: @escaping @Sendable (SyncEvent) -> Void) {
+    init(engine: SyncEngine, events: @escaping @Sendable (SyncEvent) -> Void) {
         self.engine = engine
-        self.local = local
-        self.remote = remote
         self.events = events
     }
 
@@ -31,23 +27,24 @@ final class SyncExecution: Sendable {
 
     /// Performs `actions`, at most ``SyncOptions/maxConcurrentOperations`` at once. A step
     /// that fails is counted and reported; only cancellation ends the whole run.
-    func perform(_ actions: [SyncAction]) async throws {
-        var work: [SyncAction] = []
-        for action in actions {
-            switch action {
+    func perform(_ steps: [SyncStep]) async throws {
+        var work: [SyncStep] = []
+        for step in steps {
+            switch step.action {
             case .record(let path):
-                if let mine = local[path], let theirs = remote[path] { note(path, SyncBaseline(local: mine, remote: theirs)) }
+                if let mine = step.local, let theirs = step.remote { note(path, SyncBaseline(local: mine, remote: theirs)) }
             case .forget(let path):
                 note(path, nil)
             default:
-                work.append(action)
+                work.append(step)
             }
         }
         try flushIfDue()
-        try await forEachConcurrently(work, width: engine.options.maxConcurrentOperations) { action in
+        try await forEachConcurrently(work, width: engine.options.maxConcurrentOperations) { step in
             try Task.checkCancellation()
+            let action = step.action
             do {
-                try await self.execute(action)
+                try await self.execute(step)
             } catch {
                 let wrapped = BuckiaError.wrapping(error, path: action.path.rawValue)
                 if wrapped.code == .cancelled || Task.isCancelled { throw wrapped }
@@ -103,25 +100,26 @@ final class SyncExecution: Sendable {
 
     // MARK: Steps
 
-    private func execute(_ action: SyncAction) async throws {
+    private func execute(_ step: SyncStep) async throws {
+        let action = step.action
         switch action {
         case .upload(let path):
-            try await upload(path, action: action)
+            try await upload(path, step, action: action)
         case .download(let path):
-            try await download(path, action: action)
+            try await download(path, step, action: action)
         case .deleteLocal(let path):
-            try await delete(path, on: engine.local, expected: local[path], action: action)
+            try await delete(path, on: engine.local, expected: step.local, action: action)
             state.withLock { $0.result.deletedLocal += 1 }
         case .deleteRemote(let path):
-            try await delete(path, on: engine.remote, expected: remote[path], action: action)
+            try await delete(path, on: engine.remote, expected: step.remote, action: action)
             state.withLock { $0.result.deletedRemote += 1 }
         case .conflict(let path, let resolution):
             state.withLock { $0.result.conflicts += 1 }
             events(.conflict(path, resolution))
             switch resolution {
-            case .upload: try await upload(path, action: action)
-            case .download: try await download(path, action: action)
-            case .keepBoth(let copy): try await keepBoth(path, copy: copy, action: action)
+            case .upload: try await upload(path, step, action: action)
+            case .download: try await download(path, step, action: action)
+            case .keepBoth(let copy): try await keepBoth(path, step, copy: copy, action: action)
             case .unresolved:
                 throw BuckiaError(
                     .conditionNotMatch, "Changed on both sides, and no conflict copy name fits the key length limit; neither version was touched. Rename one side and sync again.",
@@ -132,9 +130,9 @@ final class SyncExecution: Sendable {
         }
     }
 
-    private func upload(_ path: ObjectKey, action: SyncAction) async throws {
-        guard let source = local[path] else { throw vanished(path) }
-        let (stored, sent) = try await transfer(path, from: engine.local, source, to: engine.remote, replacing: remote[path], action: action)
+    private func upload(_ path: ObjectKey, _ step: SyncStep, action: SyncAction) async throws {
+        guard let source = step.local else { throw vanished(path) }
+        let (stored, sent) = try await transfer(path, from: engine.local, source, to: engine.remote, replacing: step.remote, action: action)
         note(path, SyncBaseline(local: sent, remote: stored))
         state.withLock {
             $0.result.uploaded += 1
@@ -142,9 +140,9 @@ final class SyncExecution: Sendable {
         }
     }
 
-    private func download(_ path: ObjectKey, action: SyncAction) async throws {
-        guard let source = remote[path] else { throw vanished(path) }
-        let (stored, sent) = try await transfer(path, from: engine.remote, source, to: engine.local, replacing: local[path], action: action)
+    private func download(_ path: ObjectKey, _ step: SyncStep, action: SyncAction) async throws {
+        guard let source = step.remote else { throw vanished(path) }
+        let (stored, sent) = try await transfer(path, from: engine.remote, source, to: engine.local, replacing: step.local, action: action)
         note(path, SyncBaseline(local: stored, remote: sent))
         state.withLock {
             $0.result.downloaded += 1
@@ -155,8 +153,8 @@ final class SyncExecution: Sendable {
     /// Keeps both versions: the local one moves aside to `copy` (on the local side, so no
     /// byte is lost whatever fails later), the remote one comes down under the original name,
     /// and the copy goes up.
-    private func keepBoth(_ path: ObjectKey, copy: ObjectKey, action: SyncAction) async throws {
-        guard let mine = local[path], let theirs = remote[path] else { throw vanished(path) }
+    private func keepBoth(_ path: ObjectKey, _ step: SyncStep, copy: ObjectKey, action: SyncAction) async throws {
+        guard let mine = step.local, let theirs = step.remote else { throw vanished(path) }
         let moved = try await relocate(path, to: copy, on: engine.local, expected: mine)
         let (downloaded, _) = try await transfer(path, from: engine.remote, theirs, to: engine.local, replacing: nil, action: action)
         note(path, SyncBaseline(local: downloaded, remote: theirs))
@@ -181,7 +179,7 @@ final class SyncExecution: Sendable {
         _ path: ObjectKey, from: SyncEndpoint, _ source: SyncEntry, to: SyncEndpoint, replacing: SyncEntry?, action: SyncAction
     ) async throws -> (stored: SyncEntry, sent: SyncEntry) {
         events(.started(action, bytes: source.size))
-        let (file, sent) = try await TransferProgress.$observer.withValue({ [events] bytes in events(.progress(path, bytes: bytes)) }) {
+        let (file, sent) = try await TransferProgress.$observer.withValue(TransferObserver { [events] bytes in events(.progress(path, bytes: bytes)) }) {
             try await copy(path, from: from, source, to: to, replacing: replacing)
         }
         var stored = SyncEntry(size: file.size, modified: file.modificationDate ?? sent.modified, checksums: file.checksums, etag: file.etag)
@@ -205,11 +203,11 @@ final class SyncExecution: Sendable {
             return (try await to.provider.copyFile(from: sourceKey, to: targetKey), source)
         }
         if let store = from.fileStore {
-            let url = try store.fileURL(forReading: sourceKey)
+            let (url, now) = try store.fileForReading(sourceKey)
             // Checksums known for the listed version are handed on only if the file is still
             // that version: the destination then verifies them instead of reading the file twice.
             var sent = source
-            if let now = try await from.provider.stat(remotePath: sourceKey), now.etag != source.etag || now.size != source.size {
+            if now.etag != source.etag || now.size != source.size {
                 sent = SyncEntry(size: now.size, modified: now.modificationDate, etag: now.etag)
             }
             let known = sent.checksums.filter { $0.key.hashAlgorithm != nil }

@@ -98,16 +98,31 @@ public final class SyncStateStore: @unchecked Sendable {
     /// Every path's baseline. A row that is not a valid key or not a valid entry is left
     /// out, so that path is compared afresh.
     public func baseline() throws -> [ObjectKey: SyncBaseline] {
+        Dictionary(try sortedBaseline().map { ($0.path, $0.baseline) }) { first, _ in first }
+    }
+
+    /// Every path's baseline in key order (UTF-8 bytes, SQLite's binary collation), for a
+    /// merge with listings in the same order.
+    public func sortedBaseline() throws -> [(path: ObjectKey, baseline: SyncBaseline)] {
+        var result: [(path: ObjectKey, baseline: SyncBaseline)] = []
+        try forEachBaseline { result.append(($0, $1)) }
+        return result
+    }
+
+    /// Streams every path's baseline in key order to `body`, holding none of them: what a
+    /// sync of many files reads without keeping. The store is locked meanwhile; `body` must
+    /// not call back into it.
+    public func forEachBaseline(_ body: (ObjectKey, SyncBaseline) throws -> Void) throws {
         try lock.withLock {
-            var result: [ObjectKey: SyncBaseline] = [:]
-            try connection.forEachRow("SELECT path, local_size, local_modified, local_etag, local_checksums, remote_size, remote_modified, remote_etag, remote_checksums FROM baseline") { row in
+            try connection.forEachRow(
+                "SELECT path, local_size, local_modified, local_etag, local_checksums, remote_size, remote_modified, remote_etag, remote_checksums FROM baseline ORDER BY path"
+            ) { row in
                 guard let text = row.string(0), let path = try? ObjectKey(text),
                     let local = Self.entry(row, from: 1), let remote = Self.entry(row, from: 5)
                 else { return true }
-                result[path] = SyncBaseline(local: local, remote: remote)
+                try body(path, SyncBaseline(local: local, remote: remote))
                 return true
             }
-            return result
         }
     }
 

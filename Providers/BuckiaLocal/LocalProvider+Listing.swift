@@ -40,12 +40,22 @@ extension LocalProvider {
                 operation: "list", path: folder, cause: error.cause)
         }
         let reserved = Array(LocalProvider.reservedName.utf8)
-        return names.compactMap { name, kind in
+        return try names.compactMap { name, kind in
             if folder.isEmpty && name == reserved { return nil }
             // A download or copy in progress (or abandoned) here is not an object.
             if kind == .file && Temporaries.isTemporaryName(name) { return nil }
             switch kind {
-            case .file: return FolderItem(name: name, kind: .file(nil))
+            case .file:
+                // Described here, relative to the open folder: one fstatat, not a walk from the root.
+                guard let text = String(validating: name, as: UTF8.self), let key = try? ObjectKey(folder + text) else {
+                    return FolderItem(name: name, kind: .file(nil))
+                }
+                let (current, info) = try handle.entry(text)
+                switch current {
+                case .file: return FolderItem(name: name, kind: .file(remoteFile(key, info)))
+                case .missing: return nil
+                default: return FolderItem(name: name, kind: .file(nil))
+                }
             case .folder: return FolderItem(name: name, kind: .folder)
             case .symbolicLink:
                 return FolderItem(name: name, kind: .unaddressable(reason: "it is a symbolic link; the local provider does not follow links"))

@@ -2,12 +2,13 @@ import BuckiaCore
 import Foundation
 
 extension LocalProvider: LocalFileStore {
-    /// The object's file under the root, reached without following links.
-    public func fileURL(forReading key: ObjectKey) throws -> URL {
+    /// The object's file under the root, reached without following links, and its description.
+    public func fileForReading(_ key: ObjectKey) throws -> (url: URL, file: RemoteFile) {
         let location = try locate(key, create: false, operation: "read")
-        switch try location.parent.entry(location.name).kind {
+        let (kind, info) = try location.parent.entry(location.name)
+        switch kind {
         case .file:
-            return root.appendingPathComponent(key.rawValue, isDirectory: false)
+            return (root.appendingPathComponent(key.rawValue, isDirectory: false), remoteFile(key, info))
         case .symbolicLink:
             throw BuckiaError(
                 .invalidPath, "The key names a symbolic link; the local provider does not follow links.", operation: "read",

@@ -101,9 +101,11 @@ extension LocalProvider {
         _ key: ObjectKey, modified: Date?, options: UploadOptions, _ body: (LocalFile, DigestSet) throws -> Void
     ) throws -> RemoteFile {
         var location = try locate(key, create: true, operation: "upload")
-        let temporary = try temporaryFolder(location.root)
+        let reserved = try location.root.folder(LocalProvider.reservedName, create: true)
+        let temporary = try reserved.folder("tmp", create: true)
         let (name, file) = try temporary.createTemporaryFile()
         defer { Temporaries.unregister(file.path) }
+        let written: FileStatus
         do {
             let digests = try DigestSet(options.knownChecksums.keys.compactMap(\.hashAlgorithm))
             try body(file, digests)
@@ -113,9 +115,11 @@ extension LocalProvider {
             }
             if let modified { try file.setModificationDate(modified) }
             if durable { try file.sync() }
+            // What is stored, described now: the rename keeps the inode, size and time.
+            written = try file.statRecord()
             // The file stays open, and so locked, until it is in place: a sweep by another
             // process must not take it in between.
-            try location.root.folder(LocalProvider.reservedName, create: true).withExclusiveLock(on: "lock") {
+            try reserved.withExclusiveLock(on: "lock") {
                 var attempts = 0
                 while true {
                     do {
@@ -135,7 +139,7 @@ extension LocalProvider {
             if let error = error as? BuckiaError, error.code == .conditionNotMatch || error.code == .checksumMismatch { throw error }
             throw mapWriteError(error, key: key, operation: "upload")
         }
-        return try describe(key, operation: "upload")
+        return remoteFile(key, written)
     }
 
     /// Moves the temporary file into place if the condition holds.

@@ -144,10 +144,14 @@ struct SyncSession: Sendable {
             let provider = try LocalProvider(root: url, durable: false)
             return (try SyncEndpoint(provider: provider, backend: "local:\(provider.root.path)"), 8)
         case .remote(let name, let path):
-            let (provider, configuration) = try invocation.provider(named: name)
+            var (provider, configuration) = try invocation.provider(named: name)
             var backend = "\(configuration.provider.rawValue):\(configuration.bucketName)"
             if let place = configuration.options["root"] ?? configuration.options["endpoint"] { backend += "@\(place)" }
-            if let local = provider as? LocalProvider { backend = "local:\(local.root.path)" }
+            if let local = provider as? LocalProvider {
+                backend = "local:\(local.root.path)"
+                // Durable in batches, as a local folder is (see above).
+                provider = try LocalProvider(root: local.root, durable: false)
+            }
             do {
                 return (try SyncEndpoint(provider: provider, path: path, backend: backend), configuration.maxConcurrentOperations)
             } catch let error as BuckiaError {

@@ -251,7 +251,7 @@ struct Copier: Sendable {
     private func copy(_ from: Resolved, to: Resolved, shown: ObjectKey) async throws -> Int64 {
         guard let display else { return try await copy(from, to: to) }
         display.started(shown, size: nil)
-        let bytes = try await TransferProgress.$observer.withValue({ display.moved(shown, bytes: $0) }) {
+        let bytes = try await TransferProgress.$observer.withValue(TransferObserver { display.moved(shown, bytes: $0) }) {
             try await copy(from, to: to)
         }
         display.finished(shown, bytes: bytes)

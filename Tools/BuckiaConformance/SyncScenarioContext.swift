@@ -269,9 +269,9 @@ struct ObservedFileStore: ForwardingStorageProvider, LocalFileStore {
     }
     func makeLister(_ request: ListRequest) async throws -> any ObjectLister { try await observed.makeLister(request) }
 
-    func fileURL(forReading key: ObjectKey) throws -> URL {
+    func fileForReading(_ key: ObjectKey) throws -> (url: URL, file: RemoteFile) {
         observed.observer.record(.read, on: observed.side)
-        return try store.fileURL(forReading: key)
+        return try store.fileForReading(key)
     }
     func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
         try observed.check(key)

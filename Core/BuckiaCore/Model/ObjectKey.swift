@@ -1,3 +1,5 @@
+import Foundation
+
 /// A validated object key: the path of one object inside a bucket or root.
 ///
 /// Keys are `/`-separated, relative, and stored byte for byte as given (no Unicode
@@ -57,17 +59,38 @@ public struct ObjectKey: Hashable, Sendable, Comparable, CustomStringConvertible
     /// Compares the UTF-8 bytes: NFC and NFD spellings are different keys, although Swift's
     /// `String` equality treats them as the same.
     public static func == (lhs: ObjectKey, rhs: ObjectKey) -> Bool {
-        lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+        // Native strings hold their UTF-8 contiguously: compare the buffers in one call.
+        let fast = lhs.rawValue.utf8.withContiguousStorageIfAvailable { a in
+            rhs.rawValue.utf8.withContiguousStorageIfAvailable { b in
+                a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+            }
+        }
+        if let fast, let result = fast { return result }
+        return lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
     }
 
     public func hash(into hasher: inout Hasher) {
+        let hashed: Void? = rawValue.utf8.withContiguousStorageIfAvailable { bytes in
+            hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+        }
+        if hashed == nil {
+            // The same bytes, fed the same way, so equal keys hash alike whatever their storage.
+            Array(rawValue.utf8).withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
         hasher.combine(rawValue.utf8.count)
-        for byte in rawValue.utf8 { hasher.combine(byte) }
     }
 
     /// Orders keys by their UTF-8 bytes, the order S3 and every built-in provider list in.
     public static func < (lhs: ObjectKey, rhs: ObjectKey) -> Bool {
-        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+        let fast = lhs.rawValue.utf8.withContiguousStorageIfAvailable { a in
+            rhs.rawValue.utf8.withContiguousStorageIfAvailable { b in
+                let common = min(a.count, b.count)
+                let order = common == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, common)
+                return order != 0 ? order < 0 : a.count < b.count
+            }
+        }
+        if let fast, let result = fast { return result }
+        return lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
     }
 
     public init(from decoder: any Decoder) throws {

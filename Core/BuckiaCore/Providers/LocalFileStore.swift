@@ -14,11 +14,12 @@ import Foundation
 ///   checks the condition the same way.
 /// - Never hand out a path that leaves the provider's root.
 public protocol LocalFileStore: StorageProvider {
-    /// The file that holds `key`, for a transfer that reads it by path.
+    /// The file that holds `key`, for a transfer that reads it by path, and the object as it
+    /// is now (so a caller can tell whether it is still the version it listed).
     ///
     /// - Throws: ``BuckiaError/Code/notFound`` when no object is at `key`;
     ///   ``BuckiaError/Code/invalidPath`` when the way to it passes through a symbolic link.
-    func fileURL(forReading key: ObjectKey) throws -> URL
+    func fileForReading(_ key: ObjectKey) throws -> (url: URL, file: RemoteFile)
 
     /// Stores as `key` the file that `fill` writes, atomically, if `condition` holds.
     ///

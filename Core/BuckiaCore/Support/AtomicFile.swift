@@ -135,7 +135,7 @@ public enum AtomicFile {
             observe?(chunk)
             try output.write(chunk)
             total += Int64(chunk.count)
-            progress?(Int64(chunk.count))
+            progress?.report(Int64(chunk.count))
         }
         return total
     }

@@ -260,7 +260,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// Ends the transfer (nonzero) once no byte has moved for the stall limit.
     fileprivate func progress(moved: Int64) -> Int32 {
         if let observer, moved > reported {
-            observer(moved - reported)
+            observer.report(moved - reported)
             reported = moved
         }
         let now = ContinuousClock.now

@@ -39,7 +39,9 @@ for line in sys.stdin:
     m = re.search(r"\"(GET|PUT|HEAD|POST|DELETE) (/[^ ]*) HTTP", line)
     if not m: continue
     method, path = m.groups()
-    if method == "GET" and ("list-type" in path or path.rstrip("/").count("/") <= 1): kinds["LIST"] += 1
+    base = path.split("?", 1)[0].rstrip("/")
+    # Path-style: /bucket is the bucket (a listing when GET), /bucket/key an object.
+    if method == "GET" and base.count("/") <= 1: kinds["LIST"] += 1
     else: kinds[method] += 1
 print(", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) or "none")')
         echo "| $label | ${wall}s | ${cpu}s | ${rss} MiB | $requests |"

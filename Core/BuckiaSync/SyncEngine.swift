@@ -119,7 +119,16 @@ public struct SyncEngine: Sendable {
             try await run.perform(steps.filter { !$0.action.isDelete })
             let deletes = steps.filter(\.action.isDelete)
             if !deletes.isEmpty {
-                let emptied = baseline.isEmpty && sameAsBaseline == 0 ? nil : localFiles.entries.isEmpty ? "local" : remoteFiles.entries.isEmpty ? "remote" : nil
+                // A side that lists nothing is more often missing (an unmounted disk, a mistyped
+                // folder) than emptied on purpose: the side a push or pull reads from, or in
+                // two-way a side where the last run left files.
+                let emptied: String?
+                switch options.mode {
+                case .push: emptied = localFiles.entries.isEmpty ? "local" : nil
+                case .pull: emptied = remoteFiles.entries.isEmpty ? "remote" : nil
+                case .twoWay:
+                    emptied = baseline.isEmpty && sameAsBaseline == 0 ? nil : localFiles.entries.isEmpty ? "local" : remoteFiles.entries.isEmpty ? "remote" : nil
+                }
                 if let reason = deleteRefusal(
                     deletes.map(\.action), local: localFiles.entries.count, remote: remoteFiles.entries.count, failures: run.failureCount,
                     emptied: emptied)
@@ -159,7 +168,7 @@ public struct SyncEngine: Sendable {
             // A side that lists nothing where the last run left files is more often missing (an
             // unmounted disk, a mistyped path) than emptied on purpose.
             if let emptied {
-                return "The \(emptied) side is empty but the last sync left files there, so its \(deletes.count) deletes were not carried across. If emptying it was intended, sync again with a delete limit (100%)."
+                return "The \(emptied) side lists no file, so its \(deletes.count) deletes were not carried across (is it the right folder?). If emptying the other side is intended, sync again with a delete limit (100%)."
             }
             return nil
         }

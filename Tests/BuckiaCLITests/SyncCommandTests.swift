@@ -26,6 +26,25 @@ struct SyncCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".sqlite") }.count == 1)
     }
 
+    @Test("A dry run into a folder that does not exist plans against it as empty and creates nothing; a real run creates it")
+    func dryRunCreatesNothing() throws {
+        let harness = try CLIHarness()
+        _ = try harness.write("one", to: "src/a.txt")
+        let src = harness.home.appendingPathComponent("src").path
+        let fresh = harness.home.appendingPathComponent("fresh").path
+        let dry = try harness.run("sync", src, fresh, "--dry-run")
+        #expect(dry.status == 0 && dry.stdout == "upload a.txt\n", "\(dry.stdout) \(dry.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: fresh), "a dry run created the destination")
+        #expect(try harness.run("sync", src, fresh).status == 0)
+        #expect(try String(contentsOfFile: fresh + "/a.txt", encoding: .utf8) == "one")
+        // A mistyped (empty) remote folder pulled with --delete deletes nothing without a limit.
+        let refused = try harness.run("sync", fresh, "default:mistyped", "--mode", "pull", "--delete")
+        #expect(refused.status == 1 && refused.stderr.contains("lists no file"), "\(refused.stderr)")
+        #expect(FileManager.default.fileExists(atPath: fresh + "/a.txt"))
+        #expect(try harness.run("sync", fresh, "default:mistyped", "--mode", "pull", "--delete", "--max-delete", "100%").status == 0)
+        #expect(!FileManager.default.fileExists(atPath: fresh + "/a.txt"))
+    }
+
     @Test("two-way carries an edit each way and keeps both versions of a conflict")
     func twoWay() throws {
         let harness = try CLIHarness()

@@ -94,8 +94,15 @@ struct SyncSession: Sendable {
             throw UsageError(description: error.message)
         }
         options.dryRun = arguments.flag("dry-run") || check
-        let (source, sourceWidth) = try Self.endpoint(Location(invocation.positionals[0]), invocation: invocation, role: "SOURCE")
-        let (destination, destinationWidth) = try Self.endpoint(Location(invocation.positionals[1]), invocation: invocation, role: "DESTINATION")
+        // A local folder that is read from must exist (a mistyped source must not look like
+        // an empty one); one written to is created. Two-way creates either: the engine refuses
+        // to carry deletes from a side that lists nothing where the last run left files.
+        let (source, sourceWidth) = try Self.endpoint(
+            Location(invocation.positionals[0]), invocation: invocation, role: "SOURCE", mustExist: options.mode == .push || check,
+            dryRun: options.dryRun)
+        let (destination, destinationWidth) = try Self.endpoint(
+            Location(invocation.positionals[1]), invocation: invocation, role: "DESTINATION", mustExist: options.mode == .pull || check,
+            dryRun: options.dryRun)
         if let text = arguments.value("concurrency") {
             guard let width = Int(text), (1...256).contains(width) else {
                 throw UsageError(description: "--concurrency takes a number from 1 to 256, not \(text.debugDescription).")
@@ -127,10 +134,11 @@ struct SyncSession: Sendable {
 
     /// The endpoint a command-line location names, with the concurrency its remote allows.
     ///
-    /// A local folder is a local provider rooted there; it must exist unless it is the
-    /// DESTINATION (created then). Its files are made durable in batches (one `syncfs` before
-    /// each batch is recorded as synced) rather than one `fsync` each.
-    static func endpoint(_ location: Location, invocation: Invocation, role: String) throws -> (SyncEndpoint, Int) {
+    /// A local folder is a local provider rooted there; it must exist when `mustExist` (it is
+    /// read from), else it is created. Its files are made durable in batches (one `syncfs`
+    /// before each batch is recorded as synced) rather than one `fsync` each.
+    /// A dry run creates nothing: a folder that does not exist yet is planned against as empty.
+    static func endpoint(_ location: Location, invocation: Invocation, role: String, mustExist: Bool, dryRun: Bool) throws -> (SyncEndpoint, Int) {
         switch location {
         case .local(let url):
             var isFolder: ObjCBool = false
@@ -138,8 +146,12 @@ struct SyncSession: Sendable {
             if exists && !isFolder.boolValue {
                 throw UsageError(description: "\(url.path) is a file; sync works on folders.")
             }
-            if !exists && role == "SOURCE" {
+            if !exists && mustExist {
                 throw BuckiaError(.notFound, "The local folder \(url.path) does not exist.", path: url.path)
+            }
+            if !exists && dryRun {
+                let empty = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
+                return (try SyncEndpoint(provider: empty, backend: "local:\(url.standardizedFileURL.path)"), 8)
             }
             let provider = try LocalProvider(root: url, durable: false)
             return (try SyncEndpoint(provider: provider, backend: "local:\(provider.root.path)"), 8)

@@ -122,6 +122,11 @@ extension SyncConformance {
                 try await context.sync(SyncOptions(mode: .push)).expect(uploaded: 1, deletedRemote: 0, "a push without deletes")
                 try await context.expect(.remote, ["keep.txt": "keep", "extra.txt": "only there"], "a push without deletes")
                 try await context.sync(SyncOptions(mode: .push, deleteExtraneous: true)).expect(uploaded: 0, deletedRemote: 1, "a push with deletes")
+                // An empty source (a missing folder?) deletes nothing unless a limit says so.
+                try await context.remove(.local, "keep.txt")
+                let refused = try await context.sync(SyncOptions(mode: .push, deleteExtraneous: true))
+                try refused.expect(deletedRemote: 0, complete: false, "a push with deletes from an empty source")
+                try await context.write(.local, "keep.txt", "keep")
                 try await context.expectBoth(["keep.txt": "keep"], "after a push with deletes")
             },
             SyncScenario("pull: mirror", contract: "Pull copies what is new or changed on the remote to the local side.") { context in

@@ -58,7 +58,7 @@ let package = Package(
             name: "BuckiaHTTP", dependencies: ["BuckiaCore", .target(name: "CCurl", condition: .when(platforms: [.linux]))], path: "Core/BuckiaHTTP"),
         .target(name: "BuckiaSQLite", dependencies: ["BuckiaCore", "CSQLite"], path: "Core/BuckiaSQLite"),
         .target(name: "BuckiaSigV4", dependencies: ["BuckiaCore"], path: "Core/BuckiaSigV4"),
-        .target(name: "BuckiaClient", dependencies: ["BuckiaCore"], path: "Core/BuckiaClient"),
+        .target(name: "BuckiaClient", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaLocal"], path: "Core/BuckiaClient"),
         .target(name: "BuckiaSync", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Core/BuckiaSync"),
 
         // MARK: Providers

@@ -22,6 +22,8 @@ public final class BuckiaClient: Sendable {
     public let isUsingFallback: Bool
     /// The provider every call goes to.
     public let provider: any StorageProvider
+    /// Where state (sync state stores) goes: the environment the client was made with.
+    let environment: [String: String]
 
     /// Builds the provider `configuration` selects from `registry`.
     ///
@@ -47,12 +49,12 @@ public final class BuckiaClient: Sendable {
         // the primary is down.
         let second = try fallback.map { try registry.makeProvider(for: $0, environment: environment) }
         guard let fallback, let second else {
-            (self.configuration, provider, isUsingFallback) = (configuration, primary, false)
+            (self.configuration, provider, isUsingFallback, self.environment) = (configuration, primary, false, environment)
             return
         }
         let primaryStatus = await Self.status(of: primary)
         if primaryStatus.isConnected {
-            (self.configuration, provider, isUsingFallback) = (configuration, primary, false)
+            (self.configuration, provider, isUsingFallback, self.environment) = (configuration, primary, false, environment)
             return
         }
         let fallbackStatus = await Self.status(of: second)
@@ -62,7 +64,7 @@ public final class BuckiaClient: Sendable {
                 "Neither bucket answers. Primary (\(configuration.provider) \(configuration.bucketName.debugDescription)): \(primaryStatus.message.withoutTerminalPeriod). Fallback (\(fallback.provider) \(fallback.bucketName.debugDescription)): \(fallbackStatus.message.withoutTerminalPeriod).",
                 operation: "connect")
         }
-        (self.configuration, provider, isUsingFallback) = (fallback, second, true)
+        (self.configuration, provider, isUsingFallback, self.environment) = (fallback, second, true, environment)
     }
 
     /// A connection test that reports a thrown error as "not connected", with its message.

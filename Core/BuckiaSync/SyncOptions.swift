@@ -26,12 +26,17 @@ public struct SyncOptions: Sendable {
     public var maxConcurrentOperations: Int
     /// Plan, report the plan, and change nothing (the state store included).
     public var dryRun: Bool
+    /// The local folder `BuckiaClient.sync(options:)` syncs (the seed's `SyncOptions(localPath:)`);
+    /// the engine itself takes endpoints and ignores it.
+    public var localPath: URL?
+    /// The folder of the bucket `BuckiaClient.sync(options:)` syncs with; empty for the whole bucket.
+    public var remotePath: String
 
     /// Options for a sync; every default is the safe one.
     public init(
         mode: SyncMode = .push, detection: ChangeDetection? = nil, conflicts: ConflictPolicy = .keepBoth, deleteExtraneous: Bool = false,
         maxDelete: DeleteLimit? = nil, filter: PathFilter = .all, createOnly: [GlobPattern] = [], maxConcurrentOperations: Int = 8,
-        dryRun: Bool = false
+        dryRun: Bool = false, localPath: URL? = nil, remotePath: String = ""
     ) {
         self.mode = mode
         self.detection = detection
@@ -42,6 +47,13 @@ public struct SyncOptions: Sendable {
         self.createOnly = createOnly
         self.maxConcurrentOperations = maxConcurrentOperations
         self.dryRun = dryRun
+        self.localPath = localPath
+        self.remotePath = remotePath
+    }
+
+    /// Options to sync the folder at `localPath` with the bucket (the seed's spelling).
+    public init(localPath: URL, remotePath: String = "", mode: SyncMode = .push) {
+        self.init(mode: mode, localPath: localPath, remotePath: remotePath)
     }
 }
 

@@ -46,6 +46,9 @@ public struct SyncPlanSummary: Hashable, Sendable {
     /// Paths already equal on both sides that need no step.
     public var unchanged = 0
 
+    /// An empty summary.
+    public init() {}
+
     /// Files the plan copies, either way.
     public var transfers: Int { uploads + downloads }
     /// Bytes the plan copies, either way.
@@ -86,4 +89,7 @@ public struct SyncResult: Sendable {
     public var filesDownloaded: Int { downloaded }
     /// Whether both sides now hold what the plan meant them to: no failure, no skipped delete.
     public var isComplete: Bool { failures.isEmpty && deletesSkipped == nil }
+
+    /// An empty result: nothing planned, nothing done.
+    public init() {}
 }

@@ -1,0 +1,44 @@
+import BuckiaCore
+import BuckiaLocal
+import BuckiaSync
+import Foundation
+
+extension BuckiaClient {
+    /// Syncs the local folder `options.localPath` with `options.remotePath` in this bucket,
+    /// remembering what was synced in a state store of the pair (under `$XDG_STATE_HOME`), so
+    /// the next sync moves and asks about only what changed.
+    ///
+    /// ```swift
+    /// let result = try await client.sync(options: SyncOptions(localPath: folder, mode: .twoWay))
+    /// print("Files uploaded: \(result.filesUploaded)")
+    /// ```
+    ///
+    /// - Parameter events: Receives each step as it happens (progress displays).
+    /// - Returns: What the run did; files that failed are in ``BuckiaSync/SyncResult/failures``.
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidConfiguration`` without a `localPath`;
+    ///   what ``BuckiaSync/SyncEngine/run(events:)`` throws.
+    public func sync(options: SyncOptions, events: @escaping @Sendable (SyncEvent) -> Void = { _ in }) async throws -> SyncResult {
+        guard let localPath = options.localPath else {
+            throw BuckiaError(.invalidConfiguration, "Sync needs options.localPath, the local folder to sync.", operation: "sync")
+        }
+        var options = options
+        if options.maxConcurrentOperations == SyncOptions().maxConcurrentOperations {
+            options.maxConcurrentOperations = configuration.maxConcurrentOperations
+        }
+        // Files are made durable in batches: one syncfs before each batch is recorded.
+        let folder = try LocalProvider(root: localPath, durable: false)
+        let local = try SyncEndpoint(provider: folder, backend: "local:\(folder.root.path)")
+        let remote = try SyncEndpoint(provider: provider, path: options.remotePath, backend: storageIdentity)
+        let store = try SyncStateStore(url: SyncStateStore.location(source: local.identity, destination: remote.identity, environment: environment))
+        return try await SyncEngine(local: local, remote: remote, options: options, stateStore: store).run(events: events)
+    }
+
+    /// Names the bucket in use for state stores: provider, bucket and where it is; never a
+    /// credential.
+    var storageIdentity: String {
+        if let local = provider as? LocalProvider { return "local:\(local.root.path)" }
+        var identity = "\(configuration.provider.rawValue):\(configuration.bucketName)"
+        if let place = configuration.options["root"] ?? configuration.options["endpoint"] { identity += "@\(place)" }
+        return identity
+    }
+}

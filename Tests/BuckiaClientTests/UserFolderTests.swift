@@ -1,0 +1,164 @@
+import Buckia
+import BuckiaClient
+import Foundation
+import Testing
+
+/// The seed's per-user folder and its sync sequence, on the real file system and a local bucket.
+@Suite("User folder and its sync")
+struct UserFolderTests {
+    /// Fresh application-support and documents folders under `parent`.
+    static func bases(under parent: URL) throws -> UserFolder.Bases {
+        let bases = UserFolder.Bases(
+            applicationSupport: parent.appendingPathComponent("support-\(UUID().uuidString)"),
+            documents: parent.appendingPathComponent("documents-\(UUID().uuidString)"))
+        for folder in [bases.applicationSupport, bases.documents] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        return bases
+    }
+
+    static func write(_ text: String, _ url: URL, modified: Date = Date(timeIntervalSince1970: 1_700_000_000)) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+        try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: url.path)
+    }
+
+    @Test("A new user folder is made where configured, with originals, reworked and inbound")
+    func creates() throws {
+        let bases = try Self.bases(under: FileManager.default.temporaryDirectory)
+        defer { for folder in [bases.applicationSupport, bases.documents] { try? FileManager.default.removeItem(at: folder) } }
+        let folder = try UserFolder.prepare(FolderStructureConfiguration(location: .documents, userId: "u1"), bases: bases)
+        #expect(folder.url == bases.documents.appendingPathComponent("u1", isDirectory: true))
+        for sub in ["originals", "reworked", "inbound"] {
+            #expect(FileManager.default.fileExists(atPath: bases.documents.appendingPathComponent("u1/\(sub)").path))
+        }
+        #expect(folder.movedFrom == nil && folder.strayCopy == nil)
+        #expect(!FileManager.default.fileExists(atPath: bases.applicationSupport.appendingPathComponent("u1").path))
+    }
+
+    /// On one file system a rename; from /dev/shm (tmpfs) to the temporary folder a copy,
+    /// checked, then the old one removed.
+    @Test("A folder found in the other location is moved where configured, every file intact", arguments: [false, true])
+    func moves(_ acrossFileSystems: Bool) throws {
+        let near = try Self.bases(under: FileManager.default.temporaryDirectory)
+        var bases = near
+        if acrossFileSystems {
+            let shm = URL(fileURLWithPath: "/dev/shm/buckia-user-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: shm, withIntermediateDirectories: true)
+            bases.documents = shm
+            var a = stat(), b = stat()
+            try #require(stat(shm.path, &a) == 0 && stat(near.applicationSupport.path, &b) == 0)
+            try #require(a.st_dev != b.st_dev, "/dev/shm and the temporary folder must be two file systems for this case")
+        }
+        defer { for folder in [bases.applicationSupport, bases.documents, near.documents] { try? FileManager.default.removeItem(at: folder) } }
+        let old = bases.documents.appendingPathComponent("u2")
+        try Self.write("database", old.appendingPathComponent("backup.sqlite"))
+        try Self.write("take 1", old.appendingPathComponent("originals/a.mov"))
+        try Self.write("small", old.appendingPathComponent("reworked/deep/a.mp4"))
+        let folder = try UserFolder.prepare(FolderStructureConfiguration(location: .applicationSupport, userId: "u2"), bases: bases)
+        #expect(folder.movedFrom?.standardizedFileURL.path == old.standardizedFileURL.path)
+        #expect(!FileManager.default.fileExists(atPath: old.path), "the old folder is gone once the new one is in place")
+        #expect(try String(contentsOf: folder.backup, encoding: .utf8) == "database")
+        #expect(try String(contentsOf: folder.originals.appendingPathComponent("a.mov"), encoding: .utf8) == "take 1")
+        #expect(try String(contentsOf: folder.reworked.appendingPathComponent("deep/a.mp4"), encoding: .utf8) == "small")
+        let modified = try FileManager.default.attributesOfItem(atPath: folder.backup.path)[.modificationDate] as? Date
+        #expect(modified == Date(timeIntervalSince1970: 1_700_000_000), "times are kept")
+    }
+
+    @Test("A move that cannot finish leaves the old folder exactly as it was")
+    func failedMoveLosesNothing() throws {
+        let shm = URL(fileURLWithPath: "/dev/shm/buckia-user-\(UUID().uuidString)")
+        var bases = try Self.bases(under: FileManager.default.temporaryDirectory)
+        bases.documents = shm
+        defer { for folder in [bases.applicationSupport, shm] { try? FileManager.default.removeItem(at: folder) } }
+        let old = shm.appendingPathComponent("u3")
+        try Self.write("database", old.appendingPathComponent("backup.sqlite"))
+        try #require(mkfifo(old.appendingPathComponent("a-pipe").path, 0o600) == 0)
+        #expect(throws: BuckiaError.self) {
+            try UserFolder.prepare(FolderStructureConfiguration(location: .applicationSupport, userId: "u3"), bases: bases)
+        }
+        #expect(try String(contentsOf: old.appendingPathComponent("backup.sqlite"), encoding: .utf8) == "database")
+        #expect(!FileManager.default.fileExists(atPath: bases.applicationSupport.appendingPathComponent("u3").path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: bases.applicationSupport.path).isEmpty, "no staging copy left")
+    }
+
+    @Test("With a folder in both places the configured one is used and the other reported, untouched")
+    func both() throws {
+        let bases = try Self.bases(under: FileManager.default.temporaryDirectory)
+        defer { for folder in [bases.applicationSupport, bases.documents] { try? FileManager.default.removeItem(at: folder) } }
+        try Self.write("here", bases.applicationSupport.appendingPathComponent("u4/backup.sqlite"))
+        try Self.write("there", bases.documents.appendingPathComponent("u4/backup.sqlite"))
+        let folder = try UserFolder.prepare(FolderStructureConfiguration(location: .applicationSupport, userId: "u4"), bases: bases)
+        #expect(folder.strayCopy == bases.documents.appendingPathComponent("u4", isDirectory: true))
+        #expect(try String(contentsOf: folder.backup, encoding: .utf8) == "here")
+        #expect(try String(contentsOf: bases.documents.appendingPathComponent("u4/backup.sqlite"), encoding: .utf8) == "there")
+    }
+
+    @Test("A user id that is not one folder name is refused", arguments: ["", ".", "..", "a/b", "../escape"])
+    func badUserId(_ id: String) throws {
+        let bases = try Self.bases(under: FileManager.default.temporaryDirectory)
+        defer { for folder in [bases.applicationSupport, bases.documents] { try? FileManager.default.removeItem(at: folder) } }
+        let error = #expect(throws: BuckiaError.self) { try UserFolder.prepare(FolderStructureConfiguration(userId: id), bases: bases) }
+        #expect(error?.code == .invalidConfiguration)
+    }
+
+    /// Records what it is asked, and says which change it applied last.
+    actor Applier: InboundChangeApplier {
+        let last: KSUID?
+        var applied: [String] = []
+        init(last: KSUID?) { self.last = last }
+        func lastAppliedChange() async throws -> KSUID? { last }
+        func apply(_ files: [URL]) async throws { applied += files.map(\.lastPathComponent) }
+    }
+
+    @Test("The seed's sequence: newer inbound files down, backup up when changed, new originals and reworked up, never overwritten")
+    func sequence() async throws {
+        let bases = try Self.bases(under: FileManager.default.temporaryDirectory)
+        let (configuration, bucket) = try BuckiaClientTests.local()
+        defer { for folder in [bases.applicationSupport, bases.documents, bucket] { try? FileManager.default.removeItem(at: folder) } }
+        let client = try await BuckiaClient(configuration: configuration)
+        let ids = try (0..<4).map { try KSUID(date: Date(timeIntervalSince1970: 1_700_000_000 + Double($0) * 60)) }
+        for id in ids { try Self.write("change \(id)", bucket.appendingPathComponent("u5/inbound/\(id).sqlite")) }
+        try Self.write("theirs", bucket.appendingPathComponent("u5/originals/kept.mov"))
+        let folder = try UserFolder.prepare(FolderStructureConfiguration(userId: "u5"), bases: bases)
+        try Self.write("db v1", folder.backup)
+        try Self.write("mine", folder.originals.appendingPathComponent("kept.mov"))
+        try Self.write("new take", folder.originals.appendingPathComponent("new.mov"))
+        try Self.write("small", folder.reworked.appendingPathComponent("new.mp4"))
+
+        let applier = Applier(last: ids[1])
+        let first = try await client.syncUserFolder(folder, applier: applier)
+        #expect(first.inbound.map(\.lastPathComponent) == ["\(ids[2]).sqlite", "\(ids[3]).sqlite"], "only changes after the last applied, oldest first")
+        #expect(await applier.applied == ["\(ids[2]).sqlite", "\(ids[3]).sqlite"])
+        #expect(first.uploads.uploaded == 3, "\(first.uploads.plan)")
+        #expect(try String(contentsOf: bucket.appendingPathComponent("u5/backup.sqlite"), encoding: .utf8) == "db v1")
+        #expect(try String(contentsOf: bucket.appendingPathComponent("u5/originals/kept.mov"), encoding: .utf8) == "theirs", "never overwritten")
+        #expect(try String(contentsOf: bucket.appendingPathComponent("u5/originals/new.mov"), encoding: .utf8) == "new take")
+
+        // Nothing changed: nothing moves. Without an applier the local inbound decides.
+        let second = try await client.syncUserFolder(folder)
+        #expect(second.inbound.isEmpty && second.uploads.uploaded == 0)
+        try Self.write("db v2, longer", folder.backup, modified: Date(timeIntervalSince1970: 1_700_000_100))
+        try Self.write("new change", bucket.appendingPathComponent("u5/inbound/\(try KSUID(date: Date(timeIntervalSince1970: 1_800_000_000))).sqlite"))
+        try Self.write("skipped", folder.originals.appendingPathComponent("later.mov"))
+        let third = try await client.syncUserFolder(folder, includeOriginals: false)
+        #expect(third.inbound.count == 1)
+        #expect(third.uploads.uploaded == 1, "only the backup: originals are off")
+        #expect(try String(contentsOf: bucket.appendingPathComponent("u5/backup.sqlite"), encoding: .utf8) == "db v2, longer")
+        #expect(!FileManager.default.fileExists(atPath: bucket.appendingPathComponent("u5/originals/later.mov").path))
+    }
+
+    @Test("client.sync(options:) syncs a folder with a folder of the bucket, and a resync moves nothing")
+    func clientSync() async throws {
+        let (configuration, bucket) = try BuckiaClientTests.local()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-client-sync-\(UUID().uuidString)")
+        defer { for url in [bucket, folder] { try? FileManager.default.removeItem(at: url) } }
+        try Self.write("a", folder.appendingPathComponent("a.txt"))
+        try Self.write("b", folder.appendingPathComponent("sub/b.txt"))
+        let client = try await BuckiaClient(configuration: configuration)
+        let first = try await client.sync(options: SyncOptions(localPath: folder, remotePath: "mirror"))
+        #expect(first.filesUploaded == 2 && first.isComplete)
+        #expect(try String(contentsOf: bucket.appendingPathComponent("mirror/sub/b.txt"), encoding: .utf8) == "b")
+        let second = try await client.sync(options: SyncOptions(localPath: folder, remotePath: "mirror"))
+        #expect(second.filesUploaded == 0 && second.summary.unchanged == 2)
+        await #expect(throws: BuckiaError.self) { try await client.sync(options: SyncOptions()) }
+    }
+}

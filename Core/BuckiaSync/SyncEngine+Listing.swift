@@ -21,6 +21,39 @@ extension SyncEngine {
         }
     }
 
+    /// Paths each side holds under keys it cannot address (relative to the endpoint).
+    struct Hidden: Sendable {
+        var local: Set<String> = []
+        var remote: Set<String> = []
+
+        /// Whether a side the row is missing from may hold the path unseen: the path, or a
+        /// folder above it, is one of that side's unaddressable keys.
+        func hides(_ row: Row, _ path: ObjectKey) -> Bool {
+            if row.local < 0 && !local.isEmpty && Self.covers(local, path) { return true }
+            if row.remote < 0 && !remote.isEmpty && Self.covers(remote, path) { return true }
+            return false
+        }
+
+        private static func covers(_ keys: Set<String>, _ path: ObjectKey) -> Bool {
+            var prefix = path.rawValue[...]
+            while true {
+                if keys.contains(String(prefix)) { return true }
+                guard let slash = prefix.lastIndex(of: "/") else { return false }
+                prefix = prefix[..<slash]
+            }
+        }
+
+        /// The unaddressable keys of a listing, relative to the endpoint's folder.
+        static func relative(_ keys: [UnaddressableKey], prefix: String) -> Set<String> {
+            Set(keys.compactMap { key in
+                var bytes = key.bytes
+                while bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
+                guard bytes.starts(with: prefix.utf8) else { return nil }
+                return String(decoding: bytes.dropFirst(prefix.utf8.count), as: UTF8.self)
+            })
+        }
+    }
+
     /// Lists every file under the endpoint that the filter selects, in key order. A listing
     /// that fails fails the run before anything changes: half a listing would look like deletes.
     func list(_ endpoint: SyncEndpoint) async throws -> Listing {
@@ -29,9 +62,13 @@ extension SyncEngine {
         for try await entry in endpoint.provider.list(ListOptions(prefix: endpoint.prefix)) {
             switch entry {
             case .object(let file):
-                guard let relative = file.path.dropping(prefix: endpoint.prefix), let path = try? ObjectKey(relative),
-                    options.filter.selects(relative)
-                else { continue }
+                guard let relative = file.path.dropping(prefix: endpoint.prefix) else { continue }
+                guard let path = try? ObjectKey(relative) else {
+                    // The folder's own marker (`prefix/`) and the like: held, but not a path.
+                    listing.unaddressable.append(UnaddressableKey(bytes: Array(file.path.rawValue.utf8), reason: "it names no file inside the synced folder"))
+                    continue
+                }
+                guard options.filter.selects(relative) else { continue }
                 if let last = listing.entries.last?.path, !(last < path) { sorted = false }
                 listing.entries.append(
                     (path, SyncEntry(size: file.size, modified: file.modificationDate, checksums: file.checksums, etag: file.etag)))
@@ -56,8 +93,13 @@ extension SyncEngine {
     /// versions the baseline recorded needs nothing and gets no row; the baseline is read as a
     /// stream and only the entries rows need are kept (`retained`), so a resync of many
     /// unchanged files holds none of their baselines in memory.
+    ///
+    /// Baselines of paths the filter leaves out are skipped (they stay in the store), and so is
+    /// every path a side cannot show because a key it cannot address stands there or above it
+    /// (a folder replaced by a symbolic link): what cannot be seen is unknown, not deleted.
     static func merge(
         _ local: [(path: ObjectKey, entry: SyncEntry)], _ remote: [(path: ObjectKey, entry: SyncEntry)],
+        selects: @escaping (ObjectKey) -> Bool = { _ in true }, hidden: Hidden = Hidden(),
         baseline forEachBaseline: ((ObjectKey, SyncBaseline) throws -> Void) throws -> Void
     ) throws -> (rows: [Row], retained: [(path: ObjectKey, baseline: SyncBaseline)], unchanged: Int) {
         var rows: [Row] = []
@@ -80,6 +122,7 @@ extension SyncEngine {
                     row.remote = Int32(j)
                     j += 1
                 }
+                if hidden.hides(row, path) { continue }
                 rows.append(row)
             }
         }
@@ -89,6 +132,7 @@ extension SyncEngine {
             if let previous, !(previous < path) { return }
             previous = path
             drain(before: path)
+            guard selects(path) else { return }
             var row = Row(local: -1, remote: -1, baseline: -1)
             if i < local.count, local[i].path == path {
                 row.local = Int32(i)
@@ -104,6 +148,7 @@ extension SyncEngine {
                 unchanged += 1
                 return
             }
+            if hidden.hides(row, path) { return }
             row.baseline = Int32(retained.count)
             retained.append((path, old))
             rows.append(row)
@@ -140,15 +185,35 @@ extension SyncEngine {
     ) async throws {
         let detection = self.detection
         var needs: [Need] = []
-        for row in rows where row.local >= 0 && row.remote >= 0 {
-            let mine = local[Int(row.local)].entry
-            let theirs = remote[Int(row.remote)].entry
-            guard mine.size == theirs.size else { continue }
-            if row.baseline >= 0 {
-                let old = baseline[Int(row.baseline)].baseline
-                if mine.isSameVersion(as: old.local) && theirs.isSameVersion(as: old.remote) { continue }
+        var asked = Set<Int>()
+        /// Asks for `what` of one side's entry once (`index` on `local` when `isLocal`).
+        func need(_ path: ObjectKey, _ index: Int32, local isLocal: Bool, _ what: Need.What) {
+            let key = Int(index) * 2 + (isLocal ? 0 : 1)
+            guard asked.insert(key).inserted else { return }
+            needs.append(Need(path: path, index: Int(index), local: isLocal, what: what))
+        }
+        for row in rows {
+            let path = row.path(local, remote, baseline)
+            let mine = row.local >= 0 ? local[Int(row.local)].entry : nil
+            let theirs = row.remote >= 0 ? remote[Int(row.remote)].entry : nil
+            let old = row.baseline >= 0 ? baseline[Int(row.baseline)].baseline : nil
+            // A side whose version changed since its record but kept its size may only have
+            // been touched: its checksum, against the recorded one, tells.
+            if case .checksum(let algorithm) = detection, let old {
+                if let mine, !mine.isSameVersion(as: old.local), mine.size == old.local.size, old.local.checksums[algorithm] != nil,
+                    mine.checksums[algorithm] == nil, offers(self.local, algorithm)
+                {
+                    need(path, row.local, local: true, .checksum(algorithm))
+                }
+                if let theirs, !theirs.isSameVersion(as: old.remote), theirs.size == old.remote.size, old.remote.checksums[algorithm] != nil,
+                    theirs.checksums[algorithm] == nil, offers(self.remote, algorithm)
+                {
+                    need(path, row.remote, local: false, .checksum(algorithm))
+                }
             }
-            let path = local[Int(row.local)].path
+            // Both sides present with equal sizes: compare them with what the detection needs.
+            guard let mine, let theirs, mine.size == theirs.size else { continue }
+            if let old, mine.isSameVersion(as: old.local) && theirs.isSameVersion(as: old.remote) { continue }
             switch detection {
             case .sizeOnly:
                 continue
@@ -156,14 +221,14 @@ extension SyncEngine {
                 let localHas = mine.checksums[algorithm] != nil || offers(self.local, algorithm)
                 let remoteHas = theirs.checksums[algorithm] != nil || offers(self.remote, algorithm)
                 if localHas && remoteHas {
-                    if mine.checksums[algorithm] == nil { needs.append(Need(path: path, index: Int(row.local), local: true, what: .checksum(algorithm))) }
-                    if theirs.checksums[algorithm] == nil { needs.append(Need(path: path, index: Int(row.remote), local: false, what: .checksum(algorithm))) }
+                    if mine.checksums[algorithm] == nil { need(path, row.local, local: true, .checksum(algorithm)) }
+                    if theirs.checksums[algorithm] == nil { need(path, row.remote, local: false, .checksum(algorithm)) }
                     continue
                 }
                 fallthrough
             case .sizeAndTime:
-                if mine.modified == nil { needs.append(Need(path: path, index: Int(row.local), local: true, what: .time)) }
-                if theirs.modified == nil { needs.append(Need(path: path, index: Int(row.remote), local: false, what: .time)) }
+                if mine.modified == nil { need(path, row.local, local: true, .time) }
+                if theirs.modified == nil { need(path, row.remote, local: false, .time) }
             }
         }
         guard !needs.isEmpty else { return }

@@ -79,7 +79,13 @@ public struct SyncEngine: Sendable {
         // Every path once, with where it is on each side: the three lists are in key order,
         // so one merge pass lines them up without a hash table (memory stays a few dozen
         // bytes a path beyond the entries themselves).
-        let (rows, baseline, sameAsBaseline) = try Self.merge(localFiles.entries, remoteFiles.entries) { body in
+        let hidden = Hidden(
+            local: Hidden.relative(localFiles.unaddressable, prefix: local.prefix),
+            remote: Hidden.relative(remoteFiles.unaddressable, prefix: remote.prefix))
+        let filter = options.filter
+        let (rows, baseline, sameAsBaseline) = try Self.merge(
+            localFiles.entries, remoteFiles.entries, selects: { filter.selects($0.rawValue) }, hidden: hidden
+        ) { body in
             try stateStore?.forEachBaseline(body)
         }
         carryOver(rows, &localFiles.entries, &remoteFiles.entries, baseline)

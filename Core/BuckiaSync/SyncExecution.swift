@@ -33,13 +33,14 @@ final class SyncExecution: Sendable {
             switch step.action {
             case .record(let path):
                 if let mine = step.local, let theirs = step.remote { note(path, SyncBaseline(local: mine, remote: theirs)) }
+                try flushIfDue()
             case .forget(let path):
                 note(path, nil)
+                try flushIfDue()
             default:
                 work.append(step)
             }
         }
-        try flushIfDue()
         try await forEachConcurrently(work, width: engine.options.maxConcurrentOperations) { step in
             try Task.checkCancellation()
             let action = step.action
@@ -155,9 +156,9 @@ final class SyncExecution: Sendable {
     /// and the copy goes up.
     private func keepBoth(_ path: ObjectKey, _ step: SyncStep, copy: ObjectKey, action: SyncAction) async throws {
         guard let mine = step.local, let theirs = step.remote else { throw vanished(path) }
-        let moved = try await relocate(path, to: copy, on: engine.local, expected: mine)
-        let (downloaded, _) = try await transfer(path, from: engine.remote, theirs, to: engine.local, replacing: nil, action: action)
-        note(path, SyncBaseline(local: downloaded, remote: theirs))
+        let (copy, moved) = try await relocate(path, to: copy, on: engine.local, expected: mine)
+        let (downloaded, got) = try await transfer(path, from: engine.remote, theirs, to: engine.local, replacing: nil, action: action)
+        note(path, SyncBaseline(local: downloaded, remote: got))
         let (uploaded, sent) = try await transfer(copy, from: engine.local, moved, to: engine.remote, replacing: nil, action: action)
         note(copy, SyncBaseline(local: sent, remote: uploaded))
         state.withLock {
@@ -198,9 +199,15 @@ final class SyncExecution: Sendable {
         if to.provider.capabilities.supports(.conditionalWrite) {
             if let replacing { condition = replacing.etag.map { .ifMatch($0) } } else { condition = .ifNoneMatch }
         }
-        let read = ReadOptions(ifMatch: from.provider.capabilities.supports(.conditionalRead) ? source.etag : nil)
-        if from.backend == to.backend, to.provider.capabilities.supports(.serverSideCopy) {
-            return (try await to.provider.copyFile(from: sourceKey, to: targetKey), source)
+        // A read of exactly the listed version (If-Match) sends what `source` says; any other
+        // read may send a newer version, whose checksums the listing does not know.
+        let exact = from.provider.capabilities.supports(.conditionalRead) && source.etag != nil
+        let read = ReadOptions(ifMatch: exact ? source.etag : nil)
+        let unverified = SyncEntry(size: source.size, modified: source.modified, etag: source.etag)
+        // Server-side copies take no condition, so two-way runs (where the destination may be
+        // edited meanwhile) copy through this process instead.
+        if from.backend == to.backend, to.provider.capabilities.supports(.serverSideCopy), engine.options.mode != .twoWay {
+            return (try await to.provider.copyFile(from: sourceKey, to: targetKey), unverified)
         }
         if let store = from.fileStore {
             let (url, now) = try store.fileForReading(sourceKey)
@@ -218,38 +225,70 @@ final class SyncExecution: Sendable {
             let file = try await store.receiveFile(at: targetKey, condition: condition) { url in
                 _ = try await from.provider.downloadFile(remotePath: sourceKey, localURL: url, options: read)
             }
-            return (file, source)
+            return (file, exact ? source : unverified)
         }
         // Two providers elsewhere: through a private temporary file.
         return try await TemporaryFile.with { url in
             let downloaded = try await from.provider.downloadFile(remotePath: sourceKey, localURL: url, options: read)
             let options = UploadOptions(
                 contentType: downloaded.file.contentType, modificationDate: downloaded.file.effectiveModificationDate, condition: condition)
-            return (try await to.provider.uploadFile(localURL: url, remotePath: targetKey, options: options), source)
+            return (try await to.provider.uploadFile(localURL: url, remotePath: targetKey, options: options), exact ? source : unverified)
         }
     }
 
-    /// Renames `path` to `copy` on one endpoint: natively, server-side, or through a
-    /// temporary file, whichever the provider can.
-    private func relocate(_ path: ObjectKey, to copy: ObjectKey, on endpoint: SyncEndpoint, expected: SyncEntry) async throws -> SyncEntry {
-        let from = try endpoint.key(path)
-        let to = try endpoint.key(copy)
+    /// Renames `path` to `copy` (or `copy-2`, `copy-3`… when that name is taken) on one
+    /// endpoint: natively where the provider moves, else by a copy and a delete of the source
+    /// that happens only while the source is still the version expected, so an edit made
+    /// meanwhile is never deleted (the copy then stays as an extra file).
+    private func relocate(_ path: ObjectKey, to copy: ObjectKey, on endpoint: SyncEndpoint, expected: SyncEntry) async throws -> (ObjectKey, SyncEntry) {
         let provider = endpoint.provider
+        let from = try endpoint.key(path)
+        var name = copy
+        var attempt = 1
+        while try await provider.stat(remotePath: endpoint.key(name)) != nil {
+            attempt += 1
+            guard attempt <= 100, let next = Self.numbered(copy, attempt) else {
+                throw BuckiaError(.alreadyExists, "Every conflict copy name is taken; rename some and sync again.", operation: "sync", path: path.rawValue)
+            }
+            name = next
+        }
+        let to = try endpoint.key(name)
         let moved: RemoteFile
-        if provider.capabilities.supports(.move) || provider.capabilities.supports(.serverSideCopy) {
+        if provider.capabilities.supports(.move) {
             moved = try await provider.moveFile(from: from, to: to)
         } else {
-            moved = try await TemporaryFile.with { url in
-                let downloaded = try await provider.downloadFile(remotePath: from, localURL: url, options: ReadOptions())
-                let options = UploadOptions(modificationDate: downloaded.file.effectiveModificationDate, condition: .ifNoneMatch)
-                let stored = try await provider.uploadFile(localURL: url, remotePath: to, options: options)
-                try await provider.deleteFile(remotePath: from)
-                return stored
+            if provider.capabilities.supports(.serverSideCopy) {
+                moved = try await provider.copyFile(from: from, to: to)
+            } else {
+                moved = try await TemporaryFile.with { url in
+                    let read = ReadOptions(ifMatch: provider.capabilities.supports(.conditionalRead) ? expected.etag : nil)
+                    let downloaded = try await provider.downloadFile(remotePath: from, localURL: url, options: read)
+                    let options = UploadOptions(modificationDate: downloaded.file.effectiveModificationDate, condition: .ifNoneMatch)
+                    return try await provider.uploadFile(localURL: url, remotePath: to, options: options)
+                }
             }
+            guard let current = try await provider.stat(remotePath: from), current.etag == expected.etag, current.size == expected.size else {
+                throw BuckiaError(
+                    .conditionNotMatch, "The file changed while its conflict copy was made, so it was kept as it is; sync again.",
+                    operation: "sync", path: from.rawValue)
+            }
+            try await provider.deleteFile(remotePath: from)
         }
         var entry = SyncEntry(size: moved.size, modified: moved.modificationDate ?? expected.modified, checksums: moved.checksums, etag: moved.etag)
-        if moved.size == expected.size { entry.checksums.merge(expected.checksums) { current, _ in current } }
-        return entry
+        if moved.size == expected.size, moved.etag == expected.etag || provider.capabilities.supports(.move) {
+            entry.checksums.merge(expected.checksums) { current, _ in current }
+        }
+        return (name, entry)
+    }
+
+    /// `name.conflict-local-….ext` as `name.conflict-local-…-N.ext`.
+    static func numbered(_ copy: ObjectKey, _ number: Int) -> ObjectKey? {
+        let text = copy.rawValue
+        let nameStart = text.lastIndex(of: "/").map { text.index(after: $0) } ?? text.startIndex
+        if let dot = text[nameStart...].lastIndex(of: "."), dot != nameStart, text[nameStart..<dot].contains(".conflict-") {
+            return try? ObjectKey("\(text[..<dot])-\(number)\(text[dot...])")
+        }
+        return try? ObjectKey("\(text)-\(number)")
     }
 
     /// Deletes `path` on one endpoint. A two-way run first checks the file is still the

@@ -74,21 +74,38 @@ public struct SyncEntry: Hashable, Sendable {
         }
     }
 
+    /// Whether `other` holds the same bytes as far as a checksum can tell: both carry the
+    /// detection's checksum and it is equal. Times and sizes never say so.
+    public func matchesByContent(_ other: SyncEntry, by detection: ChangeDetection) -> Bool {
+        guard case .checksum(let algorithm) = detection, size == other.size, let mine = checksums[algorithm],
+            let theirs = other.checksums[algorithm]
+        else { return false }
+        return mine == theirs
+    }
+
     /// Whether this is the version `snapshot` recorded on the same side: equal entity tags and
     /// sizes, or for a side without tags, equal sizes, times and checksums.
     public func isSameVersion(as snapshot: SyncEntry) -> Bool {
         guard size == snapshot.size else { return false }
         switch (etag, snapshot.etag) {
         case (let mine?, let old?): return mine == old
-        case (nil, nil): return modified != nil && modified == snapshot.modified && checksums == snapshot.checksums
+        case (nil, nil): return modified != nil && modified == snapshot.modified
         default: return false
         }
     }
 
-    /// Whether this is the version `snapshot` describes (taken on the same side): the same
-    /// entity tag, or else the same content as `detection` judges it.
+    /// Whether this holds what `snapshot` (taken on the same side) held: the same version, or
+    /// a new version (a touch) whose checksum, by the algorithm `detection` compares with,
+    /// equals the recorded one.
+    ///
+    /// A time window or the size alone never decides this: a file rewritten with the same
+    /// size within a second of the last sync is an edit, and only a checksum can say it is not.
     public func isUnchanged(since snapshot: SyncEntry, by detection: ChangeDetection) -> Bool {
-        isSameVersion(as: snapshot) || matches(snapshot, by: detection)
+        if isSameVersion(as: snapshot) { return true }
+        guard case .checksum(let algorithm) = detection, size == snapshot.size, let mine = checksums[algorithm],
+            let old = snapshot.checksums[algorithm]
+        else { return false }
+        return mine == old
     }
 }
 
@@ -199,8 +216,7 @@ public struct SyncPlanner: Sendable {
 
     /// The plan, one action per path that needs one, in UTF-8 byte order of the paths.
     public func plan(local: [ObjectKey: SyncEntry], remote: [ObjectKey: SyncEntry], baseline: [ObjectKey: SyncBaseline]) -> [SyncAction] {
-        var paths = Set(local.keys).union(remote.keys)
-        for path in baseline.keys where mode == .twoWay || local[path] != nil || remote[path] != nil { paths.insert(path) }
+        let paths = Set(local.keys).union(remote.keys).union(baseline.keys)
         return paths.sorted().compactMap { path in
             action(for: path, local: local[path], remote: remote[path], baseline: baseline[path])
         }
@@ -231,6 +247,11 @@ public struct SyncPlanner: Sendable {
             {
                 return source.isSameVersion(as: old) && destination.isSameVersion(as: oldDestination) ? nil : .record(path)
             }
+            // The source changed and the destination did not: only a checksum can show they
+            // now hold the same bytes (a same-size rewrite can fall inside a time window).
+            if baseline.source != nil, let oldDestination = baseline.destination, destination.isUnchanged(since: oldDestination, by: detection) {
+                return source.matchesByContent(destination, by: detection) ? .record(path) : copy
+            }
             return source.matches(destination, by: detection) ? .record(path) : copy
         case (.some, nil): return copy
         case (nil, .some):
@@ -257,10 +278,15 @@ public struct SyncPlanner: Sendable {
             if let baseline, !localChanged && !remoteChanged {
                 return local.isSameVersion(as: baseline.local) && remote.isSameVersion(as: baseline.remote) ? nil : .record(path)
             }
-            if local.matches(remote, by: detection) { return .record(path) }
+            // With one side changed since the baseline, only a checksum can show the sides now
+            // match; with no baseline, or both changed, the detection's own rule decides.
+            let oneSided = baseline != nil && localChanged != remoteChanged
+            if oneSided ? local.matchesByContent(remote, by: detection) : local.matches(remote, by: detection) { return .record(path) }
             if localChanged && !remoteChanged && baseline != nil { return .upload(path) }
             if remoteChanged && !localChanged && baseline != nil { return .download(path) }
-            return .conflict(path, resolve(path, local: local, remote: remote))
+            // Without a baseline (a first run, a lost store) nobody knows which side changed:
+            // whatever the policy, both versions are kept.
+            return .conflict(path, resolve(path, local: local, remote: remote, policy: baseline == nil ? .keepBoth : conflicts))
         }
     }
 
@@ -273,8 +299,8 @@ public struct SyncPlanner: Sendable {
         }
     }
 
-    private func resolve(_ path: ObjectKey, local: SyncEntry, remote: SyncEntry) -> ConflictResolution {
-        switch conflicts {
+    private func resolve(_ path: ObjectKey, local: SyncEntry, remote: SyncEntry, policy: ConflictPolicy) -> ConflictResolution {
+        switch policy {
         case .localWins: return .upload
         case .remoteWins: return .download
         case .newerWins:

@@ -17,6 +17,8 @@ public final class SyncStateStore: @unchecked Sendable {
     public let wasReset: String?
     private let lock = NSLock()
     private let connection: SQLiteConnection
+    /// The lock file's descriptor, held while the store is open for writing.
+    private let lockFile: Int32?
 
     /// The schema version this code reads and writes. Version 1 (a JSON blob per path) is
     /// replaced by an empty version 2 store: its baselines cost only a comparison to rebuild.
@@ -31,54 +33,105 @@ public final class SyncStateStore: @unchecked Sendable {
         return base.appendingPathComponent("buckia/sync/\(name).sqlite")
     }
 
-    /// Opens the store at `url`, creating it (and its folder) when missing.
+    /// Opens the store at `url`, creating it (and its folder) when missing, and holds it for
+    /// this process until the store is released: two syncs of one pair at once would each
+    /// record what they saw, the slower over the newer.
     ///
-    /// - Throws: ``BuckiaCore/BuckiaError/Code/permissionDenied`` or `io` when the folder or
-    ///   file cannot be created or opened; damage is not an error (see ``wasReset``).
-    public init(url: URL) throws {
+    /// - Parameter readOnly: Open for reading only (a dry run): nothing is created, migrated
+    ///   or moved aside; a store that cannot be read as it is opens empty (see ``wasReset``).
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidConfiguration`` for a store written by a
+    ///   newer Buckia (it is left as it is: upgrade, or remove it to start afresh);
+    ///   ``BuckiaCore/BuckiaError/Code/transient`` while another process syncs the same pair;
+    ///   `permissionDenied` or `io` when the folder or file cannot be created or opened.
+    ///   Damage is not an error (see ``wasReset``).
+    public init(url: URL, readOnly: Bool = false) throws {
         self.url = url
+        if readOnly {
+            lockFile = nil
+            do {
+                connection = try Self.open(url, readOnly: true)
+                wasReset = nil
+            } catch let error as BuckiaError where error.code == .corrupt || error.code == .invalidConfiguration || error.code == .notFound {
+                connection = try SQLiteConnection.inMemory()
+                try Self.createSchema(connection)
+                wasReset = error.message
+            }
+            return
+        }
         try LocalFile.createDirectories(url.deletingLastPathComponent().path)
+        lockFile = try Self.lock(url)
         var reset: String?
         var opened: SQLiteConnection
         do {
-            opened = try Self.open(url)
-        } catch let error as BuckiaError where error.code == .corrupt || error.code == .invalidConfiguration {
+            opened = try Self.open(url, readOnly: false)
+        } catch let error as BuckiaError where error.code == .corrupt {
             reset = error.message
             try Self.moveAside(url)
-            opened = try Self.open(url)
+            opened = try Self.open(url, readOnly: false)
         }
         connection = opened
         wasReset = reset
     }
 
+    deinit {
+        if let lockFile { close(lockFile) }
+    }
+
+    /// Takes the pair's lock file (`<store>.lock`), or fails when another process holds it.
+    private static func lock(_ url: URL) throws -> Int32 {
+        let path = url.path + ".lock"
+        let fd = systemOpen(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "lock sync state", path: path) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw BuckiaError(
+                .transient, "Another sync of the same two places is running; wait for it to finish, then sync again.",
+                operation: "lock sync state", path: path)
+        }
+        return fd
+    }
+
     /// Opens and checks the database: schema present, version known, quick check clean.
-    private static func open(_ url: URL) throws -> SQLiteConnection {
-        let connection = try SQLiteConnection(path: url.path)
+    private static func open(_ url: URL, readOnly: Bool) throws -> SQLiteConnection {
+        if readOnly && !FileManager.default.fileExists(atPath: url.path) {
+            throw BuckiaError(.notFound, "No sync state store yet.", path: url.path)
+        }
+        let connection = try SQLiteConnection(path: url.path, mode: readOnly ? .readOnly : .readWrite(create: true))
         let problems = try connection.quickCheck()
         guard problems.isEmpty else {
             throw BuckiaError(.corrupt, "The sync state store is damaged (\(problems.prefix(3).joined(separator: "; "))).", path: url.path)
         }
         let version = try connection.query("PRAGMA user_version") { $0.int64(0) }.first ?? 0
         switch version {
-        case 0, 1:
-            try connection.transaction {
-                try connection.execute("DROP TABLE IF EXISTS baseline")
-                try connection.execute(
-                    """
-                    CREATE TABLE baseline (
-                        path TEXT PRIMARY KEY,
-                        local_size INTEGER NOT NULL, local_modified REAL, local_etag TEXT, local_checksums TEXT NOT NULL,
-                        remote_size INTEGER NOT NULL, remote_modified REAL, remote_etag TEXT, remote_checksums TEXT NOT NULL
-                    ) WITHOUT ROWID
-                    """)
-                try connection.execute("PRAGMA user_version = \(Self.version)")
-            }
         case Self.version:
             break
+        case 0, 1:
+            // Empty, or version 1 (a JSON blob per path): its baselines only cost a comparison
+            // to rebuild.
+            guard !readOnly else { throw BuckiaError(.corrupt, "The sync state store is of an older version.", path: url.path) }
+            try createSchema(connection)
         default:
-            throw BuckiaError(.invalidConfiguration, "The sync state store has schema version \(version); this Buckia reads \(Self.version).", path: url.path)
+            throw BuckiaError(
+                .invalidConfiguration,
+                "The sync state store was written by a newer Buckia (schema \(version); this one reads \(Self.version)), so it is left as it is. Use that Buckia, or remove the file to compare afresh.",
+                path: url.path)
         }
         return connection
+    }
+
+    private static func createSchema(_ connection: SQLiteConnection) throws {
+        try connection.transaction {
+            try connection.execute("DROP TABLE IF EXISTS baseline")
+            try connection.execute(
+                """
+                CREATE TABLE baseline (
+                    path TEXT PRIMARY KEY,
+                    local_size INTEGER NOT NULL, local_modified REAL, local_etag TEXT, local_checksums TEXT NOT NULL,
+                    remote_size INTEGER NOT NULL, remote_modified REAL, remote_etag TEXT, remote_checksums TEXT NOT NULL
+                ) WITHOUT ROWID
+                """)
+            try connection.execute("PRAGMA user_version = \(Self.version)")
+        }
     }
 
     private static func moveAside(_ url: URL) throws {
@@ -118,8 +171,11 @@ public final class SyncStateStore: @unchecked Sendable {
                 "SELECT path, local_size, local_modified, local_etag, local_checksums, remote_size, remote_modified, remote_etag, remote_checksums FROM baseline ORDER BY path"
             ) { row in
                 guard let text = row.string(0), let path = try? ObjectKey(text),
-                    let local = Self.entry(row, from: 1), let remote = Self.entry(row, from: 5)
+                    var local = Self.entry(row, from: 1), var remote = Self.entry(row, from: 5)
                 else { return true }
+                // Both sides held the same bytes when recorded: a checksum of either is both's.
+                local.checksums.merge(remote.checksums) { mine, _ in mine }
+                remote.checksums.merge(local.checksums) { mine, _ in mine }
                 try body(path, SyncBaseline(local: local, remote: remote))
                 return true
             }
@@ -178,3 +234,5 @@ public final class SyncStateStore: @unchecked Sendable {
             checksums: checksums, etag: row.string(column + 2))
     }
 }
+
+private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }

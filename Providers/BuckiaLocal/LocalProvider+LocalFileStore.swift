@@ -42,6 +42,9 @@ extension LocalProvider: LocalFileStore {
         guard try staging.entry("file").kind == .file else {
             throw BuckiaError(.io, "The transfer finished without writing the file.", operation: "download", path: key.rawValue)
         }
+        // Held open, so the version placed is the one described afterwards.
+        let placed = try staging.openFile("file")
+        defer { try? placed.close() }
         var location = try locate(key, create: true, operation: "download")
         do {
             try root.folder(LocalProvider.reservedName, create: true).withExclusiveLock(on: "lock") {
@@ -63,6 +66,6 @@ extension LocalProvider: LocalFileStore {
             throw mapWriteError(error, key: key, operation: "download")
         }
         if durable { try location.parent.sync() }
-        return try describe(key, operation: "download")
+        return remoteFile(key, try placed.statRecord())
     }
 }

@@ -115,8 +115,6 @@ extension LocalProvider {
             }
             if let modified { try file.setModificationDate(modified) }
             if durable { try file.sync() }
-            // What is stored, described now: the rename keeps the inode, size and time.
-            written = try file.statRecord()
             // The file stays open, and so locked, until it is in place: a sweep by another
             // process must not take it in between.
             try reserved.withExclusiveLock(on: "lock") {
@@ -131,6 +129,9 @@ extension LocalProvider {
                     }
                 }
             }
+            // What is stored, described from the open file once in place (the rename changed
+            // its status-change time), so it is this version whatever comes next.
+            written = try file.statRecord()
             try file.close()
             if durable { try location.parent.sync() }
         } catch {

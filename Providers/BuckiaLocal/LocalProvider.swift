@@ -304,12 +304,20 @@ public struct LocalProvider: StorageProviderPlugin {
 
     // MARK: Helpers
 
-    /// The entity tag of a file: its inode, modification time and size. Every write renames a
-    /// new file into place, so every write makes a new tag, even of the same bytes.
+    /// The entity tag of a file: its inode, modification time, status-change time and size.
+    /// Every write renames a new file into place, so every write makes a new tag, even of the
+    /// same bytes; and the status-change time, which no tool can set back, changes with any
+    /// write in place, even one that restores the modification time and keeps the size
+    /// (`touch -r`, `rsync --inplace -t`).
     static func etag(_ info: FileStatus) -> String {
         let modified = LocalFile.modificationDate(of: info)
         let nanoseconds = Int64(clamping: Int((modified.timeIntervalSince1970 * 1_000_000_000).rounded(.toNearestOrEven).clampedToInt))
-        return "\"\(String(UInt64(info.st_ino), radix: 16))-\(String(nanoseconds, radix: 16))-\(String(Int64(info.st_size), radix: 16))\""
+        #if canImport(Darwin)
+        let changed = Int64(info.st_ctimespec.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctimespec.tv_nsec)
+        #else
+        let changed = Int64(info.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctim.tv_nsec)
+        #endif
+        return "\"\(String(UInt64(info.st_ino), radix: 16))-\(String(nanoseconds, radix: 16))-\(String(changed, radix: 16))-\(String(Int64(info.st_size), radix: 16))\""
     }
 
     func remoteFile(_ key: ObjectKey, _ info: FileStatus) -> RemoteFile {

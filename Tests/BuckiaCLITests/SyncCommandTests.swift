@@ -45,6 +45,25 @@ struct SyncCommandTests {
         #expect(!FileManager.default.fileExists(atPath: fresh + "/a.txt"))
     }
 
+    /// Regression (review): a folder replaced by a symbolic link (moved to another disk) was
+    /// listed as one unaddressable key, so every file under it looked deleted and two-way
+    /// deleted them on the other side.
+    @Test("A folder replaced by a symbolic link hides its files; nothing under it is deleted on the other side")
+    func linkedFolderDeletesNothing() throws {
+        let harness = try CLIHarness()
+        _ = try harness.write("a", to: "notes/photos/a.jpg")
+        _ = try harness.write("b", to: "notes/photos/b.jpg")
+        _ = try harness.write("c", to: "notes/c.txt")
+        let notes = harness.home.appendingPathComponent("notes").path
+        #expect(try harness.run("sync", notes, "default:notes", "--mode", "two-way").status == 0)
+        try FileManager.default.moveItem(atPath: notes + "/photos", toPath: harness.home.appendingPathComponent("elsewhere").path)
+        try FileManager.default.createSymbolicLink(atPath: notes + "/photos", withDestinationPath: harness.home.appendingPathComponent("elsewhere").path)
+        let result = try harness.run("sync", notes, "default:notes", "--mode", "two-way", "--max-delete", "100%")
+        #expect(result.status == 7, "the link is reported: \(result.stderr)")
+        let listing = try harness.run("ls", "-R", "default:notes").stdout
+        #expect(listing.contains("notes/photos/a.jpg") && listing.contains("notes/photos/b.jpg"), "\(listing)")
+    }
+
     @Test("two-way carries an edit each way and keeps both versions of a conflict")
     func twoWay() throws {
         let harness = try CLIHarness()

@@ -57,6 +57,33 @@ struct SyncPlannerTests {
         #expect(plan.map(\.description) == (test.expected.map { [$0] } ?? []))
     }
 
+    /// Regression (review): a same-size rewrite within the comparison window of the recorded
+    /// time counted as unchanged, so push recorded it unsent and two-way deleted it.
+    @Test("A same-size rewrite within a second of the recorded time is an edit; a touch with the recorded checksum is not")
+    func ownRecord() throws {
+        let rewritten = SyncEntry(size: 10, modified: Self.t0.addingTimeInterval(1))
+        let push = SyncPlanner(mode: .push).plan(
+            local: try Self.keyed(["f": rewritten]), remote: try Self.keyed(["f": Self.old]), baseline: try Self.keyed(["f": Self.synced]))
+        #expect(push.map(\.description) == ["upload f"])
+        let twoWay = SyncPlanner(mode: .twoWay).plan(
+            local: try Self.keyed(["f": rewritten]), remote: [:], baseline: try Self.keyed(["f": Self.synced]))
+        #expect(twoWay.map(\.description) == ["upload f"], "deleted there, rewritten here: the rewrite is restored, not deleted")
+        let recorded = SyncEntry(size: 10, modified: Self.t0, checksums: [.md5: "aa"])
+        let touched = SyncEntry(size: 10, modified: Self.t0.addingTimeInterval(60), checksums: [.md5: "aa"])
+        let plan = SyncPlanner(mode: .twoWay, detection: .checksum(.md5)).plan(
+            local: try Self.keyed(["f": touched]), remote: [:], baseline: try Self.keyed(["f": SyncBaseline(local: recorded, remote: recorded)]))
+        #expect(plan.map(\.description) == ["delete-local f"], "a touch is no edit: the delete on the other side is carried")
+    }
+
+    /// Regression (review): without a baseline, every differing path became a conflict
+    /// resolved by policy, so remote-wins overwrote local edits after a lost state store.
+    @Test("Without a baseline, differing versions are kept both, whatever the policy", arguments: ConflictPolicy.allCases)
+    func noBaselineKeepsBoth(_ policy: ConflictPolicy) throws {
+        let plan = SyncPlanner(mode: .twoWay, conflicts: policy, now: { Self.t0 }).plan(
+            local: try Self.keyed(["f": Self.edited]), remote: try Self.keyed(["f": Self.editedElsewhere]), baseline: [:])
+        #expect(plan.map(\.description) == ["conflict f keep-both f.conflict-local-20231114T221320Z"])
+    }
+
     @Test("A rename shows as a delete and a create, and both halves propagate")
     func rename() throws {
         let plan = SyncPlanner(mode: .twoWay).plan(

@@ -175,12 +175,17 @@ struct SyncSession: Sendable {
     func run() async throws -> ExitCode {
         let store: SyncStateStore?
         let location = SyncStateStore.location(source: source.identity, destination: destination.identity, environment: environment)
-        if check || (options.dryRun && !FileManager.default.fileExists(atPath: location.path)) {
+        if check {
             store = nil
+        } else if options.dryRun {
+            // Read as it is, never written: a dry run changes nothing.
+            store = try SyncStateStore(url: location, readOnly: true)
         } else {
             store = try SyncStateStore(url: location)
+            if let reset = store?.wasReset {
+                Console.error("buckia: the sync state store was damaged and has been set aside (\(reset)); this run compares afresh.")
+            }
         }
-        if let reset = store?.wasReset { Console.error("buckia: the sync state store was damaged and has been set aside (\(reset)); this run compares afresh.") }
         let engine = SyncEngine(local: source, remote: destination, options: options, stateStore: store)
         let display = json || options.dryRun ? nil : ProgressDisplay(verb: "Synced")
         let printer = json ? JSONEventPrinter() : nil

@@ -245,6 +245,14 @@ extension SyncConformance {
                 try await context.sync(SyncOptions(mode: .push, deleteExtraneous: true, filter: filter)).expect(uploaded: 1, deletedRemote: 0, "a filtered push")
                 try await context.expect(.remote, ["doc/a.txt": "a", "doc/old.tmp": "remote scratch"], "a filtered push")
             },
+            SyncScenario("filter change", contract: "A run with a narrower filter leaves the baselines of what it leaves out alone: the next full run moves nothing.") { context in
+                try await seed(context)
+                try await context.sync(SyncOptions(mode: .twoWay, filter: try PathFilter(exclude: ["dir/**"]))).expect(uploaded: 0, downloaded: 0, "a narrower run")
+                try await context.remove(.local, "dir/b.txt")
+                let full = try await context.sync(twoWay)
+                try full.expect(uploaded: 0, downloaded: 0, deletedRemote: 1, "the full run after it")
+                try await context.expectBoth(["a.txt": "a"], "after the full run")
+            },
             SyncScenario("create-only", contract: "Create-only paths are uploaded when the remote lacks them, and never overwritten, downloaded or deleted.") { context in
                 try await context.write(.local, "inbox/new.db", "new")
                 try await context.write(.local, "inbox/both.db", "local")

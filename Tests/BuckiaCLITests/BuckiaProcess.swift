@@ -49,7 +49,7 @@ final class BuckiaProcess {
         guard !process.isRunning else {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            throw Failure(description: "buckia \(process.arguments ?? []) still ran after \(polls) polls and was killed")
+            throw Failure(description: "buckia \(process.arguments ?? []) still ran after \(polls) polls and was killed; stderr: \(errorText)")
         }
         process.waitUntilExit()
         guard process.terminationReason == .exit else {

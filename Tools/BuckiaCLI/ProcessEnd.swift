@@ -5,9 +5,9 @@ import Foundation
 ///
 /// Removing an interrupted copy's temporaries makes the copy fail at once (a relay's folder is
 /// gone), so the command's thread may reach its `exit` while the signal handler is on its way
-/// to its own. Two threads in `exit(3)` at once is undefined behaviour: under load it let the
-/// command's status (3) win over 130, or hung the process. Whichever claims the end first
-/// exits; the other waits for the process to go.
+/// to its own. Two threads in `exit(3)` at once is undefined behaviour, and under load the
+/// command's status (3, "Nothing exists at …/.buckia-….tmp") won over 143. Whichever claims the
+/// end first exits; the other waits for the process to go.
 enum ProcessEnd {
     private static let claimed = Locked(false)
 

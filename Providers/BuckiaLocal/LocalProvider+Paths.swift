@@ -97,13 +97,16 @@ extension LocalProvider {
     /// links. The rename happens under the root's lock file, where the write condition is
     /// checked, so conditional writers never interleave. A folder removed by a concurrent
     /// delete between the walk and the rename is walked to (and created) again.
+    ///
+    /// - Parameter permissions: The new object's mode bits, less the umask.
     func writeObject(
-        _ key: ObjectKey, modified: Date?, options: UploadOptions, _ body: (LocalFile, DigestSet) throws -> Void
+        _ key: ObjectKey, modified: Date?, permissions: mode_t = 0o644, options: UploadOptions,
+        _ body: (LocalFile, DigestSet) throws -> Void
     ) throws -> RemoteFile {
         var location = try locate(key, create: true, operation: "upload")
         let reserved = try location.root.folder(LocalProvider.reservedName, create: true)
         let temporary = try reserved.folder("tmp", create: true)
-        let (name, file) = try temporary.createTemporaryFile()
+        let (name, file) = try temporary.createTemporaryFile(permissions: permissions)
         defer { Temporaries.unregister(file.path) }
         let written: FileStatus
         do {

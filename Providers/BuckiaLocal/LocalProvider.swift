@@ -14,7 +14,9 @@ import Darwin
 /// to a temporary file under `<root>/.buckia/tmp` and are renamed into place, so a reader
 /// sees the old bytes or the new ones, never a mix. Transfers stream through a 1 MiB buffer.
 /// Modification times are kept on upload and restored on download; checksums are computed
-/// on demand.
+/// on demand. An uploaded file's object gets the file's permission bits less the umask (never
+/// setuid, setgid or sticky), as `cp` gives a new file; an object written from memory is 0644
+/// less the umask.
 ///
 /// Keys that would leave the root are refused: `..` segments never get this far (see
 /// ``ObjectKey``), and a symbolic link inside the root that points outside it is refused
@@ -139,14 +141,18 @@ public struct LocalProvider: StorageProviderPlugin {
         // The source opens first, so a missing source creates no folders.
         let source: LocalFile
         let modified: Date
+        let permissions: mode_t
         do {
             source = try LocalFile.openForReading(localURL)
             modified = try options.modificationDate ?? source.status().modificationDate
+            // As cp does without -p: the source's permission bits less the umask, never its
+            // setuid, setgid or sticky bit. A private file stays private.
+            permissions = try source.permissions() & 0o777
         } catch {
             throw BuckiaError.wrapping(error, operation: "upload", path: localURL.path)
         }
         defer { try? source.close() }
-        return try writeObject(remotePath, modified: modified, options: options) { output, digests in
+        return try writeObject(remotePath, modified: modified, permissions: permissions, options: options) { output, digests in
             _ = try AtomicFile.pump(from: source, to: output) { digests.update($0) }
         }
     }

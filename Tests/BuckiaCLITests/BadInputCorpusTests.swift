@@ -61,7 +61,12 @@ struct BadInputCorpusTests {
             try #require(prepared.status == 0, "setup failed: \(prepared.stderr)")
         }
         let result = try shell(entry.run, in: home)
+        #expect(!result.timedOut, "the case ran past \(Self.timeLimit) s and was killed")
         #expect(!result.trapped, "buckia trapped: \(result.stderr)")
+        for fragment in Self.forbidden {
+            #expect(!result.stdout.contains(fragment), "stdout holds \(fragment.debugDescription): \(result.stdout)")
+            #expect(!result.stderr.contains(fragment), "stderr holds \(fragment.debugDescription): \(result.stderr)")
+        }
         #expect(result.status == entry.exit, "exit \(result.status), expected \(entry.exit); stderr: \(result.stderr)")
         if let fragment = entry.stderr { #expect(result.stderr.contains(fragment), "stderr lacks \(fragment.debugDescription): \(result.stderr)") }
         if let fragment = entry.stdout { #expect(result.stdout.contains(fragment), "stdout lacks \(fragment.debugDescription): \(result.stdout)") }
@@ -71,24 +76,63 @@ struct BadInputCorpusTests {
         }
     }
 
+    /// Text no case may print on either stream: a runtime trap's report, or a raw Foundation
+    /// or URLSession error standing in for a sentence about the user's input.
+    static let forbidden = ["Fatal error", "NSCocoaErrorDomain", "URLError", "Foundation file error", "error 256"]
+
+    /// Seconds a case may run before it is killed (with everything it started) and fails.
+    static let timeLimit = 60
+
+    @Test("A case that hangs is stopped at its time limit, with the buckia it started, and fails")
+    func hangingCaseIsStopped() throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-corpus-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        // kv put waits for bytes on a FIFO the script holds open and never writes.
+        let result = try shell("mkfifo p; $B kv put k < p & echo $! > pid; exec 3>p; wait", in: home, limit: 2)
+        #expect(result.timedOut)
+        let pid = try #require(Int32(String(decoding: try Data(contentsOf: home.appendingPathComponent("pid")), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        // It may take a moment to act on the signal: poll, a bounded number of times.
+        var polls = 0
+        while Self.isRunning(pid) && polls < 1_000 {
+            polls += 1
+            usleep(10_000)
+        }
+        #expect(!Self.isRunning(pid), "the buckia the case started (pid \(pid)) still runs")
+    }
+
+    /// Whether `pid` is a live process (a zombie waiting to be reaped is not).
+    static func isRunning(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let end = stat.lastIndex(of: ")")
+        else { return false }
+        return !stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
     struct ShellResult {
         let status: Int32
         let trapped: Bool
+        /// Whether the case ran past ``BadInputCorpusTests/timeLimit`` and was killed.
+        let timedOut: Bool
         let stdout: String
         let stderr: String
     }
 
     /// Runs `script` with `sh -c` in `home`, with a private environment; stdin is /dev/null.
-    func shell(_ script: String, in home: URL) throws -> ShellResult {
+    /// The script runs under `timeout`, in its own process group: past ``timeLimit`` seconds
+    /// the group gets SIGTERM, then SIGKILL 5 s later, so a hung `buckia` fails its case
+    /// instead of hanging the suite.
+    func shell(_ script: String, in home: URL, extraEnvironment: [String: String] = [:], limit: Int = timeLimit) throws -> ShellResult {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        process.arguments = ["-k", "5", String(limit), "/bin/sh", "-c", script]
         process.currentDirectoryURL = home
         process.environment = [
             "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
             "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_CACHE_HOME": home.appendingPathComponent("cache").path,
             "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "B": CLIHarness.executable.path,
-        ]
+        ].merging(extraEnvironment) { $1 }
         let out = home.appendingPathComponent(".out-\(UUID().uuidString)")
         let err = home.appendingPathComponent(".err-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
@@ -103,10 +147,18 @@ struct BadInputCorpusTests {
         try process.run()
         process.waitUntilExit()
         let status = process.terminationStatus
-        // sh reports a child killed by a signal as 128 + the signal: SIGILL, SIGTRAP, SIGABRT, SIGSEGV.
+        // timeout exits 124 when it stopped the script with SIGTERM, 137 when SIGKILL was needed.
+        let timedOut = process.terminationReason == .exit && (status == 124 || status == 137)
+        // sh reports a child killed by a signal as 128 + the signal: SIGILL, SIGTRAP, SIGABRT, SIGSEGV;
+        // timeout passes on a signal that killed sh itself.
         let trapped = process.terminationReason == .uncaughtSignal || [132, 133, 134, 139].contains(status)
         return ShellResult(
-            status: status, trapped: trapped, stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+            status: status, trapped: trapped, timedOut: timedOut, stdout: Self.text(of: out), stderr: Self.text(of: err))
+    }
+
+    /// A captured stream as text; bytes that are not UTF-8 become U+FFFD, so the rest is still
+    /// searched (an unreadable file reads as empty).
+    static func text(of url: URL) -> String {
+        String(decoding: (try? Data(contentsOf: url)) ?? Data(), as: UTF8.self)
     }
 }

@@ -6,21 +6,30 @@ import Testing
 /// documented.
 @Suite("Exit statuses: Docs/CLI.md's table, every row produced")
 struct ExitCodeTableTests {
-    /// A command per documented status, run like a corpus case (`$B` is the built `buckia`, in a
-    /// home holding `f.txt`).
-    static let examples: [(status: Int32, script: String)] = [
+    /// A command per documented status (or per cause, where a status has several), run like a
+    /// corpus case: `$B` is the built `buckia`, in a home holding `f.txt`; `$U` runs it as a user
+    /// whom permission bits bind (``Unprivileged``).
+    static let examples: [Example] = ([
         (0, "$B cp f.txt default:f.txt"),
         (1, "$B providers > /dev/full"),
         (2, "$B frobnicate"),
         (3, "$B cat default:missing.txt"),
         (4, "BUCKIA_REMOTE_X_PROVIDER=s3 BUCKIA_REMOTE_X_BUCKET=bucket BUCKIA_REMOTE_X_ENDPOINT=http://127.0.0.1:9 $B ls x:"),
+        // A source file the user may not read.
+        (4, "chmod 000 f.txt && ! $U cat f.txt 2>/dev/null && $U $B cp f.txt default:f.txt"),
         (5, "BUCKIA_REMOTE_X_PROVIDER=local BUCKIA_REMOTE_X_ROOT=$HOME/f.txt $B ls x:"),
         // A local root on a file system that refuses every write: scenarios fail, the run completes.
         (6, "BUCKIA_REMOTE_X_PROVIDER=local BUCKIA_REMOTE_X_ROOT=/sys/kernel $B conformance x: > /dev/null"),
         (7, "mkdir t; echo ok > t/ok; echo bad > \"t/$(printf 'x\\377')\"; $B cp -r t default:t"),
         (130, interrupted(by: "INT")),
         (143, interrupted(by: "TERM")),
-    ]
+    ] as [(Int32, String)]).map { Example(status: $0.0, script: $0.1) }
+
+    struct Example: Sendable, CustomTestStringConvertible {
+        let status: Int32
+        let script: String
+        var testDescription: String { "\(status): \(script.prefix { $0 != "\n" })" }
+    }
 
     /// `kv put` blocked reading a FIFO, signalled once a thread of it is inside `read(0, …)`
     /// (seen in /proc, so the signal cannot arrive before the handlers are installed).
@@ -57,14 +66,18 @@ struct ExitCodeTableTests {
         #expect(expected.isSubset(of: documented), "the corpus expects undocumented statuses \(expected.subtracting(documented).sorted())")
     }
 
-    @Test("Each documented status is what its example exits with", arguments: examples.map(\.status))
-    func row(_ status: Int32) throws {
-        let script = try #require(Self.examples.first { $0.status == status }?.script)
+    @Test("Each documented status is what its examples exit with", arguments: examples)
+    func row(_ example: Example) throws {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-exit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: home) }
         try Data("hello\n".utf8).write(to: home.appendingPathComponent("f.txt"))
-        let result = try BadInputCorpusTests().shell(script, in: home)
-        #expect(result.status == status, "\(script)\nexited \(result.status); stderr: \(result.stderr)")
+        var environment: [String: String] = [:]
+        if example.script.contains("$U") {
+            environment["U"] = try Unprivileged.prefix()
+            try Unprivileged.handOver(home)
+        }
+        let result = try BadInputCorpusTests().shell(example.script, in: home, extraEnvironment: environment)
+        #expect(result.status == example.status, "\(example.script)\nexited \(result.status); stderr: \(result.stderr)")
     }
 }

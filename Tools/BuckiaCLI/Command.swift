@@ -82,6 +82,7 @@ enum Console {
     ///
     /// - Throws: ``BuckiaError/Code/io`` naming the stream and the reason (EPIPE, ENOSPC, EBADF).
     static func writeOut(_ data: Data) throws {
+        guard !silenced.withLock({ $0 }) else { return }
         if let code = write(data, to: STDOUT_FILENO) {
             throw streamError(code, stream: STDOUT_FILENO)
         }
@@ -92,8 +93,19 @@ enum Console {
         failures.withLock { $0 }.sorted { $0.key < $1.key }.first.map { streamError($0.value, stream: $0.key) }
     }
 
+    /// Drops everything written from now on (an interrupted process's last word aside).
+    static func silence() { silenced.withLock { $0 = true } }
+
+    /// Writes one line to standard error even after ``silence()``: an interrupted process's
+    /// last word, which no message about a failure the interrupt itself caused may follow.
+    static func lastWord(_ text: String) {
+        _ = write(Data((text + "\n").utf8), to: STDERR_FILENO)
+    }
+
+    private static let silenced = Locked(false)
+
     private static func emit(_ data: Data, to stream: Int32) {
-        guard failures.withLock({ $0[stream] == nil }) else { return }
+        guard !silenced.withLock({ $0 }), failures.withLock({ $0[stream] == nil }) else { return }
         if let code = write(data, to: stream) { failures.withLock { $0[stream] = $0[stream] ?? code } }
     }
 

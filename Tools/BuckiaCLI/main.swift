@@ -2,6 +2,18 @@ import Buckia
 import CLinux
 import Foundation
 
+// First of all, on the main thread while it is the only one: SIGINT and SIGTERM are blocked
+// here, and so in every thread started later (threads inherit the mask); one thread of our
+// own takes them with sigwait (ProcessEnd.watch). No other thread can receive them and drop
+// them. (With libdispatch's signal sources, and top-level `await` parking the main thread in
+// dispatch_main with every signal unblocked, deliveries were lost under load: an interrupted
+// copy ran on to its end.) A signal that comes before the watcher starts stays pending for it.
+var interruptSignals = sigset_t()
+sigemptyset(&interruptSignals)
+sigaddset(&interruptSignals, SIGINT)
+sigaddset(&interruptSignals, SIGTERM)
+pthread_sigmask(SIG_BLOCK, &interruptSignals, nil)
+
 // Before anything opens a file: a closed standard stream must not be reused by one.
 StandardStreams.reserve()
 
@@ -23,18 +35,18 @@ for index in 1..<Int(CommandLine.argc) {
 
 // Interrupted (Ctrl-C, SIGTERM): remove the temporaries in progress, then exit as the signal
 // would (130, 143). Parts already on a server stay for a resumed upload.
-let interruptions = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-    signal(number, SIG_IGN)
-    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-    source.setEventHandler {
-        Temporaries.removeAllBeforeExit()
-        Console.error("buckia: interrupted; temporary files removed.")
-        exit(128 + number)
-    }
-    source.resume()
-    return source
-}
+ProcessEnd.watch(interruptSignals)
 
-let status = await CLI.main(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
-withExtendedLifetime(interruptions) {}
-exit(status.rawValue)
+// The command runs on the concurrency pool while this thread waits for it: a top-level `await`
+// would hand the main thread to dispatch_main, which unblocks every signal on it.
+let arguments = Array(CommandLine.arguments.dropFirst())
+let environment = ProcessInfo.processInfo.environment
+let status = Locked(ExitCode.failure)
+let finished = DispatchSemaphore(value: 0)
+Task.detached { [arguments, environment] in
+    let result = await CLI.main(arguments, environment: environment)
+    status.withLock { $0 = result }
+    finished.signal()
+}
+finished.wait()
+ProcessEnd.exit(status.withLock { $0 }.rawValue)

@@ -36,27 +36,32 @@ public enum Temporaries {
     /// with `AT_FDCWD`) in `folder`, locked and registered; `path` names it in errors and in
     /// the registry. Links are never followed.
     static func create(_ name: String, in directory: Int32, folder: String, path: String, permissions: mode_t) throws -> LocalFile {
-        let locked = buckia_create_locked(directory, folder, name, O_WRONLY, permissions)
-        if locked >= 0 {
-            let file = LocalFile(descriptor: locked, path: path)
-            try registerOrRemove(path, in: directory, name: name)
+        try registering(path, folder: false) {
+            let locked = buckia_create_locked(directory, folder, name, O_WRONLY, permissions)
+            if locked >= 0 { return LocalFile(descriptor: locked, path: path) }
+            // No O_TMPFILE here (or no /proc): create by name, then lock.
+            let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
+            guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "create", path: path) }
+            let file = LocalFile(descriptor: fd, path: path)
+            file.lockAsTemporary()
             return file
         }
-        // No O_TMPFILE here (or no /proc): create by name, then lock.
-        let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
-        guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "create", path: path) }
-        let file = LocalFile(descriptor: fd, path: path)
-        file.lockAsTemporary()
-        try registerOrRemove(path, in: directory, name: name)
-        return file
     }
 
-    private static func registerOrRemove(_ path: String, in directory: Int32, name: String) throws {
-        do {
-            try register(path)
-        } catch {
-            unlinkat(directory, name, 0)
-            throw error
+    /// Creates a temporary through `make` and records it, as one step: an interrupt's
+    /// ``removeAllBeforeExit()`` sees either no temporary or a recorded one, never one created
+    /// but not yet recorded (which the process, exiting at once, would leave behind).
+    ///
+    /// - Throws: ``BuckiaError/Code/cancelled`` once ``removeAllBeforeExit()`` has run (nothing is
+    ///   created then), or what `make` throws.
+    static func registering<Made>(_ path: String, folder: Bool, _ make: () throws -> Made) throws -> Made {
+        try live.withLock { state in
+            guard !state.closed else {
+                throw BuckiaError(.cancelled, "The process is exiting; no new temporary files.", operation: "create", path: path)
+            }
+            let made = try make()
+            state.paths[path] = folder
+            return made
         }
     }
 
@@ -95,15 +100,13 @@ public enum Temporaries {
     /// before it exits.
     public static func removeAll() { removeAll { _ in true } }
 
-    /// Removes the temporaries this process is writing whose path satisfies `included`.
+    /// Removes the temporaries this process is writing whose path satisfies `included`:
+    /// files first, then folders, so a file renamed into a temporary folder (a relay's
+    /// download) cannot appear in it while it is being removed.
     public static func removeAll(where included: (String) -> Bool) {
-        for (path, folder) in live.withLock({ $0.paths }) where included(path) {
-            if folder {
-                try? FileManager.default.removeItem(atPath: path)
-            } else {
-                unlink(path)
-            }
-        }
+        let paths = live.withLock { $0.paths }.filter { included($0.key) }
+        for (path, folder) in paths where !folder { unlink(path) }
+        for (path, folder) in paths where folder { try? FileManager.default.removeItem(atPath: path) }
         live.withLock { $0.paths = $0.paths.filter { !included($0.key) } }
     }
 
@@ -168,13 +171,7 @@ extension DirectoryHandle {
     /// until the returned handle is released.
     public func createTemporaryFolder() throws -> (name: String, handle: DirectoryHandle) {
         let name = Temporaries.makeName()
-        try Temporaries.register(child(name), folder: true)
-        do {
-            return (name, try Temporaries.createFolder(name, in: self))
-        } catch {
-            Temporaries.unregister(child(name))
-            throw error
-        }
+        return (name, try Temporaries.registering(child(name), folder: true) { try Temporaries.createFolder(name, in: self) })
     }
 
     /// Removes the folder `name` and everything under it, never following a link.

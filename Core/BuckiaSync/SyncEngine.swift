@@ -189,31 +189,27 @@ public struct SyncEngine: Sendable {
     private func summarize(_ steps: [SyncStep]) -> SyncPlanSummary {
         var summary = SyncPlanSummary()
         for step in steps {
-            let up = step.local?.size ?? 0
-            let down = step.remote?.size ?? 0
-            switch step.action {
-            case .upload:
+            func upload() {
                 summary.uploads += 1
-                summary.uploadBytes += up
-            case .download:
+                summary.uploadBytes += step.local?.size ?? 0
+            }
+            func download() {
                 summary.downloads += 1
-                summary.downloadBytes += down
+                summary.downloadBytes += step.remote?.size ?? 0
+            }
+            switch step.action {
+            case .upload: upload()
+            case .download: download()
             case .deleteLocal: summary.localDeletes += 1
             case .deleteRemote: summary.remoteDeletes += 1
             case .conflict(_, let resolution):
                 summary.conflicts += 1
                 switch resolution {
-                case .upload:
-                    summary.uploads += 1
-                    summary.uploadBytes += up
-                case .download:
-                    summary.downloads += 1
-                    summary.downloadBytes += down
+                case .upload: upload()
+                case .download: download()
                 case .keepBoth:
-                    summary.uploads += 1
-                    summary.uploadBytes += up
-                    summary.downloads += 1
-                    summary.downloadBytes += down
+                    upload()
+                    download()
                 case .unresolved: break
                 }
             case .record, .forget: break

@@ -17,8 +17,8 @@ public final class SyncStateStore: @unchecked Sendable {
     public let wasReset: String?
     private let lock = NSLock()
     private let connection: SQLiteConnection
-    /// The lock file's descriptor, held while the store is open for writing.
-    private let lockFile: Int32?
+    /// The lock file's descriptor, held while the store is open for writing (-1 once closed).
+    private var lockFile: Int32?
 
     /// The schema version this code reads and writes. Version 1 (a JSON blob per path) is
     /// replaced by an empty version 2 store: its baselines cost only a comparison to rebuild.
@@ -74,7 +74,16 @@ public final class SyncStateStore: @unchecked Sendable {
     }
 
     deinit {
-        if let lockFile { close(lockFile) }
+        if let lockFile, lockFile >= 0 { systemClose(lockFile) }
+    }
+
+    /// Releases the pair for the next sync, now rather than whenever the last reference goes
+    /// (a finished run's tasks may hold one a moment longer). The store cannot be written after.
+    public func close() {
+        lock.withLock {
+            if let file = lockFile, file >= 0 { systemClose(file) }
+            lockFile = -1
+        }
     }
 
     /// Takes the pair's lock file (`<store>.lock`), or fails when another process holds it.
@@ -83,7 +92,7 @@ public final class SyncStateStore: @unchecked Sendable {
         let fd = systemOpen(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "lock sync state", path: path) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            close(fd)
+            systemClose(fd)
             throw BuckiaError(
                 .transient, "Another sync of the same two places is running; wait for it to finish, then sync again.",
                 operation: "lock sync state", path: path)
@@ -196,6 +205,9 @@ public final class SyncStateStore: @unchecked Sendable {
     public func apply(_ changes: [(ObjectKey, SyncBaseline?)]) throws {
         guard !changes.isEmpty else { return }
         try lock.withLock {
+            guard lockFile != -1 else {
+                throw BuckiaError(.io, "The sync state store was closed; open it again to record.", operation: "record sync state", path: url.path)
+            }
             try connection.transaction {
                 for (path, entry) in changes {
                     if let entry {
@@ -236,3 +248,4 @@ public final class SyncStateStore: @unchecked Sendable {
 }
 
 private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }
+private func systemClose(_ fd: Int32) { _ = close(fd) }

@@ -193,19 +193,20 @@ struct FaultInjectionTests {
         return (process.terminationStatus, process.terminationReason == .uncaughtSignal, hung)
     }
 
-    /// Writes the tree and returns each file's relative path and bytes.
-    static func makeTree(at root: URL, seed: UInt64) throws -> [String: Data] {
+    /// Writes the tree (`count` files: two multipart ones of three parts, the rest up to
+    /// `smallSize` bytes, in nested folders) and returns each file's relative path and bytes.
+    static func makeTree(at root: URL, seed: UInt64, count: Int = fileCount, smallSize: UInt64 = 48_000, folders: Int = 5) throws -> [String: Data] {
         var generator = SplitMix64(seed: seed)
         var files: [String: Data] = [:]
-        for index in 0..<fileCount {
+        for index in 0..<count {
             let path: String
             let size: Int
             if index < 2 {
                 path = "big/part-\(index).bin"
                 size = 11 * 1_048_576 + index * 4099
             } else {
-                path = "d\(index % 5)/e\(index % 3)/file-\(index).bin"
-                size = Int(generator.next() % 48_000) + 1
+                path = "d\(index % folders)/e\(index % 3)/file-\(index).bin"
+                size = Int(generator.next() % smallSize) + 1
             }
             var bytes = [UInt8](repeating: 0, count: size)
             var word = generator.next()

@@ -21,7 +21,7 @@ struct SyncFaultTests {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-sync-faults-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: work) }
         let source = work.appendingPathComponent("source")
-        let files = try Self.makeTree(at: source, count: Self.fileCount, seed: seed)
+        let files = try FaultInjectionTests.makeTree(at: source, seed: seed, count: Self.fileCount, smallSize: 24_000, folders: 7)
         let proxy = try FaultProxy.start(upstream: server.endpoint, rate: 0.2, seed: seed, stall: .seconds(2))
         defer { proxy.stop() }
         var environment = [
@@ -106,27 +106,6 @@ struct SyncFaultTests {
         }
         Issue.record("\(arguments) did not converge in 4 runs (exit \(statuses))")
         throw BuckiaError(.io, "no convergence")
-    }
-
-    /// `count` files: two multipart ones (three parts each), the rest small, in nested folders.
-    static func makeTree(at root: URL, count: Int, seed: UInt64) throws -> [String: Data] {
-        var generator = SplitMix64(seed: seed)
-        var files: [String: Data] = [:]
-        for index in 0..<count {
-            let path = index < 2 ? "big/part-\(index).bin" : "d\(index % 7)/e\(index % 3)/file-\(index).bin"
-            let size = index < 2 ? 11 * 1_048_576 + index * 4099 : Int(generator.next() % 24_000) + 1
-            var bytes = [UInt8](repeating: 0, count: size)
-            var word = generator.next()
-            for offset in bytes.indices {
-                if offset % 8 == 0 { word = generator.next() }
-                bytes[offset] = UInt8(truncatingIfNeeded: word >> ((offset % 8) * 8))
-            }
-            let url = root.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try Data(bytes).write(to: url)
-            files[path] = Data(bytes)
-        }
-        return files
     }
 
     /// Every regular file under `root` except Buckia's own folder, by relative path

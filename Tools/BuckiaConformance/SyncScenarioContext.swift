@@ -38,6 +38,7 @@ public struct SyncScenarioContext: Sendable {
     /// Runs one sync of this pair with `options`, on the pair's state store.
     public func sync(_ options: SyncOptions = SyncOptions()) async throws -> SyncResult {
         let store = try SyncStateStore(url: stateURL)
+        defer { store.close() }
         return try await SyncEngine(local: local, remote: remote, options: options, stateStore: store).run()
     }
 

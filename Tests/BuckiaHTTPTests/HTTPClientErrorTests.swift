@@ -78,7 +78,7 @@ struct HTTPClientErrorTests {
     func timeoutIsTransient() async throws {
         try await withTestServer { server in
             let id = uniqueID()
-            let request = HTTPRequest(.get, try server.url("/slow?delay=15&id=\(id)"), timeout: .seconds(1))
+            let request = HTTPRequest(.get, try server.url("/slow?delay=120&id=\(id)"), timeout: .seconds(1))
             let error = await #expect(throws: BuckiaError.self) { try await client().send(request) }
             // The error came back before the server wrote any answer: the timeout ended it.
             #expect(try await server.count("\(id).answered") == 0)
@@ -93,7 +93,7 @@ struct HTTPClientErrorTests {
         try await withTestServer { server in
             let client = client()
             let id = uniqueID()
-            let request = HTTPRequest(.get, try server.url("/slow?delay=30&id=\(id)"))
+            let request = HTTPRequest(.get, try server.url("/slow?delay=240&id=\(id)"))
             let destination = TemporaryFile.makeURL()
             defer { try? FileManager.default.removeItem(at: destination) }
             let task = Task {

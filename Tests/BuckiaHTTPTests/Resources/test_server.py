@@ -15,7 +15,7 @@ Binds 127.0.0.1 on a free port, prints the port as its first stdout line, and se
                             string in the body, as S3 does in SignatureDoesNotMatch.
   /count/<id>               how many requests /status, /drop and /slow saw for <id>.
   /download?size=N          N deterministic bytes (byte i is PATTERN[i % 251]), streamed.
-  /slow?delay=S&id=         waits S seconds (at most 30) before answering 200; once the answer
+  /slow?delay=S&id=         waits S seconds (at most 300) before answering 200; once the answer
                             is written, /count/<id>.answered is 1.
   /drop?id=&fail=N          closes the connection without answering (first N times), then 200.
   /redirect                 302 to /echo.
@@ -90,7 +90,7 @@ class Handler(BaseHTTPRequestHandler):
         elif name == "slow":
             key = query.get("id", "slow")
             hit(key)
-            time.sleep(min(float(query.get("delay", "1")), 30.0))
+            time.sleep(min(float(query.get("delay", "1")), 300.0))
             self.reply_json(200, {"slept": True})
             hit(key + ".answered")
         elif name == "drop":

@@ -1,5 +1,4 @@
 import BuckiaCore
-import BuckiaLocal
 import BuckiaSync
 import Foundation
 
@@ -25,22 +24,11 @@ extension BuckiaClient {
         if options.maxConcurrentOperations == SyncOptions().maxConcurrentOperations {
             options.maxConcurrentOperations = configuration.maxConcurrentOperations
         }
-        // Files are made durable in batches: one syncfs before each batch is recorded.
-        let folder = try LocalProvider(root: localPath, durable: false)
-        let local = try SyncEndpoint(provider: folder, backend: "local:\(folder.root.path)")
-        let remote = try SyncEndpoint(provider: provider, path: options.remotePath, backend: storageIdentity)
+        let local = try SyncEndpoint.localFolder(localPath)
+        let remote = try SyncEndpoint.bucket(provider, configuration: configuration, path: options.remotePath)
         let location = SyncStateStore.location(source: local.identity, destination: remote.identity, environment: environment)
         let store = try SyncStateStore(url: location, readOnly: options.dryRun)
         defer { store.close() }
         return try await SyncEngine(local: local, remote: remote, options: options, stateStore: store).run(events: events)
-    }
-
-    /// Names the bucket in use for state stores: provider, bucket and where it is; never a
-    /// credential.
-    var storageIdentity: String {
-        if let local = provider as? LocalProvider { return "local:\(local.root.path)" }
-        var identity = "\(configuration.provider.rawValue):\(configuration.bucketName)"
-        if let place = configuration.options["root"] ?? configuration.options["endpoint"] { identity += "@\(place)" }
-        return identity
     }
 }

@@ -160,14 +160,8 @@ public final class SyncStateStore: @unchecked Sendable {
     /// Every path's baseline. A row that is not a valid key or not a valid entry is left
     /// out, so that path is compared afresh.
     public func baseline() throws -> [ObjectKey: SyncBaseline] {
-        Dictionary(try sortedBaseline().map { ($0.path, $0.baseline) }) { first, _ in first }
-    }
-
-    /// Every path's baseline in key order (UTF-8 bytes, SQLite's binary collation), for a
-    /// merge with listings in the same order.
-    public func sortedBaseline() throws -> [(path: ObjectKey, baseline: SyncBaseline)] {
-        var result: [(path: ObjectKey, baseline: SyncBaseline)] = []
-        try forEachBaseline { result.append(($0, $1)) }
+        var result: [ObjectKey: SyncBaseline] = [:]
+        try forEachBaseline { result[$0] = $1 }
         return result
     }
 

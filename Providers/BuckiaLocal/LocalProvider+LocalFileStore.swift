@@ -33,7 +33,7 @@ extension LocalProvider: LocalFileStore {
         let root = try DirectoryHandle(path: rootPath)
         let temporary = try temporaryFolder(root)
         let (stagingName, staging) = try temporary.createTemporaryFolder()
-        let stagingPath = temporary.path + "/" + stagingName
+        let stagingPath = staging.path
         defer {
             try? temporary.removeTree(stagingName)
             Temporaries.unregister(stagingPath)

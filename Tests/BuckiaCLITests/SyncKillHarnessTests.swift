@@ -86,42 +86,19 @@ private final class SyncWorld {
 
     // MARK: Running
 
-    func start(_ arguments: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = CLIHarness.executable
-        process.arguments = arguments
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
-
     /// Runs to completion, bounded: a run past two minutes is killed and fails the test.
     func run(_ arguments: [String]) throws -> Int32 {
-        let process = try start(arguments)
-        let deadline = ContinuousClock.now + .seconds(120)
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else {
-                Glibc.kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-                throw HarnessError(description: "buckia \(arguments) ran past two minutes")
-            }
-            usleep(1_000)
-        }
-        process.waitUntilExit()
-        return process.terminationStatus
+        try BuckiaProcess(arguments, home: home, environment: environment).wait(polls: 12_000)
     }
 
-    /// Starts a sync and kills it once `reached()` says so; whether it was still running.
+    /// Starts a sync and kills it once `reached()` says so (bounded: two minutes of polls);
+    /// whether it was still running.
     func kill(when reached: () -> Bool) throws -> Bool {
-        let process = try start(syncArguments)
-        let deadline = ContinuousClock.now + .seconds(120)
-        while process.isRunning && !reached() && ContinuousClock.now < deadline { usleep(500) }
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        return process.terminationReason == .uncaughtSignal
+        let running = try BuckiaProcess(syncArguments, home: home, environment: environment)
+        _ = running.poll(until: reached, polls: 120_000)
+        Glibc.kill(running.pid, SIGKILL)
+        running.process.waitUntilExit()
+        return running.process.terminationReason == .uncaughtSignal
     }
 
     // MARK: Changing and looking

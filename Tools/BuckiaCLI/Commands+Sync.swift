@@ -134,9 +134,8 @@ struct SyncSession: Sendable {
 
     /// The endpoint a command-line location names, with the concurrency its remote allows.
     ///
-    /// A local folder is a local provider rooted there; it must exist when `mustExist` (it is
-    /// read from), else it is created. Its files are made durable in batches (one `syncfs`
-    /// before each batch is recorded as synced) rather than one `fsync` each.
+    /// A local folder (``SyncEndpoint/localFolder(_:)``) must exist when `mustExist` (it is
+    /// read from), else it is created.
     /// A dry run creates nothing: a folder that does not exist yet is planned against as empty.
     static func endpoint(_ location: Location, invocation: Invocation, role: String, mustExist: Bool, dryRun: Bool) throws -> (SyncEndpoint, Int) {
         switch location {
@@ -153,19 +152,11 @@ struct SyncSession: Sendable {
                 let empty = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
                 return (try SyncEndpoint(provider: empty, backend: "local:\(url.standardizedFileURL.path)"), 8)
             }
-            let provider = try LocalProvider(root: url, durable: false)
-            return (try SyncEndpoint(provider: provider, backend: "local:\(provider.root.path)"), 8)
+            return (try SyncEndpoint.localFolder(url), 8)
         case .remote(let name, let path):
-            var (provider, configuration) = try invocation.provider(named: name)
-            var backend = "\(configuration.provider.rawValue):\(configuration.bucketName)"
-            if let place = configuration.options["root"] ?? configuration.options["endpoint"] { backend += "@\(place)" }
-            if let local = provider as? LocalProvider {
-                backend = "local:\(local.root.path)"
-                // Durable in batches, as a local folder is (see above).
-                provider = try LocalProvider(root: local.root, durable: false)
-            }
+            let (provider, configuration) = try invocation.provider(named: name)
             do {
-                return (try SyncEndpoint(provider: provider, path: path, backend: backend), configuration.maxConcurrentOperations)
+                return (try SyncEndpoint.bucket(provider, configuration: configuration, path: path), configuration.maxConcurrentOperations)
             } catch let error as BuckiaError {
                 throw UsageError(description: "\(role) \(name):\(path) is not a valid folder: \(error.message)")
             }

@@ -168,7 +168,7 @@ extension DirectoryHandle {
 
     /// Creates a temporary folder (mode 0700) here, locked and registered: a private place
     /// for files another writer renames into it (a download), which the folder's lock covers
-    /// until the returned handle is released.
+    /// until the returned handle (whose ``path`` is the folder's) is released.
     public func createTemporaryFolder() throws -> (name: String, handle: DirectoryHandle) {
         let name = Temporaries.makeName()
         return (name, try Temporaries.registering(child(name), folder: true) { try Temporaries.createFolder(name, in: self) })

@@ -30,7 +30,7 @@ public enum TemporaryFile {
         let folder = parent.appendingPathComponent(name, isDirectory: true)
         defer {
             try? handle.removeTree(name)
-            Temporaries.unregister(handle.path.hasSuffix("/") ? handle.path + name : handle.path + "/" + name)
+            Temporaries.unregister(locked.path)
             withExtendedLifetime(locked) {}
         }
         return try await body(folder.appendingPathComponent("file", isDirectory: false))

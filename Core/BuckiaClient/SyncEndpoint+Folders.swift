@@ -1,0 +1,27 @@
+import BuckiaCore
+import BuckiaLocal
+import BuckiaSync
+import Foundation
+
+extension SyncEndpoint {
+    /// A local folder as a sync endpoint: a local provider rooted there (created if missing),
+    /// whose writes are made durable in batches (one `syncfs` before each batch a sync records)
+    /// rather than by an `fsync` per file.
+    public static func localFolder(_ url: URL) throws -> SyncEndpoint {
+        let folder = try LocalProvider(root: url, durable: false)
+        return try SyncEndpoint(provider: folder, backend: "local:\(folder.root.path)")
+    }
+
+    /// The folder `path` of the bucket `configuration` configures, served by `provider`, as a
+    /// sync endpoint. Its backend names the provider, bucket and place (root or endpoint),
+    /// never a credential; a local provider is named by its root and, like a local folder,
+    /// made durable in batches.
+    public static func bucket(_ provider: any StorageProvider, configuration: BuckiaConfiguration, path: String = "") throws -> SyncEndpoint {
+        if let local = provider as? LocalProvider {
+            return try SyncEndpoint(provider: LocalProvider(root: local.root, durable: false), path: path, backend: "local:\(local.root.path)")
+        }
+        var backend = "\(configuration.provider.rawValue):\(configuration.bucketName)"
+        if let place = configuration.options["root"] ?? configuration.options["endpoint"] { backend += "@\(place)" }
+        return try SyncEndpoint(provider: provider, path: path, backend: backend)
+    }
+}

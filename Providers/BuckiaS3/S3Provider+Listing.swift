@@ -11,7 +11,7 @@ extension S3Provider {
     public func makeLister(_ request: ListRequest) async throws -> any ObjectLister {
         let options = request.options
         let provider = self
-        return TokenPagedLister(request: request) { token in
+        return try TokenPagedLister(request: request) { token in
             try await provider.listObjects(options, token: token)
         }
     }

@@ -93,6 +93,6 @@ struct CLITests {
         #expect(result.status == 0)
         #expect(result.stdout.contains("SCENARIO"))
         #expect(result.stdout.contains("round trip: empty object"))
-        #expect(result.stdout.contains("local: 4 passed, 0 failed, 0 skipped"))
+        #expect(result.stdout.contains("default (local): 4 passed, 0 failed, 0 skipped"))
     }
 }

@@ -1,5 +1,5 @@
 import Buckia
-@testable import BuckiaCLI
+@testable import BuckiaCommandLine
 @testable import BuckiaLocal
 import Foundation
 import Testing

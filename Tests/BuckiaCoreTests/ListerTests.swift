@@ -69,7 +69,7 @@ struct ListerTests {
 
     @Test("A backend that repeats a continuation token is reported as corrupt, not looped on")
     func repeatedToken() async throws {
-        let lister = TokenPagedLister(request: ListRequest(options: ListOptions())) { _ in ([], "same") }
+        let lister = try TokenPagedLister(request: ListRequest(options: ListOptions())) { _ in ([], "same") }
         let error = await #expect(throws: BuckiaError.self) { try await drain(lister) }
         #expect(error?.code == .corrupt)
     }

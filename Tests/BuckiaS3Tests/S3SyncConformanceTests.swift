@@ -1,4 +1,5 @@
 import BuckiaConformance
+import BuckiaConformanceTesting
 import BuckiaCore
 import BuckiaLocal
 import BuckiaS3
@@ -13,11 +14,6 @@ struct S3SyncConformanceTests {
         let (provider, _, _) = try await makeS3Provider(auth: false, options: ["verifiesContentMD5": "false"])
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-sync-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let outcome = await SyncConformance.run(scenario, local: try LocalProvider(root: folder), remote: provider)
-        if case .skipped(let reason) = outcome {
-            FileHandle.standardError.write(Data("⊘ skipped s3 sync × \(scenario.name): \(reason)\n".utf8))
-            try Test.cancel(Comment(rawValue: "\(scenario.name): \(reason)"))
-        }
-        #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")
+        try await scenario.check(local: LocalProvider(root: folder), remote: provider)
     }
 }

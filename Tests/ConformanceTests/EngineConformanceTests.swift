@@ -1,26 +1,32 @@
 import Buckia
 import BuckiaConformance
+import BuckiaConformanceTesting
 import Foundation
 import Testing
 
-/// Every built-in engine through every engine scenario, one test case per pair.
+/// Every built-in engine through every engine scenario, one test case per pair; each engine
+/// keeps time by the scenario's clock.
 @Suite("Engine conformance")
 struct EngineConformanceTests {
     @Test("memory engine", arguments: EngineConformance.scenarios)
     func memory(_ scenario: EngineScenario) async throws {
         // One engine per scenario: "opening again" returns the same in-memory store.
-        let engine = MemoryStorageEngine()
-        try await checkEngine(scenario, named: "memory") { engine }
+        let engine = Locked<MemoryStorageEngine?>(nil)
+        try await scenario.check("memory") { now in
+            engine.withLock { engine in
+                if let engine { return engine }
+                let made = MemoryStorageEngine(now: now)
+                engine = made
+                return made
+            }
+        }
     }
 
     @Test("sqlite engine", arguments: EngineConformance.scenarios)
     func sqlite(_ scenario: EngineScenario) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-sqlite-engine-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let registry = EngineRegistry.builtIn
-        try await checkEngine(scenario, named: "sqlite") {
-            try await registry.makeEngine(for: EngineConfiguration(type: .sqlite, directory: directory.path))
-        }
+        try await scenario.check("sqlite") { now in try SQLiteStorageEngine(directory: directory, now: now) }
     }
 
     @Test("disk engine, flat layout", arguments: EngineConformance.scenarios)
@@ -38,18 +44,6 @@ struct EngineConformanceTests {
     private func runDisk(_ scenario: EngineScenario, layout: StorageLayout) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-disk-conformance-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        try await checkEngine(scenario, named: "disk (\(layout))") { try DiskStorageEngine(directory: directory, layout: layout) }
+        try await scenario.check("disk (\(layout))") { now in try DiskStorageEngine(directory: directory, layout: layout, now: now) }
     }
-}
-
-/// Runs one engine scenario, reporting a skip as a cancelled test case and a failure as an issue.
-func checkEngine(
-    _ scenario: EngineScenario, named name: String, open: @escaping @Sendable () async throws -> any StorageEngine
-) async throws {
-    let outcome = await EngineConformance.run(scenario, open: open)
-    if case .skipped(let reason) = outcome {
-        FileHandle.standardError.write(Data("⊘ skipped \(name) engine × \(scenario.name): \(reason)\n".utf8))
-        try Test.cancel(Comment(rawValue: "\(scenario.name): \(reason)"))
-    }
-    #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")
 }

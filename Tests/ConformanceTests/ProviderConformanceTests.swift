@@ -1,34 +1,25 @@
 import Buckia
 import BuckiaConformance
+import BuckiaConformanceTesting
 import Foundation
 import Testing
 
-/// Every built-in provider through every provider scenario, one test case per pair.
+/// Every built-in provider through every provider scenario, one test case per pair, each
+/// built through the registry from its configuration (so reopening, configuration and
+/// registry scenarios run too).
 @Suite("Provider conformance")
 struct ProviderConformanceTests {
     @Test("memory provider", arguments: ProviderConformance.scenarios)
     func memory(_ scenario: ProviderScenario) async throws {
-        try await check(scenario, on: MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)))
+        try await scenario.check(.plugin(MemoryProvider.self, configuration: BuckiaConfiguration(provider: .memory)))
     }
 
     @Test("local provider", arguments: ProviderConformance.scenarios)
     func local(_ scenario: ProviderScenario) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-local-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
-        let configuration = BuckiaConfiguration(provider: .local, options: ["root": root.path])
-        try await check(scenario, on: ProviderRegistry.builtIn.makeProvider(for: configuration))
+        try await scenario.check(.plugin(LocalProvider.self, configuration: BuckiaConfiguration(provider: .local, options: ["root": root.path])))
     }
-}
-
-/// Runs one scenario, reporting a skip as a cancelled test case and a failure as an issue.
-func check(_ scenario: ProviderScenario, on provider: any StorageProvider) async throws {
-    let outcome = await ProviderConformance.run(scenario, on: provider)
-    if case .skipped(let reason) = outcome {
-        // Swift Testing 6.3's console shows a cancelled case as passed; say it was skipped.
-        FileHandle.standardError.write(Data("⊘ skipped \(provider.providerType) × \(scenario.name): \(reason)\n".utf8))
-        try Test.cancel(Comment(rawValue: "\(scenario.name): \(reason)"))
-    }
-    #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")
 }
 
 /// The third-party example from Docs/WritingAProvider.md, registered and run like a built-in.
@@ -36,12 +27,10 @@ func check(_ scenario: ProviderScenario, on provider: any StorageProvider) async
 struct ThirdPartyConformanceTests {
     @Test("flatfolder provider (Docs/WritingAProvider.md)", arguments: ProviderConformance.scenarios)
     func flatFolder(_ scenario: ProviderScenario) async throws {
-        var registry = ProviderRegistry.builtIn
-        try registry.register(FlatFolderProvider.self)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-flat-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let configuration = BuckiaConfiguration(provider: .flatFolder, options: ["folder": folder.path])
-        try await check(scenario, on: registry.makeProvider(for: configuration))
+        try await scenario.check(.plugin(FlatFolderProvider.self, configuration: configuration, registry: .builtIn))
     }
 
     @Test("The guide shows the example exactly as it is compiled")

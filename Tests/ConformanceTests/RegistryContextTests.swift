@@ -1,5 +1,6 @@
 import Buckia
 import BuckiaConformance
+import BuckiaConformanceTesting
 import Foundation
 import Testing
 
@@ -62,6 +63,6 @@ struct RegistryContextTests {
 struct ForwardingConformanceTests {
     @Test("a ForwardingStorageProvider over memory passes what memory passes", arguments: ProviderConformance.scenarios)
     func forwarding(_ scenario: ProviderScenario) async throws {
-        try await check(scenario, on: PassThroughProvider(base: try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))))
+        try await scenario.check(PassThroughProvider(base: try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))))
     }
 }

@@ -1,5 +1,6 @@
 import Buckia
 import BuckiaConformance
+import BuckiaConformanceTesting
 import Foundation
 import Testing
 
@@ -10,21 +11,21 @@ struct SyncConformanceTests {
     @Test("local folder ↔ local provider", arguments: SyncConformance.scenarios)
     func localToLocal(_ scenario: SyncScenario) async throws {
         try await withFolders(2) { folders in
-            try await checkSync(scenario, local: LocalProvider(root: folders[0]), remote: LocalProvider(root: folders[1]))
+            try await scenario.check(local: LocalProvider(root: folders[0]), remote: LocalProvider(root: folders[1]))
         }
     }
 
     @Test("local folder ↔ memory provider", arguments: SyncConformance.scenarios)
     func localToMemory(_ scenario: SyncScenario) async throws {
         try await withFolders(1) { folders in
-            try await checkSync(scenario, local: LocalProvider(root: folders[0]), remote: MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)))
+            try await scenario.check(local: LocalProvider(root: folders[0]), remote: MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)))
         }
     }
 
     @Test("memory provider ↔ local provider (no local file store on the first side)", arguments: SyncConformance.scenarios)
     func memoryToLocal(_ scenario: SyncScenario) async throws {
         try await withFolders(1) { folders in
-            try await checkSync(scenario, local: MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)), remote: LocalProvider(root: folders[0]))
+            try await scenario.check(local: MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)), remote: LocalProvider(root: folders[0]))
         }
     }
 }
@@ -34,14 +35,4 @@ func withFolders(_ count: Int, _ body: ([URL]) async throws -> Void) async throw
     let folders = (0..<count).map { _ in FileManager.default.temporaryDirectory.appendingPathComponent("buckia-sync-\(UUID().uuidString)") }
     defer { for folder in folders { try? FileManager.default.removeItem(at: folder) } }
     try await body(folders)
-}
-
-/// Runs one sync scenario, reporting a skip as a cancelled test case and a failure as an issue.
-func checkSync(_ scenario: SyncScenario, local: any StorageProvider, remote: any StorageProvider) async throws {
-    let outcome = await SyncConformance.run(scenario, local: local, remote: remote)
-    if case .skipped(let reason) = outcome {
-        FileHandle.standardError.write(Data("⊘ skipped sync × \(scenario.name): \(reason)\n".utf8))
-        try Test.cancel(Comment(rawValue: "\(scenario.name): \(reason)"))
-    }
-    #expect(outcome == .passed, "\(scenario.contract) — \(outcome)")
 }

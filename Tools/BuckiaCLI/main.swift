@@ -1,52 +1,6 @@
-import Buckia
-import CLinux
-import Foundation
+import BuckiaCommandLine
 
-// First of all, on the main thread while it is the only one: SIGINT and SIGTERM are blocked
-// here, and so in every thread started later (threads inherit the mask); one thread of our
-// own takes them with sigwait (ProcessEnd.watch). No other thread can receive them and drop
-// them. (With libdispatch's signal sources, and top-level `await` parking the main thread in
-// dispatch_main with every signal unblocked, deliveries were lost under load: an interrupted
-// copy ran on to its end.) A signal that comes before the watcher starts stays pending for it.
-var interruptSignals = sigset_t()
-sigemptyset(&interruptSignals)
-sigaddset(&interruptSignals, SIGINT)
-sigaddset(&interruptSignals, SIGTERM)
-pthread_sigmask(SIG_BLOCK, &interruptSignals, nil)
-
-// Before anything opens a file: a closed standard stream must not be reused by one.
-StandardStreams.reserve()
-
-// Two malloc arenas instead of glibc's eight per core: with transfers spread over many
-// threads, each arena otherwise keeps its freed part buffers resident (about 9 MiB more at
-// peak for a 512 MiB multipart upload; see Docs/Benchmarks.md).
-_ = buckia_limit_malloc_arenas(2)
-
-// Arguments are decoded as UTF-8 with replacement characters, which would map two different
-// names onto one ("coll\xFF" and "coll\xFE" both become "coll\u{FFFD}"): refuse them instead.
-for index in 1..<Int(CommandLine.argc) {
-    guard let raw = CommandLine.unsafeArgv[index] else { continue }
-    let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw))
-    if String(validating: bytes, as: UTF8.self) == nil {
-        Console.error("buckia: argument \(index) (\(UnaddressableKey(bytes: Array(bytes), reason: "").displayName.debugDescription)) is not valid UTF-8; Buckia names objects and files in UTF-8 only.")
-        exit(ExitCode.usage.rawValue)
-    }
-}
-
-// Interrupted (Ctrl-C, SIGTERM): remove the temporaries in progress, then exit as the signal
-// would (130, 143). Parts already on a server stay for a resumed upload.
-ProcessEnd.watch(interruptSignals)
-
-// The command runs on the concurrency pool while this thread waits for it: a top-level `await`
-// would hand the main thread to dispatch_main, which unblocks every signal on it.
-let arguments = Array(CommandLine.arguments.dropFirst())
-let environment = ProcessInfo.processInfo.environment
-let status = Locked(ExitCode.failure)
-let finished = DispatchSemaphore(value: 0)
-Task.detached { [arguments, environment] in
-    let result = await CLI.main(arguments, environment: environment)
-    status.withLock { $0 = result }
-    finished.signal()
-}
-finished.wait()
-ProcessEnd.exit(status.withLock { $0 }.rawValue)
+// The shipped `buckia`: the command line over every built-in provider and engine. A package
+// with plugins of its own makes its own executable the same way, naming them
+// (Docs/WritingAProvider.md, "Your own buckia").
+BuckiaCommandLine.main()

@@ -5,30 +5,48 @@ import Foundation
 ///
 /// A scenario is data: a name, the one-line contract it checks, the capabilities it needs,
 /// and a body that throws a ``ConformanceFailure`` describing what went wrong. Backends that
-/// lack a required capability skip it; no scenario special-cases a backend.
-public struct ConformanceScenario<Context: Sendable>: Sendable, CustomStringConvertible, Hashable {
-    /// A short, unique name, used as the test's argument label.
-    public let name: String
+/// lack a required capability skip it; no scenario special-cases a backend. A body may also
+/// throw ``ConformanceSkip`` when what it needs is missing from the run rather than from the
+/// backend (a factory that can open a second instance, `/proc` to read memory from).
+///
+/// ``ProviderScenario``, ``EngineScenario`` and ``SyncScenario`` are the three kinds; each is
+/// its own type, so a test runner names a case by the scenario and a short type name.
+public protocol ConformanceScenario: Sendable, Hashable, CustomStringConvertible {
+    /// What the scenario's body works with.
+    associatedtype Context: Sendable
+
+    /// A short, unique name, used as the test case's label.
+    var name: String { get }
     /// The contract, one sentence: "Deleting a key that does not exist succeeds."
-    public let contract: String
+    var contract: String { get }
     /// Capabilities the subject must have for the scenario to apply.
-    public let requires: Set<Capability>
+    var requires: Set<Capability> { get }
     /// Capabilities whose presence makes the scenario not apply (for checks of what a
     /// backend does when it lacks a feature).
-    public let excludedBy: Set<Capability>
+    var excludedBy: Set<Capability> { get }
     /// The check itself.
-    public let body: @Sendable (Context) async throws -> Void
+    var body: @Sendable (Context) async throws -> Void { get }
 
     /// Declares a scenario.
-    public init(
-        _ name: String, contract: String, requires: Set<Capability> = [], excludedBy: Set<Capability> = [],
-        body: @escaping @Sendable (Context) async throws -> Void
-    ) {
-        self.name = name
-        self.contract = contract
-        self.requires = requires
-        self.excludedBy = excludedBy
-        self.body = body
+    init(
+        _ name: String, contract: String, requires: Set<Capability>, excludedBy: Set<Capability>,
+        body: @escaping @Sendable (Context) async throws -> Void)
+}
+
+extension ConformanceScenario {
+    /// Declares a scenario that applies to every subject.
+    public init(_ name: String, contract: String, body: @escaping @Sendable (Context) async throws -> Void) {
+        self.init(name, contract: contract, requires: [], excludedBy: [], body: body)
+    }
+
+    /// Declares a scenario that needs `requires`.
+    public init(_ name: String, contract: String, requires: Set<Capability>, body: @escaping @Sendable (Context) async throws -> Void) {
+        self.init(name, contract: contract, requires: requires, excludedBy: [], body: body)
+    }
+
+    /// Declares a scenario that applies only without `excludedBy`.
+    public init(_ name: String, contract: String, excludedBy: Set<Capability>, body: @escaping @Sendable (Context) async throws -> Void) {
+        self.init(name, contract: contract, requires: [], excludedBy: excludedBy, body: body)
     }
 
     /// Why the scenario does not apply to a subject with `capabilities`, or nil if it does.
@@ -40,10 +58,84 @@ public struct ConformanceScenario<Context: Sendable>: Sendable, CustomStringConv
         return nil
     }
 
+    /// Runs the body, turning what it throws into an outcome.
+    func outcome(in context: Context) async -> ScenarioOutcome {
+        do {
+            try await body(context)
+            return .passed
+        } catch let failure as ConformanceFailure {
+            return .failed(message: failure.description)
+        } catch let skip as ConformanceSkip {
+            return .skipped(reason: skip.reason)
+        } catch {
+            return .failed(message: "Unexpected error: \(error)")
+        }
+    }
+
     public var description: String { name }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.name == rhs.name }
     public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+}
+
+/// A scenario for a ``StorageProvider``: see ``ProviderConformance``.
+public struct ProviderScenario: ConformanceScenario {
+    public let name: String
+    public let contract: String
+    public let requires: Set<Capability>
+    public let excludedBy: Set<Capability>
+    public let body: @Sendable (ProviderScenarioContext) async throws -> Void
+
+    public init(
+        _ name: String, contract: String, requires: Set<Capability>, excludedBy: Set<Capability>,
+        body: @escaping @Sendable (ProviderScenarioContext) async throws -> Void
+    ) {
+        (self.name, self.contract, self.requires, self.excludedBy, self.body) = (name, contract, requires, excludedBy, body)
+    }
+}
+
+/// A scenario for a ``StorageEngine``: see ``EngineConformance``.
+public struct EngineScenario: ConformanceScenario {
+    public let name: String
+    public let contract: String
+    public let requires: Set<Capability>
+    public let excludedBy: Set<Capability>
+    public let body: @Sendable (EngineScenarioContext) async throws -> Void
+
+    public init(
+        _ name: String, contract: String, requires: Set<Capability>, excludedBy: Set<Capability>,
+        body: @escaping @Sendable (EngineScenarioContext) async throws -> Void
+    ) {
+        (self.name, self.contract, self.requires, self.excludedBy, self.body) = (name, contract, requires, excludedBy, body)
+    }
+}
+
+/// A scenario for sync between two providers: see ``SyncConformance``.
+public struct SyncScenario: ConformanceScenario {
+    public let name: String
+    public let contract: String
+    public let requires: Set<Capability>
+    public let excludedBy: Set<Capability>
+    public let body: @Sendable (SyncScenarioContext) async throws -> Void
+
+    public init(
+        _ name: String, contract: String, requires: Set<Capability>, excludedBy: Set<Capability>,
+        body: @escaping @Sendable (SyncScenarioContext) async throws -> Void
+    ) {
+        (self.name, self.contract, self.requires, self.excludedBy, self.body) = (name, contract, requires, excludedBy, body)
+    }
+}
+
+/// Thrown by a scenario body when the run lacks what the scenario needs: the scenario is
+/// reported as skipped, with this reason, never as passed.
+public struct ConformanceSkip: Error, Sendable, CustomStringConvertible {
+    /// What is missing, and how to provide it.
+    public let reason: String
+
+    /// Creates a skip.
+    public init(_ reason: String) { self.reason = reason }
+
+    public var description: String { "skipped: \(reason)" }
 }
 
 /// How one scenario went.
@@ -68,7 +160,7 @@ public enum ScenarioOutcome: Sendable, Hashable {
 public struct ConformanceFailure: Error, Sendable, CustomStringConvertible {
     /// What was expected and what happened instead.
     public let message: String
-    /// Where in the conformance library the expectation is.
+    /// Where in the conformance library the expectation is (`Module/File.swift:line`).
     public let location: String
 
     /// Creates a failure.

@@ -68,16 +68,20 @@ extension EngineConformance {
                 try Expect.that(try await engine.keyExists(CacheKey(verbatim: "k3")), "keyExists(k3)")
                 try Expect.that(try await !engine.keyExists(CacheKey(verbatim: "k2")), "keyExists(k2) after remove")
             },
-            EngineScenario("engine: timestamps", contract: "createdAt and updatedAt are the time of writing, and nil for missing keys.") { context in
+            EngineScenario("engine: timestamps", contract: "createdAt and updatedAt are the engine clock's time of writing, and nil for missing keys.") { context in
                 let engine = try await context.open()
-                let before = Date().addingTimeInterval(-2)
+                context.clock.advance(by: 86_400)
+                let written = context.clock.now
                 try await engine.write(Data("t".utf8), key: CacheKey(verbatim: "t"))
-                let after = Date().addingTimeInterval(2)
-                for (name, date) in [("createdAt", try await engine.createdAt(key: CacheKey(verbatim: "t"))), ("updatedAt", try await engine.updatedAt(key: CacheKey(verbatim: "t")))] {
-                    guard let date else { throw ConformanceFailure("\(name) is nil for a written key") }
-                    try Expect.that(date > before && date < after, "\(name) \(date) is not the time of writing")
-                }
+                context.clock.advance(by: 5)
+                try expectTime(try await engine.createdAt(key: CacheKey(verbatim: "t")), written, "createdAt")
+                try expectTime(try await engine.updatedAt(key: CacheKey(verbatim: "t")), written, "updatedAt")
                 try Expect.that(try await engine.updatedAt(key: CacheKey(verbatim: "missing")) == nil, "updatedAt of a missing key")
+                try Expect.that(try await engine.createdAt(key: CacheKey(verbatim: "missing")) == nil, "createdAt of a missing key")
+            },
+            EngineScenario("engine: declared capabilities are known", contract: "Every capability the engine declares is one Buckia defines (a misspelt one would silently never apply).") { context in
+                let unknown = try await context.open().capabilities.subtracting(Capability.known)
+                try Expect.that(unknown.isEmpty, "the engine declares capabilities Buckia does not define: \(unknown.sorted().map(\.rawValue))")
             },
             EngineScenario("engine: invalid keys are refused", contract: "An empty key or one over 4,096 bytes fails with invalidPath and writes nothing.") { context in
                 let engine = try await context.open()

@@ -3,28 +3,41 @@ import Foundation
 
 /// The provider half of the conformance suite.
 ///
-/// Run every scenario against your provider in your own test target, one test per scenario:
+/// Give it a ``ProviderFactory``: a plugin and a configuration runs every scenario; one
+/// instance runs all but those that need a second instance or the configuration. With
+/// BuckiaConformanceTesting, one parameterised test reports each scenario as its own case:
 ///
 /// ```swift
 /// import BuckiaConformance
+/// import BuckiaConformanceTesting
 /// import Testing
 ///
 /// @Test(arguments: ProviderConformance.scenarios)
 /// func conformance(_ scenario: ProviderScenario) async throws {
-///     let outcome = await ProviderConformance.run(scenario, on: try MyProvider(configuration: config))
-///     if case .skipped(let reason) = outcome { try Test.cancel(Comment(rawValue: reason)) }
-///     #expect(outcome == .passed, "\(outcome)")
+///     try await scenario.check(.plugin(MyProvider.self, configuration: configuration))
 /// }
 /// ```
 public enum ProviderConformance {
     /// Every provider scenario, in a stable order.
     public static var scenarios: [ProviderScenario] {
         roundTripScenarios + listingScenarios + keyScenarios + transferScenarios + accessScenarios + contractScenarios
-            + conditionScenarios
+            + conditionScenarios + instanceScenarios
     }
 
-    /// Runs one scenario under a fresh prefix and scratch folder, then cleans both up.
+    /// Runs one scenario against `provider`.
     public static func run(_ scenario: ProviderScenario, on provider: any StorageProvider) async -> ScenarioOutcome {
+        await run(scenario, factory: .instance(provider))
+    }
+
+    /// Runs one scenario against a provider the factory opens, under a fresh prefix and
+    /// scratch folder, then cleans both up.
+    public static func run(_ scenario: ProviderScenario, factory: ProviderFactory) async -> ScenarioOutcome {
+        let provider: any StorageProvider
+        do {
+            provider = try await factory.open()
+        } catch {
+            return .failed(message: "Opening the provider failed: \(error)")
+        }
         if let reason = scenario.skipReason(for: provider.capabilities.features) {
             return .skipped(reason: reason)
         }
@@ -37,16 +50,8 @@ public enum ProviderConformance {
         } catch {
             return .failed(message: "Could not create the scratch folder \(scratch.path): \(error)")
         }
-        let context = ProviderScenarioContext(provider: provider, prefix: prefix, scratch: scratch)
-        let outcome: ScenarioOutcome
-        do {
-            try await scenario.body(context)
-            outcome = .passed
-        } catch let failure as ConformanceFailure {
-            outcome = .failed(message: failure.description)
-        } catch {
-            outcome = .failed(message: "Unexpected error: \(error)")
-        }
+        let context = ProviderScenarioContext(provider: provider, factory: factory, prefix: prefix, scratch: scratch)
+        let outcome = await scenario.outcome(in: context)
         try? FileManager.default.removeItem(at: scratch)
         if let cleanupError = await removeEverything(under: prefix, from: provider), outcome == .passed {
             return .failed(message: "The scenario passed, but cleaning up its prefix failed: \(cleanupError)")
@@ -59,16 +64,24 @@ public enum ProviderConformance {
         on provider: any StorageProvider, scenarios: [ProviderScenario] = scenarios,
         progress: (@Sendable (ProviderScenario, ScenarioOutcome, Duration) -> Void)? = nil
     ) async -> ConformanceReport {
+        await runAll(factory: .instance(provider), scenarios: scenarios, progress: progress)
+    }
+
+    /// Runs every scenario in order against providers the factory opens, and reports each.
+    public static func runAll(
+        factory: ProviderFactory, scenarios: [ProviderScenario] = scenarios,
+        progress: (@Sendable (ProviderScenario, ScenarioOutcome, Duration) -> Void)? = nil
+    ) async -> ConformanceReport {
         var rows: [ConformanceReport.Row] = []
         for scenario in scenarios {
             let clock = ContinuousClock()
             let start = clock.now
-            let outcome = await run(scenario, on: provider)
+            let outcome = await run(scenario, factory: factory)
             let elapsed = clock.now - start
             progress?(scenario, outcome, elapsed)
             rows.append(ConformanceReport.Row(name: scenario.name, contract: scenario.contract, outcome: outcome, duration: elapsed))
         }
-        return ConformanceReport(subject: provider.providerType.rawValue, rows: rows)
+        return ConformanceReport(subject: factory.name, rows: rows)
     }
 
     private static func removeEverything(under prefix: String, from provider: any StorageProvider) async -> (any Error)? {

@@ -1,18 +1,39 @@
 import BuckiaCore
 import Foundation
 
-/// A provider scenario.
-public typealias ProviderScenario = ConformanceScenario<ProviderScenarioContext>
 
 /// What a provider scenario works with: the provider, a key prefix of its own, and a local
 /// scratch folder. The runner removes both afterwards.
 public struct ProviderScenarioContext: Sendable {
     /// The provider under test.
     public let provider: any StorageProvider
+    /// Where the provider came from: a scenario opens a second instance, or builds one from a
+    /// configuration, through it.
+    public let factory: ProviderFactory
     /// A prefix no other scenario uses, ending in `/`; every key the scenario writes is under it.
     public let prefix: String
     /// A local folder for the scenario's files.
     public let scratch: URL
+
+    /// A new instance of the provider over the same backing store.
+    ///
+    /// - Throws: ``ConformanceSkip`` when the suite was given one instance, not a factory.
+    public func reopen() async throws -> any StorageProvider {
+        guard factory.opensNewInstances else {
+            throw ConformanceSkip("needs a factory that opens a new instance; the suite was given one instance (ProviderFactory.instance)")
+        }
+        return try await factory.open()
+    }
+
+    /// The registry, configuration and environment the provider is built from.
+    ///
+    /// - Throws: ``ConformanceSkip`` when the suite was not given a plugin and configuration.
+    public func pluginRoute() throws -> ProviderFactory.PluginRoute {
+        guard let route = factory.plugin else {
+            throw ConformanceSkip("needs a plugin and its configuration (ProviderFactory.plugin or .registered); the suite was given \(factory.opensNewInstances ? "an opening closure" : "one instance")")
+        }
+        return route
+    }
 
     /// The key `name` under this scenario's prefix.
     public func key(_ name: String) throws -> ObjectKey {

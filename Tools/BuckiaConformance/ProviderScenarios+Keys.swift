@@ -10,11 +10,12 @@ extension ProviderConformance {
         "d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/deep.txt",
     ]
 
-    /// Paths that must be refused with invalidPath before any I/O.
-    public static let invalidKeyNames: [String] = [
-        "", "/absolute", "a/../b", "..", "../escape", ".", "a/./b", "a//b", "trailing/", "nul\u{0}byte",
-        String(repeating: "x", count: ObjectKey.maximumUTF8Length + 1),
-    ]
+    /// Listing prefixes a lister must refuse: each is tried alone and under the scenario's
+    /// own prefix.
+    static func invalidPrefixes(under prefix: String) -> [String] {
+        let names = ["/absolute", "../escape", "a/../b", "./here", "a/./b", "a//b", "nul\u{0}byte"]
+        return names + names.filter { !$0.hasPrefix("/") }.map { prefix + $0 }
+    }
 
     static var keyScenarios: [ProviderScenario] {
         [
@@ -34,23 +35,48 @@ extension ProviderConformance {
                 let expected = sortedByUTF8(unusualKeyNames).map { Array($0.utf8) }
                 try Expect.that(listed == expected, "listing returned \(listed.map { String(decoding: $0, as: UTF8.self) }) for \(sortedByUTF8(unusualKeyNames))")
             },
-            ProviderScenario("keys: invalid paths are refused", contract: "Keys with '..', '.', empty segments, a leading '/', NUL, or over 1,024 bytes fail with invalidPath and touch nothing.") { context in
-                let provider = context.provider
-                let source = try context.localFile("source.txt", contents: Data("payload".utf8))
-                let target = context.scratch.appendingPathComponent("never-created.txt")
-                for name in invalidKeyNames {
-                    for candidate in [name, context.prefix + name] {
-                        let what = "path \(candidate.debugDescription)"
-                        try await Expect.error(.invalidPath, "upload to \(what)") { try await provider.uploadFile(localURL: source, remotePath: candidate) }
-                        try await Expect.error(.invalidPath, "uploadData to \(what)") { try await provider.uploadData(Data("x".utf8), remotePath: candidate) }
-                        try await Expect.error(.invalidPath, "download of \(what)") { try await provider.downloadFile(remotePath: candidate, localURL: target) }
-                        try await Expect.error(.invalidPath, "read of \(what)") { try await provider.readData(remotePath: candidate) }
-                        try await Expect.error(.invalidPath, "stat of \(what)") { try await provider.stat(remotePath: candidate) }
-                        try await Expect.error(.invalidPath, "delete of \(what)") { try await provider.deleteFile(remotePath: candidate) }
+            ProviderScenario(
+                "keys: a lister refuses an invalid prefix",
+                contract: "makeLister, called directly, refuses a prefix with '..', '.', an empty segment, a leading '/' or NUL with invalidPath, and lists nothing outside the store."
+            ) { context in
+                try await put(context, ["inside.txt"])
+                for prefix in invalidPrefixes(under: context.prefix) {
+                    do {
+                        let lister = try await context.provider.makeLister(ListRequest(options: ListOptions(prefix: prefix)))
+                        var listed: [String] = []
+                        while let page = try await lister.nextPage() { listed += page.entries.map(\.path) }
+                        throw ConformanceFailure("makeLister accepted the prefix \(prefix.debugDescription) and listed \(listed.prefix(5))")
+                    } catch let error as BuckiaError {
+                        try Expect.equal(error.code, .invalidPath, "the error for the prefix \(prefix.debugDescription)")
                     }
                 }
-                try Expect.that(!FileManager.default.fileExists(atPath: target.path), "a refused download created its destination")
-                try Expect.equal(try await context.listedPaths(), [], "objects under the scenario prefix")
+            },
+            ProviderScenario(
+                "keys: case is significant",
+                contract: "Keys that differ only in letter case are two objects, stored, read, listed and deleted apart.",
+                excludedBy: [.caseInsensitiveKeys]
+            ) { context in
+                let upper = try context.key("Case/Photo.JPG"), lower = try context.key("case/photo.jpg")
+                try await context.provider.uploadData(Data("upper".utf8), remotePath: upper, options: UploadOptions())
+                try await context.provider.uploadData(Data("lower".utf8), remotePath: lower, options: UploadOptions())
+                try Expect.sameBytes(try await context.provider.readData(remotePath: upper, range: nil), Data("upper".utf8), "the upper-case object")
+                try Expect.sameBytes(try await context.provider.readData(remotePath: lower, range: nil), Data("lower".utf8), "the lower-case object")
+                try Expect.equal(try await context.listedPaths(), ["Case/Photo.JPG", "case/photo.jpg"], "keys listed for two spellings")
+                try await context.provider.deleteFile(remotePath: lower)
+                try Expect.that(try await context.provider.stat(remotePath: upper) != nil, "deleting the lower-case key removed the upper-case object")
+            },
+            ProviderScenario(
+                "keys: case folds as declared",
+                contract: "A provider that declares caseInsensitiveKeys treats keys differing only in case as one object: the second write replaces the first, and either spelling reads it.",
+                requires: [.caseInsensitiveKeys]
+            ) { context in
+                let upper = try context.key("Case/Photo.JPG"), lower = try context.key("case/photo.jpg")
+                try await context.provider.uploadData(Data("upper".utf8), remotePath: upper, options: UploadOptions())
+                try await context.provider.uploadData(Data("lower".utf8), remotePath: lower, options: UploadOptions())
+                try Expect.sameBytes(try await context.provider.readData(remotePath: upper, range: nil), Data("lower".utf8), "the upper-case spelling after the lower-case write")
+                try Expect.equal(try await context.listedPaths().count, 1, "objects listed for two spellings")
+                try await context.provider.deleteFile(remotePath: upper)
+                try Expect.that(try await context.provider.stat(remotePath: lower) == nil, "deleting one spelling left the other")
             },
         ]
     }

@@ -8,10 +8,7 @@ import Foundation
 /// ```swift
 /// @Test(arguments: SyncConformance.scenarios)
 /// func sync(_ scenario: SyncScenario) async throws {
-///     let folder = try LocalProvider(root: scratchFolder)
-///     let outcome = await SyncConformance.run(scenario, local: folder, remote: try MyProvider(configuration: config))
-///     if case .skipped(let reason) = outcome { try Test.cancel(Comment(rawValue: reason)) }
-///     #expect(outcome == .passed, "\(outcome)")
+///     try await scenario.check(local: LocalProvider(root: scratchFolder), remote: MyProvider(context: context))
 /// }
 /// ```
 public enum SyncConformance {
@@ -34,12 +31,9 @@ public enum SyncConformance {
                 local: try SyncEndpoint(provider: observer.wrap(local, as: .local), path: "sync-\(nonce)/\(slug)", backend: "local-side"),
                 remote: try SyncEndpoint(provider: observer.wrap(remote, as: .remote), path: "sync-\(nonce)/\(slug)", backend: "remote-side"),
                 stateURL: scratch.appendingPathComponent("state.sqlite"), observer: observer)
-            try await scenario.body(context)
-            outcome = .passed
-        } catch let failure as ConformanceFailure {
-            outcome = .failed(message: failure.description)
+            outcome = await scenario.outcome(in: context)
         } catch {
-            outcome = .failed(message: "Unexpected error: \(error)")
+            outcome = .failed(message: "Setting up the scenario failed: \(error)")
         }
         try? FileManager.default.removeItem(at: scratch)
         for provider in [local, remote] {

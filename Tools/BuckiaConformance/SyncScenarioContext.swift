@@ -2,8 +2,6 @@ import BuckiaCore
 import BuckiaSync
 import Foundation
 
-/// A sync scenario.
-public typealias SyncScenario = ConformanceScenario<SyncScenarioContext>
 
 /// Which side of a sync a scenario touches.
 public enum SyncSide: String, Sendable {

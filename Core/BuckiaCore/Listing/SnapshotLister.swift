@@ -53,7 +53,11 @@ public actor TokenPagedLister: ObjectLister {
     private var finished = false
 
     /// Prepares a listing that starts at `request`'s resume token, if any.
-    public init(request: ListRequest, fetch: @escaping Fetch) {
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidPath`` for a prefix no key can start with (`..`,
+    ///   a leading `/`, an empty segment, NUL), before anything is asked of the backend.
+    public init(request: ListRequest, fetch: @escaping Fetch) throws {
+        try ObjectKey.validatePrefix(request.options.prefix)
         self.fetch = fetch
         token = request.resumeToken
         what = request.options.prefix

@@ -48,13 +48,30 @@ public struct Capability: StringIdentifier {
     public static let move: Capability = "move"
     /// Listing pages carry a ``ListPage/resumeToken`` that a later listing can start from.
     public static let resumableListing: Capability = "resumableListing"
+    /// Keys that differ only in letter case name the same object (a case-insensitive file
+    /// system, some hosted stores). Without it, `Photo.jpg` and `photo.jpg` are two objects.
+    public static let caseInsensitiveKeys: Capability = "caseInsensitiveKeys"
 
     /// Every capability Buckia defines, for checking declared names.
     public static let known: Set<Capability> = [
         .readWithRange, .listStartAfter, .pagedListing, .multipartUpload, .serverSideCopy, .presign, .publicURL,
         .accessToken, .streamingTransfers, .preservesModificationTime, .persistent, .pagination, .conditionalWrite,
         .conditionalRead, .verifiesKnownChecksums, .userMetadata, .setModificationTime, .move, .resumableListing,
+        .caseInsensitiveKeys,
     ]
+
+    /// Throws unless every capability in `declared` is one of ``known``.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming the unknown ones and the
+    ///   plugin that declared them.
+    public static func checkKnown(_ declared: Set<Capability>, declaredBy plugin: String) throws {
+        let unknown = declared.subtracting(known)
+        guard !unknown.isEmpty else { return }
+        let names = unknown.sorted().map { $0.rawValue.debugDescription }.joined(separator: ", ")
+        throw BuckiaError(
+            .invalidConfiguration,
+            "The \(plugin) declares capabilities Buckia does not define: \(names). Use the Capability constants (Capability.known lists them).")
+    }
 }
 
 /// What it costs to learn one checksum of an object.

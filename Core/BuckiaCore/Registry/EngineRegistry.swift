@@ -59,8 +59,10 @@ public struct EngineRegistry: Sendable {
     /// Opens the engine the configuration selects.
     ///
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for an unknown type, listing the
-    ///   registered ones.
+    ///   registered ones, or an engine that declares a capability Buckia does not define.
     public func makeEngine(for configuration: EngineConfiguration) async throws -> any StorageEngine {
-        try await storage.make(configuration.type, configuration: configuration)()
+        let engine = try await storage.make(configuration.type, configuration: configuration)()
+        try Capability.checkKnown(engine.capabilities, declaredBy: "engine type \(configuration.type.rawValue.debugDescription)")
+        return engine
     }
 }

@@ -110,14 +110,18 @@ public struct ProviderRegistry: Sendable {
     ///
     /// - Parameter environment: Where the provider may read credentials; the process's by default.
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for an unknown type (the message
-    ///   lists the registered ones) or a configuration the provider rejects.
+    ///   lists the registered ones), a configuration the provider rejects, or a provider that
+    ///   declares a capability Buckia does not define (a misspelt name would otherwise never
+    ///   apply, silently).
     public func makeProvider(
         for configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment,
         log: (@Sendable (String) -> Void)? = nil
     ) throws -> any StorageProvider {
         try configuration.validate()
-        return try storage.make(
+        let provider = try storage.make(
             configuration.provider,
             configuration: ProviderContext(configuration: configuration, registry: self, environment: environment, log: log))
+        try Capability.checkKnown(provider.capabilities.features, declaredBy: "provider type \(configuration.provider.rawValue.debugDescription)")
+        return provider
     }
 }

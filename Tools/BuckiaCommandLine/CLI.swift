@@ -28,8 +28,14 @@ enum CLI {
         return lines.joined(separator: "\n")
     }
 
-    static func main(_ arguments: [String], environment: [String: String]) async -> ExitCode {
-        let status = await dispatch(arguments, environment: environment)
+    /// The providers and engines a run can select by type name.
+    struct Registries: Sendable {
+        var providers: ProviderRegistry
+        var engines: EngineRegistry
+    }
+
+    static func main(_ arguments: [String], environment: [String: String], registries: Registries) async -> ExitCode {
+        let status = await dispatch(arguments, environment: environment, registries: registries)
         // Output that could not be written fails the command, whatever it did.
         if let failure = Console.failure, status == .success || status == .partial {
             Console.report(failure)
@@ -38,7 +44,7 @@ enum CLI {
         return status
     }
 
-    private static func dispatch(_ arguments: [String], environment: [String: String]) async -> ExitCode {
+    private static func dispatch(_ arguments: [String], environment: [String: String], registries: Registries) async -> ExitCode {
         guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
             if arguments.isEmpty {
                 Console.error(overview)
@@ -60,7 +66,8 @@ enum CLI {
             guard command.positionals.contains(parsed.positionals.count) else {
                 throw UsageError(description: "Usage: buckia \(command.usage)")
             }
-            let invocation = Invocation(arguments: parsed, environment: environment, registry: .builtIn)
+            let invocation = Invocation(
+                arguments: parsed, environment: environment, registry: registries.providers, engines: registries.engines)
             return try await command.run(invocation)
         } catch let error as UsageError {
             Console.error("buckia \(name): \(error.description)")

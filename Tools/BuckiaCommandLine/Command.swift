@@ -32,6 +32,7 @@ struct Invocation: Sendable {
     let arguments: ParsedArguments
     let environment: [String: String]
     let registry: ProviderRegistry
+    let engines: EngineRegistry
 
     var positionals: [String] { arguments.positionals }
 

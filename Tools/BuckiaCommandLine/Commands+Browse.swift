@@ -4,7 +4,7 @@ import Foundation
 
 extension CLI {
     static let providersCommand = Command(
-        name: "providers", summary: "List the provider types this build knows and the configured remotes.",
+        name: "providers", summary: "List the provider and engine types this build knows and the configured remotes.",
         usage: "providers", positionals: 0...0, options: [], details: ""
     ) { invocation in
         Console.out("Provider types:")
@@ -15,6 +15,8 @@ extension CLI {
             let remote = try remotes.configuration(named: name)
             Console.out("  \(name): \(remote.provider) (\(remotes.sources[name] ?? "unknown"))")
         }
+        Console.out("Engine types:")
+        for type in invocation.engines.registeredTypes { Console.out("  \(type)") }
         return .success
     }
 
@@ -109,12 +111,16 @@ extension CLI {
         let argument = invocation.positionals[0]
         let name: String
         if case .remote(let remote, _) = Location(argument) { name = remote } else { name = argument.lowercased() }
-        let (provider, _) = try invocation.provider(named: name)
+        let configuration = try invocation.remotes().configuration(named: name)
+        // Built through the registry each time a scenario asks, so reopening, configuration
+        // and registry scenarios run against the remote too.
+        let factory = ProviderFactory.registered(
+            configuration: configuration, registry: invocation.registry, environment: invocation.environment, name: "\(name) (\(configuration.provider))")
         var scenarios = ProviderConformance.scenarios
         if let filter = invocation.arguments.value("filter") {
             scenarios = scenarios.filter { $0.name.localizedCaseInsensitiveContains(filter) }
         }
-        let report = await ProviderConformance.runAll(on: provider, scenarios: scenarios) { scenario, outcome, _ in
+        let report = await ProviderConformance.runAll(factory: factory, scenarios: scenarios) { scenario, outcome, _ in
             Console.error("\(outcome.label) \(scenario.name)")
         }
         Console.out(report.table())

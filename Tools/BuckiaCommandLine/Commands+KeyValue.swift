@@ -20,7 +20,7 @@ extension CLI {
         let type = EngineType(rawValue: invocation.arguments.value("engine") ?? "sqlite")
         let dataHome = RemoteConfiguration.dataHome(invocation.environment)
         let path = invocation.arguments.value("path") ?? "\(dataHome)/buckia/kv-\(type)"
-        let engine = try await EngineRegistry.builtIn.makeEngine(for: EngineConfiguration(type: type, directory: path))
+        let engine = try await invocation.engines.makeEngine(for: EngineConfiguration(type: type, directory: path))
         let arguments = invocation.positionals
         func key() throws -> CacheKey {
             guard arguments.count >= 2 else { throw UsageError(description: "kv \(arguments[0]) needs a KEY.") }

@@ -1,0 +1,151 @@
+import Buckia
+import BuckiaConformance
+import Foundation
+import Testing
+
+/// A broken provider, the honest one it breaks, and the scenarios that must catch it.
+struct MutantCase: Sendable, CustomTestStringConvertible {
+    /// The breakage, as the Docs/Testing.md table names it.
+    let what: String
+    /// Scenario names that must pass on `honest` and fail on `broken`.
+    let scenarios: [String]
+    /// Builds the honest subject over a scratch folder.
+    let honest: @Sendable (URL) throws -> ProviderFactory
+    /// Builds the broken subject over a scratch folder.
+    let broken: @Sendable (URL) throws -> ProviderFactory
+
+    var testDescription: String { what }
+
+    static func memory() throws -> MemoryProvider { try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)) }
+
+    /// A breakage applied by ``BrokenProvider`` over the memory provider.
+    static func over(memory breakage: Breakage, _ what: String, _ scenarios: [String], honest: (@Sendable (MemoryProvider) -> any StorageProvider)? = nil) -> MutantCase {
+        MutantCase(what: what, scenarios: scenarios, honest: { _ in
+            let base = try memory()
+            return .instance(honest?(base) ?? base)
+        }) { _ in
+            .instance(BrokenProvider(base: try memory(), breakage: breakage))
+        }
+    }
+
+    /// A plugin mutant beside the honest shared-memory plugin, both built from a configuration.
+    static func plugin<Broken: StorageProviderPlugin>(_ broken: Broken.Type, _ what: String, _ scenarios: [String]) -> MutantCase {
+        MutantCase(what: what, scenarios: scenarios) { folder in
+            try .plugin(SharedMemoryProvider.self, configuration: BuckiaConfiguration(provider: SharedMemoryProvider.providerType, options: ["space": folder.path]))
+        } broken: { folder in
+            try .plugin(Broken.self, configuration: BuckiaConfiguration(provider: Broken.providerType, options: ["space": folder.path]))
+        }
+    }
+
+    static let all: [MutantCase] = [
+        over(memory: .storesAllButLastByte, "stores all but the last byte", [
+            "round trip: one byte", "round trip: every byte value", "round trip: multi-MiB file", "overwrite replaces content",
+            "stat of a present object", "transfers: 32 concurrent uploads", "transfers: ranged read", "server-side copy", "times: set without rewriting",
+        ]),
+        over(memory: .losesEmptyObjects, "loses empty objects", ["round trip: empty object"]),
+        over(memory: .readsMissingAsEmpty, "reads a missing object as empty", ["read of a missing object", "list: a folder is not an object"]),
+        over(memory: .statThrowsForMissing, "stat of a missing key throws", ["stat of a missing object", "delete removes an object"]),
+        over(memory: .ignoresDeletes, "ignores deletes", ["delete removes an object", "batch delete"]),
+        over(memory: .failsDeletingMissing, "deleting a missing key fails", ["delete of a missing object", "batch delete"]),
+        over(memory: .copyLosesTime, "a copy loses the modification time", ["server-side copy"]),
+        over(memory: .copiesWithoutCapability, "copies without declaring it", ["no server-side copy without the capability"]) {
+            HidingProvider(base: $0, hidden: [.serverSideCopy, .move])
+        },
+        over(memory: .reportsDisconnected, "reports itself disconnected", ["connection test"]),
+        over(memory: .prefixIsFolder, "treats a prefix as a folder", ["list: prefix is a string prefix"]),
+        over(memory: .reversesPages, "lists out of order", ["list: recursive order", "list: one level", "list: more than one page", "list: small pages"]),
+        over(memory: .duplicatesEntries, "lists an entry twice", ["list: recursive order", "list: small pages", "list: one level across pages"]),
+        over(memory: .ignoresOneLevel, "ignores one-level listing", ["list: one level", "list: one level across pages"]),
+        over(memory: .statsFolderAsObject, "stats a folder as an object", ["list: a folder is not an object"]),
+        over(memory: .ignoresStartAfter, "ignores start-after", ["list: start-after"]),
+        over(memory: .onePageOnly, "returns one page whatever the size asked", ["list: more than one page", "list: small pages", "list: one level across pages"]),
+        over(memory: .decodesPercentInKeys, "percent-decodes keys", ["keys: unusual characters"]),
+        over(memory: .acceptsInvalidPrefix, "accepts invalid prefixes when called directly", ["keys: a lister refuses an invalid prefix"]),
+        over(memory: .foldsCase, "folds case without declaring it", ["keys: case is significant"]),
+        over(memory: .claimsCaseFolding, "declares case folding but keeps case", ["keys: case folds as declared"]) { CaseFoldingProvider(base: $0) },
+        over(memory: .foldsToNFC, "folds keys to NFC", ["keys: NFC and NFD are two objects", "keys: unusual characters"]),
+        MutantCase(what: "keyed by Swift String", scenarios: ["keys: NFC and NFD are two objects"], honest: { _ in .instance(try memory()) }) { _ in
+            .instance(StringKeyedProvider(base: try memory()))
+        },
+        over(memory: .dropsModificationTime, "drops modification times", ["transfers: modification time kept", "times: kept within the declared precision"]),
+        over(memory: .keepsWholeSeconds, "keeps whole seconds, declares microseconds", ["times: kept within the declared precision"]),
+        over(memory: .ignoresRange, "ignores read ranges", ["transfers: ranged read", "read: if-match reads only the version given"]),
+        over(memory: .wrongChecksums, "reports wrong checksums", ["transfers: checksums match content"]),
+        over(memory: .publicURLWithoutCapability, "hands out public URLs without declaring them", ["access: no public URL without the capability"]),
+        over(memory: .tokenLivesTooLong, "issues tokens that outlive their expiry", ["access: token expiry and redaction"]),
+        over(memory: .tokensWithoutCapability, "issues tokens without declaring them", ["access: no tokens without the capability"]) {
+            HidingProvider(base: $0, hidden: [.accessToken])
+        },
+        over(memory: .staleListedEtags, "lists entity tags stat disagrees with", ["list: entries agree with stat"]),
+        over(memory: .restartsOnResume, "ignores resume tokens", ["list: a resume token continues the listing"]),
+        over(memory: .dropsWriteConditions, "drops write conditions", ["write: if-none-match creates once", "write: if-match replaces only the version read"]),
+        over(memory: .dropsReadConditions, "drops read conditions", ["read: if-match reads only the version given"]),
+        over(memory: .dropsKnownChecksums, "drops known checksums", ["write: known checksums are verified"]),
+        over(memory: .dropsMetadata, "drops user metadata", ["metadata: user metadata round-trips"]),
+        over(memory: .ignoresSetModificationTime, "ignores setModificationTime", ["times: set without rewriting"]),
+        over(memory: .moveCopies, "a move that copies", ["move: renames in one step"]),
+        over(memory: .fallbackMoveKeepsSource, "a copy-and-delete move that keeps the source", ["move: falls back to copy and delete"]) {
+            HidingProvider(base: $0, hidden: [.move])
+        },
+        over(memory: .unknownCapability, "declares a misspelt capability", ["capabilities: declared names are known"]),
+        MutantCase(what: "a public URL to another object", scenarios: ["access: public URL fetches the object"]) { folder in
+            .instance(try LocalProvider(root: folder, durable: false))
+        } broken: { folder in
+            .instance(MisdirectedURLProvider(base: try LocalProvider(root: folder, durable: false)))
+        },
+        MutantCase(what: "buffers whole files while claiming to stream", scenarios: ["transfers: large file with bounded memory"]) { folder in
+            .instance(try LocalProvider(root: folder, durable: false))
+        } broken: { folder in
+            .instance(BufferingProvider(base: try LocalProvider(root: folder, durable: false)))
+        },
+        plugin(ForgetfulProvider.self, "declares persistent, loses data on reopen", ["persistence: data survives a new instance"]),
+        plugin(LaxOptionsProvider.self, "ignores unknown options", ["configuration: unknown options are refused"]),
+        plugin(MisnamedProvider.self, "reports another type name than its registration", ["registry: built by its type name"]),
+    ]
+
+    /// The Docs/Testing.md table: each scenario and the breakages proven to fail it.
+    static var table: String {
+        var lines = ["| scenario | fails against |", "|---|---|"]
+        for scenario in ProviderConformance.scenarios {
+            let breakages = all.filter { $0.scenarios.contains(scenario.name) }.map(\.what)
+            lines.append("| \(scenario.name) | \(breakages.joined(separator: "; ")) |")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+@Suite("Every provider scenario fails against a provider broken in its way")
+struct BrokenProviderTests {
+    @Test(arguments: MutantCase.all)
+    func mutantIsCaught(_ mutant: MutantCase) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-mutant-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for name in mutant.scenarios {
+            let scenario = try #require(ProviderConformance.scenarios.first { $0.name == name }, "no scenario named \(name)")
+            // The scenario passes on the honest provider, so the failure is the breakage's doing.
+            let honest = await ProviderConformance.run(scenario, factory: try mutant.honest(folder))
+            #expect(honest == .passed, "“\(name)” on the honest provider: \(honest)")
+            let broken = await ProviderConformance.run(scenario, factory: try mutant.broken(folder))
+            guard case .failed = broken else {
+                Issue.record("\(mutant.what): expected “\(name)” to fail, got \(broken)")
+                continue
+            }
+        }
+    }
+
+    @Test("Every provider scenario is failed by at least one broken provider")
+    func everyScenarioHasAMutant() {
+        let covered = Set(MutantCase.all.flatMap(\.scenarios))
+        let uncovered = ProviderConformance.scenarios.map(\.name).filter { !covered.contains($0) }
+        #expect(uncovered.isEmpty, "scenarios no broken provider is shown to fail: \(uncovered)")
+    }
+
+    @Test("Docs/Testing.md shows the scenario → broken provider table as the harness has it")
+    func tableIsDocumented() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Docs/Testing.md")
+        let text = try String(contentsOf: docs, encoding: .utf8)
+        #expect(text.contains(MutantCase.table), "Docs/Testing.md must hold this table:\n\(MutantCase.table)")
+    }
+}

@@ -14,6 +14,7 @@
 //
 // "packages: none": this manifest declares no package dependencies. Everything beyond
 // Foundation comes from system C libraries through `.systemLibrary` targets.
+import Foundation
 import PackageDescription
 
 let package = Package(
@@ -91,7 +92,7 @@ let package = Package(
         .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore"], path: "Tools/BuckiaConformanceTesting"),
         .target(name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "CLinux"], path: "Tools/BuckiaCommandLine"),
         .executableTarget(name: "BuckiaCLI", dependencies: ["BuckiaCommandLine"], path: "Tools/BuckiaCLI"),
-        .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaTestSupport", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
+        .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
 
         // MARK: Tests
         .target(
@@ -122,7 +123,18 @@ let package = Package(
             name: "ConformanceTests",
             dependencies: ["Buckia", "BuckiaConformance", "BuckiaConformanceTesting"],
             path: "Tests/ConformanceTests"),
-        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCommandLine", "Buckia", "BuckiaTestSupport"], path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
+        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCommandLine", "Buckia", "BuckiaHTTP", "BuckiaTestSupport"], path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Every Swift snippet in README.md and Docs/ is the main.swift of an executable target of its
+// own under Tests/DocSnippets (Tools/doc-snippets writes them from the pages, and a test fails
+// when the two differ), so the build compiles each exactly as it is shown, imports included.
+let snippetFolder = Context.packageDirectory + "/Tests/DocSnippets"
+let snippetNames = ((try? FileManager.default.contentsOfDirectory(atPath: snippetFolder)) ?? []).filter { $0.hasPrefix("Snippet_") }.sorted()
+package.targets += snippetNames.map { name in
+    .executableTarget(
+        name: name, dependencies: ["Buckia", "BuckiaCore", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaCommandLine"],
+        path: "Tests/DocSnippets/\(name)")
+}

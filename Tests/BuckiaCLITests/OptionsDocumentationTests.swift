@@ -1,4 +1,5 @@
 import Buckia
+import BuckiaHTTP
 @testable import BuckiaCommandLine
 @testable import BuckiaLocal
 import Foundation

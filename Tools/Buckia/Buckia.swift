@@ -1,14 +1,13 @@
-// The umbrella module: import Buckia to get the core contracts and every built-in plugin.
+// The umbrella module: import Buckia to get the core contracts, the client, sync and every
+// built-in plugin. The plumbing under them (BuckiaHTTP, BuckiaSigV4, BuckiaSQLite) is not
+// re-exported: import it by name where you need it, so it is not part of this module's API.
 @_exported import BuckiaClient
 @_exported import BuckiaCore
 @_exported import BuckiaDiskEngine
-@_exported import BuckiaHTTP
 @_exported import BuckiaLocal
 @_exported import BuckiaMemory
 @_exported import BuckiaMemoryEngine
 @_exported import BuckiaS3
-@_exported import BuckiaSigV4
-@_exported import BuckiaSQLite
 @_exported import BuckiaSQLiteEngine
 @_exported import BuckiaSync
 

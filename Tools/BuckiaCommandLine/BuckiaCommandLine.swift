@@ -6,7 +6,8 @@ import Foundation
 /// engines ships its own `buckia` with every built-in command.
 ///
 /// The shipped executable is this with the built-in registries. A third party's is the same
-/// with its plugins added; its `main.swift` is:
+/// with its plugins added (under a product name of its own: SwiftPM cannot build two
+/// executable products called `buckia` in one build); its `main.swift` is:
 ///
 /// ```swift
 /// import BuckiaCommandLine

@@ -1,4 +1,5 @@
 import Buckia
+import BuckiaHTTP
 import Foundation
 
 /// `buckia-bench cancel-storm`: rounds of 16 transfers in flight (dropped, slow, non-HTTP and

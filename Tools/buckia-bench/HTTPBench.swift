@@ -1,4 +1,5 @@
 import Buckia
+import BuckiaHTTP
 import BuckiaTestSupport
 import Foundation
 

@@ -1,0 +1,4 @@
+import BuckiaCommandLine
+import ScratchProvider
+
+BuckiaCommandLine.main(adding: [ScratchProvider.self])

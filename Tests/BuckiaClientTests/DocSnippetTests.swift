@@ -1,0 +1,23 @@
+import Foundation
+import Testing
+
+/// The docs' Swift snippets are compiled as the targets under Tests/DocSnippets; this keeps
+/// those targets equal to the pages, so a snippet can never drift from what the build compiles.
+@Suite("Documentation snippets")
+struct DocSnippetTests {
+    @Test("Every Swift snippet in README.md and Docs/ is a compiled target, exactly as shown")
+    func snippetsMatchTheDocs() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", root.appendingPathComponent("Tools/doc-snippets").path, "--check"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "Tools/doc-snippets --check:\n\(text)")
+        #expect(text.contains("snippet files match the docs"), "\(text)")
+    }
+}

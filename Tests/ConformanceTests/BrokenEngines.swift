@@ -155,12 +155,7 @@ struct EngineMutantCase: Sendable, CustomTestStringConvertible {
 
     /// The Docs/Testing.md table for engine scenarios.
     static var table: String {
-        var lines = ["| engine scenario | fails against |", "|---|---|"]
-        for scenario in EngineConformance.scenarios {
-            let breakages = all.filter { $0.scenarios.contains(scenario.name) }.map(\.what)
-            lines.append("| \(scenario.name) | \(breakages.joined(separator: "; ")) |")
-        }
-        return lines.joined(separator: "\n")
+        mutationTable("engine scenario", scenarios: EngineConformance.scenarios.map(\.name), breakages: all.map { ($0.what, $0.scenarios) })
     }
 }
 
@@ -189,9 +184,6 @@ struct BrokenEngineTests {
 
     @Test("Docs/Testing.md shows the engine scenario → broken engine table as the harness has it")
     func tableIsDocumented() throws {
-        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Docs/Testing.md")
-        let text = try String(contentsOf: docs, encoding: .utf8)
-        #expect(text.contains(EngineMutantCase.table), "Docs/Testing.md must hold this table:\n\(EngineMutantCase.table)")
+        #expect(try testingDocument().contains(EngineMutantCase.table), "Docs/Testing.md must hold this table:\n\(EngineMutantCase.table)")
     }
 }

@@ -105,13 +105,24 @@ struct MutantCase: Sendable, CustomTestStringConvertible {
 
     /// The Docs/Testing.md table: each scenario and the breakages proven to fail it.
     static var table: String {
-        var lines = ["| scenario | fails against |", "|---|---|"]
-        for scenario in ProviderConformance.scenarios {
-            let breakages = all.filter { $0.scenarios.contains(scenario.name) }.map(\.what)
-            lines.append("| \(scenario.name) | \(breakages.joined(separator: "; ")) |")
-        }
-        return lines.joined(separator: "\n")
+        mutationTable("scenario", scenarios: ProviderConformance.scenarios.map(\.name), breakages: all.map { ($0.what, $0.scenarios) })
     }
+}
+
+/// A Docs/Testing.md table: one row per scenario, naming the breakages shown to fail it.
+func mutationTable(_ heading: String, scenarios: [String], breakages: [(what: String, scenarios: [String])]) -> String {
+    var lines = ["| \(heading) | fails against |", "|---|---|"]
+    for scenario in scenarios {
+        let failing = breakages.filter { $0.scenarios.contains(scenario) }.map(\.what)
+        lines.append("| \(scenario) | \(failing.joined(separator: "; ")) |")
+    }
+    return lines.joined(separator: "\n")
+}
+
+/// The text of Docs/Testing.md, where the mutation tables are documented.
+func testingDocument() throws -> String {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    return try String(contentsOf: root.appendingPathComponent("Docs/Testing.md"), encoding: .utf8)
 }
 
 @Suite("Every provider scenario fails against a provider broken in its way")
@@ -143,9 +154,6 @@ struct BrokenProviderTests {
 
     @Test("Docs/Testing.md shows the scenario → broken provider table as the harness has it")
     func tableIsDocumented() throws {
-        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Docs/Testing.md")
-        let text = try String(contentsOf: docs, encoding: .utf8)
-        #expect(text.contains(MutantCase.table), "Docs/Testing.md must hold this table:\n\(MutantCase.table)")
+        #expect(try testingDocument().contains(MutantCase.table), "Docs/Testing.md must hold this table:\n\(MutantCase.table)")
     }
 }

@@ -83,7 +83,7 @@ struct BrokenProvider: ForwardingStorageProvider {
 
     func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
         var options = options
-        if breakage == .storesAllButLastByte || breakage == .decodesPercentInKeys || breakage == .foldsCase || breakage == .foldsToNFC {
+        if breakage == .storesAllButLastByte {
             let source = try LocalFile.openForReading(localURL)
             let modified = try options.modificationDate ?? source.status().modificationDate
             try? source.close()

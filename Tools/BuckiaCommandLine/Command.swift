@@ -40,13 +40,16 @@ struct Invocation: Sendable {
         try RemoteConfiguration.load(explicitPath: arguments.value("config"), environment: environment, registry: registry)
     }
 
+    /// Where providers write their network events: standard error with `--verbose`, nowhere
+    /// without.
+    var log: (@Sendable (String) -> Void)? {
+        guard arguments.flag("verbose") else { return nil }
+        return { line in Console.error("buckia: \(line)") }
+    }
+
     /// The provider behind a configured remote.
     func provider(named name: String) throws -> (any StorageProvider, BuckiaConfiguration) {
         let configuration = try remotes().configuration(named: name)
-        var log: (@Sendable (String) -> Void)?
-        if arguments.flag("verbose") {
-            log = { line in Console.error("buckia: \(line)") }
-        }
         return (try registry.makeProvider(for: configuration, environment: environment, log: log), configuration)
     }
 }

@@ -115,7 +115,8 @@ extension CLI {
         // Built through the registry each time a scenario asks, so reopening, configuration
         // and registry scenarios run against the remote too.
         let factory = ProviderFactory.registered(
-            configuration: configuration, registry: invocation.registry, environment: invocation.environment, name: "\(name) (\(configuration.provider))")
+            configuration: configuration, registry: invocation.registry, environment: invocation.environment,
+            log: invocation.log, name: "\(name) (\(configuration.provider))")
         var scenarios = ProviderConformance.scenarios
         if let filter = invocation.arguments.value("filter") {
             scenarios = scenarios.filter { $0.name.localizedCaseInsensitiveContains(filter) }

@@ -47,7 +47,7 @@ public struct EngineScenarioContext: Sendable {
 /// func conformance(_ scenario: EngineScenario) async throws {
 ///     let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
 ///     defer { try? FileManager.default.removeItem(at: directory) }
-///     try await scenario.check { now in try MyEngine(directory: directory, now: now) }
+///     try await scenario.check("my engine") { now in try MyEngine(directory: directory, now: now) }
 /// }
 /// ```
 public enum EngineConformance {

@@ -26,11 +26,13 @@ public struct ProviderFactory: Sendable {
         public var configuration: BuckiaConfiguration
         /// The environment the provider is given.
         public var environment: [String: String]
+        /// Where the provider writes its network events, if anywhere.
+        public var log: (@Sendable (String) -> Void)?
 
         /// Builds a provider from `configuration` through the registry, as an application
         /// selecting it by name would.
         public func make(_ configuration: BuckiaConfiguration) throws -> any StorageProvider {
-            try registry.makeProvider(for: configuration, environment: environment)
+            try registry.makeProvider(for: configuration, environment: environment, log: log)
         }
     }
 
@@ -71,9 +73,10 @@ public struct ProviderFactory: Sendable {
     /// A configuration whose provider type is already registered in `registry` (the command
     /// line's `conformance` command uses this for a configured remote).
     public static func registered(
-        configuration: BuckiaConfiguration, registry: ProviderRegistry, environment: [String: String] = [:], name: String? = nil
+        configuration: BuckiaConfiguration, registry: ProviderRegistry, environment: [String: String] = [:],
+        log: (@Sendable (String) -> Void)? = nil, name: String? = nil
     ) -> ProviderFactory {
-        let route = PluginRoute(registry: registry, configuration: configuration, environment: environment)
+        let route = PluginRoute(registry: registry, configuration: configuration, environment: environment, log: log)
         return ProviderFactory(name: name ?? configuration.provider.rawValue, opensNewInstances: true, plugin: route) {
             try route.make(configuration)
         }

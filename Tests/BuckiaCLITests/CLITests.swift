@@ -95,4 +95,17 @@ struct CLITests {
         #expect(result.stdout.contains("round trip: empty object"))
         #expect(result.stdout.contains("default (local): 4 passed, 0 failed, 0 skipped"))
     }
+
+    @Test("conformance --list names the scenarios a run would run, and runs none")
+    func conformanceList() throws {
+        let harness = try CLIHarness()
+        let listed = try harness.run("conformance", "--list", "--filter", "round trip")
+        #expect(listed.status == 0)
+        #expect(listed.stdout.split(separator: "\n") == ["round trip: empty object", "round trip: one byte", "round trip: every byte value", "round trip: multi-MiB file"])
+        let run = try harness.run("conformance", "default:", "--filter", "round trip")
+        let rows = run.stdout.split(separator: "\n").filter { $0.hasPrefix("round trip: ") }
+        #expect(rows.count == 4, "the run has one row per listed scenario: \(run.stdout)")
+        #expect(try harness.run("conformance", "--list", "default:").status == 2)
+        #expect(try harness.run("conformance").status == 2)
+    }
 }

@@ -99,12 +99,8 @@ struct HTTPClientErrorTests {
             let task = Task {
                 download ? try await client.download(request, to: destination) : try await client.send(request)
             }
-            // Cancel once the request is at the server (bounded: 3,000 polls).
-            for _ in 0..<3000 {
-                if try await server.count(id) > 0 { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            #expect(try await server.count(id) == 1)
+            // Cancel once the request is at the server (the server says when).
+            #expect(try await server.awaitCount(id) == 1)
             task.cancel()
             let error = await #expect(throws: BuckiaError.self) { try await task.value }
             #expect(error?.code == .cancelled)
@@ -117,21 +113,23 @@ struct HTTPClientErrorTests {
     @Test("Cancelling during a retry wait surfaces as cancelled")
     func cancellationDuringBackoff() async throws {
         try await withTestServer { server in
-            // The wait is real (120 s, far beyond any stall of a loaded CI machine) but observed: the test knows when it began and whether it ran out.
+            // The retry wait ends only by cancellation (no clock involved), and says when it began.
             let waits = Locked<(began: Int, ranOut: Int)>((0, 0))
+            let (began, signal) = AsyncStream.makeStream(of: Void.self)
             var policy = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(120), maxDelay: .seconds(120), random: { 1.0 })
-            policy.sleep = { delay in
+            policy.sleep = { _ in
                 waits.withLock { $0.began += 1 }
-                try await Task.sleep(for: delay)
+                signal.yield()
+                let (never, keptOpen) = AsyncStream.makeStream(of: Void.self)
+                for await _ in never {}  // ends when the task is cancelled
+                keptOpen.finish()
+                try Task.checkCancellation()
                 waits.withLock { $0.ranOut += 1 }
             }
             let client = HTTPClient(configuration: .init(retryPolicy: policy))
             let request = HTTPRequest(.get, try server.url("/status/503?id=\(uniqueID())"))
             let task = Task { try await client.send(request) }
-            for _ in 0..<3000 {
-                if waits.withLock({ $0.began }) > 0 { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            for await _ in began { break }
             #expect(waits.withLock { $0.began } == 1)
             task.cancel()
             let error = await #expect(throws: BuckiaError.self) { try await task.value }

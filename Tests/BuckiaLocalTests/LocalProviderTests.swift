@@ -68,7 +68,10 @@ struct LocalProviderTests {
         let fixture = try LocalFixture()
         let folder = fixture.root.appendingPathComponent("d").path
         let stop = Locked(false)
+        let finished = DispatchGroup()
+        finished.enter()
         let swapper = Thread {
+            defer { finished.leave() }
             var rounds = 0
             while !stop.withLock({ $0 }) && rounds < 20_000 {
                 try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
@@ -83,7 +86,7 @@ struct LocalProviderTests {
             _ = try? await fixture.provider.uploadData(Data("x".utf8), remotePath: "d/file-\(index).txt")
         }
         stop.withLock { $0 = true }
-        while swapper.isExecuting { try await Task.sleep(for: .milliseconds(5)) }
+        await withCheckedContinuation { done in finished.notify(queue: .global()) { done.resume() } }
         #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.outside.path).isEmpty)
     }
 

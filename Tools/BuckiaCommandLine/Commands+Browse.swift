@@ -104,11 +104,23 @@ extension CLI {
 
     static let conformanceCommand = Command(
         name: "conformance", summary: "Run the provider conformance suite against a remote.",
-        usage: "conformance REMOTE:", positionals: 1...1,
-        options: [.value("filter", "Run only scenarios whose name contains this text.")],
+        usage: "conformance REMOTE: | conformance --list", positionals: 0...1,
+        options: [
+            .value("filter", "Run only scenarios whose name contains this text."),
+            .flag("list", "Print the names of the scenarios a run would run, one per line, and run none."),
+        ],
         details: "Writes under a fresh buckia-conformance-<random>/ prefix and removes it afterwards."
     ) { invocation in
-        let argument = invocation.positionals[0]
+        var scenarios = ProviderConformance.scenarios
+        if let filter = invocation.arguments.value("filter") {
+            scenarios = scenarios.filter { $0.name.localizedCaseInsensitiveContains(filter) }
+        }
+        if invocation.arguments.flag("list") {
+            guard invocation.positionals.isEmpty else { throw UsageError(description: "conformance --list takes no remote.") }
+            Console.out(scenarios.map(\.name).joined(separator: "\n"))
+            return .success
+        }
+        guard let argument = invocation.positionals.first else { throw UsageError(description: "conformance needs a remote (REMOTE:), or --list.") }
         let name: String
         if case .remote(let remote, _) = Location(argument) { name = remote } else { name = argument.lowercased() }
         let configuration = try invocation.remotes().configuration(named: name)
@@ -117,10 +129,6 @@ extension CLI {
         let factory = ProviderFactory.registered(
             configuration: configuration, registry: invocation.registry, environment: invocation.environment,
             log: invocation.log, name: "\(name) (\(configuration.provider))")
-        var scenarios = ProviderConformance.scenarios
-        if let filter = invocation.arguments.value("filter") {
-            scenarios = scenarios.filter { $0.name.localizedCaseInsensitiveContains(filter) }
-        }
         let report = await ProviderConformance.runAll(factory: factory, scenarios: scenarios) { scenario, outcome, _ in
             Console.error("\(outcome.label) \(scenario.name)")
         }

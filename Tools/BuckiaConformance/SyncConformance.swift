@@ -18,6 +18,13 @@ public enum SyncConformance {
     /// Runs one scenario between `local` and `remote` (fresh prefixes on each, removed after).
     /// The scenario is skipped when either side lacks a capability it needs.
     public static func run(_ scenario: SyncScenario, local: any StorageProvider, remote: any StorageProvider) async -> ScenarioOutcome {
+        await run(scenario, local: local, remote: remote) { local, remote, options, store in
+            try await SyncEngine(local: local, remote: remote, options: options, stateStore: store).run()
+        }
+    }
+
+    /// Runs one scenario with its syncs made by `runner` (the mutation harness's broken engines).
+    package static func run(_ scenario: SyncScenario, local: any StorageProvider, remote: any StorageProvider, runner: @escaping SyncRunner) async -> ScenarioOutcome {
         let features = local.capabilities.features.intersection(remote.capabilities.features)
         if let reason = scenario.skipReason(for: features) { return .skipped(reason: reason) }
         let slug = String(scenario.name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" })
@@ -30,7 +37,7 @@ public enum SyncConformance {
             let context = SyncScenarioContext(
                 local: try SyncEndpoint(provider: observer.wrap(local, as: .local), path: "sync-\(nonce)/\(slug)", backend: "local-side"),
                 remote: try SyncEndpoint(provider: observer.wrap(remote, as: .remote), path: "sync-\(nonce)/\(slug)", backend: "remote-side"),
-                stateURL: scratch.appendingPathComponent("state.sqlite"), observer: observer)
+                stateURL: scratch.appendingPathComponent("state.sqlite"), observer: observer, runner: runner)
             outcome = await scenario.outcome(in: context)
         } catch {
             outcome = .failed(message: "Setting up the scenario failed: \(error)")

@@ -8,6 +8,10 @@ public enum SyncSide: String, Sendable {
     case local, remote
 }
 
+/// How a scenario's runs are made: by ``SyncEngine`` itself, or, in Buckia's mutation
+/// harness, by an engine broken on purpose to show the scenario catches it.
+package typealias SyncRunner = @Sendable (_ local: SyncEndpoint, _ remote: SyncEndpoint, _ options: SyncOptions, _ store: SyncStateStore) async throws -> SyncResult
+
 /// What a sync scenario works with: two endpoints under prefixes no other scenario uses, a
 /// state store of their own, and a record of what each run asked of the providers.
 public struct SyncScenarioContext: Sendable {
@@ -22,12 +26,14 @@ public struct SyncScenarioContext: Sendable {
     /// The modification time the scenario's next write gets: ten seconds later each time, so
     /// every edit is visible to size-and-time comparison too, whatever its window.
     private let clock = Locked(Date(timeIntervalSince1970: 1_750_000_000))
+    private let runner: SyncRunner
 
-    init(local: SyncEndpoint, remote: SyncEndpoint, stateURL: URL, observer: SyncObserver) {
+    init(local: SyncEndpoint, remote: SyncEndpoint, stateURL: URL, observer: SyncObserver, runner: @escaping SyncRunner) {
         self.local = local
         self.remote = remote
         self.stateURL = stateURL
         self.observer = observer
+        self.runner = runner
     }
 
     /// The endpoint of `side`.
@@ -37,7 +43,7 @@ public struct SyncScenarioContext: Sendable {
     public func sync(_ options: SyncOptions = SyncOptions()) async throws -> SyncResult {
         let store = try SyncStateStore(url: stateURL)
         defer { store.close() }
-        return try await SyncEngine(local: local, remote: remote, options: options, stateStore: store).run()
+        return try await runner(local, remote, options, store)
     }
 
     /// Writes `text` as `path` on `side`, dated ten seconds after the previous write.

@@ -14,6 +14,8 @@ Binds 127.0.0.1 on a free port, prints the port as its first stdout line, and se
                             `echo_secrets=1` puts the request's Authorization header and query
                             string in the body, as S3 does in SignatureDoesNotMatch.
   /count/<id>               how many requests /status, /drop and /slow saw for <id>.
+  /await/<id>?count=N       answers once /count/<id> reaches N (at most 120 s), with the count:
+                            a test waits on the event itself instead of polling for it.
   /download?size=N          N deterministic bytes (byte i is PATTERN[i % 251]), streamed.
   /slow?delay=S&id=         waits S seconds (at most 300) before answering 200; once the answer
                             is written, /count/<id>.answered is 1.
@@ -33,7 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 COUNTS = {}
-COUNTS_LOCK = threading.Lock()
+COUNTS_LOCK = threading.Condition()
 PATTERN = bytes((i * 7 + 3) % 251 for i in range(251))
 CHUNK = 64 * 1024
 
@@ -42,6 +44,7 @@ def hit(key):
     """Counts a request for a test-chosen id and returns the new count."""
     with COUNTS_LOCK:
         COUNTS[key] = COUNTS.get(key, 0) + 1
+        COUNTS_LOCK.notify_all()
         return COUNTS[key]
 
 
@@ -84,7 +87,14 @@ class Handler(BaseHTTPRequestHandler):
             self.status(int(parts[1]), query, length, sha256)
         elif name == "count":
             with COUNTS_LOCK:
-                self.reply_json(200, {"count": COUNTS.get(parts[1], 0)})
+                count = COUNTS.get(parts[1], 0)
+            self.reply_json(200, {"count": count})
+        elif name == "await":
+            wanted = int(query.get("count", "1"))
+            with COUNTS_LOCK:
+                COUNTS_LOCK.wait_for(lambda: COUNTS.get(parts[1], 0) >= wanted, timeout=120)
+                count = COUNTS.get(parts[1], 0)
+            self.reply_json(200, {"count": count})
         elif name == "download":
             self.download(int(query.get("size", "0")))
         elif name == "slow":

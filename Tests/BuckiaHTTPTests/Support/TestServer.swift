@@ -97,6 +97,13 @@ final class TestServer: @unchecked Sendable {
         return try JSONDecoder().decode([String: Int].self, from: response.data)["count"] ?? -1
     }
 
+    /// Waits until the server has counted `count` requests for `id` (it answers after at most
+    /// 120 s either way) and returns the count then.
+    func awaitCount(_ id: String, atLeast count: Int = 1) async throws -> Int {
+        let response = try await HTTPClient().send(HTTPRequest(.get, try url("/await/\(id)?count=\(count)"), timeout: .seconds(150)))
+        return try JSONDecoder().decode([String: Int].self, from: response.data)["count"] ?? -1
+    }
+
     private static func scriptURL() throws -> URL {
         if let url = Bundle.module.url(forResource: "test_server", withExtension: "py", subdirectory: "Resources") {
             return url

@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "BuckiaSigV4", targets: ["BuckiaSigV4"]),
         .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
         .library(name: "BuckiaS3", targets: ["BuckiaS3"]),
+        .library(name: "BuckiaB2", targets: ["BuckiaB2"]),
         .library(name: "BuckiaMemory", targets: ["BuckiaMemory"]),
         .library(name: "BuckiaMemoryEngine", targets: ["BuckiaMemoryEngine"]),
         .library(name: "BuckiaSQLiteEngine", targets: ["BuckiaSQLiteEngine"]),
@@ -72,6 +73,7 @@ let package = Package(
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
         .target(name: "BuckiaLocal", dependencies: ["BuckiaCore"], path: "Providers/BuckiaLocal"),
         .target(name: "BuckiaS3", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSigV4"], path: "Providers/BuckiaS3"),
+        .target(name: "BuckiaB2", dependencies: ["BuckiaCore", "BuckiaHTTP"], path: "Providers/BuckiaB2"),
 
         // MARK: Engines
         .target(name: "BuckiaMemoryEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaMemoryEngine"),
@@ -84,7 +86,7 @@ let package = Package(
             name: "Buckia",
             dependencies: [
                 "BuckiaCore", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
-                "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaSigV4", "BuckiaSync",
+                "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaB2", "BuckiaSigV4", "BuckiaSync",
             ],
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync"], path: "Tools/BuckiaConformance"),
@@ -103,6 +105,10 @@ let package = Package(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaHTTPTests",
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSigV4Tests", dependencies: ["BuckiaSigV4"], path: "Tests/BuckiaSigV4Tests", resources: [.copy("Vectors")]),
+        .testTarget(
+            name: "BuckiaB2Tests",
+            dependencies: ["BuckiaB2", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaSync", "BuckiaLocal"],
+            path: "Tests/BuckiaB2Tests"),
         .testTarget(
             name: "BuckiaS3Tests",
             dependencies: [

@@ -54,6 +54,35 @@ public struct HTTPRemoteOptions: Sendable, Equatable {
         }
     }
 
+    /// An HTTP provider's URL option (`endpoint`, `downloadURL`): `https`, or plain `http` to a
+    /// loopback address, or to any host when `allowHTTP` is set — credentials sent over plain
+    /// HTTP to another host can be read and replayed.
+    ///
+    /// - Parameters:
+    ///   - provider: The provider's name, for messages (`S3`, `B2`).
+    ///   - example: A URL of the right shape, for messages.
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidConfiguration`` naming `options.<option>`.
+    public static func url(_ text: String, provider: String, option: String, example: String, allowHTTP: Bool) throws -> URL {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
+            throw BuckiaError(
+                .invalidConfiguration, "The \(provider) \(option) \(text.debugDescription) is not a URL like \(example).", path: "options.\(option)")
+        }
+        switch scheme {
+        case "https": return url
+        case "http":
+            let loopback = host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+            guard loopback || allowHTTP else {
+                throw BuckiaError(
+                    .invalidConfiguration,
+                    "The \(provider) \(option) uses plain http to \(host); use https, or set option allowHTTP to true if the network is trusted.",
+                    path: "options.\(option)")
+            }
+            return url
+        default:
+            throw BuckiaError(.invalidConfiguration, "The \(provider) \(option) must be http or https; it is \(scheme).", path: "options.\(option)")
+        }
+    }
+
     /// Sets what these options override in a client configuration.
     public func apply(to configuration: inout HTTPClient.Configuration) {
         if let connectTimeout { configuration.connectTimeout = connectTimeout }

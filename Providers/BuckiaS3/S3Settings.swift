@@ -85,7 +85,7 @@ public struct S3Settings: Sendable {
         }
         let credentials = try resolveCredentials(configuration.authConfig, environment: environment, profile: profile, profileName: profileName)
         let endpointText = options["endpoint"] ?? environment["AWS_ENDPOINT_URL_S3"] ?? environment["AWS_ENDPOINT_URL"] ?? profile["endpoint_url"]
-        let endpoint = try endpointURL(endpointText, region: region, allowHTTP: try flag(options, "allowHTTP", default: false))
+        let endpoint = try endpointURL(endpointText, region: region, allowHTTP: try configuration.flag("allowHTTP", default: false))
         let isAWS = endpoint.host?.hasSuffix(".amazonaws.com") ?? false
         let usesPathStyle: Bool
         switch options["addressingStyle"] ?? "auto" {
@@ -100,11 +100,11 @@ public struct S3Settings: Sendable {
         var settings = S3Settings(
             bucket: configuration.bucketName, region: region, endpoint: endpoint, usesPathStyle: usesPathStyle, credentials: credentials,
             multipartThreshold: try megabytes(options["multipartThresholdMiB"], default: 64, minimum: 5, name: "multipartThresholdMiB"),
-            partSize: partSize, concurrency: configuration.maxConcurrentOperations, isPublic: try flag(options, "publicBucket", default: false),
+            partSize: partSize, concurrency: configuration.maxConcurrentOperations, isPublic: try configuration.flag("publicBucket", default: false),
             stateDirectory: options["stateDirectory"].map { URL(fileURLWithPath: $0, isDirectory: true) }
                 ?? StorageDirectory.caches(appendingPath: "buckia/multipart").url,
-            etagIsMD5: try flag(options, "etagIsMD5", default: true),
-            verifiesContentMD5: try flag(options, "verifiesContentMD5", default: true))
+            etagIsMD5: try configuration.flag("etagIsMD5", default: true),
+            verifiesContentMD5: try configuration.flag("verifiesContentMD5", default: true))
         settings.http = http
         return settings
     }
@@ -121,14 +121,6 @@ public struct S3Settings: Sendable {
                 "The bucket name \(name.debugDescription) is not valid: use 3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit.",
                 path: "bucketName")
         }
-    }
-
-    private static func flag(_ options: [String: String], _ name: String, default value: Bool) throws -> Bool {
-        guard let text = options[name] else { return value }
-        guard let parsed = Bool(text) else {
-            throw BuckiaError(.invalidConfiguration, "\(name) must be true or false; it is \(text.debugDescription).", path: "options.\(name)")
-        }
-        return parsed
     }
 
     private static func resolveCredentials(
@@ -154,24 +146,8 @@ public struct S3Settings: Sendable {
     }
 
     private static func endpointURL(_ text: String?, region: String, allowHTTP: Bool) throws -> URL {
-        let value = text ?? "https://s3.\(region).amazonaws.com"
-        guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else {
-            throw BuckiaError(.invalidConfiguration, "The S3 endpoint \(value.debugDescription) is not a URL like https://s3.example.com.", path: "options.endpoint")
-        }
-        switch scheme {
-        case "https": return url
-        case "http":
-            let loopback = host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
-            guard loopback || allowHTTP else {
-                throw BuckiaError(
-                    .invalidConfiguration,
-                    "The S3 endpoint uses plain http to \(host); use https, or set option allowHTTP to true if the network is trusted.",
-                    path: "options.endpoint")
-            }
-            return url
-        default:
-            throw BuckiaError(.invalidConfiguration, "The S3 endpoint must be http or https; it is \(scheme).", path: "options.endpoint")
-        }
+        try HTTPRemoteOptions.url(
+            text ?? "https://s3.\(region).amazonaws.com", provider: "S3", option: "endpoint", example: "https://s3.example.com", allowHTTP: allowHTTP)
     }
 
     private static func megabytes(_ text: String?, default value: Int64, minimum: Int64, name: String) throws -> Int64 {

@@ -32,14 +32,18 @@ struct OptionsDocumentationTests {
             return []
         }
         let body = text[section.upperBound...].components(separatedBy: "\n## ").first ?? ""
-        return body.split(separator: "\n").compactMap { line -> Row? in
+        return body.split(separator: "\n").compactMap { line -> [Row]? in
             guard line.hasPrefix("| `") else { return nil }
             let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard cells.count >= 6, let provider = firstCode(cells[1]), let option = firstCode(cells[2]), let variable = firstCode(cells[3]) else {
-                return nil
-            }
-            return Row(provider: provider, option: option, variable: variable, defaultValue: literal(cells[4]))
-        }
+            guard cells.count >= 6, let option = firstCode(cells[2]), let variable = firstCode(cells[3]) else { return nil }
+            // A row may name several providers (the HTTP options every HTTP provider reads).
+            return codes(cells[1]).map { Row(provider: $0, option: option, variable: variable, defaultValue: literal(cells[4])) }
+        }.flatMap { $0 }
+    }
+
+    /// The text of every `code span` in `cell`.
+    static func codes(_ cell: String) -> [String] {
+        cell.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
     }
 
     /// The text of the first `code span` in `cell`.
@@ -119,6 +123,19 @@ struct OptionsDocumentationTests {
                 "etagIsMD5": String(settings.etagIsMD5), "verifiesContentMD5": String(settings.verifiesContentMD5),
                 "stallTimeoutSeconds": seconds(http.timeout), "connectTimeoutSeconds": seconds(http.connectTimeout),
                 "maxAttempts": String(http.retryPolicy.maxAttempts), "(caFile)": http.caFile ?? "",
+            ]
+        case "b2":
+            var configuration = BuckiaConfiguration(provider: .b2, options: options)
+            configuration.bucketName = "docs-bucket"
+            let settings = try B2Settings.resolve(configuration, environment: ["B2_APPLICATION_KEY_ID": "000docs", "B2_APPLICATION_KEY": "docs-key"])
+            var http = HTTPClient.Configuration()
+            settings.http.apply(to: &http)
+            return [
+                "endpoint": settings.endpoint.absoluteString, "(largeFileThreshold)": String(settings.largeFileThreshold),
+                "(partSize)": String(settings.partSize), "publicBucket": String(settings.isPublic),
+                "(downloadURL)": settings.downloadURL?.absoluteString ?? "", "stallTimeoutSeconds": seconds(http.timeout),
+                "connectTimeoutSeconds": seconds(http.connectTimeout), "maxAttempts": String(http.retryPolicy.maxAttempts),
+                "(caFile)": http.caFile ?? "",
             ]
         default:
             throw OptionsFailure(description: "no way to build a \(provider) provider here")

@@ -16,16 +16,23 @@ struct TemporariesTests {
         try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: url.path)
     }
 
-    @Test("A sweep removes unlocked temporaries with bytes, and empty ones once old: not locked ones or other files")
+    @Test("A sweep removes unlocked temporaries with bytes, empty ones once old or once dated: not locked ones, ones being created, or other files")
     func sweep() throws {
         let url = try folder()
         defer { try? FileManager.default.removeItem(at: url) }
-        let now = Date(timeIntervalSince1970: 2_000_000_000)
+        // A file being created (empty, its times those of its creation, not locked yet): the
+        // sweep's clock is set a second after its birth, so it is young.
+        let creating = url.appendingPathComponent(".buckia-being-created.tmp")
+        #expect(FileManager.default.createFile(atPath: creating.path, contents: nil))
+        let born = try #require(try FileManager.default.attributesOfItem(atPath: creating.path)[.modificationDate] as? Date)
+        let now = born.addingTimeInterval(1)
         let old = now.addingTimeInterval(-Temporaries.sweepAge - 1)
         try make(url, ".buckia-abandoned.tmp", modified: old)
         try make(url, ".buckia-killed-just-now.tmp", modified: now.addingTimeInterval(-1))
         try make(url, ".buckia-old-empty.tmp", modified: old, bytes: "")
-        try make(url, ".buckia-being-created.tmp", modified: now.addingTimeInterval(-1), bytes: "")
+        // Regression (kill harness): an empty file killed after its writer dated it and before
+        // the rename is young, but its time was set, so it is abandoned.
+        try make(url, ".buckia-killed-after-dating.tmp", modified: now.addingTimeInterval(-30), bytes: "")
         try make(url, "user-file.tmp", modified: old)
         try make(url, ".buckia-config", modified: old)
         let handle = try DirectoryHandle(path: url.path)
@@ -33,7 +40,7 @@ struct TemporariesTests {
         defer { try? live.close() }
         try live.write(Data("in progress".utf8))
         try live.setModificationDate(old)
-        #expect(Temporaries.sweep(handle, now: now) == 3)
+        #expect(Temporaries.sweep(handle, now: now) == 4)
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: url.path))
         #expect(left == [".buckia-being-created.tmp", "user-file.tmp", ".buckia-config", liveName])
     }

@@ -1,27 +1,17 @@
 import BuckiaConformance
 import BuckiaCore
 import BuckiaS3
+import BuckiaTestSupport
 import Foundation
 import Testing
 
 /// Runs a program and returns its standard output, failing on a non-zero exit.
 func runTool(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [executable] + arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let output = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-tool-\(UUID().uuidString)")
-    _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: output) }
-    process.standardOutput = try FileHandle(forWritingTo: output)
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    let text = try String(contentsOf: output, encoding: .utf8)
-    guard process.terminationStatus == 0 else {
-        throw BuckiaError(.io, "\(executable) exited with \(process.terminationStatus): \(text)")
+    let run = try ToolRun.run(executable, arguments, environment: environment, limit: .seconds(300))
+    guard run.status == 0 else {
+        throw BuckiaError(.io, "\(executable) exited with \(run.status): \(run.output)")
     }
-    return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    return run.output.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
 /// What boto3 sees, and what curl does with presigned URLs, against the same moto server.

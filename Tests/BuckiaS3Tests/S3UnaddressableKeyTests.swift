@@ -1,6 +1,7 @@
 import BuckiaConformance
 import BuckiaCore
 import BuckiaS3
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -62,21 +63,8 @@ struct S3UnaddressableKeyTests {
     }
 }
 
-/// Runs a program to completion and returns its status and both outputs.
+/// Runs a program to completion (at most 5 minutes) and returns its status and both outputs.
 func runProcess(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = environment
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-run-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: folder) }
-    let out = folder.appendingPathComponent("out"), err = folder.appendingPathComponent("err")
-    _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-    process.standardOutput = try FileHandle(forWritingTo: out)
-    process.standardError = try FileHandle(forWritingTo: err)
-    try process.run()
-    process.waitUntilExit()
-    return (process.terminationStatus, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
+    let run = try ToolRun.run(path: URL(fileURLWithPath: executable), arguments, exactEnvironment: environment, limit: .seconds(300))
+    return (run.status, run.output, run.errors)
 }

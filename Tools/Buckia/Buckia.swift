@@ -1,6 +1,7 @@
 // The umbrella module: import Buckia to get the core contracts, the client, sync and every
 // built-in plugin. The plumbing under them (BuckiaHTTP, BuckiaSigV4, BuckiaSQLite) is not
 // re-exported: import it by name where you need it, so it is not part of this module's API.
+@_exported import BuckiaB2
 @_exported import BuckiaClient
 @_exported import BuckiaCore
 @_exported import BuckiaDiskEngine
@@ -21,6 +22,7 @@ extension ProviderRegistry {
         try? registry.register(LocalProvider.self)
         try? registry.register(MemoryProvider.self)
         try? registry.register(S3Provider.self)
+        try? registry.register(B2Provider.self)
         return registry
     }
 }

@@ -9,7 +9,7 @@ extension CLI {
             .value("expires", "How long the URL works: 90s, 15m, 1h, 7d or seconds (default 1h; at most 7d)."),
             .flag("put", "Sign an upload (PUT) instead of a download (GET)."),
         ],
-        details: "Needs a provider with presigned URLs (s3). Anyone with the URL can use it until it expires."
+        details: "Needs a provider with presigned URLs (s3), or, for a download, one that authorizes URLs (b2). Anyone with the URL can use it until it expires."
     ) { invocation in
         guard case .remote(let name, let path) = Location(invocation.positionals[0]) else {
             throw UsageError(description: "url needs a remote path such as photos:2026/cat.jpg")
@@ -17,7 +17,12 @@ extension CLI {
         let expires = try parseDuration(invocation.arguments.value("expires") ?? "1h")
         let (provider, _) = try invocation.provider(named: name)
         let method: PresignedMethod = invocation.arguments.flag("put") ? .put : .get
-        Console.out(try provider.presignedURL(for: ObjectKey(path.trimmedSlashes), method: method, expires: expires).absoluteString)
+        let key = try ObjectKey(path.trimmedSlashes)
+        if method == .get, !provider.capabilities.supports(.presign), let authorizing = provider as? any AuthorizedURLProviding {
+            Console.out(try await authorizing.authorizedURL(for: key, expires: expires).absoluteString)
+            return .success
+        }
+        Console.out(try provider.presignedURL(for: key, method: method, expires: expires).absoluteString)
         return .success
     }
 

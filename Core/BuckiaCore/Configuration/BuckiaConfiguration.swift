@@ -100,6 +100,17 @@ public struct BuckiaConfiguration: Hashable, Sendable, Codable, CustomStringConv
         }
     }
 
+    /// A `true` / `false` provider option, or `value` when it is absent.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming the option when it is neither.
+    public func flag(_ name: String, default value: Bool) throws -> Bool {
+        guard let text = options[name] else { return value }
+        guard let parsed = Bool(text) else {
+            throw BuckiaError(.invalidConfiguration, "\(name) must be true or false; it is \(text.debugDescription).", path: "options.\(name)")
+        }
+        return parsed
+    }
+
     /// A provider option, or an error saying it is required.
     public func requireOption(_ name: String) throws -> String {
         guard let value = options[name], !value.isEmpty else {

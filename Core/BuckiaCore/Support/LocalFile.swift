@@ -209,6 +209,16 @@ public final class LocalFile {
     }
 
     /// The modification time recorded in a `stat` result.
+    /// The status-change time (`st_ctime`) of a `stat` result.
+    public static func statusChangeDate(of info: stat) -> Date {
+        #if canImport(Darwin)
+        let spec = info.st_ctimespec
+        #else
+        let spec = info.st_ctim
+        #endif
+        return Date(timeIntervalSince1970: TimeInterval(spec.tv_sec) + TimeInterval(spec.tv_nsec) / 1_000_000_000)
+    }
+
     public static func modificationDate(of info: stat) -> Date {
         #if canImport(Darwin)
         let spec = info.st_mtimespec

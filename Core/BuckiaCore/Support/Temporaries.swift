@@ -22,7 +22,8 @@ import Darwin
 /// written, so even an empty one is taken). Where that is not available the file
 /// is created and locked an instant later; a sweep then leaves an unlocked *empty* temporary
 /// alone until it is ``sweepAge`` old, since it may be that instant (a writer locks before it
-/// writes a byte, so an unlocked file with bytes in it is abandoned).
+/// writes a byte, so an unlocked file with bytes in it is abandoned) — unless its time was
+/// set, which a writer does only under the lock.
 public enum Temporaries {
     /// Paths of the temporary files and folders this process is writing, with whether each
     /// is a folder.
@@ -140,15 +141,22 @@ public enum Temporaries {
 }
 
 extension DirectoryHandle {
-    /// Removes the temporary file `name` if no process holds its lock and it holds bytes or
-    /// was last modified before `cutoff`.
+    /// Removes the temporary file `name` if no process holds its lock and it holds bytes, was
+    /// last modified before `cutoff`, or has had its time set.
+    ///
+    /// An empty, young, unlocked temporary may be one being created an instant before its
+    /// writer locks it (where `O_TMPFILE` is missing). Such a file's modification and
+    /// status-change times are its creation time. A writer sets a time only once it holds the
+    /// lock (the source's time, just before the rename), which leaves the status-change time
+    /// later than the modification time: an empty file killed then is abandoned, not new.
     func removeIfAbandoned(_ name: String, olderThan cutoff: Date) -> Bool {
         let fd = openat(descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
-        guard info.st_size > 0 || LocalFile.modificationDate(of: info) < cutoff else { return false }
+        let dated = LocalFile.modificationDate(of: info) != LocalFile.statusChangeDate(of: info)
+        guard info.st_size > 0 || LocalFile.modificationDate(of: info) < cutoff || dated else { return false }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
         return unlinkat(descriptor, name, 0) == 0
     }

@@ -1,0 +1,102 @@
+import BuckiaCore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A child process whose peak resident memory is the kernel's own figure (`ru_maxrss` from
+/// `wait4`), not a sample that can miss the peak.
+///
+/// The child is started by a small Python wrapper that forks, execs it and reaps it. A
+/// process's `ru_maxrss` includes the memory image it had before `exec`: spawned straight from
+/// the test runner it would report the runner's size, so the wrapper (about 10 MiB) is the
+/// image that is replaced. The figure is therefore the larger of the child's peak and the
+/// wrapper's size — an overestimate when the child is tiny, never an underestimate.
+public final class MeasuredProcess: @unchecked Sendable {  // Process is not Sendable; it is only read after start, and the semaphore is thread-safe.
+    /// How a measured child ended.
+    public struct Ending: Sendable, Decodable {
+        /// The exit status, or nil when a signal ended it.
+        public let status: Int32?
+        /// The signal that ended it, if one did.
+        public let signal: Int32?
+        /// The peak resident set size, in KiB.
+        let maxrss_kib: Int64
+
+        /// The peak resident set size, in bytes.
+        public var peakResidentBytes: Int64 { maxrss_kib * 1024 }
+    }
+
+    static let wrapper = """
+        import json, os, signal, sys
+        result, argv = sys.argv[1], sys.argv[2:]
+        pid = os.fork()
+        if pid == 0:
+            signal.pthread_sigmask(signal.SIG_SETMASK, set())
+            os.execv(argv[0], argv)
+        def forward(signum, frame):
+            os.kill(pid, signal.SIGKILL)
+        signal.signal(signal.SIGTERM, forward)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        while True:
+            try:
+                _, status, usage = os.wait4(pid, 0)
+                break
+            except InterruptedError:
+                continue
+        ending = {"status": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                  "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None, "maxrss_kib": usage.ru_maxrss}
+        with open(result, "w") as out:
+            json.dump(ending, out)
+        """
+
+    private let process: Process
+    private let result: URL
+    private let ended = DispatchSemaphore(value: 0)
+
+    /// Starts `executable` with `arguments` and exactly `environment`; its output and errors
+    /// go to `output`, standard input is /dev/null.
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String], output: URL) throws {
+        result = output.deletingLastPathComponent().appendingPathComponent(".measured-\(UUID().uuidString).json")
+        process = Process()
+        process.executableURL = try PythonProcess.executable()
+        process.arguments = ["-c", Self.wrapper, result.path, executable.path] + arguments
+        process.environment = environment
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: output)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        let ended = ended
+        process.terminationHandler = { _ in ended.signal() }
+        try process.run()
+    }
+
+    /// Kills the measured child with SIGKILL (through the wrapper, which then reports it).
+    public func kill() {
+        guard process.isRunning else { return }
+        #if canImport(Glibc)
+        _ = Glibc.kill(process.processIdentifier, SIGTERM)
+        #else
+        _ = Darwin.kill(process.processIdentifier, SIGTERM)
+        #endif
+    }
+
+    /// Waits for the child to end; one still running after `limit` is killed and reported.
+    public func wait(upTo limit: Duration) throws -> Ending {
+        let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+        if ended.wait(timeout: .now() + seconds) == .timedOut {
+            kill()
+            _ = ended.wait(timeout: .now() + 10)
+            throw BuckiaError(.io, "The measured child ran past \(limit) and was killed.")
+        }
+        process.waitUntilExit()
+        defer { try? FileManager.default.removeItem(at: result) }
+        guard let data = try? Data(contentsOf: result) else {
+            throw BuckiaError(.io, "The measuring wrapper ended (status \(process.terminationStatus)) without reporting on its child.")
+        }
+        return try JSONDecoder().decode(Ending.self, from: data)
+    }
+}

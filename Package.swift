@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
         .library(name: "BuckiaS3", targets: ["BuckiaS3"]),
         .library(name: "BuckiaB2", targets: ["BuckiaB2"]),
+        .library(name: "BuckiaBunny", targets: ["BuckiaBunny"]),
         .library(name: "BuckiaMemory", targets: ["BuckiaMemory"]),
         .library(name: "BuckiaMemoryEngine", targets: ["BuckiaMemoryEngine"]),
         .library(name: "BuckiaSQLiteEngine", targets: ["BuckiaSQLiteEngine"]),
@@ -74,6 +75,7 @@ let package = Package(
         .target(name: "BuckiaLocal", dependencies: ["BuckiaCore"], path: "Providers/BuckiaLocal"),
         .target(name: "BuckiaS3", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSigV4"], path: "Providers/BuckiaS3"),
         .target(name: "BuckiaB2", dependencies: ["BuckiaCore", "BuckiaHTTP"], path: "Providers/BuckiaB2"),
+        .target(name: "BuckiaBunny", dependencies: ["BuckiaCore", "BuckiaHTTP"], path: "Providers/BuckiaBunny"),
 
         // MARK: Engines
         .target(name: "BuckiaMemoryEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaMemoryEngine"),
@@ -86,7 +88,7 @@ let package = Package(
             name: "Buckia",
             dependencies: [
                 "BuckiaCore", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
-                "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaB2", "BuckiaSigV4", "BuckiaSync",
+                "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaB2", "BuckiaBunny", "BuckiaSigV4", "BuckiaSync",
             ],
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync"], path: "Tools/BuckiaConformance"),
@@ -105,6 +107,7 @@ let package = Package(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaHTTPTests",
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSigV4Tests", dependencies: ["BuckiaSigV4"], path: "Tests/BuckiaSigV4Tests", resources: [.copy("Vectors")]),
+        .testTarget(name: "BuckiaBunnyTests", dependencies: ["BuckiaBunny", "BuckiaCore"], path: "Tests/BuckiaBunnyTests"),
         .testTarget(
             name: "BuckiaB2Tests",
             dependencies: ["BuckiaB2", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaSync", "BuckiaLocal"],

@@ -2,6 +2,7 @@
 // built-in plugin. The plumbing under them (BuckiaHTTP, BuckiaSigV4, BuckiaSQLite) is not
 // re-exported: import it by name where you need it, so it is not part of this module's API.
 @_exported import BuckiaB2
+@_exported import BuckiaBunny
 @_exported import BuckiaClient
 @_exported import BuckiaCore
 @_exported import BuckiaDiskEngine

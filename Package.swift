@@ -107,7 +107,10 @@ let package = Package(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaHTTPTests",
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSigV4Tests", dependencies: ["BuckiaSigV4"], path: "Tests/BuckiaSigV4Tests", resources: [.copy("Vectors")]),
-        .testTarget(name: "BuckiaBunnyTests", dependencies: ["BuckiaBunny", "BuckiaCore"], path: "Tests/BuckiaBunnyTests"),
+        .testTarget(
+            name: "BuckiaBunnyTests",
+            dependencies: ["BuckiaBunny", "BuckiaCore", "BuckiaHTTP", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaTestSupport", "BuckiaLocal"],
+            path: "Tests/BuckiaBunnyTests"),
         .testTarget(
             name: "BuckiaB2Tests",
             dependencies: ["BuckiaB2", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaSync", "BuckiaLocal"],

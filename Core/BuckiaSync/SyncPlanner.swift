@@ -84,12 +84,18 @@ public struct SyncEntry: Hashable, Sendable {
     }
 
     /// Whether this is the version `snapshot` recorded on the same side: equal entity tags and
-    /// sizes, or for a side without tags, equal sizes, times and checksums.
+    /// sizes; for a side without tags, equal sizes and times; and for a side that keeps neither
+    /// tags nor times, equal sizes and checksums (otherwise nothing could ever show such a file
+    /// unchanged, and every run would record it again).
     public func isSameVersion(as snapshot: SyncEntry) -> Bool {
         guard size == snapshot.size else { return false }
         switch (etag, snapshot.etag) {
         case (let mine?, let old?): return mine == old
-        case (nil, nil): return modified != nil && modified == snapshot.modified
+        case (nil, nil):
+            if let modified { return modified == snapshot.modified }
+            guard snapshot.modified == nil else { return false }
+            let shared = Set(checksums.keys).intersection(snapshot.checksums.keys)
+            return !shared.isEmpty && shared.allSatisfy { checksums[$0] == snapshot.checksums[$0] }
         default: return false
         }
     }

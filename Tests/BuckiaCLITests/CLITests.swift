@@ -3,7 +3,7 @@ import Testing
 
 @Suite("buckia command line")
 struct CLITests {
-    @Test("Every command answers --help with its usage", arguments: ["providers", "ls", "cp", "cat", "rm", "url", "kv", "conformance"])
+    @Test("Every command answers --help with its usage", arguments: ["providers", "ls", "cp", "cat", "rm", "url", "token", "kv", "conformance"])
     func help(_ command: String) throws {
         let result = try CLIHarness().run(command, "--help")
         #expect(result.status == 0)

@@ -137,6 +137,18 @@ struct OptionsDocumentationTests {
                 "connectTimeoutSeconds": seconds(http.connectTimeout), "maxAttempts": String(http.retryPolicy.maxAttempts),
                 "(caFile)": http.caFile ?? "",
             ]
+        case "bunny":
+            let configuration = BuckiaConfiguration(
+                provider: .bunny, bucketName: "docs-zone", authConfig: .providerSpecific(type: .bunny, credentials: ["accessKey": "docs"]), options: options)
+            let settings = try BunnySettings.resolve(configuration, environment: [:])
+            var http = HTTPClient.Configuration()
+            settings.http.apply(to: &http)
+            return [
+                "(endpoint)": settings.endpoint.absoluteString, "(pullZoneURL)": settings.pullZone?.absoluteString ?? "",
+                "tokenScheme": settings.tokenScheme.rawValue, "publicURLExpirySeconds": String(settings.publicURLLifetime.components.seconds),
+                "stallTimeoutSeconds": seconds(http.timeout), "connectTimeoutSeconds": seconds(http.connectTimeout),
+                "maxAttempts": String(http.retryPolicy.maxAttempts), "(caFile)": http.caFile ?? "",
+            ]
         default:
             throw OptionsFailure(description: "no way to build a \(provider) provider here")
         }

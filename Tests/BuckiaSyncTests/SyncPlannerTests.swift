@@ -137,4 +137,19 @@ struct SyncPlannerTests {
     func conflictNames(_ path: String, _ expected: String) {
         #expect(SyncPlanner.conflictName(for: path, side: "local", at: Self.t0) == expected)
     }
+
+    // A side that keeps neither entity tags nor times (a backend that stores neither) is the
+    // same version by size and checksum; without this an untouched file was recorded again on
+    // every run (found by the sync scenarios over a provider without tags).
+    @Test("Without tags or times, a version is known by its size and checksums", arguments: [
+        (SyncEntry(size: 1, checksums: [.sha256: "aa"]), SyncEntry(size: 1, checksums: [.sha256: "aa"]), true),
+        (SyncEntry(size: 1, checksums: [.sha256: "aa"]), SyncEntry(size: 1, checksums: [.sha256: "bb"]), false),
+        (SyncEntry(size: 1, checksums: [.sha256: "aa"]), SyncEntry(size: 2, checksums: [.sha256: "aa"]), false),
+        (SyncEntry(size: 1, checksums: [.sha256: "aa"]), SyncEntry(size: 1, checksums: [.md5: "aa"]), false),
+        (SyncEntry(size: 1), SyncEntry(size: 1), false),
+        (SyncEntry(size: 1, modified: t0, checksums: [.sha256: "aa"]), SyncEntry(size: 1, checksums: [.sha256: "aa"]), false),
+    ])
+    func untaggedVersions(_ entry: SyncEntry, _ snapshot: SyncEntry, _ same: Bool) {
+        #expect(entry.isSameVersion(as: snapshot) == same)
+    }
 }

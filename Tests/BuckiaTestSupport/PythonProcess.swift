@@ -41,6 +41,27 @@ public enum PythonProcess {
         return resolved.isEmpty ? python3 : URL(fileURLWithPath: resolved)
     }
 
+    /// Starts a Python test server `script` with `arguments` and waits (at most `timeout`) for
+    /// the port it prints first. Its stdin is a pipe: closing it stops a server that watches it.
+    public static func startServer(script: URL, arguments: [String], timeout: Duration = .seconds(10)) throws -> (Process, Pipe, Int) {
+        guard FileManager.default.fileExists(atPath: script.path) else { throw BuckiaError(.notFound, "The test server \(script.path) is missing.") }
+        let process = Process()
+        process.executableURL = try executable()
+        process.arguments = [script.path] + arguments
+        let output = Pipe()
+        let input = Pipe()
+        process.standardOutput = output
+        process.standardInput = input
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        guard let line = readLine(from: output.fileHandleForReading.fileDescriptor, timeout: timeout), let port = Int(line) else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw BuckiaError(.io, "\(script.lastPathComponent) did not print its port.")
+        }
+        return (process, input, port)
+    }
+
     /// Reads one line from a pipe; nil at end of file, on error, or when the timeout passes.
     public static func readLine(from descriptor: Int32, timeout: Duration) -> String? {
         var bytes: [UInt8] = []

@@ -24,6 +24,7 @@ extension ProviderRegistry {
         try? registry.register(MemoryProvider.self)
         try? registry.register(S3Provider.self)
         try? registry.register(B2Provider.self)
+        try? registry.register(BunnyProvider.self)
         return registry
     }
 }

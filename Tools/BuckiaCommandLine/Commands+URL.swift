@@ -4,12 +4,19 @@ import Foundation
 extension CLI {
     static let urlCommand = Command(
         name: "url", summary: "Print a time-limited URL that reads (or with --put, writes) one object.",
-        usage: "url REMOTE:PATH [--expires DURATION] [--put]", positionals: 1...1,
+        usage: "url REMOTE:PATH [--expires DURATION] [--put] [--ip ADDRESS] [--countries CC,…] [--countries-blocked CC,…] [--token-path PATH] [--scheme hmac|advanced|basic] [--path-form]",
+        positionals: 1...1,
         options: [
             .value("expires", "How long the URL works: 90s, 15m, 1h, 7d or seconds (default 1h; at most 7d)."),
             .flag("put", "Sign an upload (PUT) instead of a download (GET)."),
+            .value("ip", "Bunny: bind the URL to this client address."),
+            .value("countries", "Bunny: allow only these ISO country codes (comma-separated)."),
+            .value("countries-blocked", "Bunny: refuse these ISO country codes (comma-separated)."),
+            .value("token-path", "Bunny: open every file under this path prefix, not just this one."),
+            .value("scheme", "Bunny: hmac (default), advanced or basic."),
+            .flag("path-form", "Bunny: carry the token in the path (bcdn_token=…), for HLS playlists."),
         ],
-        details: "Needs a provider with presigned URLs (s3), or, for a download, one that authorizes URLs (b2). Anyone with the URL can use it until it expires."
+        details: "Needs a provider with presigned URLs (s3), one that authorizes downloads (b2), or a Bunny remote with pullZoneURL and the credential tokenKey (a signed CDN URL). Anyone with the URL can use it until it expires."
     ) { invocation in
         guard case .remote(let name, let path) = Location(invocation.positionals[0]) else {
             throw UsageError(description: "url needs a remote path such as photos:2026/cat.jpg")
@@ -18,6 +25,26 @@ extension CLI {
         let (provider, _) = try invocation.provider(named: name)
         let method: PresignedMethod = invocation.arguments.flag("put") ? .put : .get
         let key = try ObjectKey(path.trimmedSlashes)
+        let cdnOptions = ["ip", "countries", "countries-blocked", "token-path", "scheme"].filter { invocation.arguments.value($0) != nil }
+            + (invocation.arguments.flag("path-form") ? ["path-form"] : [])
+        if let bunny = provider as? BunnyProvider {
+            guard method == .get else { throw UsageError(description: "A Bunny CDN URL reads; --put does not apply.") }
+            let list = { (option: String) in (invocation.arguments.value(option) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+            var scheme = bunny.settings.tokenScheme
+            if let text = invocation.arguments.value("scheme") {
+                guard let chosen = BunnyTokenScheme(rawValue: text) else { throw UsageError(description: "--scheme is hmac, advanced or basic.") }
+                scheme = chosen
+            }
+            let options = BunnySigningOptions(
+                scheme: scheme, expires: Date().addingTimeInterval(Double(expires.components.seconds)), ip: invocation.arguments.value("ip"),
+                countries: list("countries"), countriesBlocked: list("countries-blocked"), tokenPath: invocation.arguments.value("token-path"),
+                pathForm: invocation.arguments.flag("path-form"))
+            Console.out(try bunny.signedURL(for: key, options).absoluteString)
+            return .success
+        }
+        guard cdnOptions.isEmpty else {
+            throw UsageError(description: "--\(cdnOptions[0]) signs Bunny CDN URLs; \(name): is not a Bunny remote.")
+        }
         if method == .get, !provider.capabilities.supports(.presign), let authorizing = provider as? any AuthorizedURLProviding {
             Console.out(try await authorizing.authorizedURL(for: key, expires: expires).absoluteString)
             return .success

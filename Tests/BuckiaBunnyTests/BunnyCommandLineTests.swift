@@ -1,0 +1,64 @@
+import BuckiaBunny
+import BuckiaCore
+import BuckiaTestSupport
+import Foundation
+import Testing
+
+/// `buckia url` signing Bunny CDN URLs and `buckia token verify` checking them, as a user runs them.
+@Suite("buckia url and token on Bunny remotes")
+struct BunnyCommandLineTests {
+    static func buckia(_ arguments: [String], extra: [String: String] = [:]) throws -> ToolRun.Result {
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-bunny-cli-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = [
+            "HOME": home.path, "PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+            "BUCKIA_REMOTE_MEDIA_PROVIDER": "bunny", "BUCKIA_REMOTE_MEDIA_BUCKET": "media-zone",
+            "BUCKIA_REMOTE_MEDIA_CREDENTIAL_ACCESS_KEY": "zone-password", "BUCKIA_REMOTE_MEDIA_CREDENTIAL_TOKEN_KEY": "cdn-token-key",
+            "BUCKIA_REMOTE_MEDIA_PULL_ZONE_URL": "https://media.b-cdn.net",
+        ].merging(extra) { $1 }
+        return try ToolRun.run(path: executable, arguments, exactEnvironment: environment, limit: .seconds(60))
+    }
+
+    @Test("buckia url signs a CDN URL with the restrictions asked for, and buckia token verify accepts it", arguments: BunnyTokenScheme.allCases)
+    func signAndVerify(_ scheme: BunnyTokenScheme) throws {
+        var arguments = ["url", "media:videos/intro/playlist.m3u8", "--expires", "10m", "--scheme", scheme.rawValue, "--ip", "1.2.3.4"]
+        if scheme != .basic { arguments += ["--countries", "CA,US", "--countries-blocked", "RU", "--token-path", "/videos/", "--path-form"] }
+        let signed = try Self.buckia(arguments)
+        #expect(signed.status == 0, "\(signed.errors)")
+        let text = signed.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let url = try #require(URL(string: text), "\(text)")
+        #expect(text.hasPrefix(scheme == .basic ? "https://media.b-cdn.net/videos/intro/playlist.m3u8?token=" : "https://media.b-cdn.net/bcdn_token="), "\(text)")
+        let token = try BunnyTokenFactory(securityKey: "cdn-token-key").validate(url, now: Date(), ip: "1.2.3.4", country: scheme == .basic ? nil : "CA")
+        #expect(token.scheme == scheme)
+        #expect(abs(token.expires.timeIntervalSinceNow - 600) < 120)
+
+        let verified = try Self.buckia(["token", "verify", text, "--remote", "media", "--ip", "1.2.3.4"])
+        #expect(verified.status == 0 && verified.output.hasPrefix("valid: \(scheme) token"), "\(verified.output) \(verified.errors)")
+        let elsewhere = try Self.buckia(["token", "verify", text, "--remote", "media", "--ip", "9.9.9.9"])
+        #expect(elsewhere.status == 1 && elsewhere.output.contains("invalid: the signature does not match"), "\(elsewhere.output)")
+        let later = try Self.buckia(["token", "verify", text, "--ip", "1.2.3.4", "--at", "4000000000"], extra: ["BUNNY_TOKEN_KEY": "cdn-token-key"])
+        #expect(later.status == 1 && later.output.contains("invalid: expired"), "\(later.output)")
+        if scheme != .basic {
+            let blocked = try Self.buckia(["token", "verify", text, "--remote", "media", "--ip", "1.2.3.4", "--country", "RU"])
+            #expect(blocked.status == 1 && blocked.output.contains("RU"), "\(blocked.output)")
+        }
+    }
+
+    @Test("A tampered URL is refused, and the secrets never print")
+    func tampered() throws {
+        let signed = try Self.buckia(["url", "media:a.mp4", "--expires", "1h"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let tampered = signed.replacingOccurrences(of: "/a.mp4", with: "/b.mp4")
+        let result = try Self.buckia(["token", "verify", tampered, "--remote", "media"])
+        #expect(result.status == 1 && result.output.contains("invalid: the signature does not match"))
+        for run in [result, try Self.buckia(["url", "media:a.mp4", "--verbose"])] {
+            #expect(!(run.output + run.errors).contains("cdn-token-key") && !(run.output + run.errors).contains("zone-password"))
+        }
+    }
+
+    @Test("CDN options on a remote that is not Bunny are a usage error")
+    func notBunny() throws {
+        let result = try Self.buckia(["url", "default:a.txt", "--countries", "CA"])
+        #expect(result.status == 2, "\(result.errors)")
+    }
+}

@@ -144,18 +144,21 @@ extension BunnyProvider {
     // MARK: Listing
 
     /// Walks the folders one level at a time (Bunny lists no deeper and pages nothing), in
-    /// key order whatever order Bunny answers in.
+    /// key order whatever order Bunny answers in. While the walk reads a folder, the next
+    /// folders it will need are read ahead, ``BunnySettings/concurrency`` at a time, so a deep
+    /// tree costs about its depth in round trips rather than its folder count.
     public func makeLister(_ request: ListRequest) async throws -> any ObjectLister {
         let provider = self
+        let ahead = FolderReadAhead(width: settings.concurrency) { folder in
+            try await provider.folder(folder).map { object in
+                if object.IsDirectory { return FolderItem(object.ObjectName, kind: .folder) }
+                let key = try? ObjectKey(folder + object.ObjectName)
+                return FolderItem(object.ObjectName, kind: .file(key.map { BunnyProvider.remoteFile($0, object) }))
+            }
+        }
         return try FolderWalkLister(
             request: request, maxPageSize: 1000,
-            readFolder: { folder in
-                try await provider.folder(folder).map { object in
-                    if object.IsDirectory { return FolderItem(object.ObjectName, kind: .folder) }
-                    let key = try? ObjectKey(folder + object.ObjectName)
-                    return FolderItem(object.ObjectName, kind: .file(key.map { BunnyProvider.remoteFile($0, object) }))
-                }
-            },
+            readFolder: { folder in try await ahead.items(of: folder) },
             describe: { key in try await provider.stat(remotePath: key) })
     }
 

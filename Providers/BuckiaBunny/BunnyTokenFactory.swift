@@ -343,3 +343,66 @@ public struct BunnyTokenFactory: Sendable {
         }
     }
 }
+
+extension BunnyTokenFactory: TokenFactory {
+    /// A read-only directory token: the `bcdn_token=…&token_path=…&expires=…` segment that, put
+    /// first in a pull-zone URL's path, opens every file under `pathPrefix` (the whole zone when
+    /// nil) until the expiry. The signature covers only the path, so the segment works on any
+    /// host of the zone.
+    public func generateToken(options: AccessTokenOptions) throws -> AccessToken {
+        guard options.permissions.subtracting(.readOnly).isEmpty else {
+            throw BuckiaError(.unsupported, "Bunny CDN tokens grant reading only; ask for .readOnly permissions.", operation: "generateToken")
+        }
+        let prefix = "/" + (options.pathPrefix ?? "")
+        let expires = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + Double(options.expiry.components.seconds)).rounded(.down))
+        guard let base = URL(string: "https://zone.invalid" + BunnyProviderPath.encode(prefix)) else {
+            throw BuckiaError(.invalidPath, "The path prefix does not make a URL.", operation: "generateToken", path: options.pathPrefix)
+        }
+        let signed = try sign(base, BunnySigningOptions(expires: expires, tokenPath: prefix, pathForm: true))
+        let path = URLComponents(url: signed, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
+        let segment = path.dropFirst().split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
+        return AccessToken(value: Secret(segment), expiresAt: expires, permissions: .readOnly, pathPrefix: options.pathPrefix)
+    }
+
+    /// Whether a signed URL (or a bare `bcdn_token=…` segment) is valid now, for any address and
+    /// country: a URL bound to an address, or limited to countries, needs
+    /// ``validate(_:now:ip:country:)`` with the request's.
+    public func validateToken(_ token: String) throws -> Bool {
+        let url = try Self.url(token)
+        do {
+            try validate(url, now: Date())
+            return true
+        } catch let refusal as BunnyTokenRefusal {
+            if case .malformed = refusal { throw refusal }
+            return false
+        }
+    }
+
+    public func parseToken(_ token: String) throws -> TokenMetadata {
+        let parsed = try Self.parse(try Self.url(token))
+        var attributes = parsed.parameters
+        attributes["scheme"] = parsed.scheme.rawValue
+        if parsed.boundToIP { attributes["boundToIP"] = "true" }
+        let prefix = parsed.parameters["token_path"].map { String($0.drop { $0 == "/" }) }
+        return TokenMetadata(expiresAt: parsed.expires, permissions: .readOnly, pathPrefix: prefix, attributes: attributes)
+    }
+
+    /// A token as a URL: a full URL as is; a bare `bcdn_token=…` segment on a placeholder host,
+    /// for the path it was signed for (its token path, else the root).
+    private static func url(_ token: String) throws -> URL {
+        var text = token
+        if !token.contains("://") {
+            let segment = token.hasPrefix("bcdn_") ? String(token.dropFirst("bcdn_".count)) : token
+            let path = pairs(segment).first { $0.0 == "token_path" }?.1 ?? "/"
+            text = "https://zone.invalid/bcdn_" + segment + BunnyProviderPath.encode(path.hasPrefix("/") ? path : "/" + path)
+        }
+        guard let url = URL(string: text) else { throw BunnyTokenRefusal.malformed("not a URL or a bcdn_token segment") }
+        return url
+    }
+}
+
+/// Percent-encoding of a path for pull-zone URLs (shared by the factory and the provider).
+enum BunnyProviderPath {
+    static func encode(_ path: String) -> String { BunnyProvider.encode(path) }
+}
+

@@ -61,4 +61,48 @@ struct BunnyCommandLineTests {
         let result = try Self.buckia(["url", "default:a.txt", "--countries", "CA"])
         #expect(result.status == 2, "\(result.errors)")
     }
+
+    @Test("sync pushes and pulls a tree through Bunny, and a no-op resync makes no per-file request")
+    func syncTree() async throws {
+        let emulator = try await BunnyEmulator.start()
+        defer { emulator.stop() }
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-bunny-sync-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let tree = home.appendingPathComponent("tree")
+        var files: [String: Data] = [:]
+        for index in 0..<40 {
+            let path = "folder-\(index % 5)/sub-\(index % 2)/file \(index).txt"
+            files[path] = Data("content \(index)\n".utf8)
+            try FileManager.default.createDirectory(at: tree.appendingPathComponent(path).deletingLastPathComponent(), withIntermediateDirectories: true)
+            try files[path]?.write(to: tree.appendingPathComponent(path))
+        }
+        let extra = [
+            "BUCKIA_REMOTE_MEDIA_ENDPOINT": emulator.endpoint.absoluteString, "BUCKIA_REMOTE_MEDIA_BUCKET": emulator.zone,
+            "BUCKIA_REMOTE_MEDIA_CREDENTIAL_ACCESS_KEY": emulator.password, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+        ]
+        func sync(_ arguments: [String]) throws {
+            let run = try ToolRun.run(
+                path: URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia"), ["sync"] + arguments,
+                exactEnvironment: [
+                    "HOME": home.path, "PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+                    "BUCKIA_REMOTE_MEDIA_PROVIDER": "bunny",
+                ].merging(extra) { $1 }, limit: .seconds(120))
+            #expect(run.status == 0, "sync \(arguments): \(run.output) \(run.errors)")
+        }
+        func onlyListings(_ what: String) async throws {
+            let stats = try await emulator.stats()
+            #expect(stats.total == stats.count("list") && stats.count("list") > 0, "\(what) made per-file requests: \(stats.requests)")
+        }
+        try sync([tree.path, "media:tree"])
+        #expect(try await emulator.stats().count("put") == 40)
+        try await emulator.resetStats()
+        try sync([tree.path, "media:tree"])
+        try await onlyListings("a no-op push resync")
+        let pulled = home.appendingPathComponent("pulled")
+        try sync(["media:tree", pulled.path])
+        for (path, data) in files { #expect(try Data(contentsOf: pulled.appendingPathComponent(path)) == data, "\(path)") }
+        try await emulator.resetStats()
+        try sync(["media:tree", pulled.path])
+        try await onlyListings("a no-op pull resync")
+    }
 }

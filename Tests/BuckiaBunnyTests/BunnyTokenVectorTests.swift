@@ -218,4 +218,23 @@ struct BunnyTokenVectorTests {
         let url = try #require(URL(string: text))
         #expect(throws: BunnyTokenRefusal.self) { try BunnyTokenFactory.parse(url) }
     }
+
+    @Test("As the seed's TokenFactory: a generated token validates, parses, and a tampered or expired one does not")
+    func tokenFactory() throws {
+        let factory: any TokenFactory = BunnyTokenFactory(securityKey: "SecurityKey")
+        let token = try factory.generateToken(options: AccessTokenOptions(permissions: .readOnly, expiry: .seconds(600), pathPrefix: "videos/"))
+        let segment = token.value.exposedValue
+        #expect(segment.hasPrefix("bcdn_token=HS256-") && segment.contains("token_path=%2Fvideos%2F"))
+        #expect(try factory.validateToken(segment))
+        #expect(try factory.validateToken("https://media.b-cdn.net/" + segment + "/videos/intro.mp4"))
+        #expect(try !factory.validateToken("https://media.b-cdn.net/" + segment + "/private/a.mp4"), "outside the token path")
+        #expect(try !BunnyTokenFactory(securityKey: "OtherKey").validateToken(segment))
+        let parsed = try factory.parseToken(segment)
+        #expect(parsed.pathPrefix == "videos/" && parsed.permissions == .readOnly && parsed.expiresAt == token.expiresAt)
+        let old = try BunnyTokenFactory(securityKey: "SecurityKey").sign(
+            try #require(URL(string: "https://media.b-cdn.net/a.mp4")), BunnySigningOptions(expires: Date(timeIntervalSince1970: 1_000_000_000)))
+        #expect(try !factory.validateToken(old.absoluteString), "expired")
+        #expect(throws: BunnyTokenRefusal.self) { try factory.validateToken("https://media.b-cdn.net/a.mp4") }
+        #expect(throws: BuckiaError.self) { try factory.generateToken(options: AccessTokenOptions(permissions: .all)) }
+    }
 }

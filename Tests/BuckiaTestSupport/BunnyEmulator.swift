@@ -29,8 +29,9 @@ public final class BunnyEmulator: Sendable {
 
     deinit { stop() }
 
-    /// Starts an emulator and waits (at most 10 s) for its port.
-    public static func start(zone: String = "buckia-zone", retryAfter: Int = 0) async throws -> BunnyEmulator {
+    /// Starts an emulator and waits (at most 10 s) for its port. `latencyMilliseconds` delays
+    /// every answer, as a network round trip would (benchmarks only).
+    public static func start(zone: String = "buckia-zone", retryAfter: Int = 0, latencyMilliseconds: Int = 0) async throws -> BunnyEmulator {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(with: Result {
@@ -38,7 +39,8 @@ public final class BunnyEmulator: Sendable {
                     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                         .appendingPathComponent("Emulators/bunny_emulator.py")
                     let (process, input, port) = try PythonProcess.startServer(
-                        script: script, arguments: ["--zone", zone, "--password", password, "--read-only-password", readOnly, "--retry-after", String(retryAfter)])
+                        script: script, arguments: ["--zone", zone, "--password", password, "--read-only-password", readOnly, "--retry-after", String(retryAfter),
+                         "--latency-ms", String(latencyMilliseconds)])
                     guard let endpoint = URL(string: "http://127.0.0.1:\(port)") else { throw BuckiaError(.io, "No emulator URL.") }
                     return BunnyEmulator(endpoint: endpoint, zone: zone, password: password, readOnlyPassword: readOnly, process: process, input: input)
                 })

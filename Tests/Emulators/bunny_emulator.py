@@ -6,9 +6,11 @@ TypeScript SDK's tests run against a real zone). Where Bunny and this file disag
 is wrong.
 
     python3 bunny_emulator.py --zone NAME --password PW [--read-only-password RO] [--retry-after S]
+        [--latency-ms MS]
 
 Binds 127.0.0.1 on a free port, prints the port as its first stdout line, and exits when its
-stdin closes. File contents live in a temporary folder removed at exit.
+stdin closes. File contents live in a temporary folder removed at exit. `--latency-ms` delays
+every answer by that much, as a network's round trip would (for benchmarks of concurrency).
 
 The API, under /{zone}/ with the `AccessKey` header (the zone password; the read-only password
 may GET and DESCRIBE only):
@@ -170,6 +172,8 @@ class Handler(BaseHTTPRequestHandler):
             STATS["requests"][call] = STATS["requests"].get(call, 0) + 1
             COUNTED.notify_all()
             fault = self.choose_fault(call)
+        if OPTIONS.latency_ms > 0:
+            time.sleep(OPTIONS.latency_ms / 1000)
         if fault == "drop":
             return self.drop()
         if fault in ("500", "503", "429"):
@@ -386,6 +390,7 @@ def main():
     parser.add_argument("--password", required=True)
     parser.add_argument("--read-only-password", default="")
     parser.add_argument("--retry-after", type=int, default=1)
+    parser.add_argument("--latency-ms", type=float, default=0)
     OPTIONS = parser.parse_args()
     DATA_DIR = tempfile.mkdtemp(prefix="bunny-emulator-")
     ThreadingHTTPServer.request_queue_size = 256

@@ -9,6 +9,7 @@ enum BenchCommand {
                buckia-bench checksums [--total-mib M] [--value-bytes B,B,…] [--repeat R]
                buckia-bench http [--big-mib M] [--small-count N] [--repeat R] [--workloads big,small] [--clients curl,libcurl,urlsession]
                buckia-bench cancel-storm --url URL [--transport libcurl|urlSession] [--rounds N]
+               buckia-bench bunny-list [--folders F] [--per-folder N] [--repeat R] [--latency-ms MS]
 
         Measures each key-value engine and, in the same run, the limits: raw SQLite C calls doing
         the same statements and raw open/write/close of one file per value. Every run uses a fresh
@@ -23,6 +24,11 @@ enum BenchCommand {
         http starts nginx (WebDAV PUT) on 127.0.0.1 and compares Buckia's HTTP client, over
         libcurl and over URLSession, with the curl tool: one big PUT and GET, and N 10 KiB PUTs
         and GETs with 16 in flight.
+
+        bunny-list starts the Bunny emulator, stores F×N small objects in F folders, and times a
+        recursive listing through the Bunny provider at read-ahead 1, 4 and 8 beside the raw
+        folder GETs at the same widths, then counts the requests of a no-op sync resync. With
+        --latency-ms the emulator answers each request that much later, as a network would.
         """
 
     static func main(_ arguments: [String]) async -> Int32 {
@@ -30,6 +36,7 @@ enum BenchCommand {
         if arguments.first == "checksums" { return checksums(Array(arguments.dropFirst())) }
         if arguments.first == "http" { return await http(Array(arguments.dropFirst())) }
         if arguments.first == "cancel-storm" { return await CancelStorm.run(Array(arguments.dropFirst())) }
+        if arguments.first == "bunny-list" { return await BunnyListBench.run(Array(arguments.dropFirst())) }
         guard arguments.first == "engines" else {
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             return arguments.first == "--help" ? 0 : 2

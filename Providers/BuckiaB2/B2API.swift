@@ -110,23 +110,7 @@ let largeFileSHA1Info = "large_file_sha1"
 /// percent-encoded except for unreserved characters and `/`. `+` is encoded too, for B2 reads
 /// a bare `+` in a header as a space.
 func b2Encode(_ text: String) -> String {
-    var out = ""
-    for byte in text.utf8 {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"), UInt8(ascii: "/"):
-            out.unicodeScalars.append(Unicode.Scalar(byte))
-        default:
-            out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-        }
-    }
-    return out
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
+    PercentEncoding.encode(text, keepingSlash: true)
 }
 
 /// Turns B2's error documents into ``BuckiaCore/BuckiaError`` codes by their `code`.

@@ -229,17 +229,7 @@ public struct BunnyTokenFactory: Sendable {
 
     /// RFC 3986 encoding of a parameter value: everything but `A–Z a–z 0–9 - _ . ~`.
     static func encode(_ value: String) -> String {
-        var out = ""
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += String(format: "%%%02X", byte)
-            }
-        }
-        return out
+        PercentEncoding.encode(value)
     }
 
     // MARK: Reading and checking
@@ -355,7 +345,7 @@ extension BunnyTokenFactory: TokenFactory {
         }
         let prefix = "/" + (options.pathPrefix ?? "")
         let expires = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + Double(options.expiry.components.seconds)).rounded(.down))
-        guard let base = URL(string: "https://zone.invalid" + BunnyProviderPath.encode(prefix)) else {
+        guard let base = URL(string: "https://zone.invalid" + PercentEncoding.encode(prefix, keepingSlash: true)) else {
             throw BuckiaError(.invalidPath, "The path prefix does not make a URL.", operation: "generateToken", path: options.pathPrefix)
         }
         let signed = try sign(base, BunnySigningOptions(expires: expires, tokenPath: prefix, pathForm: true))
@@ -394,15 +384,10 @@ extension BunnyTokenFactory: TokenFactory {
         if !token.contains("://") {
             let segment = token.hasPrefix("bcdn_") ? String(token.dropFirst("bcdn_".count)) : token
             let path = pairs(segment).first { $0.0 == "token_path" }?.1 ?? "/"
-            text = "https://zone.invalid/bcdn_" + segment + BunnyProviderPath.encode(path.hasPrefix("/") ? path : "/" + path)
+            text = "https://zone.invalid/bcdn_" + segment + PercentEncoding.encode(path.hasPrefix("/") ? path : "/" + path, keepingSlash: true)
         }
         guard let url = URL(string: text) else { throw BunnyTokenRefusal.malformed("not a URL or a bcdn_token segment") }
         return url
     }
-}
-
-/// Percent-encoding of a path for pull-zone URLs (shared by the factory and the provider).
-enum BunnyProviderPath {
-    static func encode(_ path: String) -> String { BunnyProvider.encode(path) }
 }
 

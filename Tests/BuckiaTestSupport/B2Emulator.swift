@@ -23,21 +23,15 @@ public final class B2Emulator: Sendable {
     /// The buckets the emulator was started with, by name.
     public let buckets: [String]
 
-    private struct Child {
-        let process: Process
-        let input: Pipe
-    }
-    private let child: Locked<Child?>
+    private let server: EmulatorServer
 
-    private init(endpoint: URL, keyId: String, key: String, buckets: [String], child: Child) {
+    private init(endpoint: URL, keyId: String, key: String, buckets: [String], server: EmulatorServer) {
         self.endpoint = endpoint
         self.keyId = keyId
         self.key = key
         self.buckets = buckets
-        self.child = Locked(child)
+        self.server = server
     }
-
-    deinit { stop() }
 
     /// Starts an emulator and waits (at most 10 s) for it to print its port.
     ///
@@ -62,40 +56,15 @@ public final class B2Emulator: Sendable {
     private static func startBlocking(buckets: [String], restrictedKeys: [String], minimumPartSize: Int, retryAfter: Int) throws -> B2Emulator {
         let keyId = "000emulatedkey0001"
         let key = "K000" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
-        let process = Process()
-        process.executableURL = try PythonProcess.executable()
-        var arguments = [try scriptURL().path, "--key-id", keyId, "--key", key, "--min-part-size", String(minimumPartSize), "--retry-after", String(retryAfter)]
+        var arguments = ["--key-id", keyId, "--key", key, "--min-part-size", String(minimumPartSize), "--retry-after", String(retryAfter)]
         for bucket in buckets { arguments += ["--bucket", bucket] }
         for restricted in restrictedKeys { arguments += ["--restricted-key", restricted] }
-        process.arguments = arguments
-        let output = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        guard let line = PythonProcess.readLine(from: output.fileHandleForReading.fileDescriptor, timeout: .seconds(10)), let port = Int(line),
-            let endpoint = URL(string: "http://127.0.0.1:\(port)")
-        else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw BuckiaError(.io, "The B2 emulator did not print its port.")
-        }
-        return B2Emulator(
-            endpoint: endpoint, keyId: keyId, key: key, buckets: buckets.map { String($0.split(separator: ":")[0]) },
-            child: Child(process: process, input: input))
+        let server = try EmulatorServer(script: try scriptURL(), arguments: arguments)
+        return B2Emulator(endpoint: server.endpoint, keyId: keyId, key: key, buckets: buckets.map { String($0.split(separator: ":")[0]) }, server: server)
     }
 
     /// Stops the emulator; safe to call twice.
-    public func stop() {
-        child.withLock { child in
-            guard let running = child else { return }
-            child = nil
-            try? running.input.fileHandleForWriting.close()
-            if running.process.isRunning { kill(running.process.processIdentifier, SIGKILL) }
-            running.process.waitUntilExit()
-        }
-    }
+    public func stop() { server.stop() }
 
     /// The emulator script, found beside this file in the checkout.
     public static func scriptURL() throws -> URL {
@@ -176,8 +145,6 @@ public final class B2Emulator: Sendable {
     public func advanceClock(seconds: Int) async throws { _ = try await control("advance-clock", body: ["seconds": seconds]) }
 
     private func control(_ name: String, method: HTTPRequest.Method = .post, body: [String: any Sendable] = [:]) async throws -> Data {
-        let data = try JSONSerialization.data(withJSONObject: body)
-        let request = HTTPRequest(method, endpoint.appendingPathComponent("_emulator/\(name)"), body: method == .get ? .none : .data(data))
-        return try await HTTPClient(configuration: .init(retryPolicy: .none)).send(request).data
+        try await server.control(name, method: method, body: body)
     }
 }

@@ -17,17 +17,15 @@ public final class BunnyEmulator: Sendable {
     public let password: String
     public let readOnlyPassword: String
 
-    private let child: Locked<(process: Process, input: Pipe)?>
+    private let server: EmulatorServer
 
-    private init(endpoint: URL, zone: String, password: String, readOnlyPassword: String, process: Process, input: Pipe) {
+    private init(endpoint: URL, zone: String, password: String, readOnlyPassword: String, server: EmulatorServer) {
         self.endpoint = endpoint
         self.zone = zone
         self.password = password
         self.readOnlyPassword = readOnlyPassword
-        child = Locked((process, input))
+        self.server = server
     }
-
-    deinit { stop() }
 
     /// Starts an emulator and waits (at most 10 s) for its port. `latencyMilliseconds` delays
     /// every answer, as a network round trip would (benchmarks only).
@@ -38,26 +36,18 @@ public final class BunnyEmulator: Sendable {
                     let password = "pw-" + UUID().uuidString, readOnly = "ro-" + UUID().uuidString
                     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                         .appendingPathComponent("Emulators/bunny_emulator.py")
-                    let (process, input, port) = try PythonProcess.startServer(
-                        script: script, arguments: ["--zone", zone, "--password", password, "--read-only-password", readOnly, "--retry-after", String(retryAfter),
-                         "--latency-ms", String(latencyMilliseconds)])
-                    guard let endpoint = URL(string: "http://127.0.0.1:\(port)") else { throw BuckiaError(.io, "No emulator URL.") }
-                    return BunnyEmulator(endpoint: endpoint, zone: zone, password: password, readOnlyPassword: readOnly, process: process, input: input)
+                    let server = try EmulatorServer(
+                        script: script,
+                        arguments: ["--zone", zone, "--password", password, "--read-only-password", readOnly, "--retry-after", String(retryAfter),
+                                    "--latency-ms", String(latencyMilliseconds)])
+                    return BunnyEmulator(endpoint: server.endpoint, zone: zone, password: password, readOnlyPassword: readOnly, server: server)
                 })
             }
         }
     }
 
     /// Stops the emulator; safe to call twice.
-    public func stop() {
-        child.withLock { child in
-            guard let running = child else { return }
-            child = nil
-            try? running.input.fileHandleForWriting.close()
-            if running.process.isRunning { kill(running.process.processIdentifier, SIGKILL) }
-            running.process.waitUntilExit()
-        }
-    }
+    public func stop() { server.stop() }
 
     /// A configuration for the bunny provider against this emulator.
     public func configuration(readOnly: Bool = false, options: [String: String] = [:], tokenKey: String? = nil) -> BuckiaConfiguration {
@@ -94,8 +84,6 @@ public final class BunnyEmulator: Sendable {
     }
 
     private func control(_ name: String, method: HTTPRequest.Method = .post, body: [String: any Sendable] = [:]) async throws -> Data {
-        let data = try JSONSerialization.data(withJSONObject: body)
-        let request = HTTPRequest(method, endpoint.appendingPathComponent("_emulator/\(name)"), body: method == .get ? .none : .data(data))
-        return try await HTTPClient(configuration: .init(retryPolicy: .none)).send(request).data
+        try await server.control(name, method: method, body: body)
     }
 }

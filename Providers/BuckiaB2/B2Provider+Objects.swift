@@ -195,10 +195,7 @@ extension B2Provider {
 
     /// A request to the download host, authorized with the account's token.
     func downloadRequest(_ method: HTTPRequest.Method, key: ObjectKey, range: Range<Int64>?, attempt: HTTPAttempt, used: Locked<Secret?>) async throws -> HTTPRequest {
-        let refused = B2ErrorMapping.refusedAuthorization(attempt.previousError) ? used.withLock { $0 } : nil
-        if attempt.number > 1 { counters.withLock { $0.retries += 1 } }
-        let account = try await session.account(replacing: refused)
-        used.withLock { $0 = account.token }
+        let account = try await account(for: attempt, used: used)
         var request = HTTPRequest(method, downloadURL(base: account.downloadURL, key: key))
         request.headers.set("Authorization", secret: account.token)
         if let range { request.headers.set("Range", "bytes=\(range.lowerBound)-\(range.upperBound - 1)") }

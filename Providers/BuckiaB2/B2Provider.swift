@@ -111,15 +111,10 @@ public struct B2Provider: StorageProviderPlugin {
         } catch {
             throw BuckiaError(.invalidConfiguration, "The \(call) request could not be encoded as JSON.", operation: operation, path: path, cause: error)
         }
-        let session = session
-        let counters = counters
         let used = Locked<Secret?>(nil)
         do {
             let response = try await client.send(interpret: { $0 }) { attempt in
-                if attempt.number > 1 { counters.withLock { $0.retries += 1 } }
-                let refused = B2ErrorMapping.refusedAuthorization(attempt.previousError) ? used.withLock { $0 } : nil
-                let account = try await session.account(replacing: refused)
-                used.withLock { $0 = account.token }
+                let account = try await self.account(for: attempt, used: used)
                 var request = HTTPRequest(.post, account.apiURL.appendingPathComponent("b2api/v3/\(call)"), body: .data(body))
                 request.headers.set("Authorization", secret: account.token)
                 request.headers.set("Content-Type", "application/json")
@@ -129,6 +124,16 @@ public struct B2Provider: StorageProviderPlugin {
         } catch {
             throw BuckiaError.wrapping(error, operation: operation, path: path)
         }
+    }
+
+    /// The authorization for one attempt of a request: the current one, or a new one when the
+    /// previous attempt was refused with the token it carried (`used`, which this updates).
+    func account(for attempt: HTTPAttempt, used: Locked<Secret?>) async throws -> B2Session.Account {
+        if attempt.number > 1 { counters.withLock { $0.retries += 1 } }
+        let refused = B2ErrorMapping.refusedAuthorization(attempt.previousError) ? used.withLock { $0 } : nil
+        let account = try await session.account(replacing: refused)
+        used.withLock { $0 = account.token }
+        return account
     }
 
     /// ``api(_:_:operation:path:)`` decoded.

@@ -170,11 +170,7 @@ extension BunnyProvider {
         guard let pullZone = settings.pullZone else {
             throw BuckiaError.unsupported(.publicURL, provider: .bunny, operation: "getPublicURL")
         }
-        var base = pullZone.absoluteString
-        if base.hasSuffix("/") { base.removeLast() }
-        guard let url = URL(string: base + "/" + Self.encode(remotePath.rawValue)) else {
-            throw BuckiaError(.invalidPath, "The key does not make a URL.", operation: "getPublicURL", path: remotePath.rawValue)
-        }
+        let url = try Self.url(on: pullZone, remotePath, operation: "getPublicURL")
         guard let key = settings.tokenKey else { return url }
         return try BunnyTokenFactory(securityKey: key).sign(
             url, BunnySigningOptions(scheme: settings.tokenScheme, expires: now().addingTimeInterval(Double(settings.publicURLLifetime.components.seconds))))
@@ -191,12 +187,17 @@ extension BunnyProvider {
                 .invalidConfiguration, "Signing a Bunny CDN URL needs the option pullZoneURL and the credential tokenKey (the pull zone's URL token key).",
                 operation: "sign")
         }
-        var base = pullZone.absoluteString
-        if base.hasSuffix("/") { base.removeLast() }
-        guard let url = URL(string: base + "/" + Self.encode(key.rawValue)) else {
-            throw BuckiaError(.invalidPath, "The key does not make a URL.", operation: "sign", path: key.rawValue)
+        return try BunnyTokenFactory(securityKey: tokenKey).sign(try Self.url(on: pullZone, key, operation: "sign"), options)
+    }
+
+    /// `key`'s URL on the pull zone `base`.
+    private static func url(on base: URL, _ key: ObjectKey, operation: String) throws -> URL {
+        var text = base.absoluteString
+        if text.hasSuffix("/") { text.removeLast() }
+        guard let url = URL(string: text + "/" + encode(key.rawValue)) else {
+            throw BuckiaError(.invalidPath, "The key does not make a URL.", operation: operation, path: key.rawValue)
         }
-        return try BunnyTokenFactory(securityKey: tokenKey).sign(url, options)
+        return url
     }
 
     /// A directory token for the pull zone: the `bcdn_token=…&token_path=…&expires=…` segment
@@ -206,18 +207,6 @@ extension BunnyProvider {
         guard let key = settings.tokenKey else {
             throw BuckiaError.unsupported(.accessToken, provider: .bunny, operation: "generateAccessToken")
         }
-        guard options.permissions.subtracting(.readOnly).isEmpty else {
-            throw BuckiaError(.unsupported, "Bunny CDN tokens grant reading only; ask for .readOnly permissions.", operation: "generateAccessToken")
-        }
-        let expires = now().addingTimeInterval(Double(options.expiry.components.seconds))
-        let prefix = "/" + (options.pathPrefix ?? "")
-        let base = settings.pullZone ?? settings.endpoint
-        let signed = try BunnyTokenFactory(securityKey: key).sign(
-            base.appendingPathComponent(String(prefix.dropFirst())),
-            BunnySigningOptions(scheme: settings.tokenScheme == .basic ? .hmac : settings.tokenScheme, expires: expires, tokenPath: prefix, pathForm: true))
-        // The first path segment, still percent-encoded (its token_path holds no raw '/').
-        let path = URLComponents(url: signed, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
-        let segment = path.dropFirst().split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
-        return AccessToken(value: Secret(segment), expiresAt: Date(timeIntervalSince1970: expires.timeIntervalSince1970.rounded(.down)), permissions: .readOnly, pathPrefix: options.pathPrefix)
+        return try BunnyTokenFactory(securityKey: key).directoryToken(options, scheme: settings.tokenScheme, now: now(), operation: "generateAccessToken")
     }
 }

@@ -340,15 +340,22 @@ extension BunnyTokenFactory: TokenFactory {
     /// nil) until the expiry. The signature covers only the path, so the segment works on any
     /// host of the zone.
     public func generateToken(options: AccessTokenOptions) throws -> AccessToken {
+        try directoryToken(options, scheme: .hmac, now: Date(), operation: "generateToken")
+    }
+
+    /// The directory token for `options` at `now`, in `scheme` (the basic scheme has no token
+    /// path, so it signs with hmac): what both this factory and the Bunny provider hand out.
+    func directoryToken(_ options: AccessTokenOptions, scheme: BunnyTokenScheme, now: Date, operation: String) throws -> AccessToken {
         guard options.permissions.subtracting(.readOnly).isEmpty else {
-            throw BuckiaError(.unsupported, "Bunny CDN tokens grant reading only; ask for .readOnly permissions.", operation: "generateToken")
+            throw BuckiaError(.unsupported, "Bunny CDN tokens grant reading only; ask for .readOnly permissions.", operation: operation)
         }
         let prefix = "/" + (options.pathPrefix ?? "")
-        let expires = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + Double(options.expiry.components.seconds)).rounded(.down))
+        let expires = Date(timeIntervalSince1970: (now.timeIntervalSince1970 + Double(options.expiry.components.seconds)).rounded(.down))
         guard let base = URL(string: "https://zone.invalid" + PercentEncoding.encode(prefix, keepingSlash: true)) else {
-            throw BuckiaError(.invalidPath, "The path prefix does not make a URL.", operation: "generateToken", path: options.pathPrefix)
+            throw BuckiaError(.invalidPath, "The path prefix does not make a URL.", operation: operation, path: options.pathPrefix)
         }
-        let signed = try sign(base, BunnySigningOptions(expires: expires, tokenPath: prefix, pathForm: true))
+        let signed = try sign(base, BunnySigningOptions(scheme: scheme == .basic ? .hmac : scheme, expires: expires, tokenPath: prefix, pathForm: true))
+        // The first path segment, still percent-encoded (its token_path holds no raw '/').
         let path = URLComponents(url: signed, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
         let segment = path.dropFirst().split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
         return AccessToken(value: Secret(segment), expiresAt: expires, permissions: .readOnly, pathPrefix: options.pathPrefix)

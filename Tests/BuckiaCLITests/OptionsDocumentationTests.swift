@@ -114,44 +114,42 @@ struct OptionsDocumentationTests {
             let settings = try S3Settings.resolve(
                 configuration, environment: ["AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "docs-secret"],
                 home: "/nonexistent-buckia-docs-home")
-            var http = HTTPClient.Configuration()
-            settings.http.apply(to: &http)
-            return [
+            return httpFacts(settings.http).merging([
                 "region": settings.region, "(endpoint)": settings.endpoint.absoluteString, "(usesPathStyle)": String(settings.usesPathStyle),
                 "multipartThresholdMiB": String(settings.multipartThreshold >> 20), "partSizeMiB": String(settings.partSize >> 20),
                 "publicBucket": String(settings.isPublic), "(stateDirectory)": settings.stateDirectory.path,
                 "etagIsMD5": String(settings.etagIsMD5), "verifiesContentMD5": String(settings.verifiesContentMD5),
-                "stallTimeoutSeconds": seconds(http.timeout), "connectTimeoutSeconds": seconds(http.connectTimeout),
-                "maxAttempts": String(http.retryPolicy.maxAttempts), "(caFile)": http.caFile ?? "",
-            ]
+            ]) { $1 }
         case "b2":
             var configuration = BuckiaConfiguration(provider: .b2, options: options)
             configuration.bucketName = "docs-bucket"
             let settings = try B2Settings.resolve(configuration, environment: ["B2_APPLICATION_KEY_ID": "000docs", "B2_APPLICATION_KEY": "docs-key"])
-            var http = HTTPClient.Configuration()
-            settings.http.apply(to: &http)
-            return [
+            return httpFacts(settings.http).merging([
                 "endpoint": settings.endpoint.absoluteString, "(largeFileThreshold)": String(settings.largeFileThreshold),
                 "(partSize)": String(settings.partSize), "publicBucket": String(settings.isPublic),
-                "(downloadURL)": settings.downloadURL?.absoluteString ?? "", "stallTimeoutSeconds": seconds(http.timeout),
-                "connectTimeoutSeconds": seconds(http.connectTimeout), "maxAttempts": String(http.retryPolicy.maxAttempts),
-                "(caFile)": http.caFile ?? "",
-            ]
+                "(downloadURL)": settings.downloadURL?.absoluteString ?? "",
+            ]) { $1 }
         case "bunny":
             let configuration = BuckiaConfiguration(
                 provider: .bunny, bucketName: "docs-zone", authConfig: .providerSpecific(type: .bunny, credentials: ["accessKey": "docs"]), options: options)
             let settings = try BunnySettings.resolve(configuration, environment: [:])
-            var http = HTTPClient.Configuration()
-            settings.http.apply(to: &http)
-            return [
+            return httpFacts(settings.http).merging([
                 "(endpoint)": settings.endpoint.absoluteString, "(pullZoneURL)": settings.pullZone?.absoluteString ?? "",
                 "tokenScheme": settings.tokenScheme.rawValue, "publicURLExpirySeconds": String(settings.publicURLLifetime.components.seconds),
-                "stallTimeoutSeconds": seconds(http.timeout), "connectTimeoutSeconds": seconds(http.connectTimeout),
-                "maxAttempts": String(http.retryPolicy.maxAttempts), "(caFile)": http.caFile ?? "",
-            ]
+            ]) { $1 }
         default:
             throw OptionsFailure(description: "no way to build a \(provider) provider here")
         }
+    }
+
+    /// What every HTTP provider's options set in the client it configures.
+    static func httpFacts(_ options: HTTPRemoteOptions) -> [String: String] {
+        var http = HTTPClient.Configuration()
+        options.apply(to: &http)
+        return [
+            "stallTimeoutSeconds": seconds(http.timeout), "connectTimeoutSeconds": seconds(http.connectTimeout),
+            "maxAttempts": String(http.retryPolicy.maxAttempts), "(caFile)": http.caFile ?? "",
+        ]
     }
 
     static func seconds(_ duration: Duration) -> String {

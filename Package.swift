@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "BuckiaHTTP", targets: ["BuckiaHTTP"]),
         .library(name: "BuckiaSQLite", targets: ["BuckiaSQLite"]),
         .library(name: "BuckiaSigV4", targets: ["BuckiaSigV4"]),
+        .library(name: "BuckiaChunks", targets: ["BuckiaChunks"]),
         .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
         .library(name: "BuckiaS3", targets: ["BuckiaS3"]),
         .library(name: "BuckiaB2", targets: ["BuckiaB2"]),
@@ -38,6 +39,7 @@ let package = Package(
         .library(name: "BuckiaMemoryEngine", targets: ["BuckiaMemoryEngine"]),
         .library(name: "BuckiaSQLiteEngine", targets: ["BuckiaSQLiteEngine"]),
         .library(name: "BuckiaDiskEngine", targets: ["BuckiaDiskEngine"]),
+        .library(name: "BuckiaChunkEngine", targets: ["BuckiaChunkEngine"]),
         .library(name: "BuckiaConformance", targets: ["BuckiaConformance", "BuckiaConformanceTesting"]),
         .library(name: "BuckiaCommandLine", targets: ["BuckiaCommandLine"]),
         .executable(name: "buckia", targets: ["BuckiaCLI"]),
@@ -69,6 +71,7 @@ let package = Package(
         .target(name: "BuckiaSigV4", dependencies: ["BuckiaCore"], path: "Core/BuckiaSigV4"),
         .target(name: "BuckiaClient", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaLocal"], path: "Core/BuckiaClient"),
         .target(name: "BuckiaSync", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Core/BuckiaSync"),
+        .target(name: "BuckiaChunks", dependencies: ["BuckiaCore"], path: "Core/BuckiaChunks"),
 
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
@@ -82,6 +85,8 @@ let package = Package(
         .target(
             name: "BuckiaSQLiteEngine", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Engines/BuckiaSQLiteEngine"),
         .target(name: "BuckiaDiskEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaDiskEngine"),
+        .target(
+            name: "BuckiaChunkEngine", dependencies: ["BuckiaCore", "BuckiaChunks", "BuckiaDiskEngine"], path: "Engines/BuckiaChunkEngine"),
 
         // MARK: Tools
         .target(
@@ -89,11 +94,12 @@ let package = Package(
             dependencies: [
                 "BuckiaCore", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
                 "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaB2", "BuckiaBunny", "BuckiaSigV4", "BuckiaSync",
+                "BuckiaChunks", "BuckiaChunkEngine",
             ],
             path: "Tools/Buckia"),
-        .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync"], path: "Tools/BuckiaConformance"),
+        .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks"], path: "Tools/BuckiaConformance"),
         // Swift Testing glue in a module of its own, so the command line never links Testing.
-        .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore"], path: "Tools/BuckiaConformanceTesting"),
+        .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks"], path: "Tools/BuckiaConformanceTesting"),
         .target(name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "CLinux"], path: "Tools/BuckiaCommandLine"),
         .executableTarget(name: "BuckiaCLI", dependencies: ["BuckiaCommandLine"], path: "Tools/BuckiaCLI"),
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
@@ -109,17 +115,23 @@ let package = Package(
         .testTarget(name: "BuckiaSigV4Tests", dependencies: ["BuckiaSigV4"], path: "Tests/BuckiaSigV4Tests", resources: [.copy("Vectors")]),
         .testTarget(
             name: "BuckiaBunnyTests",
-            dependencies: ["BuckiaBunny", "BuckiaCore", "BuckiaHTTP", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaTestSupport", "BuckiaLocal"],
+            dependencies: [
+                "BuckiaBunny", "BuckiaCore", "BuckiaHTTP", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaTestSupport", "BuckiaLocal",
+                "BuckiaChunks",
+            ],
             path: "Tests/BuckiaBunnyTests"),
         .testTarget(
             name: "BuckiaB2Tests",
-            dependencies: ["BuckiaB2", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaSync", "BuckiaLocal"],
+            dependencies: [
+                "BuckiaB2", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaSync", "BuckiaLocal",
+                "BuckiaChunks",
+            ],
             path: "Tests/BuckiaB2Tests"),
         .testTarget(
             name: "BuckiaS3Tests",
             dependencies: [
                 "BuckiaS3", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaLocal",
-                "BuckiaSync",
+                "BuckiaSync", "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDiskEngine",
             ],
             path: "Tests/BuckiaS3Tests", resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
@@ -128,6 +140,10 @@ let package = Package(
         .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite"], path: "Tests/BuckiaSyncTests"),
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
+        .testTarget(
+            name: "BuckiaChunksTests",
+            dependencies: ["BuckiaChunks", "BuckiaChunkEngine", "BuckiaCore", "BuckiaLocal", "BuckiaTestSupport", "BuckiaConformance", "BuckiaConformanceTesting"],
+            path: "Tests/BuckiaChunksTests"),
         .testTarget(
             name: "BuckiaDiskEngineTests", dependencies: ["BuckiaDiskEngine", "BuckiaCore", "BuckiaConformance", "BuckiaConformanceTesting"],
             path: "Tests/BuckiaDiskEngineTests"),

@@ -124,10 +124,32 @@ extension BunnyProvider {
                 return data.subdata(in: start..<end)
             }
         }
-        guard let object = try await describe(remotePath, operation: "read") else { throw BuckiaError.notFound(remotePath, operation: "read") }
-        var request = request(.get, remotePath.rawValue)
-        request.bodyCheck = Self.check(sha256: object.Checksum?.lowercased())
-        return try await send(request, operation: "read", path: remotePath.rawValue).data
+        return try await readVerified(remotePath, operation: "read") { checksum in
+            var request = request(.get, remotePath.rawValue)
+            request.bodyCheck = Self.check(sha256: checksum)
+            return try await send(request, operation: "read", path: remotePath.rawValue).data
+        }
+    }
+
+    /// Runs `read` with the SHA-256 Bunny lists for the object. The listed checksum and the
+    /// bytes come from two requests, so an overwrite between them fails the check with bytes
+    /// that are whole, only newer; when the listed checksum has changed meanwhile, the read
+    /// is made again against the new one (three times at most). A mismatch the object's
+    /// listing still stands behind is damage, and is thrown.
+    private func readVerified<Result>(
+        _ key: ObjectKey, operation: String, _ read: (_ sha256: String?) async throws -> Result
+    ) async throws -> Result {
+        guard var object = try await describe(key, operation: operation) else { throw BuckiaError.notFound(key, operation: operation) }
+        var attempt = 1
+        while true {
+            do {
+                return try await read(object.Checksum?.lowercased())
+            } catch let error as BuckiaError where error.code == .checksumMismatch && attempt < 3 {
+                guard let now = try await describe(key, operation: operation), now.Checksum?.lowercased() != object.Checksum?.lowercased() else { throw error }
+                object = now
+                attempt += 1
+            }
+        }
     }
 
     public func stat(remotePath: ObjectKey) async throws -> RemoteFile? {

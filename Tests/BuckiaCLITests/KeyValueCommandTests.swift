@@ -3,7 +3,7 @@ import Testing
 
 @Suite("buckia kv")
 struct KeyValueCommandTests {
-    @Test("put, get, ls, count and rm work on every persistent engine", arguments: ["sqlite", "disk"])
+    @Test("put, get, ls, count and rm work on every persistent engine", arguments: ["sqlite", "disk", "chunk"])
     func roundTrip(_ engine: String) throws {
         let harness = try CLIHarness()
         let path = harness.home.appendingPathComponent("kv-\(engine)").path

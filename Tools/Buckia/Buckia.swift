@@ -3,6 +3,8 @@
 // re-exported: import it by name where you need it, so it is not part of this module's API.
 @_exported import BuckiaB2
 @_exported import BuckiaBunny
+@_exported import BuckiaChunkEngine
+@_exported import BuckiaChunks
 @_exported import BuckiaClient
 @_exported import BuckiaCore
 @_exported import BuckiaDiskEngine
@@ -36,6 +38,7 @@ extension EngineRegistry {
         try? registry.register(MemoryStorageEngine.self)
         try? registry.register(SQLiteStorageEngine.self)
         try? registry.register(DiskStorageEngine.self)
+        try? registry.register(ChunkStorageEngine.self)
         return registry
     }
 }

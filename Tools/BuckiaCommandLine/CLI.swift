@@ -10,7 +10,7 @@ enum CLI {
     ]
 
     static var commands: [Command] {
-        [providersCommand, lsCommand, cpCommand, syncCommand, checkCommand, catCommand, rmCommand, urlCommand, tokenCommand, cleanupCommand, kvCommand, conformanceCommand]
+        [providersCommand, lsCommand, cpCommand, syncCommand, checkCommand, catCommand, rmCommand, urlCommand, tokenCommand, cleanupCommand, kvCommand, chunkCommand, conformanceCommand]
     }
 
     static var overview: String {

@@ -6,7 +6,7 @@ extension CLI {
     static let keyValueInputLimit = 64 * 1_048_576
 
     static let kvCommand = Command(
-        name: "kv", summary: "Read and write a key-value engine (sqlite, disk, memory).",
+        name: "kv", summary: "Read and write a key-value engine (sqlite, disk, chunk, memory).",
         usage: "kv [--engine TYPE] [--path DIR] put KEY [VALUE] | get KEY | rm KEY | ls | count", positionals: 1...3,
         options: [
             .value("engine", "The engine type (default sqlite)."),

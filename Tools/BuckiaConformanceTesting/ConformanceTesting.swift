@@ -1,3 +1,4 @@
+import BuckiaChunks
 import BuckiaConformance
 import BuckiaCore
 import Foundation
@@ -94,5 +95,21 @@ enum ConformanceReporting {
             FileHandle.standardError.write(Data("⊘ skipped \(subject) × \(scenario.name): \(reason)\n".utf8))
             try Test.cancel(Comment(rawValue: "skipped: \(reason)"), sourceLocation: sourceLocation)
         }
+    }
+}
+
+extension ChunkStoreScenario: CustomTestStringConvertible {
+    /// The scenario's name, so a test run lists it.
+    public var testDescription: String { name }
+}
+
+extension ChunkStoreScenario {
+    /// Runs this scenario against the chunk store `open` opens (undecorated; the same storage
+    /// each call) and reports the outcome to the current test.
+    public func check(
+        _ subject: String, sourceLocation: SourceLocation = #_sourceLocation, open: @escaping @Sendable () async throws -> any ChunkStorageComposable
+    ) async throws {
+        let outcome = await ChunkStoreConformance.run(self, open: open)
+        try ConformanceReporting.report(outcome, of: self, subject: subject, at: sourceLocation)
     }
 }

@@ -10,6 +10,7 @@ enum BenchCommand {
                buckia-bench http [--big-mib M] [--small-count N] [--repeat R] [--workloads big,small] [--clients curl,libcurl,urlsession]
                buckia-bench cancel-storm --url URL [--transport libcurl|urlSession] [--rounds N]
                buckia-bench bunny-list [--folders F] [--per-folder N] [--repeat R] [--latency-ms MS]
+               buckia-bench chunks [--size-mib M] [--change-mib C] [--average BYTES] [--depth D] [--folder DIR] [--compress]
 
         Measures each key-value engine and, in the same run, the limits: raw SQLite C calls doing
         the same statements and raw open/write/close of one file per value. Every run uses a fresh
@@ -29,6 +30,10 @@ enum BenchCommand {
         recursive listing through the Bunny provider at read-ahead 1, 4 and 8 beside the raw
         folder GETs at the same widths, then counts the requests of a no-op sync resync. With
         --latency-ms the emulator answers each request that much later, as a network would.
+
+        chunks stores an M MiB random file as FastCDC chunks in a local chunk store and compares
+        it with SHA-256 over the same bytes and a plain synced copy, then overwrites C MiB in the
+        middle and stores it again, reporting the new chunk data and the process's peak RSS.
         """
 
     static func main(_ arguments: [String]) async -> Int32 {
@@ -37,6 +42,7 @@ enum BenchCommand {
         if arguments.first == "http" { return await http(Array(arguments.dropFirst())) }
         if arguments.first == "cancel-storm" { return await CancelStorm.run(Array(arguments.dropFirst())) }
         if arguments.first == "bunny-list" { return await BunnyListBench.run(Array(arguments.dropFirst())) }
+        if arguments.first == "chunks" { return await ChunkBench.run(Array(arguments.dropFirst())) }
         guard arguments.first == "engines" else {
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             return arguments.first == "--help" ? 0 : 2

@@ -1,0 +1,206 @@
+import BuckiaCore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The checks every retrieval applies to a path before touching storage.
+package enum ChunkPath {
+    /// The largest stored chunk a retrieval reads into memory: far above any chunker's
+    /// maximum, so only a damaged or hostile store hits it.
+    package static let maximumStoredSize = 64 << 20
+
+    /// Throws ``BuckiaError/Code/invalidPath`` for a path that is empty, absolute, or has an
+    /// empty, `.` or `..` component or a NUL: nothing a retrieval is handed may leave its store.
+    package static func validate(_ path: String, operation: String) throws {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard !path.isEmpty, !path.utf8.contains(0), parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }) else {
+            throw BuckiaError(
+                .invalidPath, "\(String(path.prefix(200)).debugDescription) is not a chunk path: it must be relative, with no empty, \".\" or \"..\" parts.",
+                operation: operation, path: String(path.prefix(200)))
+        }
+    }
+
+    /// The error for stored bytes larger than any chunk.
+    package static func tooLarge(_ size: Int64, path: String, operation: String) -> BuckiaError {
+        BuckiaError(
+            .corrupt, "The stored chunk is \(size) bytes, more than any chunk (\(maximumStoredSize)); the store is damaged or is not a chunk store.",
+            operation: operation, path: path)
+    }
+}
+
+/// Chunk bytes as files under a folder, one file per chunk, each written atomically.
+///
+/// Writes are not synced one by one (a file of 1 GiB is some 13,000 chunks);
+/// ``synchronize()`` flushes the whole file system once, which ``ChunkedFileStore`` does
+/// before it hands out a manifest that refers to them.
+public struct FileSystemRetrieval: ChunkStorageRetrieval {
+    /// The folder chunks live under.
+    public let baseURL: URL
+    /// Whether each chunk write is synced on its own as well.
+    public let durableWrites: Bool
+
+    /// Stores chunks under `baseURL`, which is created on the first write.
+    public init(baseURL: URL, durableWrites: Bool = false) {
+        self.baseURL = baseURL.standardizedFileURL
+        self.durableWrites = durableWrites
+    }
+
+    private func url(_ path: String, operation: String) throws -> URL {
+        try ChunkPath.validate(path, operation: operation)
+        return baseURL.appendingPathComponent(path, isDirectory: false)
+    }
+
+    public func readChunk(at path: String) async throws -> Data? {
+        let url = try url(path, operation: "read chunk")
+        let reader: FileReader
+        do {
+            reader = try FileReader(url)
+        } catch let error as BuckiaError where error.code == .notFound {
+            return nil
+        }
+        let size = try reader.size()
+        guard size <= ChunkPath.maximumStoredSize else { throw ChunkPath.tooLarge(size, path: path, operation: "read chunk") }
+        return try reader.read(0..<size)
+    }
+
+    public func writeChunk(_ data: Data, at path: String, metadata: ChunkMetadata?) async throws {
+        let url = try url(path, operation: "write chunk")
+        // A temporary beside the chunk, renamed over it: readers see the old bytes or the new.
+        // (Not AtomicFile: its lock and registry cost more than the write of a small chunk, and
+        // a chunk temporary is only ever seconds old; a killed writer's is swept by its age
+        // when FileSystemEnumeration walks the folder.)
+        let folder = url.deletingLastPathComponent()
+        let temporary = folder.appendingPathComponent(Temporaries.makeName(), isDirectory: false)
+        let file: LocalFile
+        do {
+            file = try LocalFile.createExclusive(temporary)
+        } catch let error as BuckiaError where error.code == .notFound {
+            // The chunk's folder does not exist yet: the first chunk with this prefix.
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            file = try LocalFile.createExclusive(temporary)
+        }
+        do {
+            try file.write(data)
+            if durableWrites { try file.sync() }
+            try file.close()
+            guard rename(temporary.path, url.path) == 0 else { throw BuckiaError.posix(errno, operation: "write chunk", path: url.path) }
+        } catch {
+            try? file.close()
+            unlink(temporary.path)
+            throw error
+        }
+        if durableWrites { try DirectoryHandle(path: folder.path).sync() }
+    }
+
+    public func chunkExists(at path: String) async throws -> Bool {
+        let url = try url(path, operation: "check chunk")
+        var info = stat()
+        if lstat(url.path, &info) == 0 { return (info.st_mode & S_IFMT) == S_IFREG }
+        if errno == ENOENT || errno == ENOTDIR { return false }
+        throw BuckiaError.posix(errno, operation: "check chunk", path: url.path)
+    }
+
+    public func deleteChunk(at path: String) async throws {
+        let url = try url(path, operation: "delete chunk")
+        if unlink(url.path) != 0, errno != ENOENT, errno != ENOTDIR {
+            throw BuckiaError.posix(errno, operation: "delete chunk", path: url.path)
+        }
+    }
+
+    public func synchronize() async throws {
+        guard FileManager.default.fileExists(atPath: baseURL.path) else { return }
+        try DirectoryHandle(path: baseURL.path).syncFileSystem()
+    }
+}
+
+/// Existence by `stat`: as fast as a local file system answers, batch or not.
+public struct FileSystemExistence: ChunkStorageExistence {
+    private let organization: any ChunkStorageOrganization
+    private let retrieval: FileSystemRetrieval
+
+    /// Checks chunks laid out by `organization` under `baseURL`.
+    public init(organization: any ChunkStorageOrganization, baseURL: URL) {
+        self.organization = organization
+        retrieval = FileSystemRetrieval(baseURL: baseURL)
+    }
+
+    public func chunkExists(identifier: ChunkIdentifier) async throws -> Bool {
+        try await retrieval.chunkExists(at: organization.storagePath(for: identifier))
+    }
+
+    public func chunkExists(identifiers: [ChunkIdentifier]) async throws -> [ChunkIdentifier: Bool] {
+        var result: [ChunkIdentifier: Bool] = [:]
+        for identifier in identifiers where result[identifier] == nil {
+            result[identifier] = try await chunkExists(identifier: identifier)
+        }
+        return result
+    }
+}
+
+/// Every chunk under a folder, found by walking it.
+public struct FileSystemEnumeration: ChunkStorageEnumeration {
+    private let organization: any ChunkStorageOrganization
+    private let baseURL: URL
+
+    /// Lists chunks laid out by `organization` under `baseURL`.
+    public init(organization: any ChunkStorageOrganization, baseURL: URL) {
+        self.organization = organization
+        self.baseURL = baseURL.standardizedFileURL
+    }
+
+    public func allChunks() async throws -> [ChunkIdentifier] {
+        var found: [ChunkIdentifier] = []
+        var folders = [""]
+        while let folder = folders.popLast() {
+            let handle: DirectoryHandle
+            do {
+                handle = try DirectoryHandle(path: folder.isEmpty ? baseURL.path : baseURL.path + "/" + folder)
+            } catch let error as BuckiaError where error.code == .notFound {
+                continue
+            }
+            // Temporaries a killed writer left (unlocked, and older than any live write) go now.
+            Temporaries.sweep(handle)
+            for (name, kind) in try handle.names() {
+                let path = folder.isEmpty ? name : folder + "/" + name
+                switch kind {
+                case .folder: folders.append(path)
+                case .file: if let identifier = organization.identifier(from: path) { found.append(identifier) }
+                default: break
+                }
+            }
+        }
+        return found
+    }
+}
+
+/// A chunk store in a local folder: the default implementation, Git-style unless told.
+///
+/// ```swift
+/// let storage = ComposableFileSystemChunkStorage(baseURL: folder)
+/// let flat = ComposableFileSystemChunkStorage(baseURL: folder, organization: FlatOrganization())
+/// ```
+public struct ComposableFileSystemChunkStorage: ChunkStorageComposable {
+    public let organization: any ChunkStorageOrganization
+    public let retrieval: any ChunkStorageRetrieval
+    public let existence: (any ChunkStorageExistence)?
+    public let enumeration: (any ChunkStorageEnumeration)?
+    /// The folder chunks live under.
+    public let baseURL: URL
+
+    /// A store under `baseURL` laid out by `organization`.
+    ///
+    /// - Parameter durableWrites: Sync each chunk as it is written, not only on
+    ///   ``ChunkStorageRetrieval/synchronize()``.
+    public init(baseURL: URL, organization: any ChunkStorageOrganization = GitStyleOrganization(), durableWrites: Bool = false) {
+        self.baseURL = baseURL
+        self.organization = organization
+        retrieval = FileSystemRetrieval(baseURL: baseURL, durableWrites: durableWrites)
+        existence = FileSystemExistence(organization: organization, baseURL: baseURL)
+        enumeration = FileSystemEnumeration(organization: organization, baseURL: baseURL)
+    }
+}

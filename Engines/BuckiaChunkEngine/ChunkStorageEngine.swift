@@ -1,0 +1,218 @@
+import BuckiaChunks
+import BuckiaCore
+import BuckiaDiskEngine
+import Foundation
+
+/// A key-value engine whose values are stored as content-defined chunks: values that share
+/// content share chunks, and an overwritten value writes only what changed.
+///
+/// Each key maps to a ``ChunkManifest`` kept in an index engine (a disk engine by default);
+/// the chunks live in any ``ChunkStorageComposable`` store: a local folder, or S3, B2, Bunny
+/// through ``ProviderChunkStorage``.
+///
+/// Options when opened from an ``EngineConfiguration`` (type `chunk`, a `directory`):
+///
+/// | option | values | default |
+/// |---|---|---|
+/// | `organization` | `git`, `git:1`…`git:4`, `flat` | `git` (depth 1) |
+/// | `average-chunk-size` | 256 to 4194304 | 65536 |
+/// | `compression` | `zlib`, `none` | `none` |
+/// | `encryption-key-env` | the name of a variable holding 64 hex digits | none |
+/// | `verify` | `true`, `false` | `true` |
+///
+/// Removing a value removes its manifest; its chunks stay, for other values may share them,
+/// until ``collectGarbage()`` removes the ones nothing refers to.
+public actor ChunkStorageEngine: StorageEnginePlugin {
+    public static let engineType: EngineType = .chunk
+
+    /// The options a configuration may set.
+    public static let knownOptions: Set<String> = ["organization", "average-chunk-size", "compression", "encryption-key-env", "verify"]
+
+    /// The chunk store values go to.
+    public nonisolated let chunks: any ChunkStorageComposable
+    private let index: any StorageEngine
+    private let files: ChunkedFileStore
+    private var writesInFlight = 0
+
+    public nonisolated var capabilities: Set<Capability> { [.persistent] }
+
+    /// An engine over `chunks`, keeping its key → manifest map in `index`.
+    public init(chunks: any ChunkStorageComposable, index: any StorageEngine, chunker: FastCDC = .standard) {
+        self.chunks = chunks
+        self.index = index
+        files = ChunkedFileStore(storage: chunks, chunker: chunker)
+    }
+
+    /// An engine in `directory`: chunks under `chunks/`, the index (a disk engine) under `index/`.
+    public init(
+        directory: URL, organization: any ChunkStorageOrganization = GitStyleOrganization(), chunker: FastCDC = .standard,
+        decorate: (any ChunkStorageRetrieval) throws -> any ChunkStorageRetrieval = { $0 }, now: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        let store = try ComposableFileSystemChunkStorage(baseURL: directory.appendingPathComponent("chunks", isDirectory: true), organization: organization)
+            .decorated(decorate)
+        let index = try DiskStorageEngine(directory: directory.appendingPathComponent("index", isDirectory: true), now: now)
+        self.init(chunks: store, index: index, chunker: chunker)
+    }
+
+    /// Opens the engine a configuration describes (see the type's documentation for options).
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming an unknown option, a bad
+    ///   value or a missing key variable; the key itself never appears in a message.
+    public init(configuration: EngineConfiguration) async throws {
+        try self.init(configuration: configuration, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// Opens the engine a configuration describes, reading the key variable from `environment`.
+    public init(configuration: EngineConfiguration, environment: [String: String], now: @escaping @Sendable () -> Date = { Date() }) throws {
+        let options = configuration.options
+        if let unknown = options.keys.sorted().first(where: { !Self.knownOptions.contains($0) }) {
+            throw BuckiaError(
+                .invalidConfiguration, "The chunk engine has no option \(unknown.debugDescription); it knows \(Self.knownOptions.sorted().joined(separator: ", ")).",
+                path: "options.\(unknown)")
+        }
+        let directory = try configuration.requireDirectory()
+        let organization = try options["organization"].map { try ChunkOrganizations.parse($0) } ?? GitStyleOrganization()
+        var chunker = FastCDC.standard
+        if let raw = options["average-chunk-size"] {
+            guard let size = Int(raw) else {
+                throw BuckiaError(.invalidConfiguration, "average-chunk-size must be a number of bytes; it is \(raw.debugDescription).", path: "options.average-chunk-size")
+            }
+            chunker = try FastCDC(averageSize: size)
+        }
+        let compress: Bool
+        switch options["compression"]?.lowercased() {
+        case nil, "none": compress = false
+        case "zlib": compress = true
+        case let other?:
+            throw BuckiaError(.invalidConfiguration, "compression must be zlib or none; it is \(other.debugDescription).", path: "options.compression")
+        }
+        var key: [UInt8]?
+        if let variable = options["encryption-key-env"] {
+            guard let value = environment[variable], !value.isEmpty else {
+                throw BuckiaError(
+                    .invalidConfiguration, "encryption-key-env names \(variable), which is not set; set it to the 64 hex digits of the key.",
+                    path: "options.encryption-key-env")
+            }
+            key = try EncryptedRetrieval.key(hex: value)
+        }
+        var verify = true
+        if let raw = options["verify"] {
+            guard let value = Bool(raw.lowercased()) else {
+                throw BuckiaError(.invalidConfiguration, "verify must be true or false; it is \(raw.debugDescription).", path: "options.verify")
+            }
+            verify = value
+        }
+        try self.init(directory: directory, organization: organization, chunker: chunker, decorate: { base in
+            var retrieval = base
+            if let key { retrieval = try EncryptedRetrieval(wrapped: retrieval, key: key) }
+            if compress { retrieval = try CompressedRetrieval(wrapped: retrieval) }
+            if verify { retrieval = VerifiedRetrieval(wrapped: retrieval, organization: organization) }
+            return retrieval
+        }, now: now)
+    }
+
+    private func manifest(_ key: CacheKey) async throws -> ChunkManifest? {
+        guard let data = try await index.read(key: key) else { return nil }
+        do {
+            return try ChunkManifest.decode(data)
+        } catch let error as BuckiaError {
+            throw BuckiaError(.corrupt, "The manifest of \(key.value.prefix(64).debugDescription) is damaged: \(error.message)", operation: "read", path: key.value)
+        }
+    }
+
+    public func write(_ data: Data, key: CacheKey) async throws {
+        try key.validate()
+        writesInFlight += 1
+        defer { writesInFlight -= 1 }
+        let stored = try await files.store(data)
+        try await index.write(try stored.manifest.encoded(), key: key)
+    }
+
+    public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) async throws {
+        for (key, _) in dataAndKeys { try key.validate() }
+        writesInFlight += 1
+        defer { writesInFlight -= 1 }
+        var manifests: [(key: CacheKey, data: Data)] = []
+        for (key, data) in dataAndKeys { manifests.append((key, try await files.store(data).manifest.encoded())) }
+        // The chunks are all in place before any key points at them; the index writes the
+        // manifests as one batch.
+        try await index.write(manifests)
+    }
+
+    public func read(key: CacheKey) async throws -> Data? {
+        try key.validate()
+        guard let manifest = try await manifest(key) else { return nil }
+        return try await files.data(for: manifest)
+    }
+
+    public func readDataAndKeys(keys: [CacheKey]) async throws -> [(key: CacheKey, data: Data)] {
+        var result: [(key: CacheKey, data: Data)] = []
+        for key in keys {
+            if let data = try await read(key: key) { result.append((key, data)) }
+        }
+        return result
+    }
+
+    public func readAllDataAndKeys() async throws -> [(key: CacheKey, data: Data)] {
+        try await readDataAndKeys(keys: try await index.allKeys())
+    }
+
+    public func remove(key: CacheKey) async throws {
+        try key.validate()
+        try await index.remove(key: key)
+    }
+
+    public func remove(keys: [CacheKey]) async throws {
+        for key in keys { try key.validate() }
+        try await index.remove(keys: keys)
+    }
+
+    public func removeAllData() async throws { try await index.removeAllData() }
+
+    public func keyExists(_ key: CacheKey) async throws -> Bool {
+        try key.validate()
+        return try await index.keyExists(key)
+    }
+
+    public func keyCount() async throws -> Int { try await index.keyCount() }
+    public func allKeys() async throws -> [CacheKey] { try await index.allKeys() }
+    public func createdAt(key: CacheKey) async throws -> Date? { try await index.createdAt(key: key) }
+    public func updatedAt(key: CacheKey) async throws -> Date? { try await index.updatedAt(key: key) }
+
+    /// Removes every chunk no stored value refers to, and returns how many it removed.
+    ///
+    /// Run it while nothing writes to the store: a value being written has chunks in place
+    /// before its manifest is, and collecting then would take them. Within this engine it
+    /// refuses while a write is in progress.
+    ///
+    /// - Throws: ``BuckiaError/Code/conditionNotMatch`` while this engine is writing;
+    ///   ``BuckiaError/Code/unsupported`` when the chunk store cannot list its chunks.
+    @discardableResult
+    public func collectGarbage() async throws -> Int {
+        guard let enumeration = chunks.enumeration else {
+            throw BuckiaError(.unsupported, "This chunk store cannot list its chunks, so unreferenced ones cannot be found.", operation: "collect garbage")
+        }
+        guard writesInFlight == 0 else {
+            throw BuckiaError(.conditionNotMatch, "A write is in progress; collect garbage when it has finished.", operation: "collect garbage")
+        }
+        var referenced = Set<ChunkIdentifier>()
+        for key in try await index.allKeys() {
+            if let manifest = try await manifest(key) { referenced.formUnion(manifest.uniqueChunks) }
+        }
+        guard writesInFlight == 0 else {
+            throw BuckiaError(.conditionNotMatch, "A write started while collecting; collect garbage again when it has finished.", operation: "collect garbage")
+        }
+        var removed = 0
+        for identifier in try await enumeration.allChunks() where !referenced.contains(identifier) {
+            try await chunks.deleteChunk(identifier)
+            removed += 1
+        }
+        return removed
+    }
+
+    /// The manifest stored for `key`, for tools that show how a value is stored.
+    public func manifest(for key: CacheKey) async throws -> ChunkManifest? {
+        try key.validate()
+        return try await manifest(key)
+    }
+}

@@ -1,0 +1,19 @@
+import BuckiaB2
+import BuckiaChunks
+import BuckiaConformance
+import BuckiaConformanceTesting
+import BuckiaCore
+import Foundation
+import Testing
+
+/// Every chunk-store scenario against B2 (the shared emulator), each under a prefix of its own.
+@Suite("B2 chunk conformance (emulator)")
+struct B2ChunkConformanceTests {
+    @Test("chunk store: b2", arguments: ChunkStoreConformance.scenarios)
+    func store(_ scenario: ChunkStoreScenario) async throws {
+        let emulator = try await SharedB2.emulator.value
+        let provider = try B2Provider(settings: B2Settings.resolve(emulator.configuration(bucket: "buckia-private", options: SharedB2.smallParts), environment: [:]))
+        let prefix = "chunks-\(UUID().uuidString.lowercased())/"
+        try await scenario.check("b2 (emulator)") { try ProviderChunkStorage(provider: provider, prefix: prefix) }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+@Suite("buckia chunk")
+struct ChunkCommandTests {
+    /// The JSON object on the last line of a `--json` run.
+    static func statistics(_ output: String) throws -> [String: Any] {
+        let line = try #require(output.split(separator: "\n").last)
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+
+    static func randomFile(_ harness: borrowing CLIHarness, _ name: String, bytes: Int, seed: UInt8) throws -> URL {
+        var state = UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 | 1
+        let data = Data((0..<bytes).map { _ in
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return UInt8(truncatingIfNeeded: state)
+        })
+        let url = harness.home.appendingPathComponent(name)
+        try data.write(to: url)
+        return url
+    }
+
+    @Test("put writes only what changed, says so in JSON, and get restores; on a remote and on a local path", arguments: ["default:backups/file.manifest", "local/file.manifest"])
+    func putAndGet(_ destination: String) throws {
+        let harness = try CLIHarness()
+        try FileManager.default.createDirectory(at: harness.home.appendingPathComponent("local"), withIntermediateDirectories: true)
+        let file = try Self.randomFile(harness, "file.bin", bytes: 2_000_000, seed: 1)
+        let first = try harness.run("chunk", "put", file.path, destination, "--json")
+        #expect(first.status == 0, "\(first.stderr)")
+        let stored = try Self.statistics(first.stdout)
+        #expect(stored["bytes"] as? Int == 2_000_000 && stored["chunksReused"] as? Int == 0 && stored["newBytes"] as? Int == 2_000_000)
+        var data = try Data(contentsOf: file)
+        for offset in 1_000_000..<1_000_010 { data[offset] ^= 0xFF }
+        try data.write(to: file)
+        let second = try harness.run("chunk", "put", file.path, destination, "--json")
+        let changed = try Self.statistics(second.stdout)
+        let written = try #require(changed["chunksWritten"] as? Int)
+        #expect(written >= 1 && written <= 2, "\(written) chunks written for a 10-byte change")
+        #expect((changed["newBytes"] as? Int ?? .max) < 600_000 && (changed["reusedBytes"] as? Int ?? 0) > 1_400_000)
+        let human = try harness.run("chunk", "put", file.path, destination)
+        #expect(human.stdout.contains("chunks written 0") && human.stdout.contains("reused"))
+        let restored = harness.home.appendingPathComponent("restored.bin")
+        #expect(try harness.run("chunk", "get", destination, restored.path).status == 0)
+        #expect(try Data(contentsOf: restored) == data)
+        let stat = try harness.run("chunk", "stat", destination, "--json")
+        #expect(stat.status == 0)
+        let described = try Self.statistics(stat.stdout)
+        #expect(described["missingChunks"] as? Int == 0)
+    }
+
+    @Test("a missing chunk: stat exits 3 and get exits 3 leaving the destination alone")
+    func missingChunk() throws {
+        let harness = try CLIHarness()
+        let file = try Self.randomFile(harness, "file.bin", bytes: 500_000, seed: 2)
+        #expect(try harness.run("chunk", "put", file.path, "file.manifest").status == 0)
+        let store = harness.home.appendingPathComponent(".buckia-chunks")
+        let chunkFiles = try FileManager.default.subpathsOfDirectory(atPath: store.path).filter { $0.count > 60 }
+        try FileManager.default.removeItem(at: store.appendingPathComponent(try #require(chunkFiles.first)))
+        #expect(try harness.run("chunk", "stat", "file.manifest").status == 3)
+        let destination = try harness.write("keep me", to: "out.bin")
+        #expect(try harness.run("chunk", "get", "file.manifest", destination.path).status == 3)
+        #expect(try String(contentsOf: destination, encoding: .utf8) == "keep me")
+    }
+
+    @Test("a damaged chunk, a wrong key and a damaged manifest each fail with a message and write nothing")
+    func badInput() throws {
+        let harness = try CLIHarness()
+        let file = try Self.randomFile(harness, "file.bin", bytes: 300_000, seed: 3)
+        let key = ["CHUNK_KEY": String(repeating: "3c", count: 32)]
+        #expect(try harness.run("chunk", "put", file.path, "sealed.manifest", "--key-env", "CHUNK_KEY", "--compress", extraEnvironment: key).status == 0)
+        let wrong = try harness.run("chunk", "get", "sealed.manifest", "out.bin", "--key-env", "CHUNK_KEY", extraEnvironment: ["CHUNK_KEY": String(repeating: "4d", count: 32)])
+        #expect(wrong.status == 4 && wrong.stderr.contains("different key"), "\(wrong.stderr)")
+        #expect(!wrong.stderr.contains("4d4d4d"))
+        #expect(!FileManager.default.fileExists(atPath: harness.home.appendingPathComponent("out.bin").path))
+        #expect(try harness.run("chunk", "get", "sealed.manifest", "out.bin", "--key-env", "CHUNK_KEY", extraEnvironment: key).status == 0)
+
+        #expect(try harness.run("chunk", "put", file.path, "plain.manifest", "--store", "plain-store").status == 0)
+        let store = harness.home.appendingPathComponent("plain-store")
+        let chunk = store.appendingPathComponent(try #require(FileManager.default.subpathsOfDirectory(atPath: store.path).first { $0.count > 60 }))
+        var bytes = try Data(contentsOf: chunk)
+        bytes[bytes.count / 2] ^= 1
+        try bytes.write(to: chunk)
+        let damaged = try harness.run("chunk", "get", "plain.manifest", "damaged.bin", "--store", "plain-store")
+        #expect(damaged.status == 1 && damaged.stderr.contains("damaged"), "\(damaged.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: harness.home.appendingPathComponent("damaged.bin").path))
+
+        _ = try harness.write("{\"format\":\"buckia-chunk-manifest\",\"version\":1", to: "broken.manifest")
+        let broken = try harness.run("chunk", "get", "broken.manifest", "broken.bin")
+        #expect(broken.status == 1 && broken.stderr.contains("manifest"), "\(broken.stderr)")
+        #expect(try harness.run("chunk", "frobnicate", "x").status == 2)
+    }
+}

@@ -1,3 +1,5 @@
+import BuckiaCore
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -90,5 +92,62 @@ struct ChunkCommandTests {
         let broken = try harness.run("chunk", "get", "broken.manifest", "broken.bin")
         #expect(broken.status == 1 && broken.stderr.contains("manifest"), "\(broken.stderr)")
         #expect(try harness.run("chunk", "frobnicate", "x").status == 2)
+    }
+}
+
+@Suite("buckia chunk with a large file")
+struct ChunkLargeFileTests {
+    /// A file of random bytes written 1 MiB at a time, so the test's own memory stays small.
+    static func write(_ url: URL, mebibytes: Int, seed: UInt64) throws {
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        var state = seed | 1
+        var block = [UInt8](repeating: 0, count: 1 << 20)
+        for _ in 0..<mebibytes {
+            block.withUnsafeMutableBytes { raw in
+                for word in 0..<(raw.count / 8) {
+                    state ^= state << 13
+                    state ^= state >> 7
+                    state ^= state << 17
+                    raw.storeBytes(of: state, toByteOffset: word * 8, as: UInt64.self)
+                }
+            }
+            try handle.write(contentsOf: block)
+        }
+    }
+
+    /// Runs buckia to its end (at most 5 minutes), measured by the kernel.
+    static func measured(_ harness: borrowing CLIHarness, _ arguments: [String]) throws -> (ending: MeasuredProcess.Ending, output: String) {
+        let log = harness.home.appendingPathComponent("run-\(UUID().uuidString).log")
+        let child = try MeasuredProcess(CLIHarness.executable, arguments, environment: harness.environment, output: log)
+        let ending = try child.wait(upTo: .seconds(300))
+        return (ending, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
+    }
+
+    @Test("256 MiB stored in under 64 MiB of memory; 1 MiB changed in the middle writes under 2 MiB; restored exactly")
+    func boundedAndIncremental() throws {
+        let harness = try CLIHarness()
+        let file = harness.home.appendingPathComponent("big.bin")
+        try Self.write(file, mebibytes: 256, seed: 11)
+        let first = try Self.measured(harness, ["chunk", "put", file.path, "default:big.manifest", "--json"])
+        #expect(first.ending.status == 0, "\(first.output)")
+        #expect(first.ending.peakResidentBytes < 64 << 20, "peak RSS \(first.ending.peakResidentBytes >> 20) MiB")
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.seek(toOffset: 128 << 20)
+        var generator = SplitMix64(seed: 99)
+        try handle.write(contentsOf: Data((0..<(1 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+        try handle.close()
+        let second = try Self.measured(harness, ["chunk", "put", file.path, "default:big.manifest", "--json"])
+        #expect(second.ending.status == 0, "\(second.output)")
+        let statistics = try ChunkCommandTests.statistics(second.output)
+        let newBytes = try #require(statistics["newBytes"] as? Int)
+        #expect(newBytes >= 1 << 20 && newBytes < 2 << 20, "\(newBytes) new bytes after changing 1 MiB")
+        print("buckia chunk put, 256 MiB: peak RSS \(first.ending.peakResidentBytes >> 20) MiB; after a 1 MiB change \(newBytes) new bytes")
+        let restored = harness.home.appendingPathComponent("restored.bin")
+        let get = try Self.measured(harness, ["chunk", "get", "default:big.manifest", restored.path])
+        #expect(get.ending.status == 0, "\(get.output)")
+        #expect(get.ending.peakResidentBytes < 64 << 20, "peak RSS of get \(get.ending.peakResidentBytes >> 20) MiB")
+        #expect(try Hashing.digests(ofFile: restored, [.sha256]) == Hashing.digests(ofFile: file, [.sha256]))
     }
 }

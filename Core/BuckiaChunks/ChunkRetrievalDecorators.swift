@@ -24,11 +24,27 @@ enum ChunkEnvelope {
     }
 }
 
+/// A retrieval that wraps another and changes only some of what passes through: existence,
+/// deletes, metadata and synchronization go straight to ``wrapped`` unless it says otherwise.
+///
+/// Conform a decorator of your own to it and write only the operations you change.
+public protocol ChunkRetrievalDecorator: ChunkStorageRetrieval {
+    /// The retrieval this one wraps.
+    var wrapped: any ChunkStorageRetrieval { get }
+}
+
+extension ChunkRetrievalDecorator {
+    public func chunkExists(at path: String) async throws -> Bool { try await wrapped.chunkExists(at: path) }
+    public func deleteChunk(at path: String) async throws { try await wrapped.deleteChunk(at: path) }
+    public func readMetadata(at path: String) async throws -> ChunkMetadata? { try await wrapped.readMetadata(at: path) }
+    public func synchronize() async throws { try await wrapped.synchronize() }
+}
+
 /// Compresses chunk bytes with zlib on the way down, and keeps them as they are when
 /// compressing does not make them smaller (already-compressed media, encrypted bytes); the
 /// stored header records which, and the size to expect back.
-public struct CompressedRetrieval: ChunkStorageRetrieval {
-    private let wrapped: any ChunkStorageRetrieval
+public struct CompressedRetrieval: ChunkRetrievalDecorator {
+    public let wrapped: any ChunkStorageRetrieval
     private let level: Int32
 
     /// The decorator's name in ``ChunkMetadata/transforms`` when it compressed.
@@ -84,11 +100,6 @@ public struct CompressedRetrieval: ChunkStorageRetrieval {
         let transform = useCompressed ? Self.transformName : Self.storedTransformName
         try await wrapped.writeChunk(stored, at: path, metadata: metadata?.adding(transform))
     }
-
-    public func chunkExists(at path: String) async throws -> Bool { try await wrapped.chunkExists(at: path) }
-    public func deleteChunk(at path: String) async throws { try await wrapped.deleteChunk(at: path) }
-    public func readMetadata(at path: String) async throws -> ChunkMetadata? { try await wrapped.readMetadata(at: path) }
-    public func synchronize() async throws { try await wrapped.synchronize() }
 }
 
 /// Encrypts chunk bytes with AES-256-GCM, a random nonce per write, the chunk's path
@@ -98,8 +109,8 @@ public struct CompressedRetrieval: ChunkStorageRetrieval {
 /// The header carries a key check (the first 8 bytes of HMAC-SHA-256 of a fixed label under
 /// the key), so a wrong key is told apart from damage: ``BuckiaError/Code/unauthorized`` for
 /// the one, ``BuckiaError/Code/corrupt`` for the other.
-public struct EncryptedRetrieval: ChunkStorageRetrieval {
-    private let wrapped: any ChunkStorageRetrieval
+public struct EncryptedRetrieval: ChunkRetrievalDecorator {
+    public let wrapped: any ChunkStorageRetrieval
     private let key: [UInt8]
     private let keyCheck: [UInt8]
 
@@ -165,11 +176,6 @@ public struct EncryptedRetrieval: ChunkStorageRetrieval {
         stored.append(box.combined)
         try await wrapped.writeChunk(stored, at: path, metadata: metadata?.adding(Self.transformName))
     }
-
-    public func chunkExists(at path: String) async throws -> Bool { try await wrapped.chunkExists(at: path) }
-    public func deleteChunk(at path: String) async throws { try await wrapped.deleteChunk(at: path) }
-    public func readMetadata(at path: String) async throws -> ChunkMetadata? { try await wrapped.readMetadata(at: path) }
-    public func synchronize() async throws { try await wrapped.synchronize() }
 }
 
 /// Re-hashes chunk bytes on every read and throws ``BuckiaError/Code/checksumMismatch``
@@ -179,8 +185,8 @@ public struct EncryptedRetrieval: ChunkStorageRetrieval {
 /// the path, and stores them as they are. Beneath a transform, where the bytes it sees are
 /// compressed or encrypted, it keeps their SHA-256 in a header and checks that instead: it
 /// works in any position.
-public struct VerifiedRetrieval: ChunkStorageRetrieval {
-    private let wrapped: any ChunkStorageRetrieval
+public struct VerifiedRetrieval: ChunkRetrievalDecorator {
+    public let wrapped: any ChunkStorageRetrieval
     private let organization: any ChunkStorageOrganization
 
     /// The decorator's name in ``ChunkMetadata/transforms`` when it added a header.
@@ -219,11 +225,6 @@ public struct VerifiedRetrieval: ChunkStorageRetrieval {
         stored.append(data)
         try await wrapped.writeChunk(stored, at: path, metadata: metadata?.adding(Self.transformName))
     }
-
-    public func chunkExists(at path: String) async throws -> Bool { try await wrapped.chunkExists(at: path) }
-    public func deleteChunk(at path: String) async throws { try await wrapped.deleteChunk(at: path) }
-    public func readMetadata(at path: String) async throws -> ChunkMetadata? { try await wrapped.readMetadata(at: path) }
-    public func synchronize() async throws { try await wrapped.synchronize() }
 }
 
 /// Keeps recently read and written chunks in memory, up to a number of bytes, evicting the
@@ -232,8 +233,8 @@ public struct VerifiedRetrieval: ChunkStorageRetrieval {
 /// It caches the bytes at its own layer: above encryption it holds plaintext, below it
 /// ciphertext. (FileSystemKit's example caches without bound and holds its lock across the
 /// read it awaits; this one never holds its lock across a suspension.)
-public struct CachedRetrieval: ChunkStorageRetrieval {
-    private let wrapped: any ChunkStorageRetrieval
+public struct CachedRetrieval: ChunkRetrievalDecorator {
+    public let wrapped: any ChunkStorageRetrieval
     private let cache: ChunkCache
 
     /// Wraps `wrapped` with a cache of at most `capacityBytes`.
@@ -268,9 +269,6 @@ public struct CachedRetrieval: ChunkStorageRetrieval {
         try await wrapped.deleteChunk(at: path)
         cache.remove(path)
     }
-
-    public func readMetadata(at path: String) async throws -> ChunkMetadata? { try await wrapped.readMetadata(at: path) }
-    public func synchronize() async throws { try await wrapped.synchronize() }
 }
 
 /// A byte-bounded least-recently-used map from chunk paths to bytes, safe to share.

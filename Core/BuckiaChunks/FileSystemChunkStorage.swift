@@ -71,9 +71,10 @@ public struct FileSystemRetrieval: ChunkStorageRetrieval {
     public func writeChunk(_ data: Data, at path: String, metadata: ChunkMetadata?) async throws {
         let url = try url(path, operation: "write chunk")
         // A temporary beside the chunk, renamed over it: readers see the old bytes or the new.
-        // (Not AtomicFile: its lock and registry cost more than the write of a small chunk, and
-        // a chunk temporary is only ever seconds old; a killed writer's is swept by its age
-        // when FileSystemEnumeration walks the folder.)
+        // It is locked from the moment it has a name until it has been renamed (the descriptor
+        // stays open across the rename), so a sweep takes only a killed writer's. (Not
+        // AtomicFile: its process-wide registry and extra calls cost more than a small chunk's
+        // write.)
         let folder = url.deletingLastPathComponent()
         let temporary = folder.appendingPathComponent(Temporaries.makeName(), isDirectory: false)
         let file: LocalFile
@@ -84,11 +85,12 @@ public struct FileSystemRetrieval: ChunkStorageRetrieval {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             file = try LocalFile.createExclusive(temporary)
         }
+        file.lockAsTemporary()
         do {
             try file.write(data)
             if durableWrites { try file.sync() }
-            try file.close()
             guard rename(temporary.path, url.path) == 0 else { throw BuckiaError.posix(errno, operation: "write chunk", path: url.path) }
+            try file.close()
         } catch {
             try? file.close()
             unlink(temporary.path)
@@ -163,7 +165,7 @@ public struct FileSystemEnumeration: ChunkStorageEnumeration {
             } catch let error as BuckiaError where error.code == .notFound {
                 continue
             }
-            // Temporaries a killed writer left (unlocked, and older than any live write) go now.
+            // Temporaries a killed writer left (unlocked: a live writer holds its lock) go now.
             Temporaries.sweep(handle)
             for (name, kind) in try handle.names() {
                 let path = folder.isEmpty ? name : folder + "/" + name

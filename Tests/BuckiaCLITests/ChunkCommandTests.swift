@@ -11,16 +11,12 @@ struct ChunkCommandTests {
         return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
     }
 
-    static func randomFile(_ harness: borrowing CLIHarness, _ name: String, bytes: Int, seed: UInt8) throws -> URL {
-        var state = UInt64(seed) &* 0x9E37_79B9_7F4A_7C15 | 1
-        let data = Data((0..<bytes).map { _ in
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            return UInt8(truncatingIfNeeded: state)
-        })
+    static func randomFile(_ harness: borrowing CLIHarness, _ name: String, bytes: Int, seed: UInt64) throws -> URL {
+        var random = RandomBytes(seed: seed)
+        var buffer = [UInt8](repeating: 0, count: bytes)
+        random.fill(&buffer)
         let url = harness.home.appendingPathComponent(name)
-        try data.write(to: url)
+        try Data(buffer).write(to: url)
         return url
     }
 
@@ -97,26 +93,6 @@ struct ChunkCommandTests {
 
 @Suite("buckia chunk with a large file")
 struct ChunkLargeFileTests {
-    /// A file of random bytes written 1 MiB at a time, so the test's own memory stays small.
-    static func write(_ url: URL, mebibytes: Int, seed: UInt64) throws {
-        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: url)
-        defer { try? handle.close() }
-        var state = seed | 1
-        var block = [UInt8](repeating: 0, count: 1 << 20)
-        for _ in 0..<mebibytes {
-            block.withUnsafeMutableBytes { raw in
-                for word in 0..<(raw.count / 8) {
-                    state ^= state << 13
-                    state ^= state >> 7
-                    state ^= state << 17
-                    raw.storeBytes(of: state, toByteOffset: word * 8, as: UInt64.self)
-                }
-            }
-            try handle.write(contentsOf: block)
-        }
-    }
-
     /// Runs buckia to its end (at most 5 minutes), measured by the kernel.
     static func measured(_ harness: borrowing CLIHarness, _ arguments: [String]) throws -> (ending: MeasuredProcess.Ending, output: String) {
         let log = harness.home.appendingPathComponent("run-\(UUID().uuidString).log")
@@ -129,7 +105,8 @@ struct ChunkLargeFileTests {
     func boundedAndIncremental() throws {
         let harness = try CLIHarness()
         let file = harness.home.appendingPathComponent("big.bin")
-        try Self.write(file, mebibytes: 256, seed: 11)
+        var random = RandomBytes(seed: 11)
+        try random.writeFile(file, mebibytes: 256)
         let first = try Self.measured(harness, ["chunk", "put", file.path, "default:big.manifest", "--json"])
         #expect(first.ending.status == 0, "\(first.output)")
         #expect(first.ending.peakResidentBytes < 64 << 20, "peak RSS \(first.ending.peakResidentBytes >> 20) MiB")

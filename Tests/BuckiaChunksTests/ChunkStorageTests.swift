@@ -304,3 +304,26 @@ struct ChunkManifestTests {
         #expect(try await files.data(for: empty.manifest).isEmpty)
     }
 }
+
+@Suite("File-system chunk store temporaries")
+struct ChunkTemporaryTests {
+    @Test("walking the store removes a killed writer's temporary and leaves a live one's")
+    func sweepOnWalk() async throws {
+        let scratch = try Scratch()
+        let store = ComposableFileSystemChunkStorage(baseURL: scratch.url)
+        let identifier = try await store.storeChunk(Data("kept".utf8))
+        let folder = scratch.url.appendingPathComponent(String(identifier.id.prefix(2)))
+        // A killed writer's: bytes, no lock.
+        let abandoned = folder.appendingPathComponent(Temporaries.makeName())
+        try Data("half a chunk".utf8).write(to: abandoned)
+        // A live writer's: bytes, locked and open.
+        let live = folder.appendingPathComponent(Temporaries.makeName())
+        let file = try LocalFile.createExclusive(live)
+        file.lockAsTemporary()
+        try file.write(Data("being written".utf8))
+        #expect(try await store.enumeration?.allChunks() == [identifier])
+        #expect(!FileManager.default.fileExists(atPath: abandoned.path), "the abandoned temporary is still there")
+        #expect(FileManager.default.fileExists(atPath: live.path), "a live writer's temporary was removed")
+        try file.close()
+    }
+}

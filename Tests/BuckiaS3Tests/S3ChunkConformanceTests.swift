@@ -30,3 +30,42 @@ struct S3ChunkConformanceTests {
         }
     }
 }
+
+@Suite("S3 chunk sharing and batched existence (moto)")
+struct S3ChunkSharingTests {
+    @Test("a shared chunk URL serves the stored bytes to plain curl; the store's metadata comes back")
+    func sharedURL() async throws {
+        let (provider, _, _) = try await makeS3Provider(auth: false)
+        let store = try ProviderChunkStorage(provider: provider, prefix: "chunks/")
+        let data = Data("shared chunk \(UUID().uuidString)".utf8)
+        let identifier = try await store.storeChunk(data, contentType: "text/plain")
+        let sharing = try #require(store.sharing, "an S3 store shares through presigned URLs")
+        let url = try await sharing.sharedURL(for: identifier, expires: .seconds(300))
+        #expect(try runTool("curl", ["-sf", url.absoluteString]) == String(decoding: data, as: UTF8.self))
+        let metadata = try #require(try await store.readMetadata(identifier))
+        #expect(metadata.size == data.count && metadata.hashAlgorithm == .sha256 && metadata.contentType == "text/plain")
+    }
+
+    @Test("a batch crowding one folder is answered by a listing, and the answers are right")
+    func batchedExistenceLists() async throws {
+        let (provider, _, _) = try await makeS3Provider(auth: false)
+        let store = try ProviderChunkStorage(provider: provider, organization: GitStyleOrganization(directoryDepth: 1))
+        // Chunks until five share a folder (the first two hex digits).
+        var byFolder: [String: [Data]] = [:]
+        var index = 0
+        while byFolder.values.allSatisfy({ $0.count < 5 }) {
+            let data = Data("chunk \(index)".utf8)
+            byFolder[String(try ChunkIdentifier.of(data).id.prefix(2)), default: []].append(data)
+            index += 1
+        }
+        let crowded = try #require(byFolder.values.first { $0.count >= 5 })
+        var present: [ChunkIdentifier] = []
+        for data in crowded.prefix(3) { present.append(try await store.storeChunk(data)) }
+        let absent = try crowded.dropFirst(3).map { try ChunkIdentifier.of($0) }
+        let answers = try await store.chunkExists(present + absent)
+        #expect(present.allSatisfy { answers[$0] == true } && absent.allSatisfy { answers[$0] == false })
+        // The same answers through one stat per chunk (the folder holds too few of a small batch).
+        let single = try await store.chunkExists([present[0], absent[0]])
+        #expect(single == [present[0]: true, absent[0]: false])
+    }
+}

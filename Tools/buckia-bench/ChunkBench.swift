@@ -1,4 +1,5 @@
 import Buckia
+import BuckiaTestSupport
 import Foundation
 
 /// `chunks`: storing a file as FastCDC chunks in a local chunk store, against the limits in
@@ -52,26 +53,9 @@ enum ChunkBench {
         defer { try? FileManager.default.removeItem(at: base) }
         let source = base.appendingPathComponent("source.bin")
         let size = sizeMiB << 20
-        // Random bytes (xorshift), written 1 MiB at a time: deduplication finds nothing by accident.
-        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
-        var block = [UInt8](repeating: 0, count: 1 << 20)
-        func fill() {
-            block.withUnsafeMutableBytes { raw in
-                for word in 0..<(raw.count / 8) {
-                    state ^= state << 13
-                    state ^= state >> 7
-                    state ^= state << 17
-                    raw.storeBytes(of: state, toByteOffset: word * 8, as: UInt64.self)
-                }
-            }
-        }
-        _ = FileManager.default.createFile(atPath: source.path, contents: nil)
-        let writer = try FileHandle(forWritingTo: source)
-        for _ in 0..<sizeMiB {
-            fill()
-            try writer.write(contentsOf: block)
-        }
-        try writer.close()
+        // Random bytes, written 1 MiB at a time: deduplication finds nothing by accident.
+        var random = RandomBytes(seed: 0x9E37_79B9_7F4A_7C15)
+        try random.writeFile(source, mebibytes: sizeMiB)
         try flush(base)
         print("chunks: a \(sizeMiB) MiB file of random bytes in \(base.path), FastCDC average \(average), Git-style depth \(depth), \(ProcessInfo.processInfo.activeProcessorCount) cores\(compress ? ", zlib" : "")")
 
@@ -113,8 +97,9 @@ enum ChunkBench {
         if changeMiB > 0 {
             let handle = try FileHandle(forWritingTo: source)
             try handle.seek(toOffset: UInt64(size / 2))
+            var block = [UInt8](repeating: 0, count: 1 << 20)
             for _ in 0..<changeMiB {
-                fill()
+                random.fill(&block)
                 try handle.write(contentsOf: block)
             }
             try handle.close()

@@ -212,8 +212,10 @@ extension DirectoryHandle {
 }
 
 extension LocalFile {
-    /// Takes this process's exclusive lock on the file: the mark of a live temporary.
-    func lockAsTemporary() {
+    /// Takes this process's exclusive lock on the file: the mark of a live temporary, which
+    /// ``Temporaries/sweep(_:now:)`` leaves alone. Keep the file open until it is renamed away
+    /// from its temporary name: closing it releases the lock.
+    public func lockAsTemporary() {
         // A new file cannot be locked by anyone else; a failure only weakens the sweep's proof.
         _ = flock(descriptorForLocking, LOCK_EX | LOCK_NB)
     }

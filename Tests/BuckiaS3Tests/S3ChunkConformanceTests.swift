@@ -46,9 +46,24 @@ struct S3ChunkSharingTests {
         #expect(metadata.size == data.count && metadata.hashAlgorithm == .sha256 && metadata.contentType == "text/plain")
     }
 
-    @Test("a batch crowding one folder is answered by a listing, and the answers are right")
+    /// Counts the stats and listings that reach S3.
+    struct Counting: ForwardingStorageProvider {
+        let base: any StorageProvider
+        let counts = Locked<(stats: Int, listings: Int)>((0, 0))
+        func stat(remotePath: ObjectKey) async throws -> RemoteFile? {
+            counts.withLock { $0.stats += 1 }
+            return try await base.stat(remotePath: remotePath)
+        }
+        func makeLister(_ request: ListRequest) async throws -> any ObjectLister {
+            counts.withLock { $0.listings += 1 }
+            return try await base.makeLister(request)
+        }
+    }
+
+    @Test("a batch crowding one folder is answered by one listing of it, a small one by stats; the answers are right either way")
     func batchedExistenceLists() async throws {
-        let (provider, _, _) = try await makeS3Provider(auth: false)
+        let (s3, _, _) = try await makeS3Provider(auth: false)
+        let provider = Counting(base: s3)
         let store = try ProviderChunkStorage(provider: provider, organization: GitStyleOrganization(directoryDepth: 1))
         // Chunks until five share a folder (the first two hex digits).
         var byFolder: [String: [Data]] = [:]
@@ -64,8 +79,10 @@ struct S3ChunkSharingTests {
         let absent = try crowded.dropFirst(3).map { try ChunkIdentifier.of($0) }
         let answers = try await store.chunkExists(present + absent)
         #expect(present.allSatisfy { answers[$0] == true } && absent.allSatisfy { answers[$0] == false })
-        // The same answers through one stat per chunk (the folder holds too few of a small batch).
+        #expect(provider.counts.withLock { $0 } == (0, 1), "five in one folder: one listing, no stat")
+        // Two in the folder are too few to list: one stat each.
         let single = try await store.chunkExists([present[0], absent[0]])
         #expect(single == [present[0]: true, absent[0]: false])
+        #expect(provider.counts.withLock { $0 } == (2, 1))
     }
 }

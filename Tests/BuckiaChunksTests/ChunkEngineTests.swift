@@ -78,3 +78,15 @@ struct ChunkEngineTests {
         #expect(try await engine.chunks.enumeration?.allChunks().isEmpty == true)
     }
 }
+
+@Suite("Chunk engine documentation")
+struct ChunkEngineDocumentationTests {
+    @Test("Docs/Configuration.md lists exactly the options the chunk engine reads")
+    func optionsAreDocumented() throws {
+        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Docs/Configuration.md")
+        let rows = try String(contentsOf: page, encoding: .utf8).split(separator: "\n").filter { $0.hasPrefix("| `chunk` | `") }
+        let documented = Set(rows.compactMap { $0.split(separator: "`").dropFirst(3).first.map(String.init) })
+        #expect(documented == ChunkStorageEngine.knownOptions)
+    }
+}

@@ -142,7 +142,10 @@ let package = Package(
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
         .testTarget(
             name: "BuckiaChunksTests",
-            dependencies: ["BuckiaChunks", "BuckiaChunkEngine", "BuckiaCore", "BuckiaLocal", "BuckiaTestSupport", "BuckiaConformance", "BuckiaConformanceTesting"],
+            dependencies: [
+                "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDiskEngine", "BuckiaCore", "BuckiaLocal", "BuckiaTestSupport", "BuckiaConformance",
+                "BuckiaConformanceTesting",
+            ],
             path: "Tests/BuckiaChunksTests"),
         .testTarget(
             name: "BuckiaDiskEngineTests", dependencies: ["BuckiaDiskEngine", "BuckiaCore", "BuckiaConformance", "BuckiaConformanceTesting"],

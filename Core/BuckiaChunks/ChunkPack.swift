@@ -58,6 +58,9 @@ public enum ChunkPack {
                 throw BuckiaError(.notFound, "The store does not hold chunk \(identifier), so it cannot be exported.", operation: "export chunks", path: identifier.id)
             }
             try identifier.verify(data, operation: "export chunks")
+            guard data.count <= ChunkPath.maximumChunkSize else {
+                throw BuckiaError(.corrupt, "Chunk \(identifier) is \(data.count) bytes, more than a pack holds (64 MiB).", operation: "export chunks", path: identifier.id)
+            }
             guard let digest = Hex.decode(identifier.id) else { continue }
             try emit([1, code(identifier.algorithm)] + digest + ChunkEnvelope.uint64(UInt64(data.count)).prefix(4))
             try emit(data)
@@ -101,7 +104,7 @@ public enum ChunkPack {
             let digest = try reader.bytes(algorithm.byteCount, what: "a chunk's digest")
             let lengthBytes = try reader.bytes(4, what: "a chunk's length")
             let length = lengthBytes.enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
-            guard length <= ChunkPath.maximumStoredSize else { throw reader.corrupt("a chunk claims \(length) bytes, more than any chunk") }
+            guard length <= ChunkPath.maximumChunkSize else { throw reader.corrupt("a chunk claims \(length) bytes, more than any chunk") }
             let data = Data(try reader.bytes(length, what: "a chunk's bytes"))
             let identifier = try ChunkIdentifier(digest: Digest(bytes: digest), algorithm: algorithm)
             guard identifier.matches(data) else { throw reader.corrupt("chunk \(identifier) does not match its digest") }

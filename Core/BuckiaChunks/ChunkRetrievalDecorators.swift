@@ -27,7 +27,10 @@ enum ChunkEnvelope {
 /// A retrieval that wraps another and changes only some of what passes through: existence,
 /// deletes, metadata and synchronization go straight to ``wrapped`` unless it says otherwise.
 ///
-/// Conform a decorator of your own to it and write only the operations you change.
+/// Conform a decorator of your own to it and write only the operations you change. A decorator
+/// that changes the bytes it passes down must name itself in the metadata it passes on
+/// (`metadata?.adding("my-transform")`): ``VerifiedRetrieval`` beneath it takes bytes with no
+/// transform named, and of the chunk's size, to be the chunk itself.
 public protocol ChunkRetrievalDecorator: ChunkStorageRetrieval {
     /// The retrieval this one wraps.
     var wrapped: any ChunkStorageRetrieval { get }
@@ -112,7 +115,7 @@ public struct CompressedRetrieval: ChunkRetrievalDecorator {
 public struct EncryptedRetrieval: ChunkRetrievalDecorator {
     public let wrapped: any ChunkStorageRetrieval
     private let key: [UInt8]
-    private let keyCheck: [UInt8]
+    private let keyCheckBytes: [UInt8]
 
     /// The decorator's name in ``ChunkMetadata/transforms``.
     public static let transformName = "aes-256-gcm"
@@ -129,7 +132,7 @@ public struct EncryptedRetrieval: ChunkRetrievalDecorator {
         }
         self.wrapped = wrapped
         self.key = key
-        keyCheck = Array(HMAC.sha256(key: key, message: Data("buckia chunk key check".utf8)).bytes.prefix(8))
+        keyCheckBytes = Self.keyCheckBytes(for: key)
     }
 
     /// Parses a key written as 64 hexadecimal digits.
@@ -143,7 +146,15 @@ public struct EncryptedRetrieval: ChunkRetrievalDecorator {
         return bytes
     }
 
-    private func header() -> [UInt8] { ChunkEnvelope.encrypted + [1] + keyCheck }
+    private static func keyCheckBytes(for key: [UInt8]) -> [UInt8] {
+        Array(HMAC.sha256(key: key, message: Data("buckia chunk key check".utf8)).bytes.prefix(8))
+    }
+
+    /// The key's check value in hex: the first 8 bytes of HMAC-SHA-256 of a fixed label under
+    /// the key. It tells keys apart and reveals nothing else about them.
+    public static func keyCheck(for key: [UInt8]) -> String { Hex.encode(keyCheckBytes(for: key)) }
+
+    private func header() -> [UInt8] { ChunkEnvelope.encrypted + [1] + keyCheckBytes }
 
     public func readChunk(at path: String) async throws -> Data? {
         guard let stored = try await wrapped.readChunk(at: path) else { return nil }
@@ -153,7 +164,7 @@ public struct EncryptedRetrieval: ChunkRetrievalDecorator {
         }
         let bytes = [UInt8](stored)
         guard bytes[3] == 1 else { throw ChunkEnvelope.damaged("its encryption header has unknown version \(bytes[3])", path: path) }
-        guard HMAC.constantTimeEquals(Array(bytes[4..<12]), keyCheck) else {
+        guard HMAC.constantTimeEquals(Array(bytes[4..<12]), keyCheckBytes) else {
             throw BuckiaError(
                 .unauthorized, "The chunk was encrypted with a different key; use the key it was stored with.", operation: "decrypt chunk", path: path)
         }
@@ -185,6 +196,11 @@ public struct EncryptedRetrieval: ChunkRetrievalDecorator {
 /// the path, and stores them as they are. Beneath a transform, where the bytes it sees are
 /// compressed or encrypted, it keeps their SHA-256 in a header and checks that instead: it
 /// works in any position.
+///
+/// It detects damage, not forgery: anyone who can write to the store can write a header that
+/// matches. Against a store that may lie on purpose, encrypt (``EncryptedRetrieval``
+/// authenticates every chunk under the key), and read files through ``ChunkedFileStore``,
+/// which checks every chunk against its identifier whatever the stack.
 public struct VerifiedRetrieval: ChunkRetrievalDecorator {
     public let wrapped: any ChunkStorageRetrieval
     private let organization: any ChunkStorageOrganization
@@ -325,6 +341,20 @@ public final class ChunkCache: Sendable {
 
     /// A cache of at most `capacity` bytes.
     public init(capacity: Int) { self.capacity = capacity }
+
+    deinit {
+        // Unlinks the list one node at a time: releasing the newest node would otherwise
+        // release the next inside it, as deep as the cache is long, and overflow the stack.
+        state.withLock { state in
+            var node = state.newest
+            state.newest = nil
+            state.oldest = nil
+            while let current = node {
+                node = current.older
+                current.older = nil
+            }
+        }
+    }
 
     /// The bytes cached for `key`, marking them most recently used when `touching`.
     public func value(for key: String, touching: Bool = true) -> Data? {

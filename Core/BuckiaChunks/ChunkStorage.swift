@@ -113,6 +113,11 @@ extension ChunkStorageComposable {
 
     /// Writes bytes the caller has already hashed to `identifier`.
     package func writeVerifiedChunk(_ data: Data, identifier: ChunkIdentifier, metadata: ChunkMetadata?) async throws {
+        guard data.count <= ChunkPath.maximumChunkSize else {
+            throw BuckiaError(
+                .invalidConfiguration, "The chunk is \(data.count) bytes; a chunk store takes chunks of at most \(ChunkPath.maximumChunkSize) (64 MiB). Cut it smaller.",
+                operation: "write chunk", path: identifier.id)
+        }
         let metadata = metadata ?? ChunkMetadata(size: data.count, hashAlgorithm: identifier.algorithm)
         try await retrieval.writeChunk(data, at: organization.storagePath(for: identifier), metadata: metadata)
     }

@@ -52,7 +52,7 @@ public struct ChunkedFile: Sendable {
 ///
 /// Storing streams the file through one FastCDC buffer and a bounded batch of chunks, hashing
 /// and writing on other tasks while the next batch is cut: memory stays near
-/// `2 × batchBytes + 2 × maximum chunk size` (12 MiB by default) whatever the file's size. A chunk the store
+/// `2 × (batchBytes + maximum chunk size)` and the chunker's buffer (about 10 MiB by default) whatever the file's size. A chunk the store
 /// already holds is not written again, so storing a changed file writes only what changed.
 ///
 /// ```swift
@@ -222,7 +222,8 @@ public struct ChunkedFileStore: Sendable {
     public func data(for manifest: ChunkManifest) async throws -> Data {
         try manifest.validate()
         var data = Data()
-        data.reserveCapacity(Int(clamping: manifest.size))
+        // A manifest is input: reserve no more than a bounded start on what it claims.
+        data.reserveCapacity(Int(clamping: min(manifest.size, 64 << 20)))
         try await forEachChunk(of: manifest) { data.append($0) }
         return data
     }

@@ -10,9 +10,11 @@ import Darwin
 
 /// The checks every retrieval applies to a path before touching storage.
 package enum ChunkPath {
-    /// The largest stored chunk a retrieval reads into memory: far above any chunker's
-    /// maximum, so only a damaged or hostile store hits it.
-    package static let maximumStoredSize = 64 << 20
+    /// The largest chunk a store takes: four times the largest FastCDC chunk.
+    package static let maximumChunkSize = 64 << 20
+    /// The largest stored chunk a retrieval reads into memory: a maximum-size chunk with room
+    /// for every decorator's header, so only a damaged or hostile store exceeds it.
+    package static let maximumStoredSize = maximumChunkSize + 4096
 
     /// Throws ``BuckiaError/Code/invalidPath`` for a path that is empty, absolute, or has an
     /// empty, `.` or `..` component or a NUL: nothing a retrieval is handed may leave its store.

@@ -33,6 +33,9 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
     private let index: any StorageEngine
     private let files: ChunkedFileStore
     private var writesInFlight = 0
+    /// Whether ``collectGarbage()`` is running; writes wait for it.
+    private var collecting = false
+    private var waitingWriters: [CheckedContinuation<Void, Never>] = []
 
     public nonisolated var capabilities: Set<Capability> { [.persistent] }
 
@@ -56,14 +59,19 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
 
     /// Opens the engine a configuration describes (see the type's documentation for options).
     ///
+    /// The chunk folder records its compression and key the first time
+    /// (``ChunkStoreSettings``); opening it again with others fails rather than mix chunks
+    /// that one stack cannot read.
+    ///
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming an unknown option, a bad
-    ///   value or a missing key variable; the key itself never appears in a message.
+    ///   value, a missing key variable or options other than the folder's;
+    ///   ``BuckiaError/Code/unauthorized`` for another key. The key never appears in a message.
     public init(configuration: EngineConfiguration) async throws {
-        try self.init(configuration: configuration, environment: ProcessInfo.processInfo.environment)
+        try await self.init(configuration: configuration, environment: ProcessInfo.processInfo.environment)
     }
 
     /// Opens the engine a configuration describes, reading the key variable from `environment`.
-    public init(configuration: EngineConfiguration, environment: [String: String], now: @escaping @Sendable () -> Date = { Date() }) throws {
+    public init(configuration: EngineConfiguration, environment: [String: String], now: @escaping @Sendable () -> Date = { Date() }) async throws {
         let options = configuration.options
         if let unknown = options.keys.sorted().first(where: { !Self.knownOptions.contains($0) }) {
             throw BuckiaError(
@@ -102,6 +110,9 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
             }
             verify = value
         }
+        let transforms = (compress ? [CompressedRetrieval.transformName] : []) + (key != nil ? [EncryptedRetrieval.transformName] : [])
+        try await ChunkStoreSettings(transforms: transforms, keyCheck: key.map(EncryptedRetrieval.keyCheck(for:)))
+            .establish(in: FileSystemRetrieval(baseURL: directory.appendingPathComponent("chunks", isDirectory: true)))
         try self.init(directory: directory, organization: organization, chunker: chunker, decorate: { base in
             var retrieval = base
             if let key { retrieval = try EncryptedRetrieval(wrapped: retrieval, key: key) }
@@ -120,9 +131,18 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
         }
     }
 
+    /// How many writes are waiting for a collection to finish (for tests).
+    package var waitingWriterCount: Int { waitingWriters.count }
+
+    /// Waits while garbage is collected, then counts a write in.
+    private func beginWrite() async {
+        while collecting { await withCheckedContinuation { waitingWriters.append($0) } }
+        writesInFlight += 1
+    }
+
     public func write(_ data: Data, key: CacheKey) async throws {
         try key.validate()
-        writesInFlight += 1
+        await beginWrite()
         defer { writesInFlight -= 1 }
         let stored = try await files.store(data)
         try await index.write(try stored.manifest.encoded(), key: key)
@@ -130,7 +150,7 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
 
     public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) async throws {
         for (key, _) in dataAndKeys { try key.validate() }
-        writesInFlight += 1
+        await beginWrite()
         defer { writesInFlight -= 1 }
         var manifests: [(key: CacheKey, data: Data)] = []
         for (key, data) in dataAndKeys { manifests.append((key, try await files.store(data).manifest.encoded())) }
@@ -181,9 +201,9 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
 
     /// Removes every chunk no stored value refers to, and returns how many it removed.
     ///
-    /// Run it while nothing writes to the store: a value being written has chunks in place
-    /// before its manifest is, and collecting then would take them. Within this engine it
-    /// refuses while a write is in progress.
+    /// Writes through this engine wait until it has finished; it refuses to start while one is
+    /// in progress. Other engines or processes writing to the same chunk store are not seen:
+    /// collect when nothing else writes there.
     ///
     /// - Throws: ``BuckiaError/Code/conditionNotMatch`` while this engine is writing;
     ///   ``BuckiaError/Code/unsupported`` when the chunk store cannot list its chunks.
@@ -192,15 +212,21 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
         guard let enumeration = chunks.enumeration else {
             throw BuckiaError(.unsupported, "This chunk store cannot list its chunks, so unreferenced ones cannot be found.", operation: "collect garbage")
         }
-        guard writesInFlight == 0 else {
-            throw BuckiaError(.conditionNotMatch, "A write is in progress; collect garbage when it has finished.", operation: "collect garbage")
+        guard writesInFlight == 0, !collecting else {
+            throw BuckiaError(.conditionNotMatch, "A write or another collection is in progress; collect garbage when it has finished.", operation: "collect garbage")
+        }
+        // From here until the end no write starts: its chunks could otherwise be reused while
+        // they are being removed, or its manifest missed.
+        collecting = true
+        defer {
+            collecting = false
+            let waiting = waitingWriters
+            waitingWriters.removeAll()
+            for writer in waiting { writer.resume() }
         }
         var referenced = Set<ChunkIdentifier>()
         for key in try await index.allKeys() {
             if let manifest = try await manifest(key) { referenced.formUnion(manifest.uniqueChunks) }
-        }
-        guard writesInFlight == 0 else {
-            throw BuckiaError(.conditionNotMatch, "A write started while collecting; collect garbage again when it has finished.", operation: "collect garbage")
         }
         var removed = 0
         for identifier in try await enumeration.allChunks() where !referenced.contains(identifier) {

@@ -91,6 +91,24 @@ struct ChunkCommandTests {
     }
 }
 
+extension ChunkCommandTests {
+    @Test("a store keeps one way of writing chunks: other transforms or another key are refused before anything is written")
+    func oneStackPerStore() throws {
+        let harness = try CLIHarness()
+        let file = try Self.randomFile(harness, "file.bin", bytes: 200_000, seed: 4)
+        #expect(try harness.run("chunk", "put", file.path, "plain.manifest").status == 0)
+        let compressed = try harness.run("chunk", "put", file.path, "other.manifest", "--compress")
+        #expect(compressed.status == 5 && compressed.stderr.contains("store's options"), "\(compressed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: harness.home.appendingPathComponent("other.manifest").path))
+        let keys = ["A": String(repeating: "a1", count: 32), "B": String(repeating: "b2", count: 32)]
+        #expect(try harness.run("chunk", "put", file.path, "sealed.manifest", "--store", "sealed", "--key-env", "A", extraEnvironment: keys).status == 0)
+        let other = try harness.run("chunk", "put", file.path, "sealed2.manifest", "--store", "sealed", "--key-env", "B", extraEnvironment: keys)
+        #expect(other.status == 4 && other.stderr.contains("different key"), "\(other.stderr)")
+        #expect(try harness.run("chunk", "get", "sealed.manifest", "back.bin", "--store", "sealed", "--key-env", "A", extraEnvironment: keys).status == 0)
+        #expect(try Data(contentsOf: harness.home.appendingPathComponent("back.bin")) == Data(contentsOf: file))
+    }
+}
+
 @Suite("buckia chunk with a large file")
 struct ChunkLargeFileTests {
     /// Runs buckia to its end (at most 5 minutes), measured by the kernel.

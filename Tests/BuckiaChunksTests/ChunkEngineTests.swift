@@ -1,6 +1,7 @@
 import BuckiaChunkEngine
 import BuckiaChunks
 import BuckiaCore
+import BuckiaDiskEngine
 import Foundation
 import Testing
 
@@ -18,10 +19,10 @@ struct ChunkEngineTests {
         ("key too short", ["encryption-key-env": "KEY"], ["KEY": "abcdef"]),
         ("verify not a boolean", ["verify": "maybe"], [:]),
     ])
-    func refusesBadConfiguration(_ what: String, _ options: [String: String], _ environment: [String: String]) throws {
+    func refusesBadConfiguration(_ what: String, _ options: [String: String], _ environment: [String: String]) async throws {
         let scratch = try Scratch()
         do {
-            _ = try ChunkStorageEngine(configuration: EngineConfiguration(type: .chunk, directory: scratch.url.path, options: options), environment: environment)
+            _ = try await ChunkStorageEngine(configuration: EngineConfiguration(type: .chunk, directory: scratch.url.path, options: options), environment: environment)
             Issue.record("\(what): opened")
         } catch let error as BuckiaError {
             #expect(error.code == .invalidConfiguration, "\(what): \(error)")
@@ -39,17 +40,33 @@ struct ChunkEngineTests {
         let scratch = try Scratch()
         let options = ["encryption-key-env": "KEY", "compression": "zlib"]
         let configuration = EngineConfiguration(type: .chunk, directory: scratch.url.path, options: options)
-        let engine = try ChunkStorageEngine(configuration: configuration, environment: ["KEY": Self.key])
+        let engine = try await ChunkStorageEngine(configuration: configuration, environment: ["KEY": Self.key])
         let value = Data(String(repeating: "secret ", count: 5000).utf8)
         try await engine.write(value, key: CacheKey(verbatim: "v"))
-        let intruder = try ChunkStorageEngine(configuration: configuration, environment: ["KEY": String(repeating: "a5", count: 32)])
+        // Another key is refused when the engine opens, before any value is read or written…
+        do {
+            _ = try await ChunkStorageEngine(configuration: configuration, environment: ["KEY": String(repeating: "a5", count: 32)])
+            Issue.record("opened with the wrong key")
+        } catch let error as BuckiaError {
+            #expect(error.code == .unauthorized)
+        }
+        // …and so are other transforms: chunks written one way would be reused by the other.
+        for options in [["compression": "zlib"], ["encryption-key-env": "KEY"], [:]] {
+            await #expect(throws: BuckiaError.self, "opened with \(options)") {
+                try await ChunkStorageEngine(configuration: EngineConfiguration(type: .chunk, directory: scratch.url.path, options: options), environment: ["KEY": Self.key])
+            }
+        }
+        // Past that check (settings written by hand), each chunk still refuses the wrong key.
+        let intruder = try ChunkStorageEngine(directory: scratch.url, decorate: {
+            try CompressedRetrieval(wrapped: EncryptedRetrieval(wrapped: $0, key: [UInt8](repeating: 0xA5, count: 32)))
+        })
         do {
             _ = try await intruder.read(key: CacheKey(verbatim: "v"))
             Issue.record("read with the wrong key")
         } catch let error as BuckiaError {
             #expect(error.code == .unauthorized)
         }
-        let reopened = try ChunkStorageEngine(configuration: configuration, environment: ["KEY": Self.key])
+        let reopened = try await ChunkStorageEngine(configuration: configuration, environment: ["KEY": Self.key])
         #expect(try await reopened.read(key: CacheKey(verbatim: "v")) == value)
         // Nothing on disk holds the plaintext.
         let stored = try FileManager.default.subpathsOfDirectory(atPath: scratch.url.path + "/chunks")
@@ -88,5 +105,71 @@ struct ChunkEngineDocumentationTests {
         let rows = try String(contentsOf: page, encoding: .utf8).split(separator: "\n").filter { $0.hasPrefix("| `chunk` | `") }
         let documented = Set(rows.compactMap { $0.split(separator: "`").dropFirst(3).first.map(String.init) })
         #expect(documented == ChunkStorageEngine.knownOptions)
+    }
+}
+
+/// Lists a store's chunks once released: lets a test hold garbage collection mid-way.
+final class HeldEnumeration: ChunkStorageEnumeration, Sendable {
+    let inner: any ChunkStorageEnumeration
+    let entered: AsyncStream<Void>
+    private let enteredContinuation: AsyncStream<Void>.Continuation
+    private let release = Locked<(released: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    init(_ inner: any ChunkStorageEnumeration) {
+        self.inner = inner
+        (entered, enteredContinuation) = AsyncStream.makeStream()
+    }
+
+    func open() {
+        let waiter = release.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.released = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    func allChunks() async throws -> [ChunkIdentifier] {
+        enteredContinuation.yield()
+        await withCheckedContinuation { continuation in
+            let resumeNow = release.withLock { state -> Bool in
+                if state.released { return true }
+                state.waiter = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+        return try await inner.allChunks()
+    }
+}
+
+@Suite("Chunk engine garbage collection")
+struct ChunkEngineGarbageTests {
+    @Test("a write that arrives while garbage is collected waits for it, and its chunks survive")
+    func writesWaitForCollection() async throws {
+        let scratch = try Scratch()
+        let base = ComposableFileSystemChunkStorage(baseURL: scratch.path("chunks"))
+        let held = HeldEnumeration(try #require(base.enumeration))
+        let store = ComposedChunkStorage(organization: base.organization, retrieval: base.retrieval, existence: base.existence, enumeration: held)
+        let engine = ChunkStorageEngine(chunks: store, index: try DiskStorageEngine(directory: scratch.path("index")), chunker: try FastCDC(averageSize: 1024))
+        let value = noise(20_000, seed: 12)
+        // An unreferenced copy of the value's chunks: the collection will find them unreferenced.
+        try await engine.write(value, key: CacheKey(verbatim: "old"))
+        try await engine.remove(key: CacheKey(verbatim: "old"))
+        let collection = Task { try await engine.collectGarbage() }
+        var entered = held.entered.makeAsyncIterator()
+        _ = await entered.next()
+        let write = Task { try await engine.write(value, key: CacheKey(verbatim: "new")) }
+        var spins = 0
+        while await engine.waitingWriterCount == 0 && spins < 100_000 {
+            await Task.yield()
+            spins += 1
+        }
+        #expect(await engine.waitingWriterCount == 1, "the write did not wait for the collection")
+        held.open()
+        let removed = try await collection.value
+        try await write.value
+        #expect(removed > 0)
+        #expect(try await engine.read(key: CacheKey(verbatim: "new")) == value)
     }
 }

@@ -58,7 +58,7 @@ struct ChunkConformanceTests {
         let configuration = EngineConfiguration(
             type: .chunk, directory: folder.path, options: ["compression": "zlib", "encryption-key-env": "KEY", "organization": "git:1"])
         let environment = ["KEY": String(repeating: "ab", count: 32)]
-        try await scenario.check("chunk (sealed)") { now in try ChunkStorageEngine(configuration: configuration, environment: environment, now: now) }
+        try await scenario.check("chunk (sealed)") { now in try await ChunkStorageEngine(configuration: configuration, environment: environment, now: now) }
     }
 
     @Test("chunk engine: local provider", arguments: EngineConformance.scenarios)

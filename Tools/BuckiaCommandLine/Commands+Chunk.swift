@@ -88,13 +88,9 @@ extension CLI {
         for transform in transforms.reversed() {
             switch transform {
             case EncryptedRetrieval.transformName:
-                guard let variable = invocation.arguments.value("key-env") else {
+                guard let key = try chunkKey(invocation) else {
                     throw BuckiaError(.invalidConfiguration, "The chunks are encrypted: give --key-env NAME, the variable holding their key.")
                 }
-                guard let text = invocation.environment[variable], !text.isEmpty else {
-                    throw BuckiaError(.invalidConfiguration, "--key-env names \(variable), which is not set; set it to the key's 64 hex digits.")
-                }
-                let key = try EncryptedRetrieval.key(hex: text)
                 store = try store.decorated { try EncryptedRetrieval(wrapped: $0, key: key) }
             case CompressedRetrieval.transformName:
                 store = try store.decorated { try CompressedRetrieval(wrapped: $0) }
@@ -104,6 +100,15 @@ extension CLI {
         }
         let organization = store.organization
         return store.decorated { VerifiedRetrieval(wrapped: $0, organization: organization) }
+    }
+
+    /// The key in the variable `--key-env` names, or nil without `--key-env`.
+    private static func chunkKey(_ invocation: Invocation) throws -> [UInt8]? {
+        guard let variable = invocation.arguments.value("key-env") else { return nil }
+        guard let text = invocation.environment[variable], !text.isEmpty else {
+            throw BuckiaError(.invalidConfiguration, "--key-env names \(variable), which is not set; set it to the key's 64 hex digits.")
+        }
+        return try EncryptedRetrieval.key(hex: text)
     }
 
     private static func manifest(_ target: ChunkTarget, _ location: Location) async throws -> ChunkManifest {
@@ -122,6 +127,10 @@ extension CLI {
         let target = try chunkTarget(invocation, destination)
         let transforms = (invocation.arguments.flag("compress") ? [CompressedRetrieval.transformName] : [])
             + (invocation.arguments.value("key-env") != nil ? [EncryptedRetrieval.transformName] : [])
+        // The store keeps one way of writing chunks: a chunk reused from it must read back
+        // through this manifest's transforms.
+        let keyCheck = try chunkKey(invocation).map(EncryptedRetrieval.keyCheck(for:))
+        try await ChunkStoreSettings(transforms: transforms, keyCheck: keyCheck).establish(in: target.base.retrieval)
         let files = ChunkedFileStore(storage: try decorate(target.base, transforms: transforms, invocation), chunker: chunker)
         let stored = try await files.store(fileAt: file)
         var manifest = stored.manifest

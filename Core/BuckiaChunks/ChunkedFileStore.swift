@@ -95,13 +95,19 @@ public struct ChunkedFileStore: Sendable {
         try await store(FastCDCReader(chunker: chunker, data: data), contentType: contentType)
     }
 
+    /// Stores `data` without making its chunks durable: for a caller that stores many and then
+    /// calls the retrieval's `synchronize()` once, before anything refers to them.
+    package func storeUnsynchronized(_ data: Data) async throws -> ChunkedFile {
+        try await store(FastCDCReader(chunker: chunker, data: data), contentType: nil, synchronize: false)
+    }
+
     private struct BatchResult: Sendable {
         var references: [ChunkReference]
         var statistics: ChunkStoreStatistics
         var written: [ChunkIdentifier]
     }
 
-    private func store(_ reader: FastCDCReader, contentType: String?) async throws -> ChunkedFile {
+    private func store(_ reader: FastCDCReader, contentType: String?, synchronize: Bool = true) async throws -> ChunkedFile {
         try ChunkIdentifier.checkSupported(hashAlgorithm)
         var references: [ChunkReference] = []
         var statistics = ChunkStoreStatistics()
@@ -132,7 +138,7 @@ public struct ChunkedFileStore: Sendable {
             while let result = try await group.next() { merge(result) }
         }
         // Every chunk durable before the manifest that refers to them exists.
-        try await storage.retrieval.synchronize()
+        if synchronize { try await storage.retrieval.synchronize() }
         let manifest = ChunkManifest(chunks: references, chunker: chunker, hashAlgorithm: hashAlgorithm, contentType: contentType)
         return ChunkedFile(manifest: manifest, statistics: statistics)
     }
@@ -231,22 +237,28 @@ public struct ChunkedFileStore: Sendable {
     /// Hands each chunk of `manifest` to `body` in order, reading up to ``concurrency`` ahead.
     public func forEachChunk(of manifest: ChunkManifest, _ body: (Data) throws -> Void) async throws {
         let storage = storage
+        @Sendable func read(_ reference: ChunkReference) async throws -> Data {
+            guard let data = try await storage.readChunk(reference.id) else {
+                throw BuckiaError(
+                    .notFound, "The store does not hold chunk \(reference.id), which the file needs; store the file again or import the chunk.",
+                    operation: "restore", path: reference.id.id)
+            }
+            try reference.id.verify(data, operation: "restore")
+            guard data.count == reference.size else {
+                throw BuckiaError(.corrupt, "Chunk \(reference.id) is \(data.count) bytes where the manifest says \(reference.size).", operation: "restore")
+            }
+            return data
+        }
+        // A one-chunk file (most small values) is read in place, without a task group.
+        if manifest.chunks.count == 1 {
+            try body(try await read(manifest.chunks[0]))
+            return
+        }
         for start in stride(from: 0, to: manifest.chunks.count, by: concurrency) {
             let window = Array(manifest.chunks[start..<min(start + concurrency, manifest.chunks.count)])
             let chunks = try await withThrowingTaskGroup(of: (Int, Data).self) { group in
                 for (offset, reference) in window.enumerated() {
-                    group.addTask {
-                        guard let data = try await storage.readChunk(reference.id) else {
-                            throw BuckiaError(
-                                .notFound, "The store does not hold chunk \(reference.id), which the file needs; store the file again or import the chunk.",
-                                operation: "restore", path: reference.id.id)
-                        }
-                        try reference.id.verify(data, operation: "restore")
-                        guard data.count == reference.size else {
-                            throw BuckiaError(.corrupt, "Chunk \(reference.id) is \(data.count) bytes where the manifest says \(reference.size).", operation: "restore")
-                        }
-                        return (offset, data)
-                    }
+                    group.addTask { (offset, try await read(reference)) }
                 }
                 var result = [Data](repeating: Data(), count: window.count)
                 for try await (offset, data) in group { result[offset] = data }

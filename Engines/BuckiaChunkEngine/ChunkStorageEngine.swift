@@ -153,9 +153,10 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
         await beginWrite()
         defer { writesInFlight -= 1 }
         var manifests: [(key: CacheKey, data: Data)] = []
-        for (key, data) in dataAndKeys { manifests.append((key, try await files.store(data).manifest.encoded())) }
-        // The chunks are all in place before any key points at them; the index writes the
-        // manifests as one batch.
+        for (key, data) in dataAndKeys { manifests.append((key, try await files.storeUnsynchronized(data).manifest.encoded())) }
+        // Every value's chunks made durable at once, before any key points at them; the index
+        // writes the manifests as one batch.
+        try await chunks.retrieval.synchronize()
         try await index.write(manifests)
     }
 

@@ -108,4 +108,25 @@ struct CLITests {
         #expect(try harness.run("conformance", "--list", "default:").status == 2)
         #expect(try harness.run("conformance").status == 2)
     }
+
+    @Test("conformance default: --chunks runs every chunk-store scenario on the remote and leaves nothing behind")
+    func chunkConformance() throws {
+        let harness = try CLIHarness()
+        let listed = try harness.run("conformance", "--list", "--chunks")
+        #expect(listed.status == 0)
+        let names = listed.stdout.split(separator: "\n")
+        #expect(names.count == 10 && names.allSatisfy { $0.hasPrefix("chunks: ") }, "\(listed.stdout)")
+        let run = try harness.run("conformance", "default:", "--chunks")
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("default (local) chunk store: 10 passed, 0 failed, 0 skipped"), "\(run.stdout)")
+        let root = harness.home.appendingPathComponent("data/buckia/default")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: root.path))?.filter { $0.hasPrefix("buckia-conformance-") } ?? []
+        let files = left.flatMap { (try? FileManager.default.subpathsOfDirectory(atPath: root.appendingPathComponent($0).path)) ?? [] }
+            .filter { !$0.hasSuffix("/") }
+        let regular = files.filter { path in
+            var isFolder: ObjCBool = false
+            return FileManager.default.fileExists(atPath: root.appendingPathComponent(left[0]).appendingPathComponent(path).path, isDirectory: &isFolder) && !isFolder.boolValue
+        }
+        #expect(regular.isEmpty, "files left under the conformance prefix: \(regular)")
+    }
 }

@@ -103,14 +103,16 @@ extension CLI {
     }
 
     static let conformanceCommand = Command(
-        name: "conformance", summary: "Run the provider conformance suite against a remote.",
-        usage: "conformance REMOTE: | conformance --list", positionals: 0...1,
+        name: "conformance", summary: "Run the provider conformance suite (or with --chunks the chunk-store suite) against a remote.",
+        usage: "conformance REMOTE: [--chunks] | conformance --list [--chunks]", positionals: 0...1,
         options: [
             .value("filter", "Run only scenarios whose name contains this text."),
             .flag("list", "Print the names of the scenarios a run would run, one per line, and run none."),
+            .flag("chunks", "Run the chunk-store scenarios, on a chunk store in the remote, instead of the provider scenarios."),
         ],
         details: "Writes under a fresh buckia-conformance-<random>/ prefix and removes it afterwards."
     ) { invocation in
+        if invocation.arguments.flag("chunks") { return try await chunkConformance(invocation) }
         var scenarios = ProviderConformance.scenarios
         if let filter = invocation.arguments.value("filter") {
             scenarios = scenarios.filter { $0.name.localizedCaseInsensitiveContains(filter) }
@@ -132,6 +134,40 @@ extension CLI {
         let report = await ProviderConformance.runAll(factory: factory, scenarios: scenarios) { scenario, outcome, _ in
             Console.error("\(outcome.label) \(scenario.name)")
         }
+        Console.out(report.table())
+        return report.succeeded ? .success : .conformanceFailed
+    }
+}
+
+extension CLI {
+    /// `conformance --chunks`: the chunk-store scenarios on a chunk store under a fresh prefix
+    /// of the remote, removed afterwards.
+    static func chunkConformance(_ invocation: Invocation) async throws -> ExitCode {
+        var scenarios = ChunkStoreConformance.scenarios
+        if let filter = invocation.arguments.value("filter") {
+            scenarios = scenarios.filter { $0.name.localizedCaseInsensitiveContains(filter) }
+        }
+        if invocation.arguments.flag("list") {
+            guard invocation.positionals.isEmpty else { throw UsageError(description: "conformance --list takes no remote.") }
+            Console.out(scenarios.map(\.name).joined(separator: "\n"))
+            return .success
+        }
+        guard let argument = invocation.positionals.first else { throw UsageError(description: "conformance needs a remote (REMOTE:), or --list.") }
+        let name: String
+        if case .remote(let remote, _) = Location(argument) { name = remote } else { name = argument.lowercased() }
+        let (provider, configuration) = try invocation.provider(named: name)
+        let root = "buckia-conformance-\(UUID().uuidString.prefix(8).lowercased())/"
+        let report = await ChunkStoreConformance.runAll(
+            subject: "\(name) (\(configuration.provider)) chunk store", scenarios: scenarios,
+            open: { try ProviderChunkStorage(provider: provider, prefix: root + "chunks/") }
+        ) { scenario, outcome, _ in
+            Console.error("\(outcome.label) \(scenario.name)")
+        }
+        var leftovers: [ObjectKey] = []
+        for try await entry in provider.list(ListOptions(prefix: root)) {
+            if let file = entry.file { leftovers.append(file.path) }
+        }
+        try await provider.deleteFiles(leftovers)
         Console.out(report.table())
         return report.succeeded ? .success : .conformanceFailed
     }

@@ -58,4 +58,21 @@ public enum ChunkStoreConformance {
         defer { try? FileManager.default.removeItem(at: scratch) }
         return await scenario.outcome(in: ChunkStoreScenarioContext(opener: open, scratch: scratch))
     }
+
+    /// Runs every scenario in order against the store `open` opens, and reports each.
+    public static func runAll(
+        subject: String, scenarios: [ChunkStoreScenario] = scenarios, open: @escaping @Sendable () async throws -> any ChunkStorageComposable,
+        progress: (@Sendable (ChunkStoreScenario, ScenarioOutcome, Duration) -> Void)? = nil
+    ) async -> ConformanceReport {
+        var rows: [ConformanceReport.Row] = []
+        for scenario in scenarios {
+            let clock = ContinuousClock()
+            let start = clock.now
+            let outcome = await run(scenario, open: open)
+            let elapsed = clock.now - start
+            progress?(scenario, outcome, elapsed)
+            rows.append(ConformanceReport.Row(name: scenario.name, contract: scenario.contract, outcome: outcome, duration: elapsed))
+        }
+        return ConformanceReport(subject: subject, rows: rows)
+    }
 }

@@ -113,18 +113,7 @@ extension CLI {
         details: "Writes under a fresh buckia-conformance-<random>/ prefix and removes it afterwards."
     ) { invocation in
         if invocation.arguments.flag("chunks") { return try await chunkConformance(invocation) }
-        var scenarios = ProviderConformance.scenarios
-        if let filter = invocation.arguments.value("filter") {
-            scenarios = scenarios.filter { $0.name.localizedCaseInsensitiveContains(filter) }
-        }
-        if invocation.arguments.flag("list") {
-            guard invocation.positionals.isEmpty else { throw UsageError(description: "conformance --list takes no remote.") }
-            Console.out(scenarios.map(\.name).joined(separator: "\n"))
-            return .success
-        }
-        guard let argument = invocation.positionals.first else { throw UsageError(description: "conformance needs a remote (REMOTE:), or --list.") }
-        let name: String
-        if case .remote(let remote, _) = Location(argument) { name = remote } else { name = argument.lowercased() }
+        guard let (scenarios, name) = try conformanceSelection(invocation, ProviderConformance.scenarios) else { return .success }
         let configuration = try invocation.remotes().configuration(named: name)
         // Built through the registry each time a scenario asks, so reopening, configuration
         // and registry scenarios run against the remote too.
@@ -140,21 +129,29 @@ extension CLI {
 }
 
 extension CLI {
-    /// `conformance --chunks`: the chunk-store scenarios on a chunk store under a fresh prefix
-    /// of the remote, removed afterwards.
-    static func chunkConformance(_ invocation: Invocation) async throws -> ExitCode {
-        var scenarios = ChunkStoreConformance.scenarios
+    /// The scenarios `--filter` keeps and the remote to run them on; with `--list`, prints
+    /// their names and returns nil.
+    static func conformanceSelection<Scenario: ConformanceScenario>(
+        _ invocation: Invocation, _ all: [Scenario]
+    ) throws -> (scenarios: [Scenario], remote: String)? {
+        var scenarios = all
         if let filter = invocation.arguments.value("filter") {
             scenarios = scenarios.filter { $0.name.localizedCaseInsensitiveContains(filter) }
         }
         if invocation.arguments.flag("list") {
             guard invocation.positionals.isEmpty else { throw UsageError(description: "conformance --list takes no remote.") }
             Console.out(scenarios.map(\.name).joined(separator: "\n"))
-            return .success
+            return nil
         }
         guard let argument = invocation.positionals.first else { throw UsageError(description: "conformance needs a remote (REMOTE:), or --list.") }
-        let name: String
-        if case .remote(let remote, _) = Location(argument) { name = remote } else { name = argument.lowercased() }
+        if case .remote(let remote, _) = Location(argument) { return (scenarios, remote) }
+        return (scenarios, argument.lowercased())
+    }
+
+    /// `conformance --chunks`: the chunk-store scenarios on a chunk store under a fresh prefix
+    /// of the remote, removed afterwards.
+    static func chunkConformance(_ invocation: Invocation) async throws -> ExitCode {
+        guard let (scenarios, name) = try conformanceSelection(invocation, ChunkStoreConformance.scenarios) else { return .success }
         let (provider, configuration) = try invocation.provider(named: name)
         let root = "buckia-conformance-\(UUID().uuidString.prefix(8).lowercased())/"
         let report = await ChunkStoreConformance.runAll(

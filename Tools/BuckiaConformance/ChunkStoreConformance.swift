@@ -64,15 +64,6 @@ public enum ChunkStoreConformance {
         subject: String, scenarios: [ChunkStoreScenario] = scenarios, open: @escaping @Sendable () async throws -> any ChunkStorageComposable,
         progress: (@Sendable (ChunkStoreScenario, ScenarioOutcome, Duration) -> Void)? = nil
     ) async -> ConformanceReport {
-        var rows: [ConformanceReport.Row] = []
-        for scenario in scenarios {
-            let clock = ContinuousClock()
-            let start = clock.now
-            let outcome = await run(scenario, open: open)
-            let elapsed = clock.now - start
-            progress?(scenario, outcome, elapsed)
-            rows.append(ConformanceReport.Row(name: scenario.name, contract: scenario.contract, outcome: outcome, duration: elapsed))
-        }
-        return ConformanceReport(subject: subject, rows: rows)
+        await ConformanceReport.collect(subject: subject, scenarios: scenarios, progress: progress) { await run($0, open: open) }
     }
 }

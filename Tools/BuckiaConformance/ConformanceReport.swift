@@ -49,4 +49,21 @@ public struct ConformanceReport: Sendable {
         lines.append("\(subject): \(passed) passed, \(failed) failed, \(skipped) skipped")
         return lines.joined(separator: "\n")
     }
+
+    /// Runs `scenarios` in order through `run`, timing each, and reports them.
+    static func collect<Scenario: ConformanceScenario>(
+        subject: String, scenarios: [Scenario], progress: (@Sendable (Scenario, ScenarioOutcome, Duration) -> Void)?,
+        run: (Scenario) async -> ScenarioOutcome
+    ) async -> ConformanceReport {
+        var rows: [Row] = []
+        for scenario in scenarios {
+            let clock = ContinuousClock()
+            let start = clock.now
+            let outcome = await run(scenario)
+            let elapsed = clock.now - start
+            progress?(scenario, outcome, elapsed)
+            rows.append(Row(name: scenario.name, contract: scenario.contract, outcome: outcome, duration: elapsed))
+        }
+        return ConformanceReport(subject: subject, rows: rows)
+    }
 }

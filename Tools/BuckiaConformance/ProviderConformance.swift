@@ -72,16 +72,7 @@ public enum ProviderConformance {
         factory: ProviderFactory, scenarios: [ProviderScenario] = scenarios,
         progress: (@Sendable (ProviderScenario, ScenarioOutcome, Duration) -> Void)? = nil
     ) async -> ConformanceReport {
-        var rows: [ConformanceReport.Row] = []
-        for scenario in scenarios {
-            let clock = ContinuousClock()
-            let start = clock.now
-            let outcome = await run(scenario, factory: factory)
-            let elapsed = clock.now - start
-            progress?(scenario, outcome, elapsed)
-            rows.append(ConformanceReport.Row(name: scenario.name, contract: scenario.contract, outcome: outcome, duration: elapsed))
-        }
-        return ConformanceReport(subject: factory.name, rows: rows)
+        await ConformanceReport.collect(subject: factory.name, scenarios: scenarios, progress: progress) { await run($0, factory: factory) }
     }
 
     private static func removeEverything(under prefix: String, from provider: any StorageProvider) async -> (any Error)? {

@@ -49,6 +49,10 @@ extension ChunkRetrievalDecorator {
 public struct CompressedRetrieval: ChunkRetrievalDecorator {
     public let wrapped: any ChunkStorageRetrieval
     private let level: Int32
+    private let sampling: Bool
+
+    /// How many leading bytes are deflated first, to judge whether the rest is worth it.
+    public static let sampleSize = 8192
 
     /// The decorator's name in ``ChunkMetadata/transforms`` when it compressed.
     public static let transformName = "zlib"
@@ -58,14 +62,28 @@ public struct CompressedRetrieval: ChunkRetrievalDecorator {
 
     /// Wraps `wrapped`.
     ///
-    /// - Parameter level: zlib's level, 0 (store) to 9 (smallest); -1 is zlib's default.
+    /// - Parameters:
+    ///   - level: zlib's level, 0 (store) to 9 (smallest); -1 is zlib's default.
+    ///   - sampling: Deflate the first ``sampleSize`` bytes of a larger chunk at level 1 first,
+    ///     and keep the chunk as it is when they do not shrink by 1/32: media, archives and
+    ///     ciphertext then cost one small deflate, not a whole one (borg's `auto` mode works
+    ///     the same way). A chunk whose start is incompressible and whose rest is not is
+    ///     stored as it is.
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for another level.
-    public init(wrapped: any ChunkStorageRetrieval, level: Int32 = -1) throws {
+    public init(wrapped: any ChunkStorageRetrieval, level: Int32 = -1, sampling: Bool = true) throws {
         guard (-1...9).contains(level) else {
             throw BuckiaError(.invalidConfiguration, "The compression level is \(level); use 0 to 9, or -1 for zlib's default.", path: "compression-level")
         }
         self.wrapped = wrapped
         self.level = level
+        self.sampling = sampling
+    }
+
+    /// Whether deflating `data` looks worth it: its start shrinks by at least 1/32 at level 1.
+    private func worthCompressing(_ data: Data) throws -> Bool {
+        guard sampling, data.count > 2 * Self.sampleSize else { return true }
+        let sample = data.prefix(Self.sampleSize)
+        return try Zlib.compress(Data(sample), format: .zlib, level: 1).count < sample.count - sample.count / 32
     }
 
     public func readChunk(at path: String) async throws -> Data? {
@@ -96,10 +114,10 @@ public struct CompressedRetrieval: ChunkRetrievalDecorator {
     }
 
     public func writeChunk(_ data: Data, at path: String, metadata: ChunkMetadata?) async throws {
-        let compressed = try Zlib.compress(data, format: .zlib, level: level)
-        let useCompressed = compressed.count < data.count
+        let compressed = try worthCompressing(data) ? try Zlib.compress(data, format: .zlib, level: level) : nil
+        let useCompressed = compressed.map { $0.count < data.count } ?? false
         var stored = Data(ChunkEnvelope.compressed + [useCompressed ? 1 : 0] + ChunkEnvelope.uint64(UInt64(data.count)))
-        stored.append(useCompressed ? compressed : data)
+        stored.append(useCompressed ? compressed ?? data : data)
         let transform = useCompressed ? Self.transformName : Self.storedTransformName
         try await wrapped.writeChunk(stored, at: path, metadata: metadata?.adding(transform))
     }

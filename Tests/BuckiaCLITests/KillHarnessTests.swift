@@ -142,13 +142,26 @@ private final class World {
         var names: [String] = []
         var largest: Int64 = 0
         for (url, size) in files(under: folder) where isTemporary(url.lastPathComponent) {
-            names.append("\(url.path.dropFirst(home.path.count)) (\(size) bytes)")
+            names.append("\(url.path.dropFirst(home.path.count)) (\(size) bytes; \(Self.describe(url)))")
             largest = max(largest, size)
         }
         return (names.count, largest, names)
     }
 
     func isTemporary(_ name: String) -> Bool { Temporaries.isTemporaryName(Array(name.utf8)) }
+
+    /// What a sweep looks at: the file's times, and whether a process holds its lock — so a
+    /// temporary that outlives a rerun says why the sweep left it.
+    static func describe(_ url: URL) -> String {
+        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return "cannot open: errno \(errno)" }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return "cannot stat" }
+        let locked = flock(fd, LOCK_SH | LOCK_NB) != 0
+        if !locked { _ = flock(fd, LOCK_UN) }
+        return "mtime \(info.st_mtim.tv_sec), ctime \(info.st_ctim.tv_sec), now \(time(nil)), \(locked ? "locked" : "unlocked")"
+    }
 
     /// Every regular file under `folder`, with its size (links are not followed).
     func files(under folder: URL) -> [(url: URL, size: Int64)] {

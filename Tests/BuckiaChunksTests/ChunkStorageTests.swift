@@ -327,3 +327,30 @@ struct ChunkTemporaryTests {
         try file.close()
     }
 }
+
+@Suite("Chunk compression sampling")
+struct ChunkCompressionSamplingTests {
+    /// Counts the bytes the wrapped store receives.
+    static func stored(_ data: Data, sampling: Bool) async throws -> (size: Int, transforms: [String]?) {
+        let scratch = try Scratch()
+        let recorder = MetadataRecorder(FileSystemRetrieval(baseURL: scratch.url))
+        let store = ComposedChunkStorage(organization: FlatOrganization(), retrieval: try CompressedRetrieval(wrapped: recorder, sampling: sampling))
+        let identifier = try await store.storeChunk(data)
+        #expect(try await store.readChunk(identifier) == data)
+        return (try Data(contentsOf: scratch.path(identifier.id)).count, recorder.recorded.withLock { $0[identifier.id]?.transforms })
+    }
+
+    @Test("an incompressible start keeps the chunk as it is; a compressible one compresses the whole")
+    func sampling() async throws {
+        let text = Data(String(repeating: "sampled text compresses well. ", count: 3000).utf8)
+        let noisy = noise(90_000, seed: 21)
+        #expect(try await Self.stored(text, sampling: true).transforms == ["zlib"])
+        #expect(try await Self.stored(noisy, sampling: true).transforms == ["stored"])
+        // Random start, compressible rest: sampling keeps it as it is; without sampling it shrinks.
+        let mixed = noise(20_000, seed: 22) + Data(count: 80_000)
+        let sampled = try await Self.stored(mixed, sampling: true)
+        let whole = try await Self.stored(mixed, sampling: false)
+        #expect(sampled.transforms == ["stored"] && sampled.size == mixed.count + 12)
+        #expect(whole.transforms == ["zlib"] && whole.size < 30_000)
+    }
+}

@@ -37,20 +37,34 @@ package enum ChunkPath {
 
 /// Chunk bytes as files under a folder, one file per chunk, each written atomically.
 ///
-/// Writes are not synced one by one (a file of 1 GiB is some 13,000 chunks);
+/// By default writes are not synced one by one (a file of 1 GiB is some 13,000 chunks);
 /// ``synchronize()`` flushes the whole file system once, which ``ChunkedFileStore`` does
 /// before it hands out a manifest that refers to them.
 public struct FileSystemRetrieval: ChunkStorageRetrieval {
+    /// When chunk writes reach stable storage.
+    public enum Durability: Sendable, Hashable {
+        /// Each chunk, and its folder, synced as it is written.
+        case eachChunk
+        /// The whole file system synced (`syncfs`) on ``FileSystemRetrieval/synchronize()``:
+        /// one flush for a whole file's chunks. The default.
+        case onSynchronize
+        /// Never synced by Buckia: for caches and scratch stores a crash may lose (and for
+        /// tests, where a whole-file-system flush per value would slow every other test).
+        case none
+    }
+
     /// The folder chunks live under.
     public let baseURL: URL
-    /// Whether each chunk write is synced on its own as well.
-    public let durableWrites: Bool
+    /// When chunk writes reach stable storage.
+    public let durability: Durability
 
     /// Stores chunks under `baseURL`, which is created on the first write.
-    public init(baseURL: URL, durableWrites: Bool = false) {
+    public init(baseURL: URL, durability: Durability = .onSynchronize) {
         self.baseURL = baseURL.standardizedFileURL
-        self.durableWrites = durableWrites
+        self.durability = durability
     }
+
+    private var durableWrites: Bool { durability == .eachChunk }
 
     private func url(_ path: String, operation: String) throws -> URL {
         try ChunkPath.validate(path, operation: operation)
@@ -117,7 +131,7 @@ public struct FileSystemRetrieval: ChunkStorageRetrieval {
     }
 
     public func synchronize() async throws {
-        guard FileManager.default.fileExists(atPath: baseURL.path) else { return }
+        guard durability == .onSynchronize, FileManager.default.fileExists(atPath: baseURL.path) else { return }
         try DirectoryHandle(path: baseURL.path).syncFileSystem()
     }
 }
@@ -198,12 +212,14 @@ public struct ComposableFileSystemChunkStorage: ChunkStorageComposable {
 
     /// A store under `baseURL` laid out by `organization`.
     ///
-    /// - Parameter durableWrites: Sync each chunk as it is written, not only on
-    ///   ``ChunkStorageRetrieval/synchronize()``.
-    public init(baseURL: URL, organization: any ChunkStorageOrganization = GitStyleOrganization(), durableWrites: Bool = false) {
+    /// - Parameter durability: When chunk writes reach stable storage (one file-system flush
+    ///   per stored file by default).
+    public init(
+        baseURL: URL, organization: any ChunkStorageOrganization = GitStyleOrganization(), durability: FileSystemRetrieval.Durability = .onSynchronize
+    ) {
         self.baseURL = baseURL
         self.organization = organization
-        retrieval = FileSystemRetrieval(baseURL: baseURL, durableWrites: durableWrites)
+        retrieval = FileSystemRetrieval(baseURL: baseURL, durability: durability)
         existence = FileSystemExistence(organization: organization, baseURL: baseURL)
         enumeration = FileSystemEnumeration(organization: organization, baseURL: baseURL)
     }

@@ -34,7 +34,8 @@ static inline int buckia_create_locked(int dirfd, const char *folder, const char
 #ifndef O_TMPFILE
 #define O_TMPFILE (020000000 | O_DIRECTORY)
 #endif
-    int fd = openat(dirfd, folder, O_TMPFILE | access | O_CLOEXEC, mode);
+    int fd;
+    do { fd = openat(dirfd, folder, O_TMPFILE | access | O_CLOEXEC, mode); } while (fd < 0 && errno == EINTR);
     if (fd < 0) return -1;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
     /* Dated 1970 until written: a sweep takes an unlocked empty temporary only once it is old,
@@ -43,7 +44,9 @@ static inline int buckia_create_locked(int dirfd, const char *folder, const char
     if (futimens(fd, epoch) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
     char link[48];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    if (linkat(AT_FDCWD, link, dirfd, name, AT_SYMLINK_FOLLOW) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
+    int linked;
+    do { linked = linkat(AT_FDCWD, link, dirfd, name, AT_SYMLINK_FOLLOW); } while (linked != 0 && errno == EINTR);
+    if (linked != 0) { int saved = errno; close(fd); errno = saved; return -1; }
     return fd;
 #else
     (void)dirfd; (void)folder; (void)name; (void)access; (void)mode;

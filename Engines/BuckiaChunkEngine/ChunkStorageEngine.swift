@@ -19,6 +19,7 @@ import Foundation
 /// | `compression` | `zlib`, `none` | `none` |
 /// | `encryption-key-env` | the name of a variable holding 64 hex digits | none |
 /// | `verify` | `true`, `false` | `true` |
+/// | `fsync` | `true` (one file-system flush per value, the index synced), `false` | `true` |
 ///
 /// Removing a value removes its manifest; its chunks stay, for other values may share them,
 /// until ``collectGarbage()`` removes the ones nothing refers to.
@@ -26,7 +27,7 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
     public static let engineType: EngineType = .chunk
 
     /// The options a configuration may set.
-    public static let knownOptions: Set<String> = ["organization", "average-chunk-size", "compression", "encryption-key-env", "verify"]
+    public static let knownOptions: Set<String> = ["organization", "average-chunk-size", "compression", "encryption-key-env", "verify", "fsync"]
 
     /// The chunk store values go to.
     public nonisolated let chunks: any ChunkStorageComposable
@@ -49,11 +50,13 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
     /// An engine in `directory`: chunks under `chunks/`, the index (a disk engine) under `index/`.
     public init(
         directory: URL, organization: any ChunkStorageOrganization = GitStyleOrganization(), chunker: FastCDC = .standard,
+        durability: FileSystemRetrieval.Durability = .onSynchronize,
         decorate: (any ChunkStorageRetrieval) throws -> any ChunkStorageRetrieval = { $0 }, now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
-        let store = try ComposableFileSystemChunkStorage(baseURL: directory.appendingPathComponent("chunks", isDirectory: true), organization: organization)
-            .decorated(decorate)
-        let index = try DiskStorageEngine(directory: directory.appendingPathComponent("index", isDirectory: true), now: now)
+        let store = try ComposableFileSystemChunkStorage(
+            baseURL: directory.appendingPathComponent("chunks", isDirectory: true), organization: organization, durability: durability
+        ).decorated(decorate)
+        let index = try DiskStorageEngine(directory: directory.appendingPathComponent("index", isDirectory: true), durable: durability != .none, now: now)
         self.init(chunks: store, index: index, chunker: chunker)
     }
 
@@ -103,17 +106,19 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
             }
             key = try EncryptedRetrieval.key(hex: value)
         }
-        var verify = true
-        if let raw = options["verify"] {
+        let flag: (String) throws -> Bool = { name in
+            guard let raw = options[name] else { return true }
             guard let value = Bool(raw.lowercased()) else {
-                throw BuckiaError(.invalidConfiguration, "verify must be true or false; it is \(raw.debugDescription).", path: "options.verify")
+                throw BuckiaError(.invalidConfiguration, "\(name) must be true or false; it is \(raw.debugDescription).", path: "options.\(name)")
             }
-            verify = value
+            return value
         }
+        let verify = try flag("verify")
+        let durability: FileSystemRetrieval.Durability = try flag("fsync") ? .onSynchronize : .none
         let transforms = (compress ? [CompressedRetrieval.transformName] : []) + (key != nil ? [EncryptedRetrieval.transformName] : [])
         try await ChunkStoreSettings(transforms: transforms, keyCheck: key.map(EncryptedRetrieval.keyCheck(for:)))
             .establish(in: FileSystemRetrieval(baseURL: directory.appendingPathComponent("chunks", isDirectory: true)))
-        try self.init(directory: directory, organization: organization, chunker: chunker, decorate: { base in
+        try self.init(directory: directory, organization: organization, chunker: chunker, durability: durability, decorate: { base in
             var retrieval = base
             if let key { retrieval = try EncryptedRetrieval(wrapped: retrieval, key: key) }
             if compress { retrieval = try CompressedRetrieval(wrapped: retrieval) }

@@ -77,7 +77,7 @@ struct ChunkEngineTests {
     @Test("values sharing content share chunks; garbage collection removes only unreferenced ones")
     func sharingAndGarbage() async throws {
         let scratch = try Scratch()
-        let engine = try ChunkStorageEngine(directory: scratch.url, chunker: try FastCDC(averageSize: 1024))
+        let engine = try ChunkStorageEngine(directory: scratch.url, chunker: try FastCDC(averageSize: 1024), durability: .none)
         let common = noise(30_000, seed: 5)
         try await engine.write(common + noise(3000, seed: 6), key: CacheKey(verbatim: "a"))
         try await engine.write(common + noise(3000, seed: 7), key: CacheKey(verbatim: "b"))
@@ -148,7 +148,7 @@ struct ChunkEngineGarbageTests {
     @Test("a write that arrives while garbage is collected waits for it, and its chunks survive")
     func writesWaitForCollection() async throws {
         let scratch = try Scratch()
-        let base = ComposableFileSystemChunkStorage(baseURL: scratch.path("chunks"))
+        let base = ComposableFileSystemChunkStorage(baseURL: scratch.path("chunks"), durability: .none)
         let held = HeldEnumeration(try #require(base.enumeration))
         let store = ComposedChunkStorage(organization: base.organization, retrieval: base.retrieval, existence: base.existence, enumeration: held)
         let engine = ChunkStorageEngine(chunks: store, index: try DiskStorageEngine(directory: scratch.path("index")), chunker: try FastCDC(averageSize: 1024))

@@ -84,7 +84,7 @@ struct ChunkDecoratorTests {
     @Test("a chunk moved to another address does not decrypt")
     func encryptionBindsThePath() async throws {
         let scratch = try Scratch()
-        let store = try ComposableFileSystemChunkStorage(baseURL: scratch.url, organization: FlatOrganization())
+        let store = try ComposableFileSystemChunkStorage(baseURL: scratch.url, organization: FlatOrganization(), durability: .none)
             .decorated { try EncryptedRetrieval(wrapped: $0, key: [UInt8](repeating: 1, count: 32)) }
         let first = try await store.storeChunk(Data("first".utf8))
         let second = try await store.storeChunk(Data("second".utf8))
@@ -129,7 +129,7 @@ struct ChunkDecoratorTests {
     @Test("the cache stays within its bytes under 64 concurrent tasks")
     func cacheUnderConcurrency() async throws {
         let scratch = try Scratch()
-        let base = ComposableFileSystemChunkStorage(baseURL: scratch.url)
+        let base = ComposableFileSystemChunkStorage(baseURL: scratch.url, durability: .none)
         var identifiers: [ChunkIdentifier] = []
         for index in 0..<40 { identifiers.append(try await base.storeChunk(noise(1000, seed: UInt64(index)))) }
         let all = identifiers
@@ -158,7 +158,7 @@ struct ChunkDecoratorTests {
     @Test("verification beneath compression keeps a checksum header and still catches damage")
     func verificationBeneathATransform() async throws {
         let scratch = try Scratch()
-        let base = ComposableFileSystemChunkStorage(baseURL: scratch.url, organization: FlatOrganization())
+        let base = ComposableFileSystemChunkStorage(baseURL: scratch.url, organization: FlatOrganization(), durability: .none)
         let store = try base.decorated { VerifiedRetrieval(wrapped: $0, organization: base.organization) }.decorated { try CompressedRetrieval(wrapped: $0) }
         let identifier = try await store.storeChunk(Data(String(repeating: "verify ", count: 300).utf8))
         var stored = try Data(contentsOf: scratch.path(identifier.id))
@@ -173,7 +173,7 @@ struct ChunkDecoratorTests {
 struct ChunkPackTests {
     /// A pack of three chunks and the store it came from.
     static func makePack(_ scratch: Scratch) async throws -> (URL, [ChunkIdentifier]) {
-        let source = ComposableFileSystemChunkStorage(baseURL: scratch.path("source"))
+        let source = ComposableFileSystemChunkStorage(baseURL: scratch.path("source"), durability: .none)
         var identifiers: [ChunkIdentifier] = []
         for index in 0..<3 { identifiers.append(try await source.storeChunk(noise(40 + index * 30, seed: UInt64(index)))) }
         let pack = scratch.path("chunks.pack")
@@ -186,7 +186,7 @@ struct ChunkPackTests {
         let scratch = try Scratch()
         let (pack, identifiers) = try await Self.makePack(scratch)
         let bytes = try Data(contentsOf: pack)
-        let target = ComposableFileSystemChunkStorage(baseURL: scratch.path("target"))
+        let target = ComposableFileSystemChunkStorage(baseURL: scratch.path("target"), durability: .none)
         for length in 0..<bytes.count {
             let cut = scratch.path("cut.pack")
             try bytes.prefix(length).write(to: cut)
@@ -208,7 +208,7 @@ struct ChunkPackTests {
         let scratch = try Scratch()
         let (pack, _) = try await Self.makePack(scratch)
         let bytes = try Data(contentsOf: pack)
-        let target = ComposableFileSystemChunkStorage(baseURL: scratch.path("target"))
+        let target = ComposableFileSystemChunkStorage(baseURL: scratch.path("target"), durability: .none)
         for offset in stride(from: 0, to: bytes.count, by: 7) {
             var altered = bytes
             altered[offset] ^= 0x40
@@ -225,7 +225,7 @@ struct ChunkPackTests {
     @Test("exporting a chunk the store lacks is a notFound error and leaves no file")
     func exportOfMissingChunk() async throws {
         let scratch = try Scratch()
-        let store = ComposableFileSystemChunkStorage(baseURL: scratch.path("store"))
+        let store = ComposableFileSystemChunkStorage(baseURL: scratch.path("store"), durability: .none)
         let missing = try ChunkIdentifier.of(Data("missing".utf8))
         let pack = scratch.path("missing.pack")
         await #expect(throws: BuckiaError.self) { try await ChunkPack.export([missing], from: store, to: pack) }
@@ -272,7 +272,7 @@ struct ChunkManifestTests {
     @Test("restoring with a chunk missing fails with notFound and leaves the destination as it was")
     func restoreWithMissingChunk() async throws {
         let scratch = try Scratch()
-        let store = ComposableFileSystemChunkStorage(baseURL: scratch.path("store"))
+        let store = ComposableFileSystemChunkStorage(baseURL: scratch.path("store"), durability: .none)
         let files = ChunkedFileStore(storage: store, chunker: try FastCDC(averageSize: 1024))
         let stored = try await files.store(noise(50_000, seed: 3))
         try await store.deleteChunk(stored.manifest.chunks[5].id)
@@ -292,7 +292,7 @@ struct ChunkManifestTests {
     @Test("statistics count what was written and reused, repeats within the file included")
     func statistics() async throws {
         let scratch = try Scratch()
-        let files = ChunkedFileStore(storage: ComposableFileSystemChunkStorage(baseURL: scratch.url), chunker: try FastCDC(averageSize: 1024, minimumSize: 256, maximumSize: 4096))
+        let files = ChunkedFileStore(storage: ComposableFileSystemChunkStorage(baseURL: scratch.url, durability: .none), chunker: try FastCDC(averageSize: 1024, minimumSize: 256, maximumSize: 4096))
         let block = noise(40_000, seed: 9)
         let first = try await files.store(block + block)
         #expect(first.statistics.bytes == 80_000)
@@ -310,7 +310,7 @@ struct ChunkTemporaryTests {
     @Test("walking the store removes a killed writer's temporary and leaves a live one's")
     func sweepOnWalk() async throws {
         let scratch = try Scratch()
-        let store = ComposableFileSystemChunkStorage(baseURL: scratch.url)
+        let store = ComposableFileSystemChunkStorage(baseURL: scratch.url, durability: .none)
         let identifier = try await store.storeChunk(Data("kept".utf8))
         let folder = scratch.url.appendingPathComponent(String(identifier.id.prefix(2)))
         // A killed writer's: bytes, no lock.

@@ -17,14 +17,14 @@ struct ChunkConformanceTests {
     func fileSystemGit(_ scenario: ChunkStoreScenario) async throws {
         let folder = Self.scratch("fs")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try await scenario.check("file system (git)") { ComposableFileSystemChunkStorage(baseURL: folder) }
+        try await scenario.check("file system (git)") { ComposableFileSystemChunkStorage(baseURL: folder, durability: .none) }
     }
 
     @Test("chunk store: file system, flat", arguments: ChunkStoreConformance.scenarios)
     func fileSystemFlat(_ scenario: ChunkStoreScenario) async throws {
         let folder = Self.scratch("flat")
         defer { try? FileManager.default.removeItem(at: folder) }
-        try await scenario.check("file system (flat)") { ComposableFileSystemChunkStorage(baseURL: folder, organization: FlatOrganization()) }
+        try await scenario.check("file system (flat)") { ComposableFileSystemChunkStorage(baseURL: folder, organization: FlatOrganization(), durability: .none) }
     }
 
     @Test("chunk store: local provider", arguments: ChunkStoreConformance.scenarios)
@@ -47,7 +47,7 @@ struct ChunkConformanceTests {
         let folder = Self.scratch("engine")
         defer { try? FileManager.default.removeItem(at: folder) }
         try await scenario.check("chunk (file system)") { now in
-            try ChunkStorageEngine(directory: folder, chunker: try FastCDC(averageSize: 4096), now: now)
+            try ChunkStorageEngine(directory: folder, chunker: try FastCDC(averageSize: 4096), durability: .none, now: now)
         }
     }
 
@@ -56,7 +56,7 @@ struct ChunkConformanceTests {
         let folder = Self.scratch("engine-sealed")
         defer { try? FileManager.default.removeItem(at: folder) }
         let configuration = EngineConfiguration(
-            type: .chunk, directory: folder.path, options: ["compression": "zlib", "encryption-key-env": "KEY", "organization": "git:1"])
+            type: .chunk, directory: folder.path, options: ["compression": "zlib", "encryption-key-env": "KEY", "organization": "git:1", "fsync": "false"])
         let environment = ["KEY": String(repeating: "ab", count: 32)]
         try await scenario.check("chunk (sealed)") { now in try await ChunkStorageEngine(configuration: configuration, environment: environment, now: now) }
     }

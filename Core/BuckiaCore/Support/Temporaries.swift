@@ -45,6 +45,11 @@ public enum Temporaries {
             guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "create", path: path) }
             let file = LocalFile(descriptor: fd, path: path)
             file.lockAsTemporary()
+            // Dated 1970 once locked, as the O_TMPFILE path does: a writer killed from here on
+            // leaves a temporary the next sweep takes at once, not one it must take for a
+            // creator still between create and lock. (The kill harness caught such an empty,
+            // undated, unlocked temporary outliving a rerun.)
+            try? file.setModificationDate(Date(timeIntervalSince1970: 0))
             return file
         }
     }

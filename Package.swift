@@ -137,7 +137,7 @@ let package = Package(
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(
             name: "BuckiaSQLiteEngineTests", dependencies: ["BuckiaSQLiteEngine"], path: "Tests/BuckiaSQLiteEngineTests"),
-        .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite"], path: "Tests/BuckiaSyncTests"),
+        .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory"], path: "Tests/BuckiaSyncTests"),
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
         .testTarget(

@@ -110,7 +110,7 @@ public struct ChunkManifest: Hashable, Sendable, Codable {
         decoder.dateDecodingStrategy = .iso8601
         let manifest: ChunkManifest
         do {
-            manifest = try decoder.decode(ChunkManifest.self, from: data)
+            manifest = try JSONValidation.decode(ChunkManifest.self, from: data, what: "The chunk manifest", decoder: decoder)
         } catch {
             throw BuckiaError(.corrupt, "This is not a readable chunk manifest: \(Self.describe(error)).", operation: "read manifest", cause: BuckiaError.wrapping(error))
         }

@@ -31,6 +31,50 @@ public struct ChunkStoreSettings: Codable, Hashable, Sendable {
         self.keyCheck = keyCheck
     }
 
+    /// How many of a store's chunks ``establish(in:adoptingThrough:)`` reads back before it
+    /// adopts a store whose settings were lost.
+    public static let adoptionSample = 8
+
+    /// Records these settings in a store, or checks them against the ones it has, refusing a
+    /// store that holds chunks but no settings (its settings file was lost): deduplication
+    /// would reuse those chunks by identifier whatever transforms they were written through,
+    /// and a manifest that cannot be restored would follow.
+    ///
+    /// - Parameters:
+    ///   - store: The store, undecorated.
+    ///   - reader: The same store decorated with these settings' transforms and verified,
+    ///     when the user says the chunks were written this way: a sample of them
+    ///     (``adoptionSample``) must read back through it, and then the settings are recorded.
+    ///     Nil refuses such a store.
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a store with chunks and no
+    ///   settings (without `reader`, or when a sampled chunk does not read back through it);
+    ///   what ``establish(in:)`` throws.
+    public func establish(in store: any ChunkStorageComposable, adoptingThrough reader: (any ChunkStorageComposable)? = nil) async throws {
+        if try await store.retrieval.readChunk(at: Self.path) == nil, let enumeration = store.enumeration {
+            let held = try await enumeration.allChunks()
+            if !held.isEmpty {
+                guard let reader else {
+                    throw BuckiaError(
+                        .invalidConfiguration,
+                        "The chunk store holds \(held.count) chunks but no record of how they were written (\(Self.path) is missing), so its chunks cannot be reused safely. If you know how they were written, give the same options (--compress, --key-env) and --adopt-store: a sample of chunks is read back that way before it is recorded. Otherwise use another --store.",
+                        operation: "open chunk store", path: Self.path)
+                }
+                for identifier in held.sorted().prefix(Self.adoptionSample) {
+                    do {
+                        guard try await reader.readChunk(identifier) != nil else { continue }
+                    } catch {
+                        let wrapped = BuckiaError.wrapping(error)
+                        throw BuckiaError(
+                            .invalidConfiguration,
+                            "The chunk store's chunk \(identifier.id) does not read back through \(transforms.isEmpty ? "no transform" : transforms.joined(separator: " + ")) (\(wrapped.message)); the chunks were written another way. Adopt the store with the options they were written with.",
+                            operation: "open chunk store", path: Self.path)
+                    }
+                }
+            }
+        }
+        try await establish(in: store.retrieval)
+    }
+
     /// Records these settings in a store that has none, or checks them against the ones it has.
     ///
     /// - Parameter retrieval: The store's undecorated retrieval.
@@ -46,9 +90,11 @@ public struct ChunkStoreSettings: Codable, Hashable, Sendable {
         }
         let recorded: ChunkStoreSettings
         do {
-            recorded = try JSONDecoder().decode(ChunkStoreSettings.self, from: data)
+            recorded = try JSONValidation.decode(ChunkStoreSettings.self, from: data, what: "The chunk store's settings")
         } catch {
-            throw BuckiaError(.corrupt, "The chunk store's settings (\(Self.path)) cannot be read; the store is damaged or is not a Buckia chunk store.", operation: "open chunk store", path: Self.path)
+            throw BuckiaError(
+                .corrupt, "The chunk store's settings (\(Self.path)) cannot be read (\(BuckiaError.wrapping(error).message)); the store is damaged or is not a Buckia chunk store.",
+                operation: "open chunk store", path: Self.path)
         }
         guard recorded.format == Self.formatName, recorded.version == 1 else {
             throw BuckiaError(.corrupt, "The chunk store's settings (\(Self.path)) are not version 1 Buckia settings.", operation: "open chunk store", path: Self.path)

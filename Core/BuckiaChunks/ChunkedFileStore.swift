@@ -210,9 +210,10 @@ public struct ChunkedFileStore: Sendable {
     ///   The destination is untouched on failure.
     public func restore(_ manifest: ChunkManifest, to url: URL) async throws {
         try manifest.validate()
+        try LocalFile.checkReplaceable(url.path)
         let directory = url.deletingLastPathComponent()
         let temporary = directory.appendingPathComponent(Temporaries.makeName())
-        let file = try LocalFile.createExclusive(temporary)
+        let file = try LocalFile.createLockedTemporary(temporary)
         var moved = false
         defer {
             try? file.close()
@@ -220,6 +221,7 @@ public struct ChunkedFileStore: Sendable {
         }
         try await forEachChunk(of: manifest) { try file.write($0) }
         try file.sync()
+        try LocalFile.checkReplaceable(url.path)
         guard rename(temporary.path, url.path) == 0 else { throw BuckiaError.posix(errno, operation: "restore", path: url.path) }
         moved = true
     }

@@ -71,6 +71,23 @@ public struct FileSystemRetrieval: ChunkStorageRetrieval {
         return baseURL.appendingPathComponent(path, isDirectory: false)
     }
 
+    /// Refuses a folder between the store's base and the chunk at `path` that is a symbolic
+    /// link: a link planted as a fan-out folder would send writes outside the store (the disk
+    /// engine refuses the same). One `lstat` per folder level the organization makes.
+    private func checkFolders(of path: String, operation: String) throws {
+        var walked = baseURL
+        for segment in path.split(separator: "/").dropLast() {
+            walked.appendPathComponent(String(segment), isDirectory: true)
+            var info = stat()
+            guard lstat(walked.path, &info) == 0 else { return }  // missing: created as a folder
+            if (info.st_mode & S_IFMT) == S_IFLNK {
+                throw BuckiaError(
+                    .invalidPath, "The chunk folder \(walked.path) is a symbolic link; chunks are never written through a link out of the store. Remove the link.",
+                    operation: operation, path: walked.path)
+            }
+        }
+    }
+
     public func readChunk(at path: String) async throws -> Data? {
         let url = try url(path, operation: "read chunk")
         let reader: FileReader
@@ -86,6 +103,7 @@ public struct FileSystemRetrieval: ChunkStorageRetrieval {
 
     public func writeChunk(_ data: Data, at path: String, metadata: ChunkMetadata?) async throws {
         let url = try url(path, operation: "write chunk")
+        try checkFolders(of: path, operation: "write chunk")
         // A temporary beside the chunk, renamed over it: readers see the old bytes or the new.
         // It is locked from the moment it has a name until it has been renamed (the descriptor
         // stays open across the rename), so a sweep takes only a killed writer's. (Not
@@ -95,13 +113,12 @@ public struct FileSystemRetrieval: ChunkStorageRetrieval {
         let temporary = folder.appendingPathComponent(Temporaries.makeName(), isDirectory: false)
         let file: LocalFile
         do {
-            file = try LocalFile.createExclusive(temporary)
+            file = try LocalFile.createLockedTemporary(temporary)
         } catch let error as BuckiaError where error.code == .notFound {
             // The chunk's folder does not exist yet: the first chunk with this prefix.
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            file = try LocalFile.createExclusive(temporary)
+            file = try LocalFile.createLockedTemporary(temporary)
         }
-        file.lockAsTemporary()
         do {
             try file.write(data)
             if durableWrites { try file.sync() }

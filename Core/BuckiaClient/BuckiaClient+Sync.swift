@@ -26,6 +26,10 @@ extension BuckiaClient {
         }
         let local = try SyncEndpoint.localFolder(localPath)
         let remote = try SyncEndpoint.bucket(provider, configuration: configuration, path: options.remotePath)
+        let locks = options.dryRun ? nil : try SyncLocks.acquire(
+            source: local, destination: remote, writesSource: options.mode != .push, writesDestination: options.mode != .pull,
+            environment: environment)
+        defer { locks?.release() }
         let location = SyncStateStore.location(source: local.identity, destination: remote.identity, environment: environment)
         let store = try SyncStateStore(url: location, readOnly: options.dryRun)
         defer { store.close() }

@@ -18,7 +18,7 @@ extension SyncEndpoint {
     /// made durable in batches.
     public static func bucket(_ provider: any StorageProvider, configuration: BuckiaConfiguration, path: String = "") throws -> SyncEndpoint {
         if let local = provider as? LocalProvider {
-            return try SyncEndpoint(provider: LocalProvider(root: local.root, durable: false), path: path, backend: "local:\(local.root.path)")
+            return try SyncEndpoint(provider: LocalProvider(root: local.root, durable: false, createRoot: false), path: path, backend: "local:\(local.root.path)")
         }
         var backend = "\(configuration.provider.rawValue):\(configuration.bucketName)"
         if let place = configuration.options["root"] ?? configuration.options["endpoint"] { backend += "@\(place)" }

@@ -163,6 +163,7 @@ public final class URLSessionTransport: HTTPTransport {
     /// Moves a downloaded body over `destination` in one atomic rename, or an atomic copy when
     /// the temporary directory is on another file system.
     private func move(_ temporary: URL, to destination: URL) throws {
+        try LocalFile.checkReplaceable(destination.path)
         if rename(temporary.path, destination.path) == 0 { return }
         let code = errno
         guard code == EXDEV else {

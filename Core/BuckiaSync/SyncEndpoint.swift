@@ -35,6 +35,30 @@ public struct SyncEndpoint: Sendable {
     /// Names the endpoint for state stores and messages: the backend and the folder.
     public var identity: String { prefix.isEmpty ? backend : "\(backend)/\(prefix)" }
 
+    /// Whether one of the two endpoints lies within the other: the same storage, and one
+    /// folder at or under the other's. A sync between them would copy a tree into itself
+    /// (one more nested copy every run) or delete its own source, so the engine refuses such a
+    /// pair, as `rclone sync` refuses overlapping remotes.
+    ///
+    /// Local folders compare by their real paths (a local remote's root and folder, a plain
+    /// local folder), so `/srv/a` as a folder and a remote rooted at `/srv` with the folder
+    /// `a/b` overlap.
+    public func overlaps(_ other: SyncEndpoint) -> Bool {
+        let (mine, theirs) = (place, other.place)
+        return mine.hasPrefix(theirs) || theirs.hasPrefix(mine)
+    }
+
+    /// The storage and folder as one string ending in `/`: for local storage the folder's full
+    /// path (`local:/srv/a/b/`), else the backend and the prefix (`s3:bucket@host/photos/`).
+    var place: String {
+        if backend.hasPrefix("local:") {
+            var root = Substring(backend)
+            while root.hasSuffix("/") { root = root.dropLast() }
+            return "\(root)/\(prefix)"
+        }
+        return "\(backend)/\(prefix)"
+    }
+
     /// The provider's key for `path`, a path relative to the endpoint.
     func key(_ path: ObjectKey) throws -> ObjectKey {
         prefix.isEmpty ? path : try ObjectKey(prefix + path.rawValue)

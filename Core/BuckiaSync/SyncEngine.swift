@@ -66,6 +66,12 @@ public struct SyncEngine: Sendable {
     ///   cannot be written, and ``BuckiaCore/BuckiaError/Code/cancelled`` when the task is
     ///   cancelled (what completed is recorded).
     public func run(events: @escaping @Sendable (SyncEvent) -> Void = { _ in }) async throws -> SyncResult {
+        guard !local.overlaps(remote) else {
+            throw BuckiaError(
+                .invalidConfiguration,
+                "The two sides overlap (\(local.identity) and \(remote.identity)): one lies within the other, so a sync would copy the tree into itself or delete its own files. Sync folders that are apart.",
+                operation: "sync")
+        }
         let started = ContinuousClock.now
         var result = SyncResult()
         result.stateStoreReset = stateStore?.wasReset
@@ -191,11 +197,11 @@ public struct SyncEngine: Sendable {
         for step in steps {
             func upload() {
                 summary.uploads += 1
-                summary.uploadBytes += step.local?.size ?? 0
+                summary.uploadBytes = summary.uploadBytes.addingSaturated(step.local?.size ?? 0)
             }
             func download() {
                 summary.downloads += 1
-                summary.downloadBytes += step.remote?.size ?? 0
+                summary.downloadBytes = summary.downloadBytes.addingSaturated(step.remote?.size ?? 0)
             }
             switch step.action {
             case .upload: upload()

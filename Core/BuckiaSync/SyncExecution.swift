@@ -137,7 +137,7 @@ final class SyncExecution: Sendable {
         note(path, SyncBaseline(local: sent, remote: stored))
         state.withLock {
             $0.result.uploaded += 1
-            $0.result.bytesUploaded += stored.size
+            $0.result.bytesUploaded = $0.result.bytesUploaded.addingSaturated(stored.size)
         }
     }
 
@@ -147,7 +147,7 @@ final class SyncExecution: Sendable {
         note(path, SyncBaseline(local: stored, remote: sent))
         state.withLock {
             $0.result.downloaded += 1
-            $0.result.bytesDownloaded += stored.size
+            $0.result.bytesDownloaded = $0.result.bytesDownloaded.addingSaturated(stored.size)
         }
     }
 
@@ -163,9 +163,9 @@ final class SyncExecution: Sendable {
         note(copy, SyncBaseline(local: sent, remote: uploaded))
         state.withLock {
             $0.result.downloaded += 1
-            $0.result.bytesDownloaded += downloaded.size
+            $0.result.bytesDownloaded = $0.result.bytesDownloaded.addingSaturated(downloaded.size)
             $0.result.uploaded += 1
-            $0.result.bytesUploaded += uploaded.size
+            $0.result.bytesUploaded = $0.result.bytesUploaded.addingSaturated(uploaded.size)
         }
     }
 

@@ -27,10 +27,16 @@ public final class SyncStateStore: @unchecked Sendable {
     /// Where the store of a pair lives: `$XDG_STATE_HOME/buckia/sync` (else
     /// `~/.local/state/buckia/sync`), one file per pair, named by a hash of the two endpoints.
     public static func location(source: String, destination: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        let name = Hashing.sha256Hex(Data("\(source)\n\(destination)".utf8)).prefix(32)
+        return folder(environment: environment).appendingPathComponent("\(name).sqlite")
+    }
+
+    /// `$XDG_STATE_HOME/buckia/sync`, else `~/.local/state/buckia/sync`: where state stores
+    /// and sync locks live.
+    public static func folder(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
         let base = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0, isDirectory: true) : nil }
             ?? URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory(), isDirectory: true).appendingPathComponent(".local/state")
-        let name = Hashing.sha256Hex(Data("\(source)\n\(destination)".utf8)).prefix(32)
-        return base.appendingPathComponent("buckia/sync/\(name).sqlite")
+        return base.appendingPathComponent("buckia/sync", isDirectory: true)
     }
 
     /// Opens the store at `url`, creating it (and its folder) when missing, and holds it for
@@ -88,16 +94,7 @@ public final class SyncStateStore: @unchecked Sendable {
 
     /// Takes the pair's lock file (`<store>.lock`), or fails when another process holds it.
     private static func lock(_ url: URL) throws -> Int32 {
-        let path = url.path + ".lock"
-        let fd = systemOpen(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "lock sync state", path: path) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            systemClose(fd)
-            throw BuckiaError(
-                .transient, "Another sync of the same two places is running; wait for it to finish, then sync again.",
-                operation: "lock sync state", path: path)
-        }
-        return fd
+        try SyncLocks.take(url.path + ".lock", what: "Another sync of the same two places is running")
     }
 
     /// Opens and checks the database: schema present, version known, quick check clean.
@@ -241,5 +238,4 @@ public final class SyncStateStore: @unchecked Sendable {
     }
 }
 
-private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { open(path, flags, mode) }
 private func systemClose(_ fd: Int32) { _ = close(fd) }

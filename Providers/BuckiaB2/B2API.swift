@@ -90,10 +90,11 @@ enum B2API {
     /// Decodes an answer, or says which call answered what Buckia cannot read.
     static func decode<T: Decodable>(_ type: T.Type, from data: Data, call: String) throws -> T {
         do {
-            return try JSONDecoder().decode(type, from: data)
+            return try JSONValidation.decode(type, from: data, what: "B2's answer to \(call)")
         } catch {
             throw BuckiaError(
-                .corrupt, "B2 answered \(call) with JSON Buckia cannot read (\(data.count) bytes); the server may not speak B2's native API.",
+                .corrupt,
+                "B2 answered \(call) with JSON Buckia cannot read (\(data.count) bytes\((error as? BuckiaError).map { ": \($0.message)" } ?? "")); the server may not speak B2's native API.",
                 operation: call, cause: error)
         }
     }
@@ -117,7 +118,7 @@ func b2Encode(_ text: String) -> String {
 enum B2ErrorMapping {
     /// The error for a failed request, or nil to use the HTTP client's status mapping.
     static func map(_ failure: HTTPFailure) -> BuckiaError? {
-        guard let body = try? JSONDecoder().decode(B2API.Failure.self, from: failure.body) else {
+        guard let body = try? JSONValidation.decode(B2API.Failure.self, from: failure.body, what: "B2's error") else {
             // No B2 error document: a proxy's page, a dropped body, or a HEAD (which has no
             // body): a 401 there is most likely an expired authorization, renewed on retry.
             if failure.status == 401 {
@@ -131,7 +132,7 @@ enum B2ErrorMapping {
             return nil
         }
         let code = body.code
-        let detail = body.message.map { ": \($0.withoutTrailingPeriod)" } ?? ""
+        let detail = body.message.map { ": \($0.escapingControlCharacters.withoutTrailingPeriod)" } ?? ""
         let buckiaCode: BuckiaError.Code
         var advice = ""
         switch (failure.status, code) {
@@ -175,7 +176,7 @@ enum B2ErrorMapping {
     /// The B2 error code of a failure, when it carried one.
     static func code(of error: BuckiaError?) -> String? {
         guard let failure = error?.cause as? HTTPFailure else { return nil }
-        return (try? JSONDecoder().decode(B2API.Failure.self, from: failure.body))?.code
+        return (try? JSONValidation.decode(B2API.Failure.self, from: failure.body, what: "B2's error"))?.code
     }
 
     /// Whether the failure says the authorization it carried is no longer good: a 401 with

@@ -102,7 +102,7 @@ public struct BunnyProvider: StorageProviderPlugin {
             let HttpCode: Int?
             let Message: String?
         }
-        let message = (try? JSONDecoder().decode(Document.self, from: failure.body))?.Message
+        let message = (try? JSONValidation.decode(Document.self, from: failure.body, what: "Bunny's error"))?.Message?.escapingControlCharacters
         let detail = message.map { ": \($0)" } ?? ""
         switch failure.status {
         case 401:
@@ -146,11 +146,17 @@ public struct BunnyProvider: StorageProviderPlugin {
         guard response.status != 404 else { return nil }
         let object: StorageObject
         do {
-            object = try JSONDecoder().decode(StorageObject.self, from: response.data)
+            object = try JSONValidation.decode(StorageObject.self, from: response.data, what: "Bunny's description")
         } catch {
-            throw BuckiaError(.corrupt, "Bunny described the object in JSON Buckia cannot read.", operation: operation, path: key.rawValue, cause: error)
+            throw BuckiaError(.corrupt, "Bunny described the object in JSON Buckia cannot read\(Self.reason(error)).", operation: operation, path: key.rawValue, cause: error)
         }
         return object.IsDirectory ? nil : object
+    }
+
+    /// Why a JSON answer could not be read, when the reason is one of Buckia's own sentences
+    /// (malformed or too deeply nested JSON): `": …"`, or nothing.
+    static func reason(_ error: any Error) -> String {
+        (error as? BuckiaError).map { ": \(String($0.message.hasSuffix(".") ? $0.message.dropLast() : Substring($0.message)))" } ?? ""
     }
 
     static func remoteFile(_ key: ObjectKey, _ object: StorageObject) -> RemoteFile {
@@ -186,9 +192,9 @@ public struct BunnyProvider: StorageProviderPlugin {
         let response = try await send(request(.get, prefix, accepts: .successfulAnd([404])), operation: "list", path: prefix)
         guard response.status != 404 else { return [] }
         do {
-            return try JSONDecoder().decode([StorageObject].self, from: response.data)
+            return try JSONValidation.decode([StorageObject].self, from: response.data, what: "Bunny's listing")
         } catch {
-            throw BuckiaError(.corrupt, "Bunny listed the folder in JSON Buckia cannot read.", operation: "list", path: prefix, cause: error)
+            throw BuckiaError(.corrupt, "Bunny listed the folder in JSON Buckia cannot read\(Self.reason(error)).", operation: "list", path: prefix, cause: error)
         }
     }
 }

@@ -65,6 +65,9 @@ public struct BunnyToken: Sendable, Hashable {
     public var token: String
     /// When it expires.
     public var expires: Date
+    /// The expiry exactly as the URL carries it, in whole seconds since 1970: what the
+    /// signature covers (a `Date` cannot hold every `Int64`, so it is never converted back).
+    public var expiresSeconds: Int64
     /// Whether it is bound to a client address (the address itself is not in the URL).
     public var boundToIP: Bool
     /// The signed parameters other than `token` and `expires`, as the URL carries them.
@@ -92,7 +95,7 @@ public enum BunnyTokenRefusal: Error, Sendable, Hashable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .malformed(let why): "malformed: \(why)"
-        case .expired(let date): "expired at \(Int64(date.timeIntervalSince1970)) (\(date))"
+        case .expired(let date): "expired at \(Int64(saturating: date.timeIntervalSince1970)) (\(date))"
         case .badSignature: "the signature does not match this key, path, parameters and address"
         case .outsidePath(let prefix): "the path is outside the signed token_path \(prefix)"
         case .country(let why): why
@@ -143,7 +146,7 @@ public struct BunnyTokenFactory: Sendable {
         }
         let authority = scheme + "://" + host + (components.port.map { ":\($0)" } ?? "")
         let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-        let expires = String(Int64(options.expires.timeIntervalSince1970.rounded(.down)))
+        let expires = String(Int64(saturating: options.expires.timeIntervalSince1970.rounded(.down)))
         var parameters: [(String, String)] = []
         for item in components.queryItems ?? [] where item.name != "token" && item.name != "expires" {
             guard !parameters.contains(where: { $0.0 == item.name }) else {
@@ -271,7 +274,7 @@ public struct BunnyTokenFactory: Sendable {
             throw BunnyTokenRefusal.malformed("the token has the shape of no Bunny scheme")
         }
         return BunnyToken(
-            scheme: scheme, token: token, expires: Date(timeIntervalSince1970: Double(seconds)), boundToIP: token.hasPrefix("HS256-1-"),
+            scheme: scheme, token: token, expires: Date(timeIntervalSince1970: Double(seconds)), expiresSeconds: seconds, boundToIP: token.hasPrefix("HS256-1-"),
             parameters: parameters, path: path, pathForm: pathForm)
     }
 
@@ -294,7 +297,7 @@ public struct BunnyTokenFactory: Sendable {
                 throw BunnyTokenRefusal.country("\(code) is among the blocked countries \(blocked)")
             }
         }
-        let expires = String(Int64(parsed.expires.timeIntervalSince1970))
+        let expires = String(parsed.expiresSeconds)
         var parameters = parsed.parameters.map { ($0.key, $0.value) }
         if parsed.parameters["token_ignore_params"] == "true" {
             // Other query parameters are outside the signature.

@@ -19,7 +19,12 @@ extension LocalProvider {
 
     /// The items of the folder whose keys start with `folder` (`""` or ending in `/`).
     func folderItems(_ folder: String) throws -> [FolderItem] {
-        var handle = try DirectoryHandle(path: rootPath)
+        var handle: DirectoryHandle
+        do {
+            handle = try openRoot(create: false)
+        } catch let error as BuckiaError where error.code == .notFound {
+            return []  // a root no write has created yet holds nothing
+        }
         for segment in folder.split(separator: "/", omittingEmptySubsequences: true) {
             do {
                 handle = try handle.folder(String(segment), create: false)

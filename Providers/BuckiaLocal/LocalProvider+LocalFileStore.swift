@@ -22,7 +22,13 @@ extension LocalProvider: LocalFileStore {
     /// durable; with it on, each write already was.
     public func synchronize() throws {
         guard !durable else { return }
-        try DirectoryHandle(path: rootPath).syncFileSystem()
+        let root: DirectoryHandle
+        do {
+            root = try openRoot(create: false)
+        } catch let error as BuckiaError where error.code == .notFound {
+            return  // nothing written yet, nothing to make durable
+        }
+        try root.syncFileSystem()
     }
 
     /// Lets `fill` write the file in a private folder under `<root>/.buckia/tmp` (locked, so
@@ -30,7 +36,7 @@ extension LocalProvider: LocalFileStore {
     /// condition is checked: the same path every upload takes.
     @discardableResult
     public func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
-        let root = try DirectoryHandle(path: rootPath)
+        let root = try openRoot(create: true)
         let temporary = try temporaryFolder(root)
         let (stagingName, staging) = try temporary.createTemporaryFolder()
         let stagingPath = staging.path

@@ -32,7 +32,12 @@ extension LocalProvider {
                 .invalidPath, "The first segment \(LocalProvider.reservedName) is reserved by the local provider for temporary files.",
                 operation: operation, path: key.rawValue)
         }
-        let root = try DirectoryHandle(path: rootPath)
+        let root: DirectoryHandle
+        do {
+            root = try openRoot(create: create)
+        } catch let error as BuckiaError where error.code == .notFound {
+            throw BuckiaError.notFound(key, operation: operation)
+        }
         var current = root
         var chain: [(folder: DirectoryHandle, child: String)] = []
         do {

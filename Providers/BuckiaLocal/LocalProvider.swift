@@ -81,39 +81,88 @@ public struct LocalProvider: StorageProviderPlugin {
         guard let durable = Bool(fsync) else {
             throw BuckiaError(.invalidConfiguration, "The local provider's fsync option must be true or false.", path: "options.fsync")
         }
-        try self.init(root: URL(fileURLWithPath: expanded, isDirectory: true), durable: durable)
+        // A configured remote's root is created by the first write, not by opening it: `ls`
+        // of a remote whose folder is missing lists nothing and leaves nothing behind.
+        try self.init(root: URL(fileURLWithPath: expanded, isDirectory: true), durable: durable, createRoot: false)
     }
 
-    /// Creates a provider over `root`, creating the folder if needed.
+    /// Creates a provider over `root`.
     ///
+    /// - Parameter createRoot: Create the folder now if it is missing; otherwise the first
+    ///   write creates it, and reads of a missing root find nothing.
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` when something other than a folder
     ///   is at `root` (or on the way to it).
-    public init(root: URL, durable: Bool = true) throws {
+    public init(root: URL, durable: Bool = true, createRoot: Bool = true) throws {
         var isFolder: ObjCBool = false
         if FileManager.default.fileExists(atPath: root.path, isDirectory: &isFolder), !isFolder.boolValue {
             throw BuckiaError(
                 .invalidConfiguration, "The local provider's root \(root.path) is a file, not a folder; point root at a folder.",
                 operation: "open root", path: root.path)
         }
-        do {
-            try LocalFile.createDirectories(root.path)
-        } catch {
-            let wrapped = BuckiaError.wrapping(error, operation: "create root", path: root.path)
-            guard wrapped.code != .permissionDenied else { throw wrapped }
-            throw BuckiaError(
-                .invalidConfiguration, "The local provider's root \(root.path) cannot be created (\(wrapped.code)); a file may be in the way. Point root at a folder.",
-                operation: "create root", path: root.path, cause: wrapped)
+        if createRoot || isFolder.boolValue {
+            try Self.createRoot(root.path)
+            guard let resolved = realpath(root.path, nil) else {
+                throw BuckiaError.posix(errno, operation: "resolve root", path: root.path)
+            }
+            rootPath = String(cString: resolved)
+            free(resolved)
+        } else {
+            rootPath = try Self.resolveMissing(root.path)
         }
-        guard let resolved = realpath(root.path, nil) else {
-            throw BuckiaError.posix(errno, operation: "resolve root", path: root.path)
-        }
-        rootPath = String(cString: resolved)
-        free(resolved)
         self.root = URL(fileURLWithPath: rootPath, isDirectory: true)
         self.durable = durable
         // Temporaries a killed process left in <root>/.buckia/tmp go now.
         if let temporary = try? DirectoryHandle(path: rootPath).folder(LocalProvider.reservedName, create: false).folder("tmp", create: false) {
             Temporaries.sweep(temporary)
+        }
+    }
+
+    /// Creates the root folder (and those above it) if it is missing.
+    static func createRoot(_ path: String) throws {
+        do {
+            try LocalFile.createDirectories(path)
+        } catch {
+            let wrapped = BuckiaError.wrapping(error, operation: "create root", path: path)
+            guard wrapped.code != .permissionDenied else { throw wrapped }
+            throw BuckiaError(
+                .invalidConfiguration, "The local provider's root \(path) cannot be created: \(wrapped.message) A file may be in the way; point root at a folder.",
+                operation: "create root", path: path, cause: wrapped)
+        }
+    }
+
+    /// The real path a missing root will have once created: its nearest existing ancestor
+    /// resolved (links and all), followed by the names still missing.
+    static func resolveMissing(_ path: String) throws -> String {
+        var missing: [String] = []
+        var existing = URL(fileURLWithPath: path).standardizedFileURL
+        var isFolder: ObjCBool = false
+        while existing.path != "/", !FileManager.default.fileExists(atPath: existing.path, isDirectory: &isFolder) {
+            missing.insert(existing.lastPathComponent, at: 0)
+            existing = existing.deletingLastPathComponent()
+        }
+        if existing.path != "/", !isFolder.boolValue {
+            throw BuckiaError(
+                .invalidConfiguration, "The local provider's root \(path) lies under \(existing.path), which is a file; point root at a folder.",
+                operation: "open root", path: path)
+        }
+        guard let resolved = realpath(existing.path, nil) else {
+            throw BuckiaError.posix(errno, operation: "resolve root", path: path)
+        }
+        defer { free(resolved) }
+        let base = String(cString: resolved)
+        return ([base == "/" ? "" : base] + missing).joined(separator: "/")
+    }
+
+    /// The root folder's handle; with `create`, the folder is made first when missing (the
+    /// first write to a remote whose root did not exist yet).
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/notFound`` when the root is missing and not created.
+    func openRoot(create: Bool) throws -> DirectoryHandle {
+        do {
+            return try DirectoryHandle(path: rootPath)
+        } catch let error as BuckiaError where error.code == .notFound && create {
+            try Self.createRoot(rootPath)
+            return try DirectoryHandle(path: rootPath)
         }
     }
 
@@ -124,6 +173,16 @@ public struct LocalProvider: StorageProviderPlugin {
     public func testConnection() async throws -> ConnectionStatus {
         let start = ContinuousClock.now
         var info = FileStatus()
+        if lstat(rootPath, &info) != 0 && errno == ENOENT {
+            // A root no write has created yet works if the first write can create it.
+            var parent = URL(fileURLWithPath: rootPath).deletingLastPathComponent()
+            while parent.path != "/", !FileManager.default.fileExists(atPath: parent.path) { parent = parent.deletingLastPathComponent() }
+            guard access(parent.path, W_OK | X_OK) == 0 else {
+                return ConnectionStatus(isConnected: false, message: "The root folder \(rootPath) does not exist, and \(parent.path) may not be written to create it.")
+            }
+            return ConnectionStatus(
+                isConnected: true, message: "Local folder \(rootPath) does not exist yet; the first write creates it.", latency: ContinuousClock.now - start)
+        }
         guard lstat(rootPath, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
             return ConnectionStatus(isConnected: false, message: "The root folder \(rootPath) does not exist.")
         }

@@ -40,7 +40,7 @@ extension MemoryProvider {
         guard HMAC.constantTimeEquals(expected.bytes, [UInt8](signature)) else {
             throw reject("its signature does not match")
         }
-        guard let claims = try? JSONDecoder().decode(TokenClaims.self, from: payload) else {
+        guard let claims = try? JSONValidation.decode(TokenClaims.self, from: payload, what: "The token") else {
             throw reject("its claims cannot be read")
         }
         let expiresAt = Date(timeIntervalSince1970: TimeInterval(claims.exp))

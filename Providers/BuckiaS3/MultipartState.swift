@@ -26,7 +26,7 @@ struct MultipartState: Codable, Sendable {
 
     /// The saved state at `url`, if it describes the same file and part size.
     static func load(_ url: URL, matching expected: MultipartState) -> MultipartState? {
-        guard let data = try? Data(contentsOf: url), let state = try? JSONDecoder().decode(MultipartState.self, from: data) else { return nil }
+        guard let data = try? Data(contentsOf: url), let state = try? JSONValidation.decode(MultipartState.self, from: data, what: "The multipart state") else { return nil }
         guard state.bucket == expected.bucket, state.key == expected.key, state.size == expected.size,
               state.modified == expected.modified, state.partSize == expected.partSize
         else { return nil }
@@ -36,7 +36,7 @@ struct MultipartState: Codable, Sendable {
     /// The state at `url`, whatever it describes.
     static func read(_ url: URL) -> MultipartState? {
         guard let data = try? Data(contentsOf: url) else { return nil }
-        return try? JSONDecoder().decode(MultipartState.self, from: data)
+        return try? JSONValidation.decode(MultipartState.self, from: data, what: "The multipart state")
     }
 
     /// Every saved state in `directory`, with its file.

@@ -10,7 +10,7 @@ enum S3ErrorMapping {
             return nil
         }
         let code = root.value("Code") ?? "Unknown"
-        let message = root.value("Message").map { ": \($0.withoutTerminalPeriod)" } ?? ""
+        let message = root.value("Message").map { ": \($0.escapingControlCharacters.withoutTerminalPeriod)" } ?? ""
         let key = root.value("Key")
         let buckiaCode: BuckiaError.Code
         let advice: String

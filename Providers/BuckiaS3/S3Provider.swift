@@ -37,7 +37,9 @@ public struct S3Provider: StorageProviderPlugin {
         // upload's MD5 is only in its metadata, so the worst case costs a HEAD.
         return ProviderCapabilities(
             features: features, checksums: [.md5: .stat], listedFields: [.serverModified, .etag],
-            modificationTimePrecision: .microseconds(1), maxListPageSize: 1000)
+            modificationTimePrecision: .microseconds(1), maxListPageSize: 1000,
+            // AWS's largest object is 5 TiB; S3-compatible stores (MinIO allows 50 TiB) keep the default.
+            maximumObjectSize: settings.endpoint.host?.hasSuffix(".amazonaws.com") == true ? 5 << 40 : ProviderCapabilities.defaultMaximumObjectSize)
     }
 
     public static var knownOptions: Set<String>? { S3Settings.knownOptions }

@@ -29,19 +29,38 @@ struct XMLNode: Sendable {
         parser.shouldResolveExternalEntities = false
         parser.delegate = builder
         let finished = parser.parse()
+        if builder.tooDeep {
+            throw BuckiaError(
+                .corrupt, "The server's \(what) response nests elements deeper than \(maximumDepth) levels; no S3 answer does, so it is refused.",
+                operation: what)
+        }
         guard finished, parser.parserError == nil, let root = builder.root, builder.stack.isEmpty else {
-            let reason = parser.parserError.map { "\($0.localizedDescription)" } ?? "the document is empty or incomplete"
+            // Foundation's own text for a parser error is "NSXMLParserErrorDomain error N":
+            // say where the document breaks instead.
+            let reason = parser.parserError == nil
+                ? "the document is empty or incomplete" : "it breaks at line \(parser.lineNumber), column \(parser.columnNumber)"
             throw BuckiaError(.corrupt, "The server's \(what) response is not valid XML: \(reason).", operation: what)
         }
         return root
     }
 
+    /// The deepest nesting of elements a response may have. S3's deepest answers nest four;
+    /// a hostile one nested 70,000 deep would otherwise build (and free) a tree recursively
+    /// until the stack overflows.
+    static let maximumDepth = 32
+
     /// Builds the tree from parser events; text arrives in pieces and CDATA separately.
     private final class TreeBuilder: NSObject, XMLParserDelegate {
         var stack: [XMLNode] = []
         var root: XMLNode?
+        var tooDeep = false
 
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+            guard stack.count < XMLNode.maximumDepth else {
+                tooDeep = true
+                parser.abortParsing()
+                return
+            }
             stack.append(XMLNode(name: name))
         }
 

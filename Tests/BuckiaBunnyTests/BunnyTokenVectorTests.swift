@@ -172,6 +172,25 @@ struct BunnyTokenVectorTests {
         #expect(throws: BunnyTokenRefusal.badSignature) { try factory.validate(bound, now: expires, ip: "1.2.3.5") }
     }
 
+    @Test("Expiries at and past the ends of Int64 sign, validate and describe without a trap", arguments: BunnyTokenScheme.allCases)
+    func extremeExpiries(_ scheme: BunnyTokenScheme) throws {
+        let factory = BunnyTokenFactory(securityKey: "SecurityKey")
+        let url = try #require(URL(string: "https://zone.b-cdn.net/a.jpg"))
+        // 1e19 seconds does not fit Int64: it signs as Int64.max, and validates exactly so.
+        let far = try factory.sign(url, BunnySigningOptions(scheme: scheme, expires: Date(timeIntervalSince1970: 1e19)))
+        #expect(far.absoluteString.contains("expires=9223372036854775807"))
+        let token = try factory.validate(far, now: Self.now)
+        #expect(token.expiresSeconds == Int64.max)
+        // Checked at the far end of time, it has expired, and says when without a trap.
+        #expect(throws: BunnyTokenRefusal.self) { try factory.validate(far, now: .distantFuture.addingTimeInterval(1e30)) }
+        let ancient = try factory.sign(url, BunnySigningOptions(scheme: scheme, expires: Date(timeIntervalSince1970: -1e19)))
+        #expect(ancient.absoluteString.contains("expires=-9223372036854775808"))
+        #expect { try factory.validate(ancient, now: Self.now) } throws: { error in
+            guard case .expired = error as? BunnyTokenRefusal else { return false }
+            return "\(error)".contains("-9223372036854775808")
+        }
+    }
+
     static let now = Date(timeIntervalSince1970: 1_598_020_000)
 
     static func signed(_ options: BunnySigningOptions, path: String = "/videos/a.mp4") throws -> URL {

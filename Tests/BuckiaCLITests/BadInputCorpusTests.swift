@@ -19,6 +19,9 @@ struct CorpusCase: Decodable, Sendable, CustomTestStringConvertible {
     let stderr: String?
     /// Text standard output must contain.
     let stdout: String?
+    /// Text neither stream may contain (a wrong word for the failure: "environment" for a
+    /// file's mistake, "does not exist" for a link loop).
+    let absent: [String]?
     /// Shell lines that exit 0 when the file system is as it should be afterwards.
     let check: String?
     /// The issue item the case comes from, if any.
@@ -26,16 +29,37 @@ struct CorpusCase: Decodable, Sendable, CustomTestStringConvertible {
 
     var testDescription: String { "[\(`class`)] \(name)" }
 
+    /// Every case of every file in Corpus/ (`bad-inputs.json` from the first hardening round,
+    /// `bad-inputs-2.json` from the second, `hostile-servers.json` against
+    /// Tests/Emulators/hostile_server.py). A file that cannot be read or decoded yields no cases,
+    /// which ``BadInputCorpusTests/corpusFiles()`` reports as a failure naming it.
     static var all: [CorpusCase] {
-        guard let url = Bundle.module.url(forResource: "bad-inputs", withExtension: "json", subdirectory: "Corpus"),
-              let data = try? Data(contentsOf: url), let cases = try? JSONDecoder().decode([CorpusCase].self, from: data)
+        corpusFiles.flatMap { url in
+            (try? Data(contentsOf: url)).flatMap { try? JSONDecoder().decode([CorpusCase].self, from: $0) } ?? []
+        }
+    }
+
+    /// The corpus files, in name order.
+    static var corpusFiles: [URL] {
+        guard let folder = Bundle.module.url(forResource: "Corpus", withExtension: nil),
+              let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path)
         else { return [] }
-        return cases
+        return names.filter { $0.hasSuffix(".json") }.sorted().map { folder.appendingPathComponent($0) }
     }
 }
 
 @Suite("Bad-input corpus against the built buckia")
 struct BadInputCorpusTests {
+    @Test("Every corpus file decodes, and the three are there")
+    func corpusFiles() throws {
+        let names = CorpusCase.corpusFiles.map(\.lastPathComponent)
+        #expect(Set(["bad-inputs.json", "bad-inputs-2.json", "hostile-servers.json"]).isSubset(of: names), "corpus files: \(names)")
+        for url in CorpusCase.corpusFiles {
+            let data = try Data(contentsOf: url)
+            #expect(throws: Never.self, "\(url.lastPathComponent) decodes") { try JSONDecoder().decode([CorpusCase].self, from: data) }
+        }
+    }
+
     @Test("The corpus loads and holds at least 150 cases")
     func corpusSize() throws {
         let cases = CorpusCase.all
@@ -70,6 +94,9 @@ struct BadInputCorpusTests {
         #expect(result.status == entry.exit, "exit \(result.status), expected \(entry.exit); stderr: \(result.stderr)")
         if let fragment = entry.stderr { #expect(result.stderr.contains(fragment), "stderr lacks \(fragment.debugDescription): \(result.stderr)") }
         if let fragment = entry.stdout { #expect(result.stdout.contains(fragment), "stdout lacks \(fragment.debugDescription): \(result.stdout)") }
+        for fragment in entry.absent ?? [] {
+            #expect(!result.stderr.contains(fragment) && !result.stdout.contains(fragment), "the output holds \(fragment.debugDescription): \(result.stderr)")
+        }
         if let check = entry.check {
             let state = try shell(check, in: home)
             #expect(state.status == 0, "the file system is not as expected afterwards: \(check)")
@@ -78,7 +105,15 @@ struct BadInputCorpusTests {
 
     /// Text no case may print on either stream: a runtime trap's report, or a raw Foundation
     /// or URLSession error standing in for a sentence about the user's input.
-    static let forbidden = ["Fatal error", "NSCocoaErrorDomain", "URLError", "Foundation file error", "error 256"]
+    static let forbidden = [
+        "Fatal error", "NSCocoaErrorDomain", "URLError", "Foundation file error", "error 256",
+        // Parser internals and Swift type names standing in for a sentence.
+        "NSXMLParserErrorDomain", "Dictionary<", "Array<", "Optional(",
+    ]
+
+    /// Tests/Emulators/hostile_server.py: `eval "$(python3 $H SCENARIO)"` starts it.
+    static let hostileServer = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Emulators/hostile_server.py")
 
     /// Seconds a case may run before it is killed (with everything it started) and fails.
     static let timeLimit = 60
@@ -131,7 +166,7 @@ struct BadInputCorpusTests {
         process.environment = [
             "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
             "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_CACHE_HOME": home.appendingPathComponent("cache").path,
-            "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "B": CLIHarness.executable.path,
+            "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "B": CLIHarness.executable.path, "H": Self.hostileServer.path,
         ].merging(extraEnvironment) { $1 }
         let out = home.appendingPathComponent(".out-\(UUID().uuidString)")
         let err = home.appendingPathComponent(".err-\(UUID().uuidString)")

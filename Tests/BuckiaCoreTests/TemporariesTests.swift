@@ -16,14 +16,14 @@ struct TemporariesTests {
         try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: url.path)
     }
 
-    @Test("A sweep removes unlocked temporaries with bytes, empty ones once old or once dated: not locked ones, ones being created, or other files")
+    @Test("A sweep removes every unlocked temporary but one being created (empty, young, marked): not locked ones, or other files")
     func sweep() throws {
         let url = try folder()
         defer { try? FileManager.default.removeItem(at: url) }
         // A file being created (empty, its times those of its creation, not locked yet): the
         // sweep's clock is set a second after its birth, so it is young.
         let creating = url.appendingPathComponent(".buckia-being-created.tmp")
-        #expect(FileManager.default.createFile(atPath: creating.path, contents: nil))
+        #expect(FileManager.default.createFile(atPath: creating.path, contents: nil, attributes: [.posixPermissions: 0o1644]))
         let born = try #require(try FileManager.default.attributesOfItem(atPath: creating.path)[.modificationDate] as? Date)
         let now = born.addingTimeInterval(1)
         let old = now.addingTimeInterval(-Temporaries.sweepAge - 1)
@@ -33,6 +33,11 @@ struct TemporariesTests {
         // Regression (kill harness): an empty file killed after its writer dated it and before
         // the rename is young, but its time was set, so it is abandoned.
         try make(url, ".buckia-killed-after-dating.tmp", modified: now.addingTimeInterval(-30), bytes: "")
+        // Regression (kill harness, kv put on the disk engine): a writer killed as its first
+        // write began leaves an empty file the kernel dated now (times set before the bytes),
+        // unlocked and without the creating mark: abandoned, however young.
+        let firstWrite = url.appendingPathComponent(".buckia-killed-at-first-write.tmp")
+        #expect(FileManager.default.createFile(atPath: firstWrite.path, contents: nil))
         try make(url, "user-file.tmp", modified: old)
         try make(url, ".buckia-config", modified: old)
         let handle = try DirectoryHandle(path: url.path)
@@ -40,9 +45,11 @@ struct TemporariesTests {
         defer { try? live.close() }
         try live.write(Data("in progress".utf8))
         try live.setModificationDate(old)
-        #expect(Temporaries.sweep(handle, now: now) == 4)
+        #expect(Temporaries.sweep(handle, now: now) == 5)
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: url.path))
         #expect(left == [".buckia-being-created.tmp", "user-file.tmp", ".buckia-config", liveName])
+        // Once old, even a marked empty file is abandoned.
+        #expect(Temporaries.sweep(handle, now: now.addingTimeInterval(Temporaries.sweepAge + 2)) == 1)
     }
 
     @Test("A sweep removes temporary folders nobody holds (a killed relay's), not a live one, a young empty one or a user's")

@@ -15,6 +15,25 @@ struct S3ResponseTests {
         #expect(error?.code == .corrupt)
     }
 
+    @Test("XML nested past the depth bound is refused, not a stack overflow; the bound itself parses", arguments: [70_000, XMLNode.maximumDepth + 1])
+    func deepXML(_ depth: Int) throws {
+        let text = "<ListBucketResult>" + String(repeating: "<a>", count: depth) + String(repeating: "</a>", count: depth) + "</ListBucketResult>"
+        #expect { try XMLNode.parse(Data(text.utf8), what: "list") } throws: { error in
+            (error as? BuckiaError)?.code == .corrupt && (error as? BuckiaError)?.message.contains("deeper than") == true
+        }
+        let allowed = XMLNode.maximumDepth - 1
+        let fits = "<ListBucketResult>" + String(repeating: "<a>", count: allowed) + String(repeating: "</a>", count: allowed) + "</ListBucketResult>"
+        #expect(try XMLNode.parse(Data(fits.utf8), what: "list").name == "ListBucketResult")
+    }
+
+    @Test("Malformed XML says where it breaks, not NSXMLParserErrorDomain")
+    func malformedMessage() throws {
+        #expect { try XMLNode.parse(Data("<a>\n<b></c></a>".utf8), what: "list") } throws: { error in
+            let message = (error as? BuckiaError)?.message ?? ""
+            return message.contains("line 2") && !message.contains("NSXMLParserErrorDomain")
+        }
+    }
+
     @Test("Text split by entities and CDATA is joined")
     func textPieces() throws {
         let root = try XMLNode.parse(Data("<a><b>x &amp; y<![CDATA[ <z> ]]>w</b></a>".utf8), what: "test")

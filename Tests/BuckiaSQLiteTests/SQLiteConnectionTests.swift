@@ -2,6 +2,9 @@ import BuckiaCore
 import BuckiaSQLite
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A temporary folder for database files, removed afterwards.
 struct DatabaseFolder: ~Copyable {
@@ -131,5 +134,22 @@ struct SQLiteConnectionTests {
         let db = try SQLiteConnection(path: path, mode: .readOnly)
         let error = #expect(throws: BuckiaError.self) { try db.run("INSERT INTO t VALUES (1)") }
         #expect(error?.code == .permissionDenied)
+    }
+}
+
+@Suite("SQLite and planted links")
+struct SQLiteLinkTests {
+    @Test("A database is never opened or created through a symbolic link, dangling or not")
+    func links() throws {
+        let folder = try DatabaseFolder()
+        let target = folder.path("target.sqlite")
+        #expect(symlink(target, folder.path("dangling.sqlite")) == 0)
+        #expect { try SQLiteConnection(path: folder.path("dangling.sqlite")) } throws: { ($0 as? BuckiaError)?.code == .invalidPath }
+        #expect(!FileManager.default.fileExists(atPath: target), "nothing was created at the link's target")
+        let real = try SQLiteConnection(path: target)
+        try real.execute("CREATE TABLE t (x)")
+        #expect(symlink(target, folder.path("link.sqlite")) == 0)
+        #expect { try SQLiteConnection(path: folder.path("link.sqlite")) } throws: { ($0 as? BuckiaError)?.code == .invalidPath }
+        #expect { try SQLiteConnection(path: folder.path("link.sqlite"), mode: .readOnly) } throws: { ($0 as? BuckiaError)?.code == .invalidPath }
     }
 }

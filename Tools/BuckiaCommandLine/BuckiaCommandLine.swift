@@ -82,6 +82,17 @@ public enum BuckiaCommandLine {
             }
         }
 
+        // The environment is decoded with replacement characters too: a variable Buckia reads
+        // (a remote's root, a key) that is not UTF-8 would name another folder or key. Refuse it
+        // as arguments are refused; any other such variable is left out of what commands see.
+        let environment: [String: String]
+        switch Self.environment(keyVariables: Self.keyVariables(in: CommandLine.arguments)) {
+        case .success(let decoded): environment = decoded
+        case .failure(let variable):
+            Console.error("buckia: the environment variable \(variable.name) is not valid UTF-8; Buckia reads its settings in UTF-8 only. Set it again in UTF-8.")
+            exit(ExitCode.configuration.rawValue)
+        }
+
         // Interrupted (Ctrl-C, SIGTERM): remove the temporaries in progress, then exit as the
         // signal would (130, 143). Parts already on a server stay for a resumed upload.
         ProcessEnd.watch(interruptSignals)
@@ -89,7 +100,6 @@ public enum BuckiaCommandLine {
         // The command runs on the concurrency pool while this thread waits for it: a top-level
         // `await` would hand the main thread to dispatch_main, which unblocks every signal on it.
         let arguments = Array(CommandLine.arguments.dropFirst())
-        let environment = ProcessInfo.processInfo.environment
         let registries = CLI.Registries(providers: providers, engines: engines)
         let status = Locked(ExitCode.failure)
         let finished = DispatchSemaphore(value: 0)
@@ -100,5 +110,48 @@ public enum BuckiaCommandLine {
         }
         finished.wait()
         ProcessEnd.exit(status.withLock { $0 }.rawValue)
+    }
+
+    /// A variable that is not valid UTF-8, named for a message (its name escaped as needed).
+    struct InvalidVariable: Error {
+        let name: String
+    }
+
+    /// Whether Buckia reads the variable `name`: its own settings, the AWS, B2 and Bunny
+    /// credentials and settings, the XDG folders, `HOME`, `TMPDIR`, and any `--key-env` names.
+    static func isRead(_ name: String, keyVariables: Set<String>) -> Bool {
+        ["BUCKIA_", "AWS_", "B2_", "BUNNY_", "XDG_"].contains { name.hasPrefix($0) }
+            || ["HOME", "TMPDIR"].contains(name) || keyVariables.contains(name)
+    }
+
+    /// The variables `--key-env NAME` (or `--key-env=NAME`) names in `arguments`.
+    static func keyVariables(in arguments: [String]) -> Set<String> {
+        var names: Set<String> = []
+        for (index, argument) in arguments.enumerated() {
+            if argument == "--key-env", index + 1 < arguments.count { names.insert(arguments[index + 1]) }
+            if argument.hasPrefix("--key-env=") { names.insert(String(argument.dropFirst("--key-env=".count))) }
+        }
+        return names
+    }
+
+    /// The process environment read from `environ` byte by byte: the variables that are UTF-8,
+    /// or the first variable Buckia reads that is not.
+    static func environment(keyVariables: Set<String>) -> Result<[String: String], InvalidVariable> {
+        var decoded: [String: String] = [:]
+        var index = 0
+        while let entry = environ[index] {
+            index += 1
+            let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(entry).assumingMemoryBound(to: UInt8.self), count: strlen(entry))
+            let equals = bytes.firstIndex(of: UInt8(ascii: "=")) ?? bytes.endIndex
+            let nameBytes = Array(bytes[..<equals])
+            let valueBytes = equals < bytes.endIndex ? Array(bytes[(equals + 1)...]) : []
+            guard let name = String(validating: nameBytes, as: UTF8.self), let value = String(validating: valueBytes, as: UTF8.self) else {
+                let shown = UnaddressableKey(bytes: nameBytes, reason: "").displayName.debugDescription
+                if isRead(String(decoding: nameBytes, as: UTF8.self), keyVariables: keyVariables) { return .failure(InvalidVariable(name: shown)) }
+                continue
+            }
+            if decoded[name] == nil { decoded[name] = value }
+        }
+        return .success(decoded)
     }
 }

@@ -54,7 +54,7 @@ enum CLI {
             return .success
         }
         guard let command = commands.first(where: { $0.name == name }) else {
-            Console.error("buckia: unknown command \(name.debugDescription); run 'buckia --help' for the list.")
+            Console.error("buckia: unknown command \(name.debugDescription.escapingControlCharacters); run 'buckia --help' for the list.")
             return .usage
         }
         do {
@@ -66,11 +66,14 @@ enum CLI {
             guard command.positionals.contains(parsed.positionals.count) else {
                 throw UsageError(description: "Usage: buckia \(command.usage)")
             }
+            if let config = parsed.value("config"), config.isEmpty {
+                throw UsageError(description: "--config needs the path of a configuration file.")
+            }
             let invocation = Invocation(
                 arguments: parsed, environment: environment, registry: registries.providers, engines: registries.engines)
             return try await command.run(invocation)
         } catch let error as UsageError {
-            Console.error("buckia \(name): \(error.description)")
+            Console.error("buckia \(name.escapingControlCharacters): \(error.description.escapingControlCharacters)")
             return .usage
         } catch {
             let wrapped = BuckiaError.wrapping(error)

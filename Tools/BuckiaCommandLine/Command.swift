@@ -139,8 +139,10 @@ enum Console {
     /// One clear sentence for a failure; credentials never reach here (errors redact them).
     static func report(_ error: BuckiaError) {
         var text = error.message
-        if let path = error.path, !text.contains(path) { text += " (\(path))" }
-        Console.error("buckia: \(text)")
+        if let path = error.path, !path.isEmpty, !text.contains(path) { text += " (\(path))" }
+        // Messages carry text from outside (a server's words, a listed name): never raw
+        // control characters on a terminal.
+        Console.error("buckia: \(text.escapingControlCharacters)")
     }
 }
 

@@ -36,6 +36,7 @@ extension CLI {
         let json = invocation.arguments.flag("json")
         var printer = ListingPrinter(json: json)
         if !path.trimmedSlashes.isEmpty, let file = try await provider.stat(remotePath: path.trimmedSlashes) {
+            try provider.capabilities.checkSize(of: file, operation: "ls")
             printer.print(.object(file))
         } else {
             let options = ListOptions(prefix: path.folderPrefix, recursive: invocation.arguments.flag("recursive"))
@@ -59,9 +60,15 @@ extension CLI {
             guard let before = try await provider.stat(remotePath: key) else {
                 throw BuckiaError.notFound(key, operation: "cat")
             }
+            try provider.capabilities.checkSize(of: before, operation: "cat")
             let size = before.size
             // With conditional reads every range comes from the version first described.
             let ifMatch = provider.capabilities.supports(.conditionalRead) ? before.etag : nil
+            // The checksums the provider described the object with (S3's MD5 ETag, B2's SHA-1,
+            // Bunny's SHA-256), computed over the bytes as they are written: what cp checks,
+            // cat checks too, though only after the bytes have gone out.
+            let expected = before.checksums.compactMap { algorithm, value in algorithm.hashAlgorithm.map { ($0, value.lowercased()) } }
+            let digests = try DigestSet(expected.map(\.0))
             var offset: Int64 = 0
             while offset < size {
                 let end = min(size, offset + Int64(AtomicFile.copyBufferSize))
@@ -76,6 +83,14 @@ extension CLI {
                 guard !chunk.isEmpty else {
                     throw BuckiaError(.corrupt, "The object ended at byte \(offset) of the \(size) its size promised.", operation: "cat", path: key.rawValue)
                 }
+                // A server that ignores Range answers with the whole object: printed, it would
+                // repeat the start.
+                guard Int64(chunk.count) <= end - offset else {
+                    throw BuckiaError(
+                        .corrupt, "Asked for bytes \(offset) to \(end - 1), the server sent \(chunk.count) bytes; the output stops before they are mixed in.",
+                        operation: "cat", path: key.rawValue)
+                }
+                digests.update(chunk)
                 try Console.writeOut(chunk)
                 offset += Int64(chunk.count)
             }
@@ -84,6 +99,13 @@ extension CLI {
             guard after?.etag == before.etag, after?.size == before.size, after?.modificationDate == before.modificationDate else {
                 throw BuckiaError(
                     .conditionNotMatch, "The object changed while it was being read, so the output may mix two versions; run cat again.",
+                    operation: "cat", path: key.rawValue)
+            }
+            let computed = digests.finalize()
+            for (algorithm, value) in expected where computed[algorithm]?.hex != value {
+                throw BuckiaError(
+                    .checksumMismatch,
+                    "The bytes written do not match the object's \(algorithm.rawValue.uppercased()) that the server gave (\(value)); the output is damaged. Run cat again, or cp the object, which checks before it keeps anything.",
                     operation: "cat", path: key.rawValue)
             }
             return .success
@@ -114,7 +136,9 @@ extension CLI {
     ) { invocation in
         if invocation.arguments.flag("chunks") { return try await chunkConformance(invocation) }
         guard let (scenarios, name) = try conformanceSelection(invocation, ProviderConformance.scenarios) else { return .success }
-        let configuration = try invocation.remotes().configuration(named: name)
+        // Opened once first: a remote the registry cannot build is a configuration error
+        // (exit 5), not a failure of every scenario.
+        let (_, configuration) = try invocation.provider(named: name)
         // Built through the registry each time a scenario asks, so reopening, configuration
         // and registry scenarios run against the remote too.
         let factory = ProviderFactory.registered(
@@ -137,6 +161,10 @@ extension CLI {
         var scenarios = all
         if let filter = invocation.arguments.value("filter") {
             scenarios = scenarios.filter { $0.name.localizedCaseInsensitiveContains(filter) }
+            // A filter that matches nothing would run nothing and report success.
+            guard !scenarios.isEmpty else {
+                throw UsageError(description: "--filter \(filter.debugDescription) matches no scenario; conformance --list names them.")
+            }
         }
         if invocation.arguments.flag("list") {
             guard invocation.positionals.isEmpty else { throw UsageError(description: "conformance --list takes no remote.") }
@@ -220,22 +248,7 @@ extension String {
     /// backslash doubled, as coreutils' `ls -b` does, so a name cannot fake a line or send
     /// escape sequences to the terminal.
     var terminalSafe: String {
-        guard unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" || (0x80..<0xA0).contains($0.value) }) else {
-            return self
-        }
-        var result = ""
-        for scalar in unicodeScalars {
-            switch scalar {
-            case "\n": result += "\\n"
-            case "\t": result += "\\t"
-            case "\r": result += "\\r"
-            case "\\": result += "\\\\"
-            case "\u{1B}": result += "\\e"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value):
-                result += "\\x" + String(scalar.value, radix: 16, uppercase: true).leftPadded(2).replacingOccurrences(of: " ", with: "0")
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result
+        // Backslashes first, so the escapes added for control characters stay single.
+        (contains("\\") ? replacingOccurrences(of: "\\", with: "\\\\") : self).escapingControlCharacters
     }
 }

@@ -4,7 +4,7 @@ import Foundation
 extension CLI {
     static let chunkCommand = Command(
         name: "chunk", summary: "Store a file as content-defined chunks, restore it, or describe it.",
-        usage: "chunk put FILE DEST | get SOURCE FILE | stat SOURCE  [--store PREFIX] [--average-size BYTES] [--compress] [--key-env NAME] [--json]",
+        usage: "chunk put FILE DEST | get SOURCE FILE | stat SOURCE  [--store PREFIX] [--average-size BYTES] [--compress] [--key-env NAME] [--adopt-store] [--json]",
         positionals: 2...3,
         options: [
             .value("store", "Where the chunks live: a prefix on the same remote (default .buckia-chunks/), or for a local DEST a folder (default .buckia-chunks beside it)."),
@@ -12,6 +12,7 @@ extension CLI {
             .flag("compress", "put: compress chunks with zlib where that makes them smaller (the manifest records it for get)."),
             .value("key-env", "put: encrypt chunks (AES-256-GCM) with the 64 hex digits in this environment variable; get and stat of encrypted chunks need it."),
             .flag("json", "Print the statistics as one JSON object on the last line."),
+            .flag("adopt-store", "put: the store's chunks were written with these options but its settings file was lost; check a sample of chunks reads back so, then record them."),
         ],
         details: """
             DEST and SOURCE name the manifest: REMOTE:PATH, or a local path. put writes only the chunks the store lacks and prints
@@ -25,10 +26,19 @@ extension CLI {
         switch arguments[0] {
         case "put":
             guard arguments.count == 3 else { throw UsageError(description: "chunk put needs FILE and DEST.") }
-            return try await chunkPut(invocation, file: URL(fileURLWithPath: arguments[1]), destination: Location(arguments[2]))
+            let file = URL(fileURLWithPath: arguments[1])
+            let destination = Location(arguments[2])
+            if case .local(let manifest) = destination, LocalFile.isSameFile(file, manifest) {
+                throw UsageError(description: "chunk put would replace \(file.path) with its own manifest; name another DEST.")
+            }
+            return try await chunkPut(invocation, file: file, destination: destination)
         case "get":
             guard arguments.count == 3 else { throw UsageError(description: "chunk get needs SOURCE and FILE.") }
-            return try await chunkGet(invocation, source: Location(arguments[1]), file: URL(fileURLWithPath: arguments[2]))
+            guard case .local(let file) = Location(arguments[2]) else {
+                throw UsageError(
+                    description: "chunk get restores into a local file, and \(arguments[2].debugDescription) names a remote; restore here, then cp it there (write ./\(arguments[2]) for a local file of that name).")
+            }
+            return try await chunkGet(invocation, source: Location(arguments[1]), file: file)
         case "stat":
             guard arguments.count == 2 else { throw UsageError(description: "chunk stat needs SOURCE only.") }
             return try await chunkStat(invocation, source: Location(arguments[1]))
@@ -130,8 +140,10 @@ extension CLI {
         // The store keeps one way of writing chunks: a chunk reused from it must read back
         // through this manifest's transforms.
         let keyCheck = try chunkKey(invocation).map(EncryptedRetrieval.keyCheck(for:))
-        try await ChunkStoreSettings(transforms: transforms, keyCheck: keyCheck).establish(in: target.base.retrieval)
-        let files = ChunkedFileStore(storage: try decorate(target.base, transforms: transforms, invocation), chunker: chunker)
+        let decorated = try decorate(target.base, transforms: transforms, invocation)
+        try await ChunkStoreSettings(transforms: transforms, keyCheck: keyCheck)
+            .establish(in: target.base, adoptingThrough: invocation.arguments.flag("adopt-store") ? decorated : nil)
+        let files = ChunkedFileStore(storage: decorated, chunker: chunker)
         let stored = try await files.store(fileAt: file)
         var manifest = stored.manifest
         manifest.transforms = transforms

@@ -58,7 +58,7 @@ extension CLI {
                 Console.out("Aborted \(label).")
                 aborted += 1
             } catch let error as BuckiaError {
-                Console.error("buckia: \(error.message)")
+                Console.error("buckia: \(error.message.escapingControlCharacters)")
                 failed += 1
             }
         }

@@ -115,6 +115,10 @@ struct SyncSession: Sendable {
             options.mode = .push
             options.deleteExtraneous = true
         }
+        if source.overlaps(destination) {
+            throw UsageError(
+                description: "\(invocation.positionals[0]) and \(invocation.positionals[1]) overlap: one lies within the other, so a sync would copy the tree into itself or delete its own files. Choose folders that are apart (or exclude one from the other's remote root).")
+        }
         let common = Set(source.provider.capabilities.checksums.keys).intersection(destination.provider.capabilities.checksums.keys).sorted()
         if arguments.flag("checksum") {
             guard let algorithm = common.first else {
@@ -164,6 +168,12 @@ struct SyncSession: Sendable {
     }
 
     func run() async throws -> ExitCode {
+        // Two runs that write the same place, or the same pair in either order, exclude each
+        // other (a dry run and a check write nothing and take no lock).
+        let locks = options.dryRun ? nil : try SyncLocks.acquire(
+            source: source, destination: destination, writesSource: options.mode != .push, writesDestination: options.mode != .pull,
+            environment: environment)
+        defer { locks?.release() }
         let store: SyncStateStore?
         let location = SyncStateStore.location(source: source.identity, destination: destination.identity, environment: environment)
         if check {
@@ -215,12 +225,12 @@ struct SyncSession: Sendable {
             Console.error("\(verb): \(parts.joined(separator: ", ")) in \(ByteCount.duration(result.duration.seconds)).")
         }
         for failure in result.failures {
-            Console.error("buckia: failed: \(failure.path.rawValue.terminalSafe): \(failure.error.message)")
+            Console.error("buckia: failed: \(failure.path.rawValue.terminalSafe): \(failure.error.message.escapingControlCharacters)")
         }
         if let first = result.failures.first {
             Console.error("buckia: \(result.failures.count) file\(result.failures.count == 1 ? "" : "s") failed; run the same command again to retry.")
             if let reason = result.deletesSkipped { Console.error("buckia: \(reason)") }
-            return ExitCode.from(first.error)
+            return ExitCode.fromFileFailure(first.error)
         }
         if let reason = result.deletesSkipped {
             Console.error("buckia: \(reason)")

@@ -38,7 +38,7 @@ extension CLI {
         }
         do {
             let token = try BunnyTokenFactory(securityKey: key).validate(url, now: now, ip: invocation.arguments.value("ip"), country: invocation.arguments.value("country"))
-            let left = Int64(token.expires.timeIntervalSince(now))
+            let left = Int64(saturating: token.expires.timeIntervalSince(now).rounded(.towardZero))
             var facts = ["\(token.scheme) token", "expires \(token.expires.formatted(.iso8601)) (in \(left) s)"]
             if let path = token.parameters["token_path"] { facts.append("opens \(path)*") }
             if let countries = token.parameters["token_countries"] { facts.append("countries \(countries)") }

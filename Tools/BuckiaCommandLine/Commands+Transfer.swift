@@ -31,7 +31,7 @@ extension CLI {
         if outcome.unchanged > 0 { summary += "; \(outcome.unchanged) already there" }
         Console.error(summary + ".")
         for (path, error) in outcome.failures.sorted(by: { $0.path.utf8Precedes($1.path) }) {
-            Console.error("buckia: failed: \(path.terminalSafe): \(error.message)")
+            Console.error("buckia: failed: \(path.terminalSafe): \(error.message.escapingControlCharacters)")
         }
         if let first = outcome.failures.first {
             let total = outcome.copied + outcome.unchanged + outcome.failures.count

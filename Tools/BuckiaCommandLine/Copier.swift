@@ -183,7 +183,9 @@ struct Copier: Sendable {
             guard lstat(url.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
             return (Int64(info.st_size), LocalFile.modificationDate(of: info))
         case .remote(let provider, let key):
-            return try await provider.stat(remotePath: key).map { ($0.size, $0.effectiveModificationDate) }
+            guard let file = try await provider.stat(remotePath: key) else { return nil }
+            try provider.capabilities.checkSize(of: file, operation: "cp")
+            return (file.size, file.effectiveModificationDate)
         }
     }
 
@@ -263,6 +265,8 @@ struct Copier: Sendable {
         case (.local(let source), .remote(let provider, let key)):
             return try await provider.uploadFile(localURL: source, remotePath: key, options: UploadOptions()).size
         case (.remote(let provider, let key), .local(let target)):
+            // A device or FIFO there is refused before anything is downloaded.
+            try LocalFile.checkReplaceable(target.path)
             try LocalFile.createDirectories(target.deletingLastPathComponent().path)
             sweep(target.deletingLastPathComponent())
             return try await provider.downloadFile(remotePath: key, localURL: target).file.size

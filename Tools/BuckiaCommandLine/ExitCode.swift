@@ -22,6 +22,14 @@ enum ExitCode: Int32 {
     /// `check` ran, and the two sides differ.
     case differences = 8
 
+    /// The exit status for one file's failure within a sync: the
+    /// command itself was called rightly, so an invalid name or path there is a failure (1),
+    /// never a usage error (2).
+    static func fromFileFailure(_ error: BuckiaError) -> ExitCode {
+        let status = from(error)
+        return status == .usage ? .failure : status
+    }
+
     /// The exit status for an error.
     static func from(_ error: BuckiaError) -> ExitCode {
         switch error.code {

@@ -38,9 +38,19 @@ struct RemoteConfiguration {
         let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(home)/.config"
         let named = explicitPath ?? environment["BUCKIA_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
         let path = named ?? "\(configHome)/buckia/config.json"
-        var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
-            let data = try Self.read(path, isFolder: isFolder.boolValue)
+        var info = stat()
+        let found = stat(path, &info) == 0
+        let missing = !found && (errno == ENOENT || errno == ENOTDIR)
+        if !found && !missing {
+            // A link loop, a folder on the way that may not be searched: not "does not exist".
+            let code = errno
+            let reason = String(cString: strerror(code)).lowercased()
+            throw BuckiaError(
+                code == EACCES ? .permissionDenied : .invalidConfiguration,
+                "The configuration file \(path) cannot be reached (\(reason)); check the path and its folders' permissions.", path: path)
+        }
+        if found {
+            let data = try Self.read(path, isFolder: (info.st_mode & S_IFMT) == S_IFDIR)
             let file: File
             do {
                 file = try ConfigurationDecoding.decode(File.self, from: data)
@@ -76,10 +86,13 @@ struct RemoteConfiguration {
             throw BuckiaError(.invalidConfiguration, "The configuration file \(path) is over 1 MiB; it cannot be a configuration.", path: path)
         }
         do {
-            return try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            let reason = (error as? CocoaError).map { "\(BuckiaError.wrapping($0).code)" } ?? "unreadable"
-            throw BuckiaError(.invalidConfiguration, "The configuration file \(path) cannot be read (\(reason)); check its permissions.", path: path)
+            let reader = try FileReader(URL(fileURLWithPath: path))
+            return try reader.read(0..<min(try reader.size(), 1_048_576))
+        } catch let error as BuckiaError where error.code == .permissionDenied {
+            // Denied is status 4, as for any file the user may not read.
+            throw BuckiaError(.permissionDenied, "The configuration file \(path) cannot be read (permission denied); check its permissions.", path: path)
+        } catch let error as BuckiaError {
+            throw BuckiaError(.invalidConfiguration, "The configuration file \(path) cannot be read: \(error.message)", path: path)
         }
     }
 
@@ -141,6 +154,13 @@ struct RemoteConfiguration {
             remotes[name] = remote
         }
         for (name, remote) in remotes where remote.provider.rawValue.isEmpty {
+            // Blame where the remote came from: a file's `"provider": ""`, or variables alone.
+            if let source = sources[name], !source.hasPrefix("environment") {
+                throw BuckiaError(
+                    .invalidConfiguration,
+                    "The remote \(name.debugDescription) in \(source.replacingOccurrences(of: " + environment", with: "")) has an empty provider; set \"provider\" to a provider type (buckia providers lists them).",
+                    path: name)
+            }
             throw BuckiaError(
                 .invalidConfiguration,
                 "The remote \(name.debugDescription) is set in the environment but has no provider; set BUCKIA_REMOTE_\(name.uppercased())_PROVIDER.",

@@ -202,6 +202,14 @@ public enum ConfigurationDecoding {
     public static func decode<T: Decodable>(_ type: T.Type, from json: Data) throws -> T {
         // Some editors start UTF-8 files with a byte-order mark; JSON parsers refuse it.
         let json = json.starts(with: [0xEF, 0xBB, 0xBF]) ? json.dropFirst(3) : json
+        // Strictly JSON, and at most 32 levels deep, before anything recursive reads it: the
+        // duplicate-key scan and Foundation's decoder recurse once per level (a document
+        // nested 100,000 deep overflowed the stack), and Foundation accepts trailing commas.
+        do {
+            try JSONValidation.validate(Data(json), maximumDepth: 32)
+        } catch let error as JSONSyntaxError {
+            throw BuckiaError(.invalidConfiguration, "The configuration is not valid JSON: \(error).")
+        }
         let bytes = [UInt8](json)
         if let duplicate = JSONDuplicateKeys.first(in: bytes) {
             throw BuckiaError(
@@ -233,13 +241,21 @@ public enum ConfigurationDecoding {
         case .typeMismatch(let type, let context):
             let at = path(context)
             return BuckiaError(.invalidConfiguration, "The setting \(at.debugDescription) should be \(readable(type)).", path: at)
+        case .dataCorrupted(let context) where context.debugDescription.contains("number"):
+            // Foundation's words for 1.5 or 1e99 where a whole number goes.
+            let at = path(context)
+            return BuckiaError(.invalidConfiguration, "The setting \(at.debugDescription) should be a whole number in range.", path: at)
         case .valueNotFound(let type, let context):
             let at = path(context)
             return BuckiaError(.invalidConfiguration, "The setting \(at.debugDescription) is null; it should be \(readable(type)).", path: at)
         case .dataCorrupted(let context):
             let at = path(context)
             if context.codingPath.isEmpty {
-                return BuckiaError(.invalidConfiguration, "The configuration is not valid JSON: \(context.debugDescription)")
+                // The syntax was checked before decoding: what Foundation calls invalid JSON here
+                // is a number that does not fit its setting, and it names no path.
+                return BuckiaError(
+                    .invalidConfiguration,
+                    "The configuration holds a number that does not fit its setting: a fraction or an out-of-range value where a whole number goes (such as \"maxConcurrentOperations\": 1.5).")
             }
             return BuckiaError(.invalidConfiguration, "The setting \(at.debugDescription) has an invalid value: \(context.debugDescription)", path: at)
         @unknown default:
@@ -253,7 +269,12 @@ public enum ConfigurationDecoding {
         case is Int.Type: "a whole number"
         case is Bool.Type: "true or false"
         case is [String].Type: "a list of strings"
-        default: "a \(type)"
+        case is [String: String].Type: "an object of strings ({\"name\": \"value\", …})"
+        case is Double.Type, is Float.Type: "a number"
+        default:
+            // Never a Swift type name ("Dictionary<String, Any>"): say which JSON shape goes here.
+            String(describing: type).hasPrefix("Dictionary") ? "an object ({ … })"
+                : String(describing: type).hasPrefix("Array") ? "a list ([ … ])" : "a value of another kind"
         }
     }
 }

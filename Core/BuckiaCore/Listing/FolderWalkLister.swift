@@ -144,13 +144,39 @@ public actor FolderWalkLister: ObjectLister {
         return nil
     }
 
+    /// The longest folder path a walk descends into, in bytes: past it a folder is listed as
+    /// unaddressable. No store keeps keys this long (S3 and B2 stop at 1,024 bytes), so only
+    /// a server that nests folders without end reaches it.
+    public static let maximumFolderPathBytes = 4_096
+
     /// A folder's items in key order: a folder sorts as its name followed by `/`.
+    ///
+    /// A name that cannot be one segment of a key (empty, `.`, `..`, holding `/` or NUL), as
+    /// a broken or hostile server may report, becomes an unaddressable item: walking a folder
+    /// named `.` would read the same folder again, without end.
     private func sortedItems(of folder: [UInt8]) async throws -> [FolderItem] {
-        let items = try await readFolder(String(decoding: folder, as: UTF8.self))
+        let items = try await readFolder(String(decoding: folder, as: UTF8.self)).map { item -> FolderItem in
+            if let reason = Self.segmentProblem(item.name) { return FolderItem(name: item.name, kind: .unaddressable(reason: reason)) }
+            if case .folder = item.kind, folder.count + item.name.count + 1 > Self.maximumFolderPathBytes {
+                return FolderItem(name: item.name, kind: .unaddressable(reason: "the folder lies deeper than \(Self.maximumFolderPathBytes) bytes of path"))
+            }
+            return item
+        }
         func sortKey(_ item: FolderItem) -> [UInt8] {
             if case .folder = item.kind { return item.name + [UInt8(ascii: "/")] }
             return item.name
         }
         return items.map { (sortKey($0), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }.map(\.1)
+    }
+
+    /// Why `name` cannot be one segment of a key, or nil when it can.
+    static func segmentProblem(_ name: [UInt8]) -> String? {
+        if name.isEmpty { return "the backend listed an empty name" }
+        if name == [UInt8(ascii: ".")] || name == [UInt8(ascii: "."), UInt8(ascii: ".")] {
+            return "the backend listed a name '\(String(decoding: name, as: UTF8.self))', which would lead back into a folder already walked"
+        }
+        if name.contains(UInt8(ascii: "/")) { return "the backend listed a name holding '/' in one folder" }
+        if name.contains(0) { return "the backend listed a name holding NUL" }
+        return nil
     }
 }

@@ -51,6 +51,15 @@ public actor TokenPagedLister: ObjectLister {
     private var token: String?
     private var seen: Set<String> = []
     private var finished = false
+    /// The greatest entry path listed so far, in key order.
+    private var greatest: [UInt8]?
+    /// Pages in a row that listed nothing past ``greatest`` yet promised more.
+    private var stalledPages = 0
+
+    /// How many pages in a row may bring no new entry before the listing is refused: a backend
+    /// may return an empty page now and then (S3 does, behind many deleted or filtered keys),
+    /// but one that keeps handing out fresh tokens with nothing new would be followed forever.
+    public static let maximumStalledPages = 64
 
     /// Prepares a listing that starts at `request`'s resume token, if any.
     ///
@@ -76,6 +85,23 @@ public actor TokenPagedLister: ObjectLister {
             finished = true
         }
         token = next
+        // Progress: an entry past every entry listed before (backends list in key order).
+        var progressed = false
+        for entry in entries where greatest.map({ $0.lexicographicallyPrecedes(entry.sortBytes) }) ?? true {
+            greatest = entry.sortBytes
+            progressed = true
+        }
+        if progressed || finished {
+            stalledPages = 0
+        } else {
+            stalledPages += 1
+            if stalledPages >= Self.maximumStalledPages {
+                throw BuckiaError(
+                    .corrupt,
+                    "The provider returned \(stalledPages) pages in a row with nothing new, each promising more; the listing would never end.",
+                    operation: "list", path: what)
+            }
+        }
         if entries.isEmpty && finished { return nil }
         return ListPage(entries: entries, resumeToken: next)
     }

@@ -134,21 +134,44 @@ public struct ProviderCapabilities: Sendable, Hashable {
     public var modificationTimePrecision: Duration?
     /// The largest number of entries one listing page returns.
     public var maxListPageSize: Int
+    /// The largest object the backend can hold, in bytes. A listing or description that
+    /// reports a size outside `0...maximumObjectSize` is corrupt (a hostile or broken server),
+    /// and is refused before any sum or allocation is made from it.
+    public var maximumObjectSize: Int64
+
+    /// The default ``maximumObjectSize``: 2^53 bytes (8 PiB), beyond any store's limit and
+    /// far from where sums of sizes overflow.
+    public static let defaultMaximumObjectSize: Int64 = 1 << 53
 
     /// Creates a capability description.
     public init(
         features: Set<Capability>, checksums: [ChecksumAlgorithm: ChecksumCost] = [:], listedFields: ListedFields = [],
-        modificationTimePrecision: Duration? = nil, maxListPageSize: Int = 1000
+        modificationTimePrecision: Duration? = nil, maxListPageSize: Int = 1000,
+        maximumObjectSize: Int64 = ProviderCapabilities.defaultMaximumObjectSize
     ) {
         self.features = features
         self.checksums = checksums
         self.listedFields = listedFields
         self.modificationTimePrecision = modificationTimePrecision
         self.maxListPageSize = maxListPageSize
+        self.maximumObjectSize = maximumObjectSize
     }
 
     /// Whether the provider offers `capability`.
     public func supports(_ capability: Capability) -> Bool { features.contains(capability) }
+
+    /// Refuses a description whose size no object of this provider can have: negative, or
+    /// past ``maximumObjectSize``. Listings are checked page by page (``RemoteListing``); a
+    /// caller that sums, allocates or loops on a size from `stat` checks it with this.
+    ///
+    /// - Throws: ``BuckiaError/Code/corrupt`` naming the object and the size.
+    public func checkSize(of file: RemoteFile, operation: String) throws {
+        guard file.size < 0 || file.size > maximumObjectSize else { return }
+        throw BuckiaError(
+            .corrupt,
+            "The provider described \(file.path.rawValue.debugDescription) with a size of \(file.size) bytes, outside what an object can have (0 to \(maximumObjectSize)); its answer is corrupt.",
+            operation: operation, path: file.path.rawValue)
+    }
 
     /// The checksums available at `cost` or cheaper, sorted.
     public func checksums(atMost cost: ChecksumCost) -> [ChecksumAlgorithm] {

@@ -280,6 +280,15 @@ public struct RemoteListing: AsyncSequence, Sendable {
                 self.request = request
             }
 
+            /// Refuses a page that lists an object of a size no object can have: negative, or
+            /// past the provider's ``ProviderCapabilities/maximumObjectSize`` (S3's `<Size>`,
+            /// B2's `contentLength` and Bunny's `Length` are whatever the server says).
+            static func checkSizes(_ page: ListPage, capabilities: ProviderCapabilities) throws {
+                for entry in page.entries {
+                    if case .object(let file) = entry { try capabilities.checkSize(of: file, operation: "list") }
+                }
+            }
+
             public mutating func next() async throws -> ListPage? {
                 if finished { return nil }
                 try Task.checkCancellation()
@@ -296,6 +305,7 @@ public struct RemoteListing: AsyncSequence, Sendable {
                         finished = true
                         return nil
                     }
+                    try Self.checkSizes(page, capabilities: provider.capabilities)
                     return page
                 } catch {
                     finished = true

@@ -56,12 +56,22 @@ public enum AtomicFile {
     ///
     /// If `body` throws, the temporary file is removed and the destination is untouched.
     public static func write(to url: URL, options: Options, _ body: (LocalFile) throws -> Void) throws {
+        // Refused before a byte is written; checked again at the rename.
+        try LocalFile.checkReplaceable(url.path)
         let directory = options.temporaryDirectory ?? url.deletingLastPathComponent()
         let temporary = directory.appendingPathComponent(Temporaries.makeName(), isDirectory: false)
         // Locked and registered for its whole life: a sweep leaves it alone while this process
         // lives, and an interrupted process removes it.
-        let file = try Temporaries.create(
-            temporary.path, in: AT_FDCWD, folder: directory.path, path: temporary.path, permissions: options.permissions ?? 0o644)
+        let file: LocalFile
+        do {
+            file = try Temporaries.create(
+                temporary.path, in: AT_FDCWD, folder: directory.path, path: temporary.path, permissions: options.permissions ?? 0o644)
+        } catch let error as BuckiaError {
+            // The user named the destination, not Buckia's temporary beside it.
+            throw BuckiaError(
+                error.code, "\(url.path) cannot be written: \(error.message.replacingOccurrences(of: temporary.path, with: directory.path))",
+                operation: "write", path: url.path, cause: error.cause)
+        }
         defer { Temporaries.unregister(temporary.path) }
         do {
             if options.permissions == nil, let existing = existingPermissions(url) {
@@ -92,6 +102,7 @@ public enum AtomicFile {
     }
 
     private static func moveIntoPlace(_ temporary: URL, _ url: URL, createParents: Bool) throws {
+        try LocalFile.checkReplaceable(url.path)
         var attempts = 0
         while rename(temporary.path, url.path) != 0 {
             let code = errno

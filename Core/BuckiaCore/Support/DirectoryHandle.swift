@@ -116,7 +116,11 @@ public final class DirectoryHandle {
 
     /// Moves `name` from this folder to `newName` in `destination`, replacing what is there
     /// (a link there is replaced, never followed).
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidPath`` when a device, FIFO or socket is at
+    ///   `newName` (``LocalFile/checkReplaceable(_:in:shownAs:)``).
     public func move(_ name: String, to destination: DirectoryHandle, as newName: String) throws {
+        try LocalFile.checkReplaceable(newName, in: destination.descriptor, shownAs: destination.child(newName))
         guard renameat(descriptor, name, destination.descriptor, newName) == 0 else {
             throw BuckiaError.posix(errno, operation: "rename", path: destination.child(newName))
         }

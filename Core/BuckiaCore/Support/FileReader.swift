@@ -22,14 +22,18 @@ public final class FileReader: Sendable {
     ///
     /// - Throws: ``BuckiaError`` (`notFound`, `permissionDenied`, `io`) naming the path.
     public init(_ url: URL) throws {
-        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever,
+        // before the check below could refuse it. (It changes nothing for a regular file.)
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "open", path: url.path) }
         descriptor = fd
         path = url.path
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw BuckiaError.posix(errno, operation: "stat", path: url.path) }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw BuckiaError(.notFound, "\(url.path.debugDescription) is not a regular file.", operation: "open", path: url.path)
+            throw BuckiaError(
+                .invalidPath, "\(url.path.debugDescription) is not a regular file (a folder, device, pipe or socket); only files are read.",
+                operation: "open", path: url.path)
         }
     }
 

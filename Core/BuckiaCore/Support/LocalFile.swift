@@ -30,8 +30,63 @@ public final class LocalFile {
     }
 
     /// Opens an existing file for reading.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidPath`` for anything but a regular file (a folder, a
+    ///   device, a FIFO, a socket): opened without blocking, so a FIFO with no writer is
+    ///   refused at once instead of waiting forever.
     public static func openForReading(_ url: URL) throws -> LocalFile {
-        try open(url.path, flags: O_RDONLY | O_CLOEXEC, mode: 0, operation: "open")
+        let file = try open(url.path, flags: O_RDONLY | O_CLOEXEC | O_NONBLOCK, mode: 0, operation: "open")
+        var info = stat()
+        guard fstat(file.descriptor, &info) == 0 else {
+            let error = BuckiaError.posix(errno, operation: "stat", path: url.path)
+            try? file.close()
+            throw error
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            try? file.close()
+            throw BuckiaError(
+                .invalidPath, "\(url.path.debugDescription) is not a regular file (a folder, device, pipe or socket); only files are read.",
+                operation: "open", path: url.path)
+        }
+        _ = fcntl(file.descriptor, F_SETFL, fcntl(file.descriptor, F_GETFL) & ~O_NONBLOCK)
+        return file
+    }
+
+    /// Refuses a destination that a rename would replace but that is no regular file: a
+    /// character or block device, a FIFO or a socket (`/dev/null`, `/dev/full`, a named pipe).
+    /// A rename over one would put a regular file in its place; `cp` writes into it instead.
+    /// Nothing there, a regular file, a folder (the rename itself fails) or a symbolic link
+    /// (a rename replaces the link, never its target) pass.
+    ///
+    /// - Parameters:
+    ///   - folder: The folder `name` is in (`AT_FDCWD` with a path for `name`).
+    /// - Throws: ``BuckiaError/Code/invalidPath`` naming what is there.
+    public static func checkReplaceable(_ name: String, in folder: Int32 = AT_FDCWD, shownAs shown: String? = nil) throws {
+        var info = stat()
+        guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+        let kind: String
+        switch info.st_mode & S_IFMT {
+        case S_IFCHR: kind = "a character device"
+        case S_IFBLK: kind = "a block device"
+        case S_IFIFO: kind = "a FIFO (named pipe)"
+        case S_IFSOCK: kind = "a socket"
+        default: return
+        }
+        let path = shown ?? name
+        throw BuckiaError(
+            .invalidPath,
+            "\(path) is \(kind), not a regular file; Buckia replaces only regular files and never writes into a device or pipe. Write to it from standard output instead (buckia cat REMOTE:PATH > \(path)).",
+            operation: "write", path: path)
+    }
+
+    /// Whether `a` and `b` name the same file: the same path once standardized, or (when both
+    /// exist) the same device and inode, through links and hard links alike.
+    public static func isSameFile(_ a: URL, _ b: URL) -> Bool {
+        if a.standardizedFileURL.path == b.standardizedFileURL.path { return true }
+        var first = stat()
+        var second = stat()
+        guard stat(a.path, &first) == 0, stat(b.path, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 
     /// Creates a new file for writing; fails with ``BuckiaError/Code/alreadyExists`` if one is there.

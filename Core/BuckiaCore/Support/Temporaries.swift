@@ -18,12 +18,10 @@ import Darwin
 ///
 /// On Linux a temporary is created without a name (`O_TMPFILE`), locked, and only then linked
 /// into its folder, so it is never visible unlocked and a sweep may take every unlocked one at
-/// once: a run after a `kill -9` leaves nothing behind (such a file is dated 1970 until it is
-/// written, so even an empty one is taken). Where that is not available the file
-/// is created and locked an instant later; a sweep then leaves an unlocked *empty* temporary
-/// alone until it is ``sweepAge`` old, since it may be that instant (a writer locks before it
-/// writes a byte, so an unlocked file with bytes in it is abandoned) — unless its time was
-/// set, which a writer does only under the lock.
+/// once: a run after a `kill -9` leaves nothing behind. Where that is not available the file
+/// is created by name carrying ``creatingMark`` and locked an instant later, when the mark is
+/// dropped; a sweep leaves an unlocked temporary alone only while it is empty, marked and
+/// younger than ``sweepAge``, since it may be that instant.
 public enum Temporaries {
     /// Paths of the temporary files and folders this process is writing, with whether each
     /// is a folder.
@@ -40,16 +38,12 @@ public enum Temporaries {
         try registering(path, folder: false) {
             let locked = buckia_create_locked(directory, folder, name, O_WRONLY, permissions)
             if locked >= 0 { return LocalFile(descriptor: locked, path: path) }
-            // No O_TMPFILE here (or no /proc): create by name, then lock.
-            let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
+            // No O_TMPFILE here (or no /proc): create by name, marked as being created, then lock.
+            let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions | Temporaries.creatingMark)
             guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "create", path: path) }
             let file = LocalFile(descriptor: fd, path: path)
             file.lockAsTemporary()
-            // Dated 1970 once locked, as the O_TMPFILE path does: a writer killed from here on
-            // leaves a temporary the next sweep takes at once, not one it must take for a
-            // creator still between create and lock. (The kill harness caught such an empty,
-            // undated, unlocked temporary outliving a rerun.)
-            try? file.setModificationDate(Date(timeIntervalSince1970: 0))
+            file.clearCreatingMark()
             return file
         }
     }
@@ -70,6 +64,14 @@ public enum Temporaries {
             return made
         }
     }
+
+    /// The mode bit a temporary created by name carries from its creation until its writer
+    /// holds its lock (the sticky bit, which means nothing on a Linux file): the one window in
+    /// which a live writer's temporary is unlocked. A sweep spares an unlocked temporary only
+    /// while it is empty, young and so marked; any other unlocked temporary is abandoned, even
+    /// an empty one dated now (a writer killed as its first `write` began: the kernel sets the
+    /// times before the bytes, so the kill harness saw exactly that).
+    static let creatingMark: mode_t = S_ISVTX
 
     /// A new temporary file name.
     public static func makeName() -> String { ".buckia-\(UUID().uuidString).tmp" }
@@ -146,22 +148,20 @@ public enum Temporaries {
 }
 
 extension DirectoryHandle {
-    /// Removes the temporary file `name` if no process holds its lock and it holds bytes, was
-    /// last modified before `cutoff`, or has had its time set.
-    ///
-    /// An empty, young, unlocked temporary may be one being created an instant before its
-    /// writer locks it (where `O_TMPFILE` is missing). Such a file's modification and
-    /// status-change times are its creation time. A writer sets a time only once it holds the
-    /// lock (the source's time, just before the rename), which leaves the status-change time
-    /// later than the modification time: an empty file killed then is abandoned, not new.
+    /// Removes the temporary file `name` if no process holds its lock, unless it may be one
+    /// being created this instant: empty, modified after `cutoff`, and still carrying
+    /// ``Temporaries/creatingMark`` (created by name where `O_TMPFILE` is missing, its writer
+    /// between create and lock). A temporary made through `O_TMPFILE` is locked before it has a
+    /// name, and one made by name loses the mark once locked, so any other unlocked temporary
+    /// is abandoned.
     func removeIfAbandoned(_ name: String, olderThan cutoff: Date) -> Bool {
         let fd = openat(descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
-        let dated = LocalFile.modificationDate(of: info) != LocalFile.statusChangeDate(of: info)
-        guard info.st_size > 0 || LocalFile.modificationDate(of: info) < cutoff || dated else { return false }
+        let beingCreated = info.st_size == 0 && (info.st_mode & Temporaries.creatingMark) != 0 && LocalFile.modificationDate(of: info) >= cutoff
+        guard !beingCreated else { return false }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
         return unlinkat(descriptor, name, 0) == 0
     }
@@ -223,5 +223,24 @@ extension LocalFile {
     public func lockAsTemporary() {
         // A new file cannot be locked by anyone else; a failure only weakens the sweep's proof.
         _ = flock(descriptorForLocking, LOCK_EX | LOCK_NB)
+    }
+
+    /// Drops ``Temporaries/creatingMark`` once the file is locked: from now on a sweep that
+    /// finds it unlocked knows its writer is gone.
+    func clearCreatingMark() {
+        var info = stat()
+        guard fstat(descriptorForLocking, &info) == 0, (info.st_mode & Temporaries.creatingMark) != 0 else { return }
+        _ = fchmod(descriptorForLocking, info.st_mode & 0o7777 & ~Temporaries.creatingMark)
+    }
+
+    /// Creates the temporary file at `url` (which must not exist) and locks it, marked while
+    /// it is unlocked (``Temporaries/creatingMark``), so a sweep never takes it while its
+    /// writer lives and always takes it once the writer is killed. Keep it open until it has
+    /// been renamed away.
+    public static func createLockedTemporary(_ url: URL, permissions: mode_t = 0o644) throws -> LocalFile {
+        let file = try createExclusive(url, permissions: permissions | Temporaries.creatingMark)
+        file.lockAsTemporary()
+        file.clearCreatingMark()
+        return file
     }
 }

@@ -37,19 +37,21 @@ public enum ChunkPack {
         let unique = identifiers.filter { seen.insert($0).inserted }
         // Read first (the store is async), then write the file in one synchronous pass; one
         // chunk is in memory at a time, as the file is built piece by piece.
+        try LocalFile.checkReplaceable(url.path)
         let temporary = url.deletingLastPathComponent().appendingPathComponent(Temporaries.makeName())
-        guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
-            throw BuckiaError(.io, "Could not create the pack's temporary file.", operation: "export chunks", path: temporary.path)
+        // Locked while it is written (a sweep of the folder leaves it alone), removed on failure.
+        let handle = try LocalFile.createLockedTemporary(temporary)
+        var renamed = false
+        defer {
+            try? handle.close()
+            if !renamed { unlink(temporary.path) }
         }
-        defer { try? FileManager.default.removeItem(at: temporary) }
-        let handle = try FileHandle(forWritingTo: temporary)
-        defer { try? handle.close() }
         let hasher = try DigestHasher(.sha256)
         var total: Int64 = 0
         var packBytes: Int64 = 0
         func emit(_ bytes: some DataProtocol) throws {
             hasher.update(bytes)
-            try handle.write(contentsOf: bytes)
+            try handle.write(Data(bytes))
             packBytes += Int64(bytes.count)
         }
         try emit(magic)
@@ -68,11 +70,12 @@ public enum ChunkPack {
         }
         try emit([0] + ChunkEnvelope.uint64(UInt64(unique.count)))
         let trailer = hasher.finalize().bytes
-        try handle.write(contentsOf: trailer)
+        try handle.write(Data(trailer))
         packBytes += Int64(trailer.count)
-        try handle.synchronize()
-        try handle.close()
+        try handle.sync()
+        try LocalFile.checkReplaceable(url.path)
         if rename(temporary.path, url.path) != 0 { throw BuckiaError.posix(errno, operation: "export chunks", path: url.path) }
+        renamed = true
         return ChunkPackSummary(chunkCount: unique.count, chunkBytes: total, packBytes: packBytes)
     }
 

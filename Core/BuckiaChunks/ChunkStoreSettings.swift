@@ -59,9 +59,12 @@ public struct ChunkStoreSettings: Codable, Hashable, Sendable {
                         "The chunk store holds \(held.count) chunks but no record of how they were written (\(Self.path) is missing), so its chunks cannot be reused safely. If you know how they were written, give the same options (--compress, --key-env) and --adopt-store: a sample of chunks is read back that way before it is recorded. Otherwise use another --store.",
                         operation: "open chunk store", path: Self.path)
                 }
+                var verified = 0
                 for identifier in held.sorted().prefix(Self.adoptionSample) {
                     do {
+                        // Gone since the listing (a concurrent collection): another is tried.
                         guard try await reader.readChunk(identifier) != nil else { continue }
+                        verified += 1
                     } catch {
                         let wrapped = BuckiaError.wrapping(error)
                         throw BuckiaError(
@@ -69,6 +72,11 @@ public struct ChunkStoreSettings: Codable, Hashable, Sendable {
                             "The chunk store's chunk \(identifier.id) does not read back through \(transforms.isEmpty ? "no transform" : transforms.joined(separator: " + ")) (\(wrapped.message)); the chunks were written another way. Adopt the store with the options they were written with.",
                             operation: "open chunk store", path: Self.path)
                     }
+                }
+                guard verified > 0 else {
+                    throw BuckiaError(
+                        .invalidConfiguration, "None of the chunks sampled from the store could be read back to check the options; nothing was recorded.",
+                        operation: "open chunk store", path: Self.path)
                 }
             }
         }

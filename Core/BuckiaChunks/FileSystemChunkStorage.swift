@@ -95,6 +95,9 @@ public struct FileSystemRetrieval: ChunkStorageRetrieval {
             reader = try FileReader(url)
         } catch let error as BuckiaError where error.code == .notFound {
             return nil
+        } catch let error as BuckiaError where error.code == .invalidPath {
+            // A folder, device or FIFO where a chunk belongs: the store is damaged.
+            throw BuckiaError(.corrupt, "The chunk at \(url.path) is not a regular file; the store is damaged.", operation: "read chunk", path: url.path, cause: error)
         }
         let size = try reader.size()
         guard size <= ChunkPath.maximumStoredSize else { throw ChunkPath.tooLarge(size, path: path, operation: "read chunk") }

@@ -26,6 +26,11 @@ extension BuckiaClient {
         }
         let local = try SyncEndpoint.localFolder(localPath)
         let remote = try SyncEndpoint.bucket(provider, configuration: configuration, path: options.remotePath)
+        guard !local.overlaps(remote) else {
+            throw BuckiaError(
+                .invalidConfiguration, "The local folder \(localPath.path) and the remote folder overlap: one lies within the other. Sync folders that are apart.",
+                operation: "sync")
+        }
         let locks = options.dryRun ? nil : try SyncLocks.acquire(
             source: local, destination: remote, writesSource: options.mode != .push, writesDestination: options.mode != .pull,
             environment: environment)

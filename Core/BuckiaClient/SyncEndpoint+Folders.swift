@@ -4,11 +4,15 @@ import BuckiaSync
 import Foundation
 
 extension SyncEndpoint {
-    /// A local folder as a sync endpoint: a local provider rooted there (created if missing),
-    /// whose writes are made durable in batches (one `syncfs` before each batch a sync records)
-    /// rather than by an `fsync` per file.
-    public static func localFolder(_ url: URL) throws -> SyncEndpoint {
-        let folder = try LocalProvider(root: url, durable: false)
+    /// A local folder as a sync endpoint: a local provider rooted there, whose writes are made
+    /// durable in batches (one `syncfs` before each batch a sync records) rather than by an
+    /// `fsync` per file.
+    ///
+    /// - Parameter create: Create the folder now if it is missing; otherwise the sync's first
+    ///   write creates it (so a run refused before it writes, such as an overlapping pair,
+    ///   leaves nothing behind).
+    public static func localFolder(_ url: URL, create: Bool = true) throws -> SyncEndpoint {
+        let folder = try LocalProvider(root: url, durable: false, createRoot: create)
         return try SyncEndpoint(provider: folder, backend: "local:\(folder.root.path)")
     }
 

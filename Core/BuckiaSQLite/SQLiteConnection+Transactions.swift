@@ -90,6 +90,12 @@ extension SQLiteConnection {
             try? FileManager.default.removeItem(atPath: temporary)
             throw error
         }
+        do {
+            try LocalFile.checkReplaceable(path)
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
         guard rename(temporary, path) == 0 else {
             let code = errno
             try? FileManager.default.removeItem(atPath: temporary)

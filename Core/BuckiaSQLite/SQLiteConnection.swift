@@ -1,6 +1,11 @@
 import BuckiaCore
 import CSQLite
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One connection to an SQLite database: the small Swift layer every SQLite user in Buckia
 /// shares.
@@ -42,9 +47,17 @@ public final class SQLiteConnection {
     /// - Throws: ``BuckiaCore/BuckiaError/Code/corrupt`` for a file that is not an SQLite
     ///   database, ``BuckiaCore/BuckiaError/Code/permissionDenied`` for one that cannot be opened.
     public init(path: String, mode: OpenMode = .readWrite(create: true), busyTimeout: Duration = .seconds(5)) throws {
-        // NOFOLLOW: a symbolic link planted as the database (or a dangling one) is refused
-        // instead of followed, so a database is never created or written at a link's target.
-        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW
+        // A symbolic link planted as the database (or a dangling one) is refused instead of
+        // followed, so a database is never created or written at a link's target. (Not
+        // SQLITE_OPEN_NOFOLLOW: it refuses a link anywhere on the path, such as a home folder
+        // reached through one.)
+        var info = stat()
+        if path != ":memory:", lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFLNK {
+            throw BuckiaError(
+                .invalidPath, "The database file \(path) is a symbolic link; a database is opened only at its real path, never through a link. Remove the link.",
+                operation: "open", path: path)
+        }
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
         switch mode {
         case .readWrite(let create): flags |= SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)
         case .readOnly: flags |= SQLITE_OPEN_READONLY
@@ -53,13 +66,7 @@ public final class SQLiteConnection {
         let status = sqlite3_open_v2(path, &connection, flags, nil)
         guard status == SQLITE_OK, let connection else {
             let message = connection.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            let extended = connection.map { sqlite3_extended_errcode($0) } ?? status
             sqlite3_close_v2(connection)
-            if extended == SQLITE_CANTOPEN_SYMLINK_CODE {
-                throw BuckiaError(
-                    .invalidPath, "The database file \(path) is a symbolic link; a database is opened only at its real path, never through a link. Remove the link.",
-                    operation: "open", path: path)
-            }
             throw SQLiteConnection.error(status, extended: status, message: message, operation: "open", path: path)
         }
         self.handle = connection
@@ -167,7 +174,3 @@ public final class SQLiteConnection {
         }
     }
 }
-
-/// SQLITE_CANTOPEN_SYMLINK (SQLITE_CANTOPEN | 6 << 8): the file is a link and
-/// SQLITE_OPEN_NOFOLLOW was given. (A C macro built from others, which Swift does not import.)
-private let SQLITE_CANTOPEN_SYMLINK_CODE: Int32 = SQLITE_CANTOPEN | (6 << 8)

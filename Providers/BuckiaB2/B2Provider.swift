@@ -45,9 +45,7 @@ public struct B2Provider: StorageProviderPlugin {
         return ProviderCapabilities(
             features: features, checksums: [.sha1: .listing],
             listedFields: [.modificationDate, .serverModified, .etag, .contentType, .metadata],
-            modificationTimePrecision: .milliseconds(1), maxListPageSize: 1000,
-            // B2's largest file: 10 TB.
-            maximumObjectSize: 10_000_000_000_000)
+            modificationTimePrecision: .milliseconds(1), maxListPageSize: 1000)
     }
 
     public static var knownOptions: Set<String>? { B2Settings.knownOptions }

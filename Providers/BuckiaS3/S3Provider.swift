@@ -37,9 +37,10 @@ public struct S3Provider: StorageProviderPlugin {
         // upload's MD5 is only in its metadata, so the worst case costs a HEAD.
         return ProviderCapabilities(
             features: features, checksums: [.md5: .stat], listedFields: [.serverModified, .etag],
-            modificationTimePrecision: .microseconds(1), maxListPageSize: 1000,
-            // AWS's largest object is 5 TiB; S3-compatible stores (MinIO allows 50 TiB) keep the default.
-            maximumObjectSize: settings.endpoint.host?.hasSuffix(".amazonaws.com") == true ? 5 << 40 : ProviderCapabilities.defaultMaximumObjectSize)
+            // The default maximum object size (2^53): AWS and S3-compatible stores have raised
+            // their limits before (MinIO allows 50 TiB), and the bound is there against sizes no
+            // object can have, not against a store's current policy.
+            modificationTimePrecision: .microseconds(1), maxListPageSize: 1000)
     }
 
     public static var knownOptions: Set<String>? { S3Settings.knownOptions }

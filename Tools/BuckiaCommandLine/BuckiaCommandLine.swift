@@ -138,6 +138,9 @@ public enum BuckiaCommandLine {
     /// or the first variable Buckia reads that is not.
     static func environment(keyVariables: Set<String>) -> Result<[String: String], InvalidVariable> {
         var decoded: [String: String] = [:]
+        #if canImport(Darwin)
+        guard let environ = _NSGetEnviron().pointee else { return .success([:]) }
+        #endif
         var index = 0
         while let entry = environ[index] {
             index += 1

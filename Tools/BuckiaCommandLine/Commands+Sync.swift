@@ -156,7 +156,7 @@ struct SyncSession: Sendable {
                 let empty = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
                 return (try SyncEndpoint(provider: empty, backend: "local:\(url.standardizedFileURL.path)"), 8)
             }
-            return (try SyncEndpoint.localFolder(url), 8)
+            return (try SyncEndpoint.localFolder(url, create: false), 8)
         case .remote(let name, let path):
             let (provider, configuration) = try invocation.provider(named: name)
             do {

@@ -71,11 +71,8 @@ struct Copier: Sendable {
         let name: String
         switch source {
         case .local(let url):
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-                throw BuckiaError(.notFound, "The local file \(url.path) does not exist.", path: url.path)
-            }
-            if isDirectory.boolValue { throw UsageError(description: "\(url.path) is a folder; use -r to copy folders.") }
+            let isDirectory = try Copier.isFolder(url, what: "file")
+            if isDirectory { throw UsageError(description: "\(url.path) is a folder; use -r to copy folders.") }
             let type = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.type] as? FileAttributeType
             guard type == .typeRegular || type == .typeSymbolicLink else {
                 throw UsageError(description: "\(url.path) is not a regular file (a device, pipe or socket); only files are copied.")
@@ -106,11 +103,7 @@ struct Copier: Sendable {
         var unaddressable: [UnaddressableKey] = []
         switch source {
         case .local(let root):
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory) else {
-                throw BuckiaError(.notFound, "The local folder \(root.path) does not exist.", path: root.path)
-            }
-            guard isDirectory.boolValue else { throw UsageError(description: "\(root.path) is a file; drop -r to copy one file.") }
+            guard try Copier.isFolder(root, what: "folder") else { throw UsageError(description: "\(root.path) is a file; drop -r to copy one file.") }
             var skipped: [String] = []
             try Copier.walk(DirectoryHandle(path: root.path), prefix: "", files: &relatives, skipped: &skipped, unnamed: &unaddressable)
             for path in skipped {
@@ -161,6 +154,23 @@ struct Copier: Sendable {
             }
         }
         return outcome.withLock { $0 }
+    }
+
+    /// Whether the local source at `url` is a folder (links followed).
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/notFound`` when nothing is there; the reason
+    ///   otherwise (a link loop, a folder on the way that may not be searched), never "does not
+    ///   exist" for a path that does.
+    static func isFolder(_ url: URL, what: String) throws -> Bool {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else {
+            let code = errno
+            if code == ENOENT {
+                throw BuckiaError(.notFound, "The local \(what) \(url.path) does not exist.", path: url.path)
+            }
+            throw BuckiaError.posix(code, operation: "open", path: url.path)
+        }
+        return (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// Whether the destination already holds what the source holds, per ``policy``: the same

@@ -241,7 +241,7 @@ public enum ConfigurationDecoding {
         case .typeMismatch(let type, let context):
             let at = path(context)
             return BuckiaError(.invalidConfiguration, "The setting \(at.debugDescription) should be \(readable(type)).", path: at)
-        case .dataCorrupted(let context) where context.debugDescription.contains("number"):
+        case .dataCorrupted(let context) where context.debugDescription.contains("does not fit"):
             // Foundation's words for 1.5 or 1e99 where a whole number goes.
             let at = path(context)
             return BuckiaError(.invalidConfiguration, "The setting \(at.debugDescription) should be a whole number in range.", path: at)
@@ -251,8 +251,9 @@ public enum ConfigurationDecoding {
         case .dataCorrupted(let context):
             let at = path(context)
             if context.codingPath.isEmpty {
-                // The syntax was checked before decoding: what Foundation calls invalid JSON here
-                // is a number that does not fit its setting, and it names no path.
+                // The syntax was checked before decoding (JSONValidation), so what Foundation
+                // reports here as "not valid JSON", naming no path, is a number its decoder
+                // could not convert: a fraction or an out-of-range value where a whole number goes.
                 return BuckiaError(
                     .invalidConfiguration,
                     "The configuration holds a number that does not fit its setting: a fraction or an out-of-range value where a whole number goes (such as \"maxConcurrentOperations\": 1.5).")

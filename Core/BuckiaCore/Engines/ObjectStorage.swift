@@ -19,7 +19,7 @@ public struct ObjectStorage<Object: Codable & Sendable>: Sendable {
 
     /// Creates storage over `engine`, encoding with JSON.
     public init(engine: any StorageEngine) {
-        self.init(engine: engine, encode: { try JSONEncoder().encode($0) }, decode: { try JSONDecoder().decode(Object.self, from: $0) })
+        self.init(engine: engine, encode: { try JSONEncoder().encode($0) }, decode: { try JSONValidation.decode(Object.self, from: $0, what: "The stored value") })
     }
 
     /// Creates storage over `engine` with your own encoding (property lists, a binary format).

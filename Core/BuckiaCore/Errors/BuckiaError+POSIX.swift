@@ -47,6 +47,10 @@ extension BuckiaError {
             return BuckiaError(
                 .invalidPath, "The path\(subject) crosses a file where a directory is needed, or the reverse.",
                 operation: operation, path: path, cause: cause)
+        case ELOOP:
+            return BuckiaError(
+                .invalidPath, "The path\(subject) goes round a loop of symbolic links (or is a link where none may be followed).",
+                operation: operation, path: path, cause: cause)
         case EINTR, EAGAIN:
             return BuckiaError(.transient, "The system call was interrupted at\(subject).", operation: operation, path: path, cause: cause)
         default:

@@ -57,9 +57,12 @@ public actor TokenPagedLister: ObjectLister {
     private var stalledPages = 0
 
     /// How many pages in a row may bring no new entry before the listing is refused: a backend
-    /// may return an empty page now and then (S3 does, behind many deleted or filtered keys),
-    /// but one that keeps handing out fresh tokens with nothing new would be followed forever.
-    public static let maximumStalledPages = 64
+    /// may return empty pages now and then (B2 behind a run of hidden files, which its lister
+    /// leaves out; S3-compatible stores during some delimiter listings), but one that keeps
+    /// handing out fresh tokens with nothing new would be followed forever. A thousand such
+    /// pages is a million hidden names in a row at B2's page size, and under a minute of
+    /// requests against a hostile server.
+    public static let maximumStalledPages = 1_000
 
     /// Prepares a listing that starts at `request`'s resume token, if any.
     ///

@@ -136,7 +136,9 @@ public struct ProviderCapabilities: Sendable, Hashable {
     public var maxListPageSize: Int
     /// The largest object the backend can hold, in bytes. A listing or description that
     /// reports a size outside `0...maximumObjectSize` is corrupt (a hostile or broken server),
-    /// and is refused before any sum or allocation is made from it.
+    /// and is refused before any sum or allocation is made from it. The built-in providers keep
+    /// the default: stores raise their limits over time, and the bound is there against sizes
+    /// no object can have.
     public var maximumObjectSize: Int64
 
     /// The default ``maximumObjectSize``: 2^53 bytes (8 PiB), beyond any store's limit and

@@ -24,7 +24,7 @@ public final class FileReader: Sendable {
     public init(_ url: URL) throws {
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever,
         // before the check below could refuse it. (It changes nothing for a regular file.)
-        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "open", path: url.path) }
         descriptor = fd
         path = url.path

@@ -35,7 +35,7 @@ public final class LocalFile {
     ///   device, a FIFO, a socket): opened without blocking, so a FIFO with no writer is
     ///   refused at once instead of waiting forever.
     public static func openForReading(_ url: URL) throws -> LocalFile {
-        let file = try open(url.path, flags: O_RDONLY | O_CLOEXEC | O_NONBLOCK, mode: 0, operation: "open")
+        let file = try open(url.path, flags: O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode: 0, operation: "open")
         var info = stat()
         guard fstat(file.descriptor, &info) == 0 else {
             let error = BuckiaError.posix(errno, operation: "stat", path: url.path)
@@ -75,7 +75,7 @@ public final class LocalFile {
         let path = shown ?? name
         throw BuckiaError(
             .invalidPath,
-            "\(path) is \(kind), not a regular file; Buckia replaces only regular files and never writes into a device or pipe. Write to it from standard output instead (buckia cat REMOTE:PATH > \(path)).",
+            "\(path) is \(kind), not a regular file; Buckia replaces only regular files and never writes into a device or pipe (redirect standard output into it instead).",
             operation: "write", path: path)
     }
 

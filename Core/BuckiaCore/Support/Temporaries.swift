@@ -42,8 +42,7 @@ public enum Temporaries {
             let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions | Temporaries.creatingMark)
             guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "create", path: path) }
             let file = LocalFile(descriptor: fd, path: path)
-            file.lockAsTemporary()
-            file.clearCreatingMark()
+            if file.lockAsTemporary() { file.clearCreatingMark() }
             return file
         }
     }
@@ -71,7 +70,17 @@ public enum Temporaries {
     /// while it is empty, young and so marked; any other unlocked temporary is abandoned, even
     /// an empty one dated now (a writer killed as its first `write` began: the kernel sets the
     /// times before the bytes, so the kill harness saw exactly that).
+    ///
+    /// Darwin and the BSDs strip the sticky bit from a file being created, so there no mark
+    /// can be set: every empty young unlocked temporary is spared (``marksCreation``).
     static let creatingMark: mode_t = S_ISVTX
+
+    /// Whether this platform keeps ``creatingMark`` on a file being created (Linux does).
+    #if os(Linux)
+    static let marksCreation = true
+    #else
+    static let marksCreation = false
+    #endif
 
     /// A new temporary file name.
     public static func makeName() -> String { ".buckia-\(UUID().uuidString).tmp" }
@@ -160,7 +169,8 @@ extension DirectoryHandle {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
-        let beingCreated = info.st_size == 0 && (info.st_mode & Temporaries.creatingMark) != 0 && LocalFile.modificationDate(of: info) >= cutoff
+        let marked = !Temporaries.marksCreation || (info.st_mode & Temporaries.creatingMark) != 0
+        let beingCreated = info.st_size == 0 && marked && LocalFile.modificationDate(of: info) >= cutoff
         guard !beingCreated else { return false }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
         return unlinkat(descriptor, name, 0) == 0
@@ -220,9 +230,14 @@ extension LocalFile {
     /// Takes this process's exclusive lock on the file: the mark of a live temporary, which
     /// ``Temporaries/sweep(_:now:)`` leaves alone. Keep the file open until it is renamed away
     /// from its temporary name: closing it releases the lock.
-    public func lockAsTemporary() {
+    ///
+    /// - Returns: Whether the lock was taken (a file system without `flock`, such as some NFS
+    ///   mounts, refuses it; the file then keeps ``Temporaries/creatingMark``, which spares it
+    ///   from young sweeps).
+    @discardableResult
+    public func lockAsTemporary() -> Bool {
         // A new file cannot be locked by anyone else; a failure only weakens the sweep's proof.
-        _ = flock(descriptorForLocking, LOCK_EX | LOCK_NB)
+        flock(descriptorForLocking, LOCK_EX | LOCK_NB) == 0
     }
 
     /// Drops ``Temporaries/creatingMark`` once the file is locked: from now on a sweep that
@@ -239,8 +254,7 @@ extension LocalFile {
     /// been renamed away.
     public static func createLockedTemporary(_ url: URL, permissions: mode_t = 0o644) throws -> LocalFile {
         let file = try createExclusive(url, permissions: permissions | Temporaries.creatingMark)
-        file.lockAsTemporary()
-        file.clearCreatingMark()
+        if file.lockAsTemporary() { file.clearCreatingMark() }
         return file
     }
 }

@@ -140,6 +140,22 @@ struct HTTPClientTransferTests {
         }
     }
 
+    @Test("A header with an empty value reaches the server, over either transport (libcurl drops `Name:` and sends `Name;` as empty)", arguments: [
+        HTTPClient.TransportKind.libcurl, .urlSession,
+    ])
+    func emptyHeaderIsSent(_ kind: HTTPClient.TransportKind) async throws {
+        try await withTestServer { server in
+            let client = HTTPClient(configuration: .init(transport: kind))
+            var request = HTTPRequest(.put, try server.url("/echo"), body: .data(Data("x".utf8)))
+            request.headers.add("X-Amz-Meta-Empty", "")
+            request.headers.add("X-Amz-Meta-Spaced", "a  b")
+            let headers = try #require(try json(try await client.send(request))["headers"] as? [String: String])
+            // A signer lists every header it signs; one dropped on the way fails the signature.
+            #expect(headers["x-amz-meta-empty"] == "", "headers the server saw: \(headers)")
+            #expect(headers["x-amz-meta-spaced"] == "a  b")
+        }
+    }
+
     @Test("A POST body is labelled octet-stream, not form data, and default headers are set")
     func defaultHeaders() async throws {
         try await withTestServer { server in

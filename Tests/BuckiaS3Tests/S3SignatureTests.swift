@@ -33,6 +33,19 @@ struct S3SignatureTests {
         #expect(try await provider.testConnection().isConnected)
     }
 
+    @Test("User metadata with an empty value, spaces and repeated spaces is signed as sent (libcurl dropped an empty header)")
+    func headerShapes() async throws {
+        let (provider, server, _) = try await makeS3Provider(auth: true)
+        #expect(server.checksSignatures)
+        let metadata = ["empty": "", "spaced": "a  b", "padded": "x y z"]
+        // `buckia chunk put` without a transform stored an empty transforms entry: every such
+        // PUT failed with SignatureDoesNotMatch at a server that checks.
+        try await provider.uploadData(Data("m".utf8), remotePath: "meta.bin", options: UploadOptions(metadata: metadata))
+        let stored = try #require(try await provider.stat(remotePath: "meta.bin"))
+        #expect(stored.metadata["empty"] == "", "metadata read back: \(stored.metadata)")
+        #expect(stored.metadata["spaced"] != nil)
+    }
+
     @Test("A multipart upload is signed correctly part by part, and its MD5 is kept")
     func multipart() async throws {
         try await MemoryProbe.exclusively { try await multipartBody() }

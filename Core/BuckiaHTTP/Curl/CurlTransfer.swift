@@ -142,7 +142,13 @@ final class CurlTransfer: @unchecked Sendable {
         }
 
         var lines: [String] = []
-        for field in request.headers { lines.append("\(field.name): \(field.value)") }
+        // libcurl drops a header written `Name:` with nothing after the colon (that form is how
+        // a default header is removed, as `Expect:` below): an empty value is written `Name;`,
+        // which libcurl sends as `Name:`. A signer lists every header it signs, so one dropped on
+        // the way fails the signature at every server that checks (S3's empty user metadata did).
+        for field in request.headers {
+            lines.append(field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)")
+        }
         if !request.headers.contains("User-Agent") { lines.append("User-Agent: \(settings.userAgent)") }
         // Bytes must arrive exactly as stored; nothing is decoded.
         if !request.headers.contains("Accept-Encoding") { lines.append("Accept-Encoding: identity") }

@@ -43,7 +43,7 @@ public enum ChunkPack {
         let handle = try LocalFile.createLockedTemporary(temporary)
         var renamed = false
         defer {
-            try? handle.close()
+            // A failed export: its temporary is removed (the descriptor closes with the handle).
             if !renamed { unlink(temporary.path) }
         }
         let hasher = try DigestHasher(.sha256)
@@ -76,6 +76,7 @@ public enum ChunkPack {
         try LocalFile.checkReplaceable(url.path)
         if rename(temporary.path, url.path) != 0 { throw BuckiaError.posix(errno, operation: "export chunks", path: url.path) }
         renamed = true
+        try handle.close()
         return ChunkPackSummary(chunkCount: unique.count, chunkBytes: total, packBytes: packBytes)
     }
 

@@ -26,14 +26,9 @@ extension BuckiaClient {
         }
         let local = try SyncEndpoint.localFolder(localPath)
         let remote = try SyncEndpoint.bucket(provider, configuration: configuration, path: options.remotePath)
-        guard !local.overlaps(remote) else {
-            throw BuckiaError(
-                .invalidConfiguration, "The local folder \(localPath.path) and the remote folder overlap: one lies within the other. Sync folders that are apart.",
-                operation: "sync")
-        }
-        let locks = options.dryRun ? nil : try SyncLocks.acquire(
-            source: local, destination: remote, writesSource: options.mode != .push, writesDestination: options.mode != .pull,
-            environment: environment)
+        // Refused before anything is locked or recorded (the engine checks again).
+        try local.requireApart(from: remote)
+        let locks = options.dryRun ? nil : try SyncLocks.acquire(source: local, destination: remote, mode: options.mode, environment: environment)
         defer { locks?.release() }
         let location = SyncStateStore.location(source: local.identity, destination: remote.identity, environment: environment)
         let store = try SyncStateStore(url: location, readOnly: options.dryRun)

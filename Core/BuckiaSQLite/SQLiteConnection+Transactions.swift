@@ -81,17 +81,13 @@ extension SQLiteConnection {
     /// Copies this database to a new file at `path` atomically: the backup is written beside
     /// it and renamed into place, so `path` holds the old copy or the new one.
     public func backup(toFile path: String) throws {
+        // A device or FIFO at `path` is refused before the temporary exists.
+        try LocalFile.checkReplaceable(path)
         let temporary = path + ".buckia-\(UUID().uuidString).tmp"
         do {
             let destination = try SQLiteConnection(path: temporary)
             try backup(to: destination)
             try destination.execute("PRAGMA journal_mode = DELETE")
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw error
-        }
-        do {
-            try LocalFile.checkReplaceable(path)
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
             throw error

@@ -48,6 +48,18 @@ public struct SyncEndpoint: Sendable {
         return mine.hasPrefix(theirs) || theirs.hasPrefix(mine)
     }
 
+    /// Throws unless the two endpoints are apart (``overlaps(_:)``): the one refusal the engine,
+    /// the client and the command line share.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidConfiguration`` naming both places.
+    public func requireApart(from other: SyncEndpoint) throws {
+        guard overlaps(other) else { return }
+        throw BuckiaError(
+            .invalidConfiguration,
+            "The two sides overlap (\(identity) and \(other.identity)): one lies within the other, so a sync would copy the tree into itself or delete its own files. Sync folders that are apart.",
+            operation: "sync")
+    }
+
     /// The storage and folder as one string ending in `/`: for local storage the folder's full
     /// path (`local:/srv/a/b/`), else the backend and the prefix (`s3:bucket@host/photos/`).
     var place: String {

@@ -66,12 +66,7 @@ public struct SyncEngine: Sendable {
     ///   cannot be written, and ``BuckiaCore/BuckiaError/Code/cancelled`` when the task is
     ///   cancelled (what completed is recorded).
     public func run(events: @escaping @Sendable (SyncEvent) -> Void = { _ in }) async throws -> SyncResult {
-        guard !local.overlaps(remote) else {
-            throw BuckiaError(
-                .invalidConfiguration,
-                "The two sides overlap (\(local.identity) and \(remote.identity)): one lies within the other, so a sync would copy the tree into itself or delete its own files. Sync folders that are apart.",
-                operation: "sync")
-        }
+        try local.requireApart(from: remote)
         let started = ContinuousClock.now
         var result = SyncResult()
         result.stateStoreReset = stateStore?.wasReset

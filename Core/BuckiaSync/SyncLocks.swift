@@ -60,6 +60,15 @@ public final class SyncLocks: Sendable {
         return SyncLocks(descriptors: held)
     }
 
+    /// Takes the locks a run in `mode` needs: the pair's, and the side it writes (the
+    /// destination of a push, the source of a pull, both in two-way).
+    public static func acquire(
+        source: SyncEndpoint, destination: SyncEndpoint, mode: SyncMode,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> SyncLocks {
+        try acquire(source: source, destination: destination, writesSource: mode != .push, writesDestination: mode != .pull, environment: environment)
+    }
+
     /// Releases every lock now, rather than when the last reference goes.
     public func release() {
         descriptors.withLock { held in

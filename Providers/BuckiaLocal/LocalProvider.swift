@@ -117,6 +117,19 @@ public struct LocalProvider: StorageProviderPlugin {
         }
     }
 
+    /// The nearest existing path at or above `url`, the names below it still missing, and
+    /// whether what exists there is a folder.
+    static func nearestExisting(_ url: URL) -> (folder: URL, missing: [String], isFolder: Bool) {
+        var missing: [String] = []
+        var existing = url
+        var isFolder: ObjCBool = false
+        while existing.path != "/", !FileManager.default.fileExists(atPath: existing.path, isDirectory: &isFolder) {
+            missing.insert(existing.lastPathComponent, at: 0)
+            existing = existing.deletingLastPathComponent()
+        }
+        return (existing, missing, existing.path == "/" || isFolder.boolValue)
+    }
+
     /// Creates the root folder (and those above it) if it is missing.
     static func createRoot(_ path: String) throws {
         do {
@@ -133,14 +146,8 @@ public struct LocalProvider: StorageProviderPlugin {
     /// The real path a missing root will have once created: its nearest existing ancestor
     /// resolved (links and all), followed by the names still missing.
     static func resolveMissing(_ path: String) throws -> String {
-        var missing: [String] = []
-        var existing = URL(fileURLWithPath: path).standardizedFileURL
-        var isFolder: ObjCBool = false
-        while existing.path != "/", !FileManager.default.fileExists(atPath: existing.path, isDirectory: &isFolder) {
-            missing.insert(existing.lastPathComponent, at: 0)
-            existing = existing.deletingLastPathComponent()
-        }
-        if existing.path != "/", !isFolder.boolValue {
+        let (existing, missing, isFolder) = nearestExisting(URL(fileURLWithPath: path).standardizedFileURL)
+        if existing.path != "/", !isFolder {
             throw BuckiaError(
                 .invalidConfiguration, "The local provider's root \(path) lies under \(existing.path), which is a file; point root at a folder.",
                 operation: "open root", path: path)
@@ -175,8 +182,7 @@ public struct LocalProvider: StorageProviderPlugin {
         var info = FileStatus()
         if lstat(rootPath, &info) != 0 && errno == ENOENT {
             // A root no write has created yet works if the first write can create it.
-            var parent = URL(fileURLWithPath: rootPath).deletingLastPathComponent()
-            while parent.path != "/", !FileManager.default.fileExists(atPath: parent.path) { parent = parent.deletingLastPathComponent() }
+            let parent = Self.nearestExisting(URL(fileURLWithPath: rootPath)).folder
             guard access(parent.path, W_OK | X_OK) == 0 else {
                 return ConnectionStatus(isConnected: false, message: "The root folder \(rootPath) does not exist, and \(parent.path) may not be written to create it.")
             }

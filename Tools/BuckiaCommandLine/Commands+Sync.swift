@@ -115,9 +115,10 @@ struct SyncSession: Sendable {
             options.mode = .push
             options.deleteExtraneous = true
         }
-        if source.overlaps(destination) {
-            throw UsageError(
-                description: "\(invocation.positionals[0]) and \(invocation.positionals[1]) overlap: one lies within the other, so a sync would copy the tree into itself or delete its own files. Choose folders that are apart (or exclude one from the other's remote root).")
+        do {
+            try source.requireApart(from: destination)
+        } catch let error as BuckiaError {
+            throw UsageError(description: error.message)  // how the pair was called: exit 2
         }
         let common = Set(source.provider.capabilities.checksums.keys).intersection(destination.provider.capabilities.checksums.keys).sorted()
         if arguments.flag("checksum") {
@@ -170,9 +171,7 @@ struct SyncSession: Sendable {
     func run() async throws -> ExitCode {
         // Two runs that write the same place, or the same pair in either order, exclude each
         // other (a dry run and a check write nothing and take no lock).
-        let locks = options.dryRun ? nil : try SyncLocks.acquire(
-            source: source, destination: destination, writesSource: options.mode != .push, writesDestination: options.mode != .pull,
-            environment: environment)
+        let locks = options.dryRun ? nil : try SyncLocks.acquire(source: source, destination: destination, mode: options.mode, environment: environment)
         defer { locks?.release() }
         let store: SyncStateStore?
         let location = SyncStateStore.location(source: source.identity, destination: destination.identity, environment: environment)

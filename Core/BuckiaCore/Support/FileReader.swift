@@ -20,21 +20,12 @@ public final class FileReader: Sendable {
 
     /// Opens an existing regular file for reading.
     ///
-    /// - Throws: ``BuckiaError`` (`notFound`, `permissionDenied`, `io`) naming the path.
+    /// - Throws: ``BuckiaError`` (`notFound`, `permissionDenied`, `io`) naming the path;
+    ///   `invalidPath` for anything but a regular file, refused at once (a FIFO is never
+    ///   waited on).
     public init(_ url: URL) throws {
-        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever,
-        // before the check below could refuse it. (It changes nothing for a regular file.)
-        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "open", path: url.path) }
-        descriptor = fd
+        descriptor = try LocalFile.openRegularFile(url.path)
         path = url.path
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw BuckiaError.posix(errno, operation: "stat", path: url.path) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw BuckiaError(
-                .invalidPath, "\(url.path.debugDescription) is not a regular file (a folder, device, pipe or socket); only files are read.",
-                operation: "open", path: url.path)
-        }
     }
 
     deinit { close(descriptor) }

@@ -35,21 +35,32 @@ public final class LocalFile {
     ///   device, a FIFO, a socket): opened without blocking, so a FIFO with no writer is
     ///   refused at once instead of waiting forever.
     public static func openForReading(_ url: URL) throws -> LocalFile {
-        let file = try open(url.path, flags: O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode: 0, operation: "open")
+        LocalFile(descriptor: try openRegularFile(url.path), path: url.path)
+    }
+
+    /// The descriptor of the regular file at `path`, opened for reading (``openForReading(_:)``
+    /// and ``FileReader`` share it).
+    ///
+    /// It is opened with `O_NONBLOCK` (a FIFO with no writer would otherwise block the open
+    /// before it could be refused) and `O_NOCTTY`, checked with `fstat`, and switched back to
+    /// blocking reads.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidPath`` for anything but a regular file; the open's
+    ///   or `fstat`'s error otherwise.
+    static func openRegularFile(_ path: String) throws -> Int32 {
+        let fd = try openDescriptor(path, flags: O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode: 0, operation: "open")
         var info = stat()
-        guard fstat(file.descriptor, &info) == 0 else {
-            let error = BuckiaError.posix(errno, operation: "stat", path: url.path)
-            try? file.close()
-            throw error
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            try? file.close()
+        let status = fstat(fd, &info)
+        let code = errno
+        guard status == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            _ = systemClose(fd)  // opened for reading only: closing it loses nothing
+            if status != 0 { throw BuckiaError.posix(code, operation: "stat", path: path) }
             throw BuckiaError(
-                .invalidPath, "\(url.path.debugDescription) is not a regular file (a folder, device, pipe or socket); only files are read.",
-                operation: "open", path: url.path)
+                .invalidPath, "\(path.debugDescription) is not a regular file (a folder, device, pipe or socket); only files are read.",
+                operation: "open", path: path)
         }
-        _ = fcntl(file.descriptor, F_SETFL, fcntl(file.descriptor, F_GETFL) & ~O_NONBLOCK)
-        return file
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return fd
     }
 
     /// Refuses a destination that a rename would replace but that is no regular file: a
@@ -100,9 +111,13 @@ public final class LocalFile {
     }
 
     private static func open(_ path: String, flags: Int32, mode: mode_t, operation: String) throws -> LocalFile {
+        LocalFile(descriptor: try openDescriptor(path, flags: flags, mode: mode, operation: operation), path: path)
+    }
+
+    private static func openDescriptor(_ path: String, flags: Int32, mode: mode_t, operation: String) throws -> Int32 {
         while true {
             let fd = systemOpen(path, flags, mode)
-            if fd >= 0 { return LocalFile(descriptor: fd, path: path) }
+            if fd >= 0 { return fd }
             if errno == EINTR { continue }
             throw BuckiaError.posix(errno, operation: operation, path: path)
         }

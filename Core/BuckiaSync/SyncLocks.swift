@@ -83,15 +83,32 @@ public final class SyncLocks: Sendable {
 
     /// Takes an exclusive `flock` on the file at `path` (created 0600, never through a link),
     /// or fails at once, saying `what` holds it.
+    ///
+    /// A lock found held is tried again for up to ``handOverPatience``: a run that has just
+    /// ended may still hold it for an instant through no fault of its own. `flock` belongs to
+    /// the open file, and a child process this one is starting at that moment holds a copy of
+    /// every descriptor until its `exec` closes them (`O_CLOEXEC`), so a store closed a moment
+    /// ago can still look locked. (The S3 sync conformance suite, run beside tests that start
+    /// processes, saw its second sync refused this way.) A run that really holds it is
+    /// refused once that time has passed.
     static func take(_ path: String, what: String) throws -> Int32 {
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { throw BuckiaError.posix(errno, operation: "lock sync", path: path) }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            close(descriptor)
-            throw BuckiaError(
-                .transient, "\(what); wait for it to finish, then sync again.",
-                operation: "lock sync", path: path)
+        let deadline = ContinuousClock.now + handOverPatience
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, ContinuousClock.now < deadline else {
+                close(descriptor)
+                throw BuckiaError(
+                    .transient, "\(what); wait for it to finish, then sync again.",
+                    operation: "lock sync", path: path)
+            }
+            usleep(20_000)
         }
         return descriptor
     }
+
+    /// How long a lock found held is tried again before the run is refused (see
+    /// ``take(_:what:)``): long enough for a child process to reach its `exec`, short enough
+    /// that a refusal still comes at once to a person.
+    static let handOverPatience: Duration = .milliseconds(1_500)
 }

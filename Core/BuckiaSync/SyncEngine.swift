@@ -146,14 +146,25 @@ public struct SyncEngine: Sendable {
                 }
             }
         } catch {
-            // Cancelled, or the state store failed: keep what completed, then stop.
+            // Cancelled, or the state store failed: keep what completed, then stop. The error
+            // is the run's; a failure to flush or tidy after it would only hide it.
             try? run.flush()
+            try? removeWorkingFiles()
             throw error
         }
         try run.flush()
+        try removeWorkingFiles()
         run.collect(into: &result)
         result.duration = ContinuousClock.now - started
         return result
+    }
+
+    /// Removes each local side's working files (``BuckiaCore/LocalFileStore/removeWorkingFiles()``),
+    /// so a sync into a user's folder leaves nothing of Buckia's there.
+    private func removeWorkingFiles() throws {
+        for side in [local, remote] {
+            if let store = side.provider as? any LocalFileStore { try store.removeWorkingFiles() }
+        }
     }
 
     /// Create-only paths are uploaded when the remote lacks them, and otherwise left alone.

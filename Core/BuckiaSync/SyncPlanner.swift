@@ -18,10 +18,19 @@ public enum ConflictPolicy: String, Sendable, Codable, CaseIterable {
     case keepBoth = "keep-both"
     /// The one with the later modification time wins (the remote one on a tie).
     case newerWins = "newer-wins"
-    /// The local version is uploaded over the remote one.
-    case localWins = "local-wins"
-    /// The remote version is downloaded over the local one.
-    case remoteWins = "remote-wins"
+    /// The first side's version (the source's: ``SyncEngine/local``) is copied over the
+    /// second's.
+    case sourceWins = "source-wins"
+    /// The second side's version (the destination's: ``SyncEngine/remote``) is copied over the
+    /// first's.
+    case destinationWins = "destination-wins"
+
+    /// The earlier name of ``sourceWins``.
+    @available(*, deprecated, renamed: "sourceWins")
+    public static let localWins = ConflictPolicy.sourceWins
+    /// The earlier name of ``destinationWins``.
+    @available(*, deprecated, renamed: "destinationWins")
+    public static let remoteWins = ConflictPolicy.destinationWins
 }
 
 /// How two versions of a file are judged equal.
@@ -167,8 +176,8 @@ extension SyncAction: CustomStringConvertible {
         case .deleteRemote(let path): "delete-remote \(path)"
         case .record(let path): "record \(path)"
         case .forget(let path): "forget \(path)"
-        case .conflict(let path, .upload): "conflict \(path) local-wins"
-        case .conflict(let path, .download): "conflict \(path) remote-wins"
+        case .conflict(let path, .upload): "conflict \(path) \(ConflictPolicy.sourceWins.rawValue)"
+        case .conflict(let path, .download): "conflict \(path) \(ConflictPolicy.destinationWins.rawValue)"
         case .conflict(let path, .keepBoth(let copy)): "conflict \(path) keep-both \(copy)"
         case .conflict(let path, .unresolved): "conflict \(path) unresolved"
         }
@@ -307,8 +316,8 @@ public struct SyncPlanner: Sendable {
 
     private func resolve(_ path: ObjectKey, local: SyncEntry, remote: SyncEntry, policy: ConflictPolicy) -> ConflictResolution {
         switch policy {
-        case .localWins: return .upload
-        case .remoteWins: return .download
+        case .sourceWins: return .upload
+        case .destinationWins: return .download
         case .newerWins:
             guard let mine = local.modified, let theirs = remote.modified else { return .download }
             return mine > theirs ? .upload : .download

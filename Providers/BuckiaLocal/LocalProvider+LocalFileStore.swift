@@ -31,12 +31,41 @@ extension LocalProvider: LocalFileStore {
         try root.syncFileSystem()
     }
 
+    /// Removes `.buckia` (its temporaries, a killed writer's included, and its lock file) when
+    /// no writer holds the root's shared lock; a root that does not exist has nothing to remove.
+    public func removeWorkingFiles() throws {
+        let root: DirectoryHandle
+        do {
+            root = try DirectoryHandle(path: rootPath)
+        } catch let error as BuckiaError where error.code == .notFound {
+            return
+        }
+        guard try root.tryExclusiveLock() else { return }  // a writer is at work; it or a later run tidies
+        guard try root.entry(LocalProvider.reservedName).kind == .folder else { return }
+        let reserved = try root.folder(LocalProvider.reservedName, create: false)
+        if try reserved.entry("tmp").kind == .folder {
+            let temporary = try reserved.folder("tmp", create: false)
+            Temporaries.sweep(temporary)
+            reserved.removeFolderIfEmpty("tmp")
+        }
+        try reserved.removeFile("lock")
+        // Anything else in it (put there by hand) keeps the folder.
+        root.removeFolderIfEmpty(LocalProvider.reservedName)
+    }
+
     /// Lets `fill` write the file in a private folder under `<root>/.buckia/tmp` (locked, so
     /// no sweep takes it), then renames it into place under the root's lock, where the
     /// condition is checked: the same path every upload takes.
     @discardableResult
     public func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
         let root = try openRoot(create: true)
+        // Shared with every other writer; excludes only `removeWorkingFiles()`.
+        return try await root.withSharedLock { try await receiveFile(at: key, root: root, condition: condition, fill) }
+    }
+
+    private func receiveFile(
+        at key: ObjectKey, root: DirectoryHandle, condition: WriteCondition?, _ fill: (URL) async throws -> Void
+    ) async throws -> RemoteFile {
         let temporary = try temporaryFolder(root)
         let (stagingName, staging) = try temporary.createTemporaryFolder()
         let stagingPath = staging.path

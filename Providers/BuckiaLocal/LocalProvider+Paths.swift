@@ -108,7 +108,19 @@ extension LocalProvider {
         _ key: ObjectKey, modified: Date?, permissions: mode_t = 0o644, options: UploadOptions,
         _ body: (LocalFile, DigestSet) throws -> Void
     ) throws -> RemoteFile {
-        var location = try locate(key, create: true, operation: "upload")
+        let location = try locate(key, create: true, operation: "upload")
+        // Shared with every other writer; excludes only `removeWorkingFiles()`, which removes
+        // `.buckia` when no writer holds this.
+        return try location.root.withSharedLock {
+            try writeObject(key, at: location, modified: modified, permissions: permissions, options: options, body)
+        }
+    }
+
+    private func writeObject(
+        _ key: ObjectKey, at located: Location, modified: Date?, permissions: mode_t, options: UploadOptions,
+        _ body: (LocalFile, DigestSet) throws -> Void
+    ) throws -> RemoteFile {
+        var location = located
         let reserved = try location.root.folder(LocalProvider.reservedName, create: true)
         let temporary = try reserved.folder("tmp", create: true)
         let (name, file) = try temporary.createTemporaryFile(permissions: permissions)

@@ -4,8 +4,14 @@ import BuckiaSigV4
 import Foundation
 
 extension S3Provider {
-    /// DeleteObjects: up to 1,000 keys per request, quiet mode, so only failures come back.
+    /// DeleteObjects: up to 1,000 keys per request, quiet mode, so only failures come back. A
+    /// server without it (``S3Profile/deleteObjects``, Google Cloud Storage) gets one DELETE per
+    /// key.
     public func deleteFiles(_ keys: [ObjectKey]) async throws {
+        guard settings.profile.deleteObjects else {
+            for key in keys { try await deleteFile(remotePath: key) }
+            return
+        }
         var start = 0
         while start < keys.count {
             let batch = keys[start..<min(start + 1000, keys.count)]

@@ -225,13 +225,10 @@ extension S3Provider {
         return parts
     }
 
-    private func completeHeaders(_ data: Data, condition: WriteCondition?) throws -> [String: String] {
+    private func completeHeaders(_ data: Data, condition: WriteCondition?, ifMatch: String?) throws -> [String: String] {
         var headers = ["content-type": "application/xml", "content-md5": try Hashing.digest(data, .md5).base64]
-        switch condition {
-        case .ifNoneMatch: headers["if-none-match"] = "*"
-        case .ifMatch(let etag): headers["if-match"] = etag
-        case nil: break
-        }
+        if condition == .ifNoneMatch { headers["if-none-match"] = "*" }
+        headers["if-match"] = ifMatch
         return headers
     }
 
@@ -242,10 +239,14 @@ extension S3Provider {
         let data = Data(body.utf8)
         let response: HTTPResponse
         do {
-            response = try await send(
-                .post, key: key, query: [("uploadId", uploadId)], headers: completeHeaders(data, condition: condition),
-                body: .data(data), payloadHash: Hashing.sha256(data).hex, operation: "complete upload",
-                check: { try S3Provider.errorInBody($0, operation: "complete upload") })
+            var ifMatch: String?
+            if case .ifMatch(let etag) = condition { ifMatch = etag }
+            response = try await matching(ifMatch, key: key) { tag in
+                try await send(
+                    .post, key: key, query: [("uploadId", uploadId)], headers: completeHeaders(data, condition: condition, ifMatch: tag),
+                    body: .data(data), payloadHash: Hashing.sha256(data).hex, operation: "complete upload",
+                    check: { try S3Provider.errorInBody($0, operation: "complete upload") })
+            }
         } catch let error as BuckiaError where error.code == .notFound {
             // NoSuchUpload after an attempt whose answer was lost: S3 completed the upload then.
             // The object's ETag, the MD5 of the parts' MD5s, says whether these parts made it.

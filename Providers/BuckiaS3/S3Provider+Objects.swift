@@ -94,18 +94,23 @@ extension S3Provider {
     func putObject(_ key: ObjectKey, body: HTTPRequest.Body, size: Int64, md5: Digest?, sha256: Digest?, options: UploadOptions) async throws -> RemoteFile {
         var headers = objectHeaders(md5: md5, options: options)
         if let md5 { headers["content-md5"] = md5.base64 }
+        var ifMatch: String?
         switch options.condition {
         case .ifNoneMatch: headers["if-none-match"] = "*"
-        case .ifMatch(let etag): headers["if-match"] = etag
+        case .ifMatch(let etag): ifMatch = etag
         case nil: break
         }
         // A BadDigest for an MD5 computed here means bytes changed on the way, and the client
         // sends again; for a caller's MD5 it means the caller's MD5 is wrong.
         let response: HTTPResponse
         do {
-            response = try await send(
-                .put, key: key, headers: headers, body: body, payloadHash: sha256?.hex ?? SigV4Signer.unsignedPayload, operation: "upload",
-                retriesDigestMismatch: md5 != nil && options.knownChecksums[.md5] == nil)
+            response = try await matching(ifMatch, key: key) { tag in
+                var headers = headers
+                headers["if-match"] = tag
+                return try await send(
+                    .put, key: key, headers: headers, body: body, payloadHash: sha256?.hex ?? SigV4Signer.unsignedPayload, operation: "upload",
+                    retriesDigestMismatch: md5 != nil && options.knownChecksums[.md5] == nil)
+            }
         } catch let error as BuckiaError {
             throw restate(error, key: key, options: options)
         }
@@ -130,13 +135,14 @@ extension S3Provider {
         return error
     }
 
-    /// The request headers for a read: its range and its condition.
-    private func readHeaders(_ options: ReadOptions) -> [String: String] {
+    /// The request headers for a read: its range and its condition (`ifMatch`, written in the
+    /// server's form by ``matching(_:key:_:)``).
+    private func readHeaders(_ options: ReadOptions, ifMatch: String?) -> [String: String] {
         var headers: [String: String] = [:]
         if let range = options.range, range.upperBound > range.lowerBound {
             headers["range"] = "bytes=\(range.lowerBound)-\(range.upperBound - 1)"
         }
-        if let ifMatch = options.ifMatch { headers["if-match"] = ifMatch }
+        headers["if-match"] = ifMatch
         return headers
     }
 
@@ -153,11 +159,17 @@ extension S3Provider {
         let check = options.range == nil ? bodyCheck() : nil
         let response: HTTPResponse
         do {
-            let headers = readHeaders(options)
-            response = try await client.download(to: localURL) { _ in
-                var request = self.request(.get, key: remotePath, headers: headers)
-                request.bodyCheck = check
-                return request
+            response = try await matching(options.ifMatch, key: remotePath) { tag in
+                let headers = readHeaders(options, ifMatch: tag)
+                do {
+                    return try await client.download(to: localURL) { _ in
+                        var request = self.request(.get, key: remotePath, headers: headers)
+                        request.bodyCheck = check
+                        return request
+                    }
+                } catch {
+                    throw BuckiaError.wrapping(error, operation: "download", path: remotePath.rawValue)
+                }
             }
         } catch {
             throw readError(error, key: remotePath, operation: "download")
@@ -177,9 +189,11 @@ extension S3Provider {
         // 416: the range starts past the end of the object, which reads as no bytes.
         do {
             // A whole object is checked against its declared MD5 as it arrives, like a download.
-            let response = try await send(
-                .get, key: remotePath, headers: readHeaders(options), accepts: .successfulAnd([416]), operation: "read",
-                bodyCheck: options.range == nil ? bodyCheck() : nil)
+            let response = try await matching(options.ifMatch, key: remotePath) { tag in
+                try await send(
+                    .get, key: remotePath, headers: readHeaders(options, ifMatch: tag), accepts: .successfulAnd([416]), operation: "read",
+                    bodyCheck: options.range == nil ? bodyCheck() : nil)
+            }
             return response.status == 416 ? Data() : response.data
         } catch {
             throw readError(error, key: remotePath, operation: "read")
@@ -234,10 +248,13 @@ extension S3Provider {
         var headers = objectHeaders(md5: current.checksums[.md5].flatMap(Hex.decode).map(Digest.init(bytes:)), options: options)
         headers["x-amz-copy-source"] = copySource(remotePath)
         headers["x-amz-metadata-directive"] = "REPLACE"
-        if let etag = current.etag { headers["x-amz-copy-source-if-match"] = etag }
-        let response = try await send(
-            .put, key: remotePath, headers: headers, operation: "setModificationTime",
-            check: { try S3Provider.errorInBody($0, operation: "setModificationTime") })
+        let response = try await matching(current.etag, key: remotePath) { tag in
+            var headers = headers
+            headers["x-amz-copy-source-if-match"] = tag
+            return try await send(
+                .put, key: remotePath, headers: headers, operation: "setModificationTime",
+                check: { try S3Provider.errorInBody($0, operation: "setModificationTime") })
+        }
         var file = current
         file.modificationDate = date
         file.etag = (try? XMLNode.parse(response.data, what: "copy").value("ETag")).map(S3Provider.quotedETag) ?? current.etag

@@ -24,13 +24,16 @@ public struct S3Provider: StorageProviderPlugin {
     let client: HTTPClient
     let signer: SigV4Signer
     let now: @Sendable () -> Date
+    /// The ETag form a `learned` profile has settled on (``S3Profile/ETagForm``).
+    let learnedETagForm = LearnedETagForm()
 
     public var capabilities: ProviderCapabilities {
         var features: Set<Capability> = [
             .readWithRange, .listStartAfter, .pagedListing, .presign, .streamingTransfers, .multipartUpload, .serverSideCopy,
-            .preservesModificationTime, .persistent, .conditionalWrite, .conditionalRead, .userMetadata, .setModificationTime,
-            .resumableListing,
+            .preservesModificationTime, .persistent, .userMetadata, .setModificationTime, .resumableListing,
         ]
+        if settings.profile.conditionalWrites { features.insert(.conditionalWrite) }
+        if settings.profile.conditionalReads { features.insert(.conditionalRead) }
         if settings.isPublic { features.insert(.publicURL) }
         if settings.verifiesContentMD5 { features.insert(.verifiesKnownChecksums) }
         // A single-part upload's ETag is its MD5 and comes in the listing; a multipart
@@ -157,6 +160,35 @@ public struct S3Provider: StorageProviderPlugin {
             method: "S3", url: response.redactedURL, status: 200, headers: response.headers, body: response.data, attempts: response.attempts)
         throw S3ErrorMapping.map(failure)
             ?? BuckiaError(.transient, "S3 answered \(operation) with an error document.", operation: operation, cause: failure)
+    }
+
+    /// `etag` as this server compares it in `If-Match` (``S3Profile/ETagForm``).
+    func conditionETag(_ etag: String) -> String {
+        switch settings.profile.conditionETags {
+        case .quoted: Self.quotedETag(etag)
+        case .bare: Self.unquotedETag(etag)
+        case .learned: learnedETagForm.isBare ? Self.unquotedETag(etag) : Self.quotedETag(etag)
+        }
+    }
+
+    /// Runs a request that carries `etag` in an `If-Match` header, written by `conditionETag`.
+    ///
+    /// For a ``S3Profile/ETagForm/learned`` profile still quoting, a 412 is checked: when the
+    /// object at `key` has exactly this ETag, the server compared the quotes too (Ceph RGW 16),
+    /// so the request is repeated once with the tag bare, and every later condition is bare.
+    /// When the ETag differs (the object did change) or the object is gone, the 412 stands.
+    func matching<T>(_ etag: String?, key: ObjectKey, _ attempt: (String?) async throws -> T) async throws -> T {
+        guard let etag else { return try await attempt(nil) }
+        let quoting = settings.profile.conditionETags == .learned && !learnedETagForm.isBare
+        do {
+            return try await attempt(conditionETag(etag))
+        } catch let error as BuckiaError where quoting && error.code == .conditionNotMatch {
+            guard let current = try await stat(remotePath: key), let currentTag = current.etag,
+                Self.unquotedETag(currentTag) == Self.unquotedETag(etag)
+            else { throw error }
+            learnedETagForm.learnBare()
+            return try await attempt(conditionETag(etag))
+        }
     }
 
     func send(_ method: HTTPRequest.Method, query: [(String, String)]) async throws -> HTTPResponse {

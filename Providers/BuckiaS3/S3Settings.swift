@@ -13,6 +13,7 @@ import Foundation
 /// | region | option `region` | `AWS_REGION`, `AWS_DEFAULT_REGION` | `~/.aws/config` `region` | `us-east-1` |
 /// | endpoint | option `endpoint` | `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL` | `~/.aws/config` `endpoint_url` | `https://s3.<region>.amazonaws.com` |
 /// | addressing | option `addressingStyle` (`path`, `virtual`, `auto`) | | | `auto`: virtual-hosted on AWS, path-style elsewhere |
+/// | server profile | option `vendor` (``S3Profile/Vendor`` or `auto`) | | | `auto`: from the endpoint's host, else `generic` |
 ///
 /// Plain `http` endpoints are accepted only for loopback addresses unless option
 /// `allowHTTP` is `true`: credentials signed over plain HTTP to another host can be replayed.
@@ -29,9 +30,10 @@ public struct S3Settings: Sendable {
     public var partSize: Int64
 
     /// The part size for a file of `size` bytes: ``partSize``, or larger so that the file fits
-    /// in S3's 10,000 parts.
+    /// in the server's parts (10,000 on every server Buckia has a profile for).
     public func partSize(forFileOf size: Int64) -> Int64 {
-        let needed = (size + 9_999) / 10_000
+        let parts = Int64(max(1, profile.maximumParts))
+        let needed = size / parts + (size % parts == 0 ? 0 : 1)
         let mebibyte: Int64 = 1_048_576
         return max(partSize, (needed + mebibyte - 1) / mebibyte * mebibyte)
     }
@@ -42,21 +44,25 @@ public struct S3Settings: Sendable {
     /// Where resumable multipart uploads keep their state (option `stateDirectory`, default
     /// the caches folder's `buckia/multipart`).
     public var stateDirectory: URL
-    /// Whether a single-part upload's ETag is its MD5 (option `etagIsMD5`, default `true`).
+    /// Whether a single-part upload's ETag is its MD5 (option `etagIsMD5`, default the
+    /// profile's: `true` for every vendor Buckia knows).
     /// Set it to `false` for buckets encrypted with SSE-KMS or SSE-C, and for S3-compatible
     /// stores whose ETags are not MD5s: then only the `md5chksum` metadata gives an MD5.
     public var etagIsMD5: Bool
     /// Whether the server checks `Content-MD5` and refuses a mismatch with `BadDigest` (option
-    /// `verifiesContentMD5`, default `true`, as AWS does). Set it to `false` for servers that
+    /// `verifiesContentMD5`, default the profile's: `true` as AWS does, `false` for moto). Set it to `false` for servers that
     /// accept any value, so the provider does not declare ``BuckiaCore/Capability/verifiesKnownChecksums``.
     public var verifiesContentMD5: Bool
+    /// What this server does differently (option `vendor`), with the options that override a
+    /// row of it (`conditionalWrites`, `etagIsMD5`, `verifiesContentMD5`) applied.
+    public var profile: S3Profile = .of(.generic)
     /// Timeouts, retries and the CA file for this remote (``BuckiaHTTP/HTTPRemoteOptions``).
     public var http = HTTPRemoteOptions()
 
     /// The options the s3 provider reads; any other is a configuration error.
     public static let knownOptions: Set<String> = Set([
         "region", "endpoint", "addressingStyle", "allowHTTP", "profile", "partSizeMiB", "multipartThresholdMiB",
-        "publicBucket", "stateDirectory", "etagIsMD5", "verifiesContentMD5",
+        "publicBucket", "stateDirectory", "etagIsMD5", "verifiesContentMD5", "vendor", "conditionalWrites",
     ]).union(HTTPRemoteOptions.names)
 
     /// Resolves settings from a configuration, the environment and the shared AWS files.
@@ -75,23 +81,27 @@ public struct S3Settings: Sendable {
         let credentialsFile = AWSProfileFile.load(
             environment["AWS_SHARED_CREDENTIALS_FILE"] ?? "\(homeDirectory)/.aws/credentials", isConfigFile: false)
         let configFile = AWSProfileFile.load(environment["AWS_CONFIG_FILE"] ?? "\(homeDirectory)/.aws/config", isConfigFile: true)
-        let profile = (configFile?.profile(profileName) ?? [:]).merging(credentialsFile?.profile(profileName) ?? [:]) { $1 }
+        let awsProfile = (configFile?.profile(profileName) ?? [:]).merging(credentialsFile?.profile(profileName) ?? [:]) { $1 }
 
-        let region = options["region"] ?? environment["AWS_REGION"] ?? environment["AWS_DEFAULT_REGION"] ?? profile["region"] ?? "us-east-1"
+        let region = options["region"] ?? environment["AWS_REGION"] ?? environment["AWS_DEFAULT_REGION"] ?? awsProfile["region"] ?? "us-east-1"
         guard !region.isEmpty, region.utf8.count <= 64, region.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 45 }) else {
             throw BuckiaError(
                 .invalidConfiguration, "The S3 region \(region.debugDescription) is not a region name such as eu-west-1 (lowercase letters, digits and '-').",
                 path: "options.region")
         }
-        let credentials = try resolveCredentials(configuration.authConfig, environment: environment, profile: profile, profileName: profileName)
-        let endpointText = options["endpoint"] ?? environment["AWS_ENDPOINT_URL_S3"] ?? environment["AWS_ENDPOINT_URL"] ?? profile["endpoint_url"]
+        let credentials = try resolveCredentials(configuration.authConfig, environment: environment, profile: awsProfile, profileName: profileName)
+        let endpointText = options["endpoint"] ?? environment["AWS_ENDPOINT_URL_S3"] ?? environment["AWS_ENDPOINT_URL"] ?? awsProfile["endpoint_url"]
         let endpoint = try endpointURL(endpointText, region: region, allowHTTP: try configuration.flag("allowHTTP", default: false))
-        let isAWS = endpoint.host?.hasSuffix(".amazonaws.com") ?? false
+        // The server's profile, with the options that override a row of it.
+        var profile = try S3Profile.resolve(option: options["vendor"], endpoint: endpoint)
+        profile.conditionalWrites = try configuration.flag("conditionalWrites", default: profile.conditionalWrites)
+        profile.etagIsMD5 = try configuration.flag("etagIsMD5", default: profile.etagIsMD5)
+        profile.verifiesContentMD5 = try configuration.flag("verifiesContentMD5", default: profile.verifiesContentMD5)
         let usesPathStyle: Bool
         switch options["addressingStyle"] ?? "auto" {
         case "path": usesPathStyle = true
         case "virtual": usesPathStyle = false
-        case "auto": usesPathStyle = !isAWS || configuration.bucketName.contains(".")
+        case "auto": usesPathStyle = !profile.virtualHostedByDefault || configuration.bucketName.contains(".")
         case let other:
             throw BuckiaError(.invalidConfiguration, "addressingStyle is \(other.debugDescription); use path, virtual or auto.", path: "options.addressingStyle")
         }
@@ -103,8 +113,8 @@ public struct S3Settings: Sendable {
             partSize: partSize, concurrency: configuration.maxConcurrentOperations, isPublic: try configuration.flag("publicBucket", default: false),
             stateDirectory: options["stateDirectory"].map { URL(fileURLWithPath: $0, isDirectory: true) }
                 ?? StorageDirectory.caches(appendingPath: "buckia/multipart").url,
-            etagIsMD5: try configuration.flag("etagIsMD5", default: true),
-            verifiesContentMD5: try configuration.flag("verifiesContentMD5", default: true))
+            etagIsMD5: profile.etagIsMD5, verifiesContentMD5: profile.verifiesContentMD5)
+        settings.profile = profile
         settings.http = http
         return settings
     }

@@ -119,6 +119,7 @@ struct OptionsDocumentationTests {
                 "multipartThresholdMiB": String(settings.multipartThreshold >> 20), "partSizeMiB": String(settings.partSize >> 20),
                 "publicBucket": String(settings.isPublic), "(stateDirectory)": settings.stateDirectory.path,
                 "etagIsMD5": String(settings.etagIsMD5), "verifiesContentMD5": String(settings.verifiesContentMD5),
+                "(profile)": String(describing: settings.profile),
             ]) { $1 }
         case "b2":
             var configuration = BuckiaConfiguration(provider: .b2, options: options)

@@ -11,12 +11,12 @@ struct SyncCommandTests {
         let src = harness.home.appendingPathComponent("src").path
         let first = try harness.run("sync", src, "default:mirror")
         #expect(first.status == 0, "\(first.stderr)")
-        #expect(first.stderr.contains("Synced: 2 up"))
+        #expect(first.stderr.contains("Synced: 2 copied"), "\(first.stderr)")
         let again = try harness.run("sync", src, "default:mirror")
-        #expect(again.status == 0 && again.stderr.contains("0 up") && again.stderr.contains("2 unchanged"), "\(again.stderr)")
+        #expect(again.status == 0 && again.stderr.contains("0 copied") && again.stderr.contains("2 unchanged"), "\(again.stderr)")
         try FileManager.default.removeItem(atPath: src + "/a.txt")
         let dry = try harness.run("sync", src, "default:mirror", "--delete", "--dry-run")
-        #expect(dry.status == 0 && dry.stdout == "delete-remote a.txt\n", "\(dry.stdout)")
+        #expect(dry.status == 0 && dry.stdout == "delete a.txt\n", "\(dry.stdout)")
         #expect(try harness.run("ls", "-R", "default:mirror").stdout.contains("mirror/a.txt"), "a dry run deleted")
         #expect(try harness.run("sync", src, "default:mirror").status == 0)
         #expect(try harness.run("ls", "-R", "default:mirror").stdout.contains("mirror/a.txt"), "deleted without --delete")
@@ -33,15 +33,15 @@ struct SyncCommandTests {
         let src = harness.home.appendingPathComponent("src").path
         let fresh = harness.home.appendingPathComponent("fresh").path
         let dry = try harness.run("sync", src, fresh, "--dry-run")
-        #expect(dry.status == 0 && dry.stdout == "upload a.txt\n", "\(dry.stdout) \(dry.stderr)")
+        #expect(dry.status == 0 && dry.stdout == "copy a.txt\n", "\(dry.stdout) \(dry.stderr)")
         #expect(!FileManager.default.fileExists(atPath: fresh), "a dry run created the destination")
         #expect(try harness.run("sync", src, fresh).status == 0)
         #expect(try String(contentsOfFile: fresh + "/a.txt", encoding: .utf8) == "one")
-        // A mistyped (empty) remote folder pulled with --delete deletes nothing without a limit.
-        let refused = try harness.run("sync", fresh, "default:mistyped", "--mode", "pull", "--delete")
+        // A mistyped (empty) remote folder synced down with --delete deletes nothing without a limit.
+        let refused = try harness.run("sync", "default:mistyped", fresh, "--delete")
         #expect(refused.status == 1 && refused.stderr.contains("lists no file"), "\(refused.stderr)")
         #expect(FileManager.default.fileExists(atPath: fresh + "/a.txt"))
-        #expect(try harness.run("sync", fresh, "default:mistyped", "--mode", "pull", "--delete", "--max-delete", "100%").status == 0)
+        #expect(try harness.run("sync", "default:mistyped", fresh, "--delete", "--max-delete", "100%").status == 0)
         #expect(!FileManager.default.fileExists(atPath: fresh + "/a.txt"))
     }
 
@@ -84,11 +84,71 @@ struct SyncCommandTests {
         let events = conflict.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(events.count == conflict.stdout.split(separator: "\n").count, "every line is a JSON object")
         #expect(events.contains { $0["event"] as? String == "conflict" && $0["resolution"] as? String == "keep-both" })
-        // The local provider keeps its temporaries in .buckia/, which no listing shows.
-        let names = try FileManager.default.contentsOfDirectory(atPath: notes).filter { $0 != ".buckia" }.sorted()
+        // Nothing of Buckia's is left in the folder: its temporaries went with the run.
+        let names = try FileManager.default.contentsOfDirectory(atPath: notes).sorted()
         #expect(names.count == 2 && names.contains("a.txt") && names.contains { $0.hasPrefix("a.conflict-local-") })
         let listing = try harness.run("ls", "-R", "default:notes").stdout
         #expect(listing.contains("notes/a.txt") && listing.contains("notes/a.conflict-local-"))
+    }
+
+    /// Regression (issue 23): `sync REMOTE: ./dir --mode pull` copied from `./dir` into the
+    /// remote, a copy into a local folder was counted "up", and `.buckia/` stayed behind.
+    @Test("sync SRC DST copies SRC → DST whichever side is local, counts in that direction, and leaves nothing of Buckia's in the folder")
+    func direction() throws {
+        let harness = try CLIHarness()
+        _ = try harness.write("one", to: "seed/a.txt")
+        _ = try harness.write("two", to: "seed/d/b.txt")
+        #expect(try harness.run("sync", harness.home.appendingPathComponent("seed").path, "default:albums").status == 0)
+        // Down: the remote is SOURCE, a folder that does not exist yet the DESTINATION.
+        let down = harness.home.appendingPathComponent("down").path
+        let pulled = try harness.run("sync", "default:albums", down)
+        #expect(pulled.status == 0, "\(pulled.stderr)")
+        #expect(pulled.stderr.contains("Synced: 2 copied (6 B), 0 deleted, 0 unchanged"), "\(pulled.stderr)")
+        #expect(try String(contentsOfFile: down + "/a.txt", encoding: .utf8) == "one")
+        #expect(try String(contentsOfFile: down + "/d/b.txt", encoding: .utf8) == "two")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: down).sorted() == ["a.txt", "d"], "nothing of Buckia's stays")
+        // A file only in the destination is never sent back to the source.
+        _ = try harness.write("local only", to: "down/extra.txt")
+        let again = try harness.run("sync", "default:albums", down, "--json")
+        #expect(again.status == 0)
+        let result = try #require(again.stdout.split(separator: "\n").last.flatMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        })
+        #expect(result["copiedToDestination"] as? Int == 0 && result["copiedToSource"] as? Int == 0, "\(result)")
+        #expect(!(try harness.run("ls", "-R", "default:albums").stdout.contains("extra.txt")), "the destination's file reached the source")
+        // The dry run, the summary and the JSON say the same direction.
+        try Data("one, edited".utf8).write(to: URL(fileURLWithPath: down + "/a.txt"))
+        let plan = try harness.run("sync", down, "default:albums", "--dry-run")
+        #expect(plan.stdout == "copy a.txt\ncopy extra.txt\n", "\(plan.stdout)")
+        #expect(plan.stderr.contains("Would sync: 2 copied"), "\(plan.stderr)")
+        // `--mode pull` is refused with the command to run instead, and changes nothing.
+        let refused = try harness.run("sync", "default:albums", down, "--mode", "pull")
+        #expect(refused.status == 2 && refused.stderr.contains("always copies SOURCE → DESTINATION"), "\(refused.stderr)")
+        #expect(try String(contentsOfFile: down + "/a.txt", encoding: .utf8) == "one, edited")
+    }
+
+    @Test("two-way names each direction's count and the conflict policy in the type's words, in the dry run and the JSON alike")
+    func twoWayVocabulary() throws {
+        let harness = try CLIHarness()
+        let local = try harness.write("v1", to: "notes/a.txt")
+        let notes = harness.home.appendingPathComponent("notes").path
+        #expect(try harness.run("sync", notes, "default:notes", "--mode", "two-way").status == 0)
+        try Data("local edit".utf8).write(to: local)
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(30)], ofItemAtPath: local.path)
+        _ = try harness.write("remote edit", to: "incoming.txt")
+        #expect(try harness.run("cp", harness.home.appendingPathComponent("incoming.txt").path, "default:notes/a.txt").status == 0)
+        _ = try harness.write("new remote", to: "incoming2.txt")
+        #expect(try harness.run("cp", harness.home.appendingPathComponent("incoming2.txt").path, "default:notes/b.txt").status == 0)
+        let plan = try harness.run("sync", notes, "default:notes", "--mode", "two-way", "--conflict", "source-wins", "--dry-run")
+        #expect(plan.stdout == "conflict a.txt source-wins\ncopy-to-source b.txt\n", "\(plan.stdout)")
+        #expect(plan.stderr.contains("1 copied to DST") && plan.stderr.contains("1 copied to SRC"), "\(plan.stderr)")
+        let run = try harness.run("sync", notes, "default:notes", "--mode", "two-way", "--conflict", "source-wins", "--json")
+        #expect(run.status == 0, "\(run.stderr)")
+        let events = run.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(events.contains { $0["event"] as? String == "conflict" && $0["resolution"] as? String == "source-wins" }, "\(run.stdout)")
+        #expect(events.contains { $0["action"] as? String == "copyToSource" && $0["path"] as? String == "b.txt" }, "\(run.stdout)")
+        #expect(try harness.run("cat", "default:notes/a.txt").stdout == "local edit")
+        #expect(try String(contentsOf: local, encoding: .utf8) == "local edit")
     }
 
     @Test("check exits 0 when the sides agree and 8 when they differ, naming each difference")
@@ -120,6 +180,8 @@ struct SyncCommandTests {
 
     static let badCalls: [BadCall] = [
         BadCall(["sync", "src", "default:x", "--mode", "sideways"], 2),
+        BadCall(["sync", "src", "default:x", "--mode", "pull"], 2),
+        BadCall(["sync", "src", "default:x", "--conflict", "local-wins"], 2),
         BadCall(["sync", "src", "default:x", "--max-delete", "ten"], 2),
         BadCall(["sync", "src", "default:x", "--max-delete", "150%"], 2),
         BadCall(["sync", "src", "default:x", "--checksum", "--size-only"], 2),

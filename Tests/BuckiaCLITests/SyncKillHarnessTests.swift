@@ -78,7 +78,14 @@ private final class SyncWorld {
 
     deinit { try? FileManager.default.removeItem(at: home) }
 
-    var syncArguments: [String] { ["sync", local.path, "k:tree", "--mode", mode.rawValue, "--delete"] }
+    /// One-way runs name the source first (a pull is `sync k:tree LOCAL`); two-way names both.
+    var syncArguments: [String] {
+        switch mode {
+        case .push: ["sync", local.path, "k:tree", "--delete"]
+        case .pull: ["sync", "k:tree", local.path, "--delete"]
+        case .twoWay: ["sync", local.path, "k:tree", "--mode", "two-way", "--delete"]
+        }
+    }
 
     /// Where changes start and where they must arrive, by mode.
     var sources: [URL] { mode == .push ? [local] : mode == .pull ? [remote] : [local, remote] }

@@ -9,7 +9,7 @@ import Testing
 struct MotoHarnessTests {
     @Test("A request signed with the right key creates a bucket, stores an object and reads it back")
     func rightKeyWorks() async throws {
-        let server = try await MotoServer.shared()
+        let server = try await S3TestServer.shared()
         #expect(server.checksSignatures)
         let client = harnessClient()
         let bucket = uniqueBucketName()
@@ -26,7 +26,7 @@ struct MotoHarnessTests {
 
     @Test("A request signed with a wrong secret gets 403 SignatureDoesNotMatch, and no error shows a secret")
     func wrongSecretIsRefused() async throws {
-        let server = try await MotoServer.shared()
+        let server = try await S3TestServer.shared()
         let wrongSecret = "wrong" + String(server.secretAccessKey.exposedValue.dropFirst(5))
         let request = server.signedRequest(.put, bucket: uniqueBucketName(), secret: Secret(wrongSecret))
         let authorization = try #require(request.headers["authorization"])
@@ -46,7 +46,7 @@ struct MotoHarnessTests {
 
     @Test("An unsigned request is refused and changes nothing")
     func unsignedRequestIsRefused() async throws {
-        let server = try await MotoServer.shared()
+        let server = try await S3TestServer.shared()
         let client = harnessClient()
         let bucket = uniqueBucketName()
         // moto answers 500 (not 403) to a request without an Authorization header in auth mode.
@@ -59,7 +59,7 @@ struct MotoHarnessTests {
 
     @Test("A server started with auth off accepts unsigned requests")
     func noAuthServerChecksNothing() async throws {
-        let server = try await MotoServer.shared(auth: false)
+        let server = try await S3TestServer.shared(auth: false)
         #expect(!server.checksSignatures)
         let bucket = uniqueBucketName()
         let created = try await harnessClient().send(HTTPRequest(.put, server.url(bucket: bucket), timeout: .seconds(30)))
@@ -68,7 +68,7 @@ struct MotoHarnessTests {
 
     @Test("A server of its own stops: its port refuses connections afterwards")
     func ownServerStops() async throws {
-        let server = try await MotoServer.start(auth: false)
+        let server = try await S3TestServer.start(auth: false)
         let bucket = uniqueBucketName()
         let before = try await harnessClient().send(HTTPRequest(.put, server.url(bucket: bucket), timeout: .seconds(30)))
         #expect(before.status == 200)

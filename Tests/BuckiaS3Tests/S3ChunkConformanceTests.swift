@@ -14,7 +14,7 @@ import Testing
 struct S3ChunkConformanceTests {
     @Test("chunk store: s3", arguments: ChunkStoreConformance.scenarios)
     func store(_ scenario: ChunkStoreScenario) async throws {
-        let (provider, _, _) = try await makeS3Provider(auth: false)
+        let (provider, _, _) = try await makeS3Provider(auth: false, options: ["vendor": "moto"])
         try await scenario.check("s3 (moto)") { try ProviderChunkStorage(provider: provider, prefix: "chunks/") }
     }
 

@@ -67,3 +67,32 @@ struct S3CommandLineTests {
         #expect(try buckia(["ls", "-R", "lake:"], environment: environment, home: home).stdout.isEmpty)
     }
 }
+
+/// `buckia conformance` as a user runs it against a Ceph RGW remote configured by variables:
+/// every provider scenario and every chunk-store scenario, with every signature checked.
+@Suite("buckia conformance on Ceph RGW")
+struct RGWCommandLineConformanceTests {
+    @Test("buckia conformance rgw: and --chunks pass, each scenario run or skipped by a declared capability", arguments: [false, true])
+    func conformance(_ chunks: Bool) async throws {
+        let server = try await S3TestServer.shared(.cephRGW)
+        let (_, _, bucket) = try await makeS3Configuration(on: server)
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-rgw-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let environment = [
+            "BUCKIA_REMOTE_RGW_PROVIDER": "s3", "BUCKIA_REMOTE_RGW_BUCKET": bucket, "BUCKIA_REMOTE_RGW_VENDOR": "ceph",
+            "AWS_ACCESS_KEY_ID": server.accessKeyId, "AWS_SECRET_ACCESS_KEY": server.secretAccessKey.exposedValue,
+            "AWS_REGION": server.region, "AWS_ENDPOINT_URL": server.endpoint.absoluteString,
+            "BUCKIA_REMOTE_RGW_STATE_DIRECTORY": home.appendingPathComponent("multipart").path,
+        ]
+        let run = try S3CommandLineTests().buckia(["conformance", "rgw:"] + (chunks ? ["--chunks"] : []), environment: environment, home: home)
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(!run.stdout.contains("FAIL"), "\(run.stdout)")
+        let summary = try #require(run.stdout.split(separator: "\n").last { $0.contains(" passed, ") }, "\(run.stdout)")
+        #expect(summary.contains(" 0 failed"), "\(summary)")
+        // The scenarios that ran: all of them but the declared skips.
+        let passed = summary.split(separator: ":").last?.split(separator: " ").first.flatMap { Int($0) } ?? 0
+        #expect(passed >= (chunks ? 10 : 40), "\(summary)")
+        #expect(!run.stdout.contains(server.secretAccessKey.exposedValue) && !run.stderr.contains(server.secretAccessKey.exposedValue))
+    }
+}

@@ -31,7 +31,7 @@ struct S3InteropTests {
             print("{}")
         """
 
-    func boto(_ server: MotoServer, _ bucket: String, _ action: String, _ key: String, _ path: String = "-") throws -> [String: Any] {
+    func boto(_ server: S3TestServer, _ bucket: String, _ action: String, _ key: String, _ path: String = "-") throws -> [String: Any] {
         let output = try runTool("python3", ["-c", Self.boto, server.endpoint.absoluteString, bucket, action, key, path])
         return (try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]) ?? [:]
     }

@@ -10,7 +10,7 @@ import Testing
 @Suite("S3 interoperability: rclone")
 struct S3RcloneInteropTests {
     /// rclone configured by environment variables only, for `server`.
-    func rclone(_ server: MotoServer, _ arguments: [String]) throws -> String {
+    func rclone(_ server: S3TestServer, _ arguments: [String]) throws -> String {
         try runTool("rclone", arguments + ["--s3-upload-cutoff", "5M", "--s3-chunk-size", "5M"], environment: [
             "RCLONE_CONFIG_MOTO_TYPE": "s3", "RCLONE_CONFIG_MOTO_PROVIDER": "Other",
             "RCLONE_CONFIG_MOTO_ENDPOINT": server.endpoint.absoluteString, "RCLONE_CONFIG_MOTO_ACCESS_KEY_ID": "x",

@@ -19,7 +19,7 @@ struct S3UnaddressableKeyTests {
     static let good = ["tree/ok.txt", "tree/sub/also.txt"]
     static let bad = ["tree/marker/", "tree/a//b", "tree/./dot"]
 
-    func seed() async throws -> (S3Provider, MotoServer, String) {
+    func seed() async throws -> (S3Provider, S3TestServer, String) {
         let (provider, server, bucket) = try await makeS3Provider(auth: false)
         _ = try runTool("python3", ["-c", Self.put, server.endpoint.absoluteString, bucket] + Self.good + Self.bad)
         return (provider, server, bucket)

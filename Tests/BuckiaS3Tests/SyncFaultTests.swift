@@ -58,7 +58,7 @@ struct SyncFaultTests {
             #expect(seeded.status == 0, "seeding the bucket failed")
             let destination = work.appendingPathComponent("pulled")
             let runs = try await Self.converge(
-                ["sync", destination.path, "flaky:tree", "--mode", "pull"], environment: environment, work: work, expected: files
+                ["sync", "flaky:tree", destination.path], environment: environment, work: work, expected: files
             ) {
                 try Self.readTree(at: destination)
             }

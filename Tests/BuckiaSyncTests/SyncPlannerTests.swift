@@ -76,7 +76,7 @@ struct SyncPlannerTests {
     }
 
     /// Regression (review): without a baseline, every differing path became a conflict
-    /// resolved by policy, so remote-wins overwrote local edits after a lost state store.
+    /// resolved by policy, so destination-wins overwrote local edits after a lost state store.
     @Test("Without a baseline, differing versions are kept both, whatever the policy", arguments: ConflictPolicy.allCases)
     func noBaselineKeepsBoth(_ policy: ConflictPolicy) throws {
         let plan = SyncPlanner(mode: .twoWay, conflicts: policy, now: { Self.t0 }).plan(
@@ -92,7 +92,7 @@ struct SyncPlannerTests {
     }
 
     @Test("Conflict policies", arguments: [
-        (ConflictPolicy.localWins, ConflictResolution.upload), (.remoteWins, .download), (.newerWins, .download),
+        (ConflictPolicy.sourceWins, ConflictResolution.upload), (.destinationWins, .download), (.newerWins, .download),
     ])
     func policies(_ policy: ConflictPolicy, _ expected: ConflictResolution) throws {
         let plan = SyncPlanner(mode: .twoWay, conflicts: policy).plan(

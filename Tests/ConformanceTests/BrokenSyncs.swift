@@ -46,7 +46,7 @@ enum SyncBreakage: String, Sendable {
             case .ignoresFilter: options.filter = try PathFilter()
             case .ignoresCreateOnly: options.createOnly = []
             case .comparesBySizeAndTime: options.detection = .sizeAndTime(window: .seconds(1))
-            case .remoteWinsConflicts: options.conflicts = .remoteWins
+            case .remoteWinsConflicts: options.conflicts = .destinationWins
             case .deletesFirst:
                 // Deletes made before anything is copied, so no failure or limit can stop them.
                 var plan = options

@@ -3,20 +3,32 @@
 # Gateway on 127.0.0.1, everything under DIR, from Debian's packages
 # (apt-get install ceph-mon ceph-mgr ceph-osd radosgw ceph-common).
 #
-#   Tests/Emulators/ceph_rgw.sh start DIR   # prints PORT=… ACCESS_KEY=… SECRET_KEY=…
-#   Tests/Emulators/ceph_rgw.sh stop DIR    # stops every daemon it started (pid files in DIR/run)
+#   Tests/Emulators/ceph_rgw.sh serve DIR   # what the tests run: see below
+#   Tests/Emulators/ceph_rgw.sh start DIR   # by hand: prints PORT=… ACCESS_KEY=… SECRET_KEY=…
+#   Tests/Emulators/ceph_rgw.sh stop DIR    # stops what `start` left running
 #
-# Unlike moto, RGW checks SigV4 signatures on every request and Content-MD5, and it compares
-# If-Match with the stored ETag without quotes (Ceph 16). Seen here: healthy and answering in
-# under 15 s, cephx on (RGW refused to run with auth none). Not yet run by the test suite.
+# `serve` runs every daemon in the foreground as its child, prints one JSON line as moto_server.py
+# does ({"endpoint", "accessKeyId", "secretAccessKey", "region"}, or {"error", "missing"}), and
+# stops the cluster and removes DIR when its stdin reaches EOF (the test process ended, however
+# it ended), on SIGTERM, or after an hour.
+#
+# Unlike moto, RGW checks SigV4 signatures on every request (presigned ones too) and Content-MD5,
+# and Ceph 16 compares If-Match with the stored ETag without quotes. cephx stays on: RGW would
+# not start with auth none (-13). Seen here: answering in 12 to 15 s.
 set -euo pipefail
-ACTION=${1:?start or stop}
+ACTION=${1:?serve, start or stop}
 DIR=${2:?a folder for the cluster}
 if [ "$ACTION" = stop ]; then
     for pidfile in "$DIR"/run/*.pid; do
         [ -e "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
     done
     exit 0
+fi
+emit_error() { printf '{"error": "%s", "missing": %s}\n' "$1" "$2"; exit 3; }
+if [ "$ACTION" = serve ]; then
+    for tool in ceph-mon ceph-mgr ceph-osd radosgw radosgw-admin ceph-authtool monmaptool ceph; do
+        command -v "$tool" >/dev/null 2>&1 || emit_error "$tool is not installed; apt-get install ceph-mon ceph-mgr ceph-osd radosgw ceph-common" true
+    done
 fi
 mkdir -p "$DIR"/{mon,osd,mgr,run,log}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -54,28 +66,61 @@ rgw frontends = beast endpoint=127.0.0.1:$RGWPORT
 rgw dns name = 127.0.0.1
 debug rgw = 1
 CONF
-ceph-authtool --create-keyring "$DIR/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
+# In serve mode every daemon runs in the foreground (-f) as a child of this script.
+FG=()
+CHILDREN=()
+if [ "$ACTION" = serve ]; then
+    FG=(-f)
+    cleanup() {
+        trap - EXIT TERM INT
+        [ ${#CHILDREN[@]} -gt 0 ] && kill -9 "${CHILDREN[@]}" 2>/dev/null || true
+        wait 2>/dev/null || true
+        rm -rf "$DIR"
+    }
+    trap cleanup EXIT
+    trap 'exit 0' TERM INT
+fi
+daemon() {
+    if [ "$ACTION" = serve ]; then
+        "$@" "${FG[@]}" >>"$DIR/log/daemons.out" 2>&1 &
+        CHILDREN+=($!)
+    else
+        "$@"
+    fi
+}
+quiet() { "$@" >>"$DIR/log/setup.out" 2>&1 || emit_error "$1 failed; see $DIR/log" false; }
+quiet ceph-authtool --create-keyring "$DIR/keyring" --gen-key -n mon. --cap mon 'allow *'
 for entity in client.admin mgr.x client.rgw; do
-    ceph-authtool "$DIR/keyring" --gen-key -n "$entity" --cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *' >/dev/null
+    quiet ceph-authtool "$DIR/keyring" --gen-key -n "$entity" --cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *'
 done
-monmaptool --create --addv a "[v2:127.0.0.1:$MONPORT]" --fsid "$FSID" "$DIR/monmap" >/dev/null
-ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" --keyring "$DIR/keyring"
-ceph-mon -c "$CONF" -i a
+quiet monmaptool --create --addv a "[v2:127.0.0.1:$MONPORT]" --fsid "$FSID" "$DIR/monmap"
+quiet ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" --keyring "$DIR/keyring"
+daemon ceph-mon -c "$CONF" -i a
 mkdir -p "$DIR/mgr/ceph-x"
-ceph-mgr -c "$CONF" -i x
+daemon ceph-mgr -c "$CONF" -i x
 UUID=$(python3 -c 'import uuid; print(uuid.uuid4())')
 OSDKEY=$(ceph-authtool --gen-print-key)
-ID=$(echo "{\"cephx_secret\": \"$OSDKEY\"}" | ceph -c "$CONF" osd new "$UUID" -i -)
+ID=$(echo "{\"cephx_secret\": \"$OSDKEY\"}" | timeout 60 ceph -c "$CONF" osd new "$UUID" -i - 2>>"$DIR/log/setup.out") \
+    || emit_error "the Ceph monitor did not answer; see $DIR/log" false
 mkdir -p "$DIR/osd/ceph-$ID"
-ceph-authtool "$DIR/keyring" --add-key "$OSDKEY" -n "osd.$ID" >/dev/null
-ceph-osd -c "$CONF" -i "$ID" --mkfs --osd-uuid "$UUID" 2>/dev/null
-ceph-osd -c "$CONF" -i "$ID"
-radosgw -c "$CONF" -n client.rgw
-for _ in $(seq 1 120); do
-    curl -s -o /dev/null "http://127.0.0.1:$RGWPORT/" && break
+quiet ceph-authtool "$DIR/keyring" --add-key "$OSDKEY" -n "osd.$ID"
+quiet ceph-osd -c "$CONF" -i "$ID" --mkfs --osd-uuid "$UUID"
+daemon ceph-osd -c "$CONF" -i "$ID"
+daemon radosgw -c "$CONF" -n client.rgw
+up=false
+for _ in $(seq 1 240); do
+    if curl -s -o /dev/null "http://127.0.0.1:$RGWPORT/"; then up=true; break; fi
     sleep 0.5
 done
+$up || emit_error "the RADOS Gateway did not answer within 120 s; see $DIR/log" false
 ACCESS=buckia$(python3 -c 'import secrets; print(secrets.token_hex(6))')
 SECRET=$(python3 -c 'import secrets; print(secrets.token_hex(20))')
-radosgw-admin -c "$CONF" -n client.admin user create --uid buckia --display-name Buckia --access-key "$ACCESS" --secret "$SECRET" >/dev/null
-echo "PORT=$RGWPORT ACCESS_KEY=$ACCESS SECRET_KEY=$SECRET"
+quiet timeout 60 radosgw-admin -c "$CONF" -n client.admin user create --uid buckia --display-name Buckia --access-key "$ACCESS" --secret "$SECRET"
+if [ "$ACTION" = start ]; then
+    echo "PORT=$RGWPORT ACCESS_KEY=$ACCESS SECRET_KEY=$SECRET"
+    exit 0
+fi
+printf '{"endpoint": "http://127.0.0.1:%s", "accessKeyId": "%s", "secretAccessKey": "%s", "region": "us-east-1"}\n' \
+    "$RGWPORT" "$ACCESS" "$SECRET"
+# Until stdin closes, or an hour, whichever comes first.
+timeout 3600 cat >/dev/null || true

@@ -3,26 +3,27 @@ import Foundation
 
 extension CLI {
     static let syncOptions: [OptionSpec] = [
-        .value("mode", "push (SOURCE → DESTINATION, the default), pull (DESTINATION → SOURCE) or two-way."),
+        .value("mode", "one-way (SOURCE → DESTINATION, the default) or two-way (changes on either side reach the other)."),
         .flag("dry-run", short: "n", "Print the plan, one step per line, and change nothing."),
-        .flag("delete", "Push and pull: delete files the other side lacks (two-way always carries deletes)."),
+        .flag("delete", "One-way: delete files in DESTINATION that SOURCE lacks (two-way always carries deletes)."),
         .value("max-delete", "Delete nothing if the run would delete more than N files (or N% of a side)."),
         .value("include", "Sync only paths matching this glob (repeatable)."),
         .value("exclude", "Leave paths matching this glob alone (repeatable; wins over --include)."),
         .value("create-only", "Upload paths matching this glob when the destination lacks them; never overwrite, download or delete them (repeatable)."),
         .flag("checksum", short: "c", "Compare files by checksum (where both sides have one)."),
         .flag("size-only", "Compare files by size alone."),
-        .value("conflict", "Two-way: keep-both (default), newer-wins, local-wins (SOURCE) or remote-wins (DESTINATION)."),
+        .value("conflict", "Two-way: what a file changed on both sides becomes: \(ConflictPolicy.allCases.map(\.rawValue).joined(separator: ", ")) (the first is the default)."),
         .value("concurrency", "Transfers in flight at once (default: the remotes' maxConcurrentOperations)."),
         .flag("json", "Print one JSON event per line on standard output instead of a progress line."),
     ]
 
     static let syncCommand = Command(
-        name: "sync", summary: "Make DESTINATION match SOURCE (or the reverse, or merge both ways), moving only what changed.",
-        usage: "sync SOURCE DESTINATION [--mode push|pull|two-way] [--dry-run] [--delete] [--max-delete N|N%] [--include GLOB] [--exclude GLOB] [--create-only GLOB] [--checksum | --size-only] [--conflict POLICY] [--concurrency N] [--json]",
+        name: "sync", summary: "Make DESTINATION match SOURCE (or merge both ways), moving only what changed.",
+        usage: "sync SOURCE DESTINATION [--mode one-way|two-way] [--dry-run] [--delete] [--max-delete N|N%] [--include GLOB] [--exclude GLOB] [--create-only GLOB] [--checksum | --size-only] [--conflict POLICY] [--concurrency N] [--json]",
         positionals: 2...2, options: syncOptions,
         details: """
-            SOURCE and DESTINATION are local folders or REMOTE:PATH folders. A state store per pair
+            SOURCE and DESTINATION are local folders or REMOTE:PATH folders; files always go from
+            SOURCE to DESTINATION (two-way also carries DESTINATION's changes back). A state store per pair
             (under $XDG_STATE_HOME/buckia/sync) remembers what was synced, so a resync hashes and
             asks about nothing that did not change. Deletes run last, and not at all when any
             file failed or the --max-delete limit would be passed. Exit status 0 when both sides
@@ -64,15 +65,21 @@ struct SyncSession: Sendable {
         json = arguments.flag("json")
         environment = invocation.environment
         var options = SyncOptions()
-        if let mode = arguments.value("mode") {
-            guard let parsed = SyncMode(rawValue: mode) else {
-                throw UsageError(description: "--mode must be push, pull or two-way, not \(mode.debugDescription).")
-            }
-            options.mode = parsed
+        // SOURCE is the engine's first side and DESTINATION its second, so one-way is the
+        // engine's push: files always go SOURCE → DESTINATION.
+        switch arguments.value("mode") {
+        case nil, "one-way", "push": options.mode = .push
+        case "two-way": options.mode = .twoWay
+        case "pull":
+            throw UsageError(
+                description: "--mode pull is gone: sync always copies SOURCE → DESTINATION. To copy from A into B, run 'buckia sync A B'.")
+        case let mode?:
+            throw UsageError(description: "--mode must be one-way or two-way, not \(mode.debugDescription).")
         }
         if let policy = arguments.value("conflict") {
             guard let parsed = ConflictPolicy(rawValue: policy) else {
-                throw UsageError(description: "--conflict must be keep-both, newer-wins, local-wins or remote-wins, not \(policy.debugDescription).")
+                let names = ConflictPolicy.allCases.map(\.rawValue).joined(separator: ", ")
+                throw UsageError(description: "--conflict must be one of \(names), not \(policy.debugDescription).")
             }
             options.conflicts = parsed
         }
@@ -101,7 +108,7 @@ struct SyncSession: Sendable {
             Location(invocation.positionals[0]), invocation: invocation, role: "SOURCE", mustExist: options.mode == .push || check,
             dryRun: options.dryRun)
         let (destination, destinationWidth) = try Self.endpoint(
-            Location(invocation.positionals[1]), invocation: invocation, role: "DESTINATION", mustExist: options.mode == .pull || check,
+            Location(invocation.positionals[1]), invocation: invocation, role: "DESTINATION", mustExist: check,
             dryRun: options.dryRun)
         if let text = arguments.value("concurrency") {
             guard let width = Int(text), (1...256).contains(width) else {
@@ -203,7 +210,7 @@ struct SyncSession: Sendable {
         printer?.print(result)
         if check { return report(differences: result) }
         if options.dryRun && !json {
-            for action in result.plan where action.isStep { Console.out(action.description.terminalSafe) }
+            for action in result.plan where action.isStep { Console.out(action.commandLineDescription.terminalSafe) }
         }
         return report(result)
     }
@@ -211,13 +218,18 @@ struct SyncSession: Sendable {
     private func report(_ result: SyncResult) -> ExitCode {
         if !json {
             let verb = options.dryRun ? "Would sync" : "Synced"
-            var parts: [String] = []
-            let (up, down) = options.dryRun
+            // The engine's first side is SOURCE: its uploads are copies to DESTINATION.
+            let (forward, back) = options.dryRun
                 ? ((result.summary.uploads, result.summary.uploadBytes), (result.summary.downloads, result.summary.downloadBytes))
                 : ((result.uploaded, result.bytesUploaded), (result.downloaded, result.bytesDownloaded))
-            parts.append("\(up.0) up (\(ByteCount.format(up.1)))")
-            parts.append("\(down.0) down (\(ByteCount.format(down.1)))")
             let deleted = options.dryRun ? result.summary.localDeletes + result.summary.remoteDeletes : result.deletedLocal + result.deletedRemote
+            var parts: [String] = []
+            if options.mode == .twoWay {
+                parts.append("\(forward.0) copied to DST (\(ByteCount.format(forward.1)))")
+                parts.append("\(back.0) copied to SRC (\(ByteCount.format(back.1)))")
+            } else {
+                parts.append("\(forward.0) copied (\(ByteCount.format(forward.1)))")
+            }
             parts.append("\(deleted) deleted")
             if result.summary.conflicts > 0 { parts.append("\(result.summary.conflicts) conflict\(result.summary.conflicts == 1 ? "" : "s")") }
             parts.append("\(result.summary.unchanged) unchanged")
@@ -257,6 +269,19 @@ struct SyncSession: Sendable {
 }
 
 extension SyncAction {
+    /// The step as `buckia sync --dry-run` prints it, in SOURCE → DESTINATION terms (the
+    /// engine's first side is SOURCE): `copy PATH`, `copy-to-source PATH`, `delete PATH`,
+    /// `delete-from-source PATH`, `conflict PATH POLICY`.
+    var commandLineDescription: String {
+        switch self {
+        case .upload(let path): "copy \(path)"
+        case .download(let path): "copy-to-source \(path)"
+        case .deleteRemote(let path): "delete \(path)"
+        case .deleteLocal(let path): "delete-from-source \(path)"
+        case .record, .forget, .conflict: description
+        }
+    }
+
     /// Whether the step changes a side (records and forgets only touch the state store).
     var isStep: Bool {
         switch self {

@@ -2,7 +2,8 @@ import Buckia
 import Foundation
 
 /// Prints sync events as JSON, one object per line on standard output (`--json`), for
-/// scripts and other programs. Byte progress is coalesced to one line per 4 MiB of a file.
+/// scripts and other programs, in SOURCE → DESTINATION terms (the engine's first side is
+/// SOURCE). Byte progress is coalesced to one line per 4 MiB of a file.
 final class JSONEventPrinter: Sendable {
     private let pending = Locked<[ObjectKey: Int64]>([:])
     private static let progressStep: Int64 = 4 << 20
@@ -14,8 +15,9 @@ final class JSONEventPrinter: Sendable {
             object = ["event": "listed", "source": local, "destination": remote]
         case .planned(let summary):
             object = [
-                "event": "planned", "uploads": summary.uploads, "uploadBytes": summary.uploadBytes, "downloads": summary.downloads,
-                "downloadBytes": summary.downloadBytes, "deletesSource": summary.localDeletes, "deletesDestination": summary.remoteDeletes,
+                "event": "planned", "copiesToDestination": summary.uploads, "bytesToDestination": summary.uploadBytes,
+                "copiesToSource": summary.downloads, "bytesToSource": summary.downloadBytes, "deletesSource": summary.localDeletes,
+                "deletesDestination": summary.remoteDeletes,
                 "conflicts": summary.conflicts, "unchanged": summary.unchanged,
             ]
         case .started(let action, let bytes):
@@ -50,8 +52,9 @@ final class JSONEventPrinter: Sendable {
     /// The closing line: what the run did.
     func print(_ result: SyncResult) {
         var object: [String: Any] = [
-            "event": "result", "uploaded": result.uploaded, "bytesUploaded": result.bytesUploaded, "downloaded": result.downloaded,
-            "bytesDownloaded": result.bytesDownloaded, "deletedSource": result.deletedLocal, "deletedDestination": result.deletedRemote,
+            "event": "result", "copiedToDestination": result.uploaded, "bytesToDestination": result.bytesUploaded,
+            "copiedToSource": result.downloaded, "bytesToSource": result.bytesDownloaded, "deletedSource": result.deletedLocal,
+            "deletedDestination": result.deletedRemote,
             "conflicts": result.conflicts, "unchanged": result.summary.unchanged, "failed": result.failures.map(\.path.rawValue),
             "unaddressable": result.unaddressable.map(\.displayName), "seconds": result.duration.seconds, "complete": result.isComplete,
         ]
@@ -67,8 +70,8 @@ final class JSONEventPrinter: Sendable {
     private static func describe(_ action: SyncAction) -> [String: Any] {
         let kind: String
         switch action {
-        case .upload: kind = "upload"
-        case .download: kind = "download"
+        case .upload: kind = "copyToDestination"
+        case .download: kind = "copyToSource"
         case .deleteLocal: kind = "deleteSource"
         case .deleteRemote: kind = "deleteDestination"
         case .record: kind = "record"
@@ -80,8 +83,8 @@ final class JSONEventPrinter: Sendable {
 
     private static func name(_ resolution: ConflictResolution) -> String {
         switch resolution {
-        case .upload: "source-wins"
-        case .download: "destination-wins"
+        case .upload: ConflictPolicy.sourceWins.rawValue
+        case .download: ConflictPolicy.destinationWins.rawValue
         case .keepBoth: "keep-both"
         case .unresolved: "unresolved"
         }

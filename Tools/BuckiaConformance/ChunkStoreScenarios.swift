@@ -276,7 +276,7 @@ enum ChunkStoreScenarios {
 
     static let files = ChunkStoreScenario(
         "chunks: files as chunks write only what changed",
-        contract: "Storing a file, then the same file, then it with 100 bytes changed in the middle writes nothing the second time and at most 3 chunks the third; each manifest restores its version."
+        contract: "Storing a file, then the same file, then it with 100 bytes changed in the middle writes nothing the second time and the third time only chunks around the change; each manifest restores its version."
     ) { context in
         let store = try await context.open()
         let files = ChunkedFileStore(storage: store, chunker: try FastCDC(averageSize: 4096), batchBytes: 64 << 10)
@@ -292,8 +292,25 @@ enum ChunkStoreScenarios {
         try Expect.equal(again.statistics.chunksWritten, 0, "chunks written storing the same file again")
         try Expect.equal(again.statistics.reusedBytes, Int64(original.count), "bytes reused storing the same file again")
         let edited = try await files.store(changed)
-        try Expect.that(edited.statistics.chunksWritten >= 1 && edited.statistics.chunksWritten <= 3, "\(edited.statistics.chunksWritten) chunks written for a 100-byte change")
-        try Expect.that(edited.statistics.newBytes < 40_000, "\(edited.statistics.newBytes) new bytes for a 100-byte change")
+        // A cut depends only on the bytes before it, so every chunk that ends before the edit is
+        // the original's. After the edit the cutting falls back onto the original boundaries
+        // within a few chunks, but how many is chance (the normalised masks depend on where the
+        // current chunk began: 4 new chunks were seen); 64 KiB past the edit, 16 average chunks,
+        // a missed resynchronisation is beyond any run's luck. Within that window, whatever
+        // was cut anew is written, and nothing else.
+        let known = first.manifest.uniqueChunks
+        var offset = 0
+        var window: Set<ChunkIdentifier> = []
+        for chunk in edited.manifest.chunks {
+            defer { offset += chunk.size }
+            if offset + chunk.size <= 150_000 || offset >= 150_100 + 65_536 {
+                try Expect.that(known.contains(chunk.id), "the chunk at \(offset) (\(chunk.size) bytes), away from the 100-byte change at 150000, was cut anew")
+            } else if !known.contains(chunk.id) {
+                window.insert(chunk.id)
+            }
+        }
+        try Expect.that(edited.statistics.chunksWritten >= 1, "nothing written for a 100-byte change")
+        try Expect.equal(edited.statistics.chunksWritten, window.count, "chunks written for a 100-byte change (the new chunks around it)")
         try Expect.sameBytes(try await files.data(for: first.manifest), original, "the first version restored")
         try Expect.sameBytes(try await files.data(for: edited.manifest), changed, "the changed version restored")
         let target = context.scratch.appendingPathComponent("restored.bin")

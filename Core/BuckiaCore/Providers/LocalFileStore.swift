@@ -38,8 +38,16 @@ public protocol LocalFileStore: StorageProvider {
     /// nothing to do; one that does not (for speed) flushes them all here, and sync calls this
     /// before it records a batch of files as synced.
     func synchronize() throws
+
+    /// Removes the provider's working files (temporaries, lock files) from the folder it
+    /// serves when no writer in any process is using them, so that nothing of Buckia's is
+    /// left in a user's folder once a run ends. Sync calls it when a run finishes. A writer at
+    /// work keeps them; the next call removes them.
+    func removeWorkingFiles() throws
 }
 
 extension LocalFileStore {
     public func synchronize() throws {}
+
+    public func removeWorkingFiles() throws {}
 }

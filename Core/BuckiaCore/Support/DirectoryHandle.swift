@@ -243,6 +243,40 @@ public final class DirectoryHandle {
         return try body()
     }
 
+    /// Holds a shared advisory lock on this folder itself while `body` runs. Writers that keep
+    /// working files in a folder take it, so that ``tryExclusiveLock()`` succeeds only when no
+    /// writer is at work and the working files can go.
+    public func withSharedLock<T>(_ body: () async throws -> T) async throws -> T {
+        try lockFolder(LOCK_SH)
+        defer { flock(descriptor, LOCK_UN) }
+        return try await body()
+    }
+
+    /// ``withSharedLock(_:)`` for synchronous work.
+    public func withSharedLock<T>(_ body: () throws -> T) throws -> T {
+        try lockFolder(LOCK_SH)
+        defer { flock(descriptor, LOCK_UN) }
+        return try body()
+    }
+
+    /// Takes an exclusive advisory lock on this folder if no one holds a lock on it, without
+    /// waiting; held until the handle closes.
+    ///
+    /// - Returns: Whether the lock was taken.
+    public func tryExclusiveLock() throws -> Bool {
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EWOULDBLOCK { return false }
+            guard errno == EINTR else { throw BuckiaError.posix(errno, operation: "lock", path: path) }
+        }
+        return true
+    }
+
+    private func lockFolder(_ operation: Int32) throws {
+        while flock(descriptor, operation) != 0 {
+            guard errno == EINTR else { throw BuckiaError.posix(errno, operation: "lock", path: path) }
+        }
+    }
+
     func child(_ name: String) -> String { path.hasSuffix("/") ? path + name : path + "/" + name }
 
     private func symbolicLink(_ name: String) -> BuckiaError {

@@ -3,7 +3,7 @@ import BuckiaHTTP
 import BuckiaSigV4
 import Foundation
 
-extension MotoServer {
+extension S3TestServer {
     /// A path-style request to this server, signed in headers with SigV4 for `s3` in its region.
     ///
     /// - Parameters:

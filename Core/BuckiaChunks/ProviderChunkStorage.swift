@@ -153,7 +153,7 @@ public struct ProviderSharing: ChunkStorageSharing {
         let key = try retrieval.key(organization.storagePath(for: identifier), operation: "share chunk")
         let provider = retrieval.provider
         if provider.capabilities.supports(.presign) { return try provider.presignedURL(for: key, method: .get, expires: expires) }
-        if let authorizing = provider as? any AuthorizedURLProviding { return try await authorizing.authorizedURL(for: key, expires: expires) }
+        if provider.capabilities.supports(.authorizedURL) { return try await provider.authorizedURL(for: key, expires: expires) }
         if provider.capabilities.supports(.publicURL) { return try provider.getPublicURL(remotePath: key) }
         throw BuckiaError.unsupported(.presign, provider: provider.providerType, operation: "share chunk")
     }
@@ -197,7 +197,7 @@ public struct ProviderChunkStorage: ChunkStorageComposable {
         self.organization = organization
         retrieval = try ProviderRetrieval(provider: provider, prefix: prefix)
         existence = try ProviderExistence(provider: provider, prefix: prefix, organization: organization)
-        let canShare = (provider.capabilities.supports(.presign) || provider.capabilities.supports(.publicURL)) || provider is any AuthorizedURLProviding
+        let canShare = [.presign, .publicURL, .authorizedURL].contains { provider.capabilities.supports($0) }
         sharing = canShare ? try ProviderSharing(provider: provider, prefix: prefix, organization: organization) : nil
         enumeration = try ProviderEnumeration(provider: provider, prefix: prefix, organization: organization)
     }

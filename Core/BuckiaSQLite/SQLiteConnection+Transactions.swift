@@ -55,10 +55,22 @@ extension SQLiteConnection {
         try query("PRAGMA journal_mode = \(mode.rawValue)") { $0.string(0) ?? "" }.first ?? ""
     }
 
-    /// Sets `PRAGMA synchronous` (`NORMAL` is durable with WAL except for the last commits
-    /// before a power loss; `FULL` syncs every commit).
-    public func setSynchronous(_ level: String) throws {
-        try execute("PRAGMA synchronous = \(level)")
+    /// How often SQLite waits for the disk (`PRAGMA synchronous`): a closed set, so nothing a
+    /// caller passes is written into SQL.
+    public enum Synchronous: String, Sendable, CaseIterable {
+        /// Never: fastest, and a power loss can corrupt the database.
+        case off = "OFF"
+        /// At checkpoints: durable with WAL except for the last commits before a power loss.
+        case normal = "NORMAL"
+        /// At every commit.
+        case full = "FULL"
+        /// At every commit, and the journal's folder too.
+        case extra = "EXTRA"
+    }
+
+    /// Sets `PRAGMA synchronous`.
+    public func setSynchronous(_ level: Synchronous) throws {
+        try execute("PRAGMA synchronous = \(level.rawValue)")
     }
 
     /// Copies this database into `destination` with SQLite's online backup API, while this

@@ -1,3 +1,4 @@
+import BuckiaCore
 import Foundation
 
 /// The encoding and normalisation rules of the canonical request.
@@ -88,10 +89,18 @@ public enum SigV4Canonical {
     }
 
     /// `url` with its query replaced by `items`, encoded canonically.
-    static func replacingQuery(of url: URL, with items: [(String, String)]) -> URL {
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidPath`` when no such URL can be made:
+    ///   never `url` unchanged, which would be a URL without its signature.
+    static func replacingQuery(of url: URL, with items: [(String, String)]) throws -> URL {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            throw BuckiaError(.invalidPath, "The URL \(url.absoluteString.debugDescription) cannot be taken apart to sign.", operation: "presign")
+        }
         components.percentEncodedQuery = items.isEmpty ? nil : items.map { "\(encode($0.0))=\(encode($0.1))" }.joined(separator: "&")
-        return components.url ?? url
+        guard let replaced = components.url else {
+            throw BuckiaError(.invalidPath, "No URL can carry the signed query of \(url.absoluteString.debugDescription).", operation: "presign")
+        }
+        return replaced
     }
 
     /// A header value with leading and trailing space removed and inner runs of space collapsed.

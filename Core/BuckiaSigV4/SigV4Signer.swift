@@ -80,10 +80,10 @@ public struct SigV4Signer: Sendable {
         query.append(("X-Amz-Expires", String(seconds)))
         if let token = credentials.sessionToken { query.append(("X-Amz-Security-Token", token.exposedValue)) }
         query.append(("X-Amz-SignedHeaders", signedHeaders.keys.sorted().joined(separator: ";")))
-        let unsigned = SigV4Canonical.replacingQuery(of: url, with: query)
+        let unsigned = try SigV4Canonical.replacingQuery(of: url, with: query)
         let canonical = canonicalRequest(method: method, url: unsigned, headers: signedHeaders, payloadHash: payloadHash)
         let signature = self.signature(stringToSign: stringToSign(canonicalRequest: canonical.text, date: date), date: date)
-        return SigV4Canonical.replacingQuery(of: url, with: query + [("X-Amz-Signature", signature)])
+        return try SigV4Canonical.replacingQuery(of: url, with: query + [("X-Amz-Signature", signature)])
     }
 
     // MARK: The steps, public for tests against AWS's published examples

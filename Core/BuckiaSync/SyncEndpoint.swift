@@ -76,6 +76,7 @@ public struct SyncEndpoint: Sendable {
         prefix.isEmpty ? path : try ObjectKey(prefix + path.rawValue)
     }
 
-    /// The local file store behind this endpoint, if its files are on this machine.
-    var fileStore: (any LocalFileStore)? { provider as? any LocalFileStore }
+    /// The provider, if its files are on this machine (``BuckiaCore/Capability/localFiles``),
+    /// so transfers read and write them directly.
+    var fileStore: (any StorageProvider)? { provider.capabilities.supports(.localFiles) ? provider : nil }
 }

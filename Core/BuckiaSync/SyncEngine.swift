@@ -159,12 +159,11 @@ public struct SyncEngine: Sendable {
         return result
     }
 
-    /// Removes each local side's working files (``BuckiaCore/LocalFileStore/removeWorkingFiles()``),
+    /// Removes each side's working files (``BuckiaCore/StorageProvider/removeWorkingFiles()``),
     /// so a sync into a user's folder leaves nothing of Buckia's there.
     private func removeWorkingFiles() throws {
-        for side in [local, remote] {
-            if let store = side.provider as? any LocalFileStore { try store.removeWorkingFiles() }
-        }
+        try local.provider.removeWorkingFiles()
+        try remote.provider.removeWorkingFiles()
     }
 
     /// Create-only paths are uploaded when the remote lacks them, and otherwise left alone.

@@ -72,8 +72,8 @@ final class SyncExecution: Sendable {
         }
         guard let store = engine.stateStore, !batch.isEmpty else { return }
         // What the store is about to call synced must survive a power cut first.
-        try engine.local.fileStore?.synchronize()
-        try engine.remote.fileStore?.synchronize()
+        try engine.local.provider.synchronize()
+        try engine.remote.provider.synchronize()
         try store.apply(batch)
     }
 

@@ -67,7 +67,7 @@ enum SQLiteSchema {
     }
 
     /// Checks the database is new or ours, creates the table, and sets WAL.
-    static func prepare(_ db: SQLiteConnection, synchronous: String) throws {
+    static func prepare(_ db: SQLiteConnection, synchronous: SQLiteConnection.Synchronous) throws {
         let application = try db.query("PRAGMA application_id") { $0.int64(0) }.first ?? 0
         let tables = try db.query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name") { $0.string(0) ?? "" }
         try tune(db)

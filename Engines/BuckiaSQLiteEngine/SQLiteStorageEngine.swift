@@ -34,12 +34,12 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
 
     /// Opens (creating if needed) the engine's database in `directory`.
     ///
-    /// - Parameter synchronous: `NORMAL` (default: durable except for the last commits before a
-    ///   power loss, which WAL makes safe) or `FULL` (sync every commit).
+    /// - Parameter synchronous: `.normal` (default: durable except for the last commits before a
+    ///   power loss, which WAL makes safe), `.full` (sync every commit), `.off` or `.extra`.
     /// - Throws: ``BuckiaCore/BuckiaError`` when the folder cannot be created, the file is not a
     ///   database, or the database is not this engine's.
     public init(
-        directory: URL, fileName: String = SQLiteStorageEngine.defaultFileName, synchronous: String = "NORMAL",
+        directory: URL, fileName: String = SQLiteStorageEngine.defaultFileName, synchronous: SQLiteConnection.Synchronous = .normal,
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         do {
@@ -58,8 +58,8 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     /// Opens the engine a configuration describes: `directory` (required), options
     /// `fileName` and `synchronous`.
     public init(configuration: EngineConfiguration) async throws {
-        let synchronous = configuration.options["synchronous"]?.uppercased() ?? "NORMAL"
-        guard ["NORMAL", "FULL", "OFF"].contains(synchronous) else {
+        let text = configuration.options["synchronous"]?.uppercased() ?? "NORMAL"
+        guard let synchronous = SQLiteConnection.Synchronous(rawValue: text), synchronous != .extra else {
             throw BuckiaError(.invalidConfiguration, "The sqlite engine's synchronous option must be NORMAL, FULL or OFF.", path: "options.synchronous")
         }
         try self.init(

@@ -22,7 +22,7 @@ extension B2Provider: AuthorizedURLProviding {
                 "The B2 download host is not known yet: set option downloadURL (such as https://f003.backblazeb2.com), or make a request (testConnection) first.",
                 operation: "getPublicURL", path: remotePath.rawValue)
         }
-        return downloadURL(base: base, key: remotePath)
+        return try downloadURL(base: base, key: remotePath)
     }
 
     /// A URL that downloads one file of a private bucket without other credentials until it
@@ -37,8 +37,12 @@ extension B2Provider: AuthorizedURLProviding {
         try Self.check(key, operation: "authorizedURL")
         let token = try await downloadAuthorization(prefix: key.rawValue, expires: expires, operation: "authorizedURL")
         let account = try await session.account()
-        let url = downloadURL(base: account.downloadURL, key: key)
-        return URL(string: url.absoluteString + "?Authorization=" + b2Encode(token.exposedValue)) ?? url
+        let url = try downloadURL(base: account.downloadURL, key: key)
+        // Never the URL without its token: that would fail later, as a refusal, far from here.
+        guard let authorized = URL(string: url.absoluteString + "?Authorization=" + b2Encode(token.exposedValue)) else {
+            throw BuckiaError(.invalidPath, "No authorized URL can address \(key.rawValue.debugDescription).", operation: "authorizedURL", path: key.rawValue)
+        }
+        return authorized
     }
 
     /// A download token (b2_get_download_authorization) for the names that start with

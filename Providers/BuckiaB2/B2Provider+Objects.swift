@@ -187,16 +187,19 @@ extension B2Provider {
     // MARK: Reading
 
     /// The download URL of a name: `{downloadUrl}/file/{bucket}/{name}`, both percent-encoded.
-    func downloadURL(base: URL, key: ObjectKey) -> URL {
+    func downloadURL(base: URL, key: ObjectKey) throws -> URL {
         var text = base.absoluteString
         if text.hasSuffix("/") { text.removeLast() }
-        return URL(string: text + "/file/" + b2Encode(settings.bucket) + "/" + b2Encode(key.rawValue)) ?? base
+        guard let url = URL(string: text + "/file/" + b2Encode(settings.bucket) + "/" + b2Encode(key.rawValue)) else {
+            throw BuckiaError(.invalidPath, "No download URL can address \(key.rawValue.debugDescription) at \(base.host ?? "the download host").", operation: "address", path: key.rawValue)
+        }
+        return url
     }
 
     /// A request to the download host, authorized with the account's token.
     func downloadRequest(_ method: HTTPRequest.Method, key: ObjectKey, range: Range<Int64>?, attempt: HTTPAttempt, used: Locked<Secret?>) async throws -> HTTPRequest {
         let account = try await account(for: attempt, used: used)
-        var request = HTTPRequest(method, downloadURL(base: account.downloadURL, key: key))
+        var request = HTTPRequest(method, try downloadURL(base: account.downloadURL, key: key))
         request.headers.set("Authorization", secret: account.token)
         if let range { request.headers.set("Range", "bytes=\(range.lowerBound)-\(range.upperBound - 1)") }
         return request
@@ -231,9 +234,8 @@ extension B2Provider {
             throw BuckiaError.wrapping(error, operation: "download", path: remotePath.rawValue)
         }
         let file = Self.remoteFile(remotePath, headers: response.headers, status: response.status)
-        if let modified = file.modificationDate {
-            try? FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: localURL.path)
-        }
+        // The source's time is part of the download's contract: a failure to set it is an error.
+        if let modified = file.modificationDate { try LocalFile.setModificationDate(modified, of: localURL, operation: "download") }
         return DownloadResult(file: file, localURL: localURL)
     }
 

@@ -41,6 +41,7 @@ public struct B2Provider: StorageProviderPlugin {
             .preservesModificationTime, .persistent, .userMetadata, .setModificationTime, .resumableListing, .accessToken,
             .verifiesKnownChecksums,
         ]
+        features.formUnion([.authorizedURL, .unfinishedUploads])
         if settings.isPublic { features.insert(.publicURL) }
         return ProviderCapabilities(
             features: features, checksums: [.sha1: .listing],

@@ -60,7 +60,7 @@ extension BunnyProvider {
     /// mismatch (bytes damaged on the way; the SHA-256 was computed here) is sent again.
     private func put(_ body: HTTPRequest.Body, key: ObjectKey, size: Int64, digests: [ChecksumAlgorithm: String], options: UploadOptions) async throws -> RemoteFile {
         let sha256 = digests[.sha256] ?? ""
-        var request = request(.put, key.rawValue, body: body)
+        var request = try request(.put, key.rawValue, body: body)
         request.headers.set("Checksum", sha256.uppercased())
         request.headers.set("Content-Type", options.contentType ?? "application/octet-stream")
         request.retriesDigestMismatch = true
@@ -88,7 +88,7 @@ extension BunnyProvider {
             try AtomicFile.write(Data(), to: localURL)
             return DownloadResult(file: file, localURL: localURL)
         }
-        var request = request(.get, remotePath.rawValue)
+        var request = try request(.get, remotePath.rawValue)
         if let range = options.range {
             request.headers.set("Range", "bytes=\(range.lowerBound)-\(range.upperBound - 1)")
         } else {
@@ -110,7 +110,7 @@ extension BunnyProvider {
         if options.ifMatch != nil { throw BuckiaError.unsupported(.conditionalRead, provider: .bunny, operation: "read") }
         if let range = options.range {
             if range.upperBound <= range.lowerBound { return Data() }
-            var request = request(.get, remotePath.rawValue, accepts: .successfulAnd([416]))
+            var request = try request(.get, remotePath.rawValue, accepts: .successfulAnd([416]))
             request.headers.set("Range", "bytes=\(range.lowerBound)-\(range.upperBound - 1)")
             let response = try await send(request, operation: "read", path: remotePath.rawValue)
             switch response.status {
@@ -125,7 +125,7 @@ extension BunnyProvider {
             }
         }
         return try await readVerified(remotePath, operation: "read") { checksum in
-            var request = request(.get, remotePath.rawValue)
+            var request = try request(.get, remotePath.rawValue)
             request.bodyCheck = Self.check(sha256: checksum)
             return try await send(request, operation: "read", path: remotePath.rawValue).data
         }

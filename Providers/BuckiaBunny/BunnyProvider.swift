@@ -75,15 +75,21 @@ public struct BunnyProvider: StorageProviderPlugin {
     // MARK: Requests
 
     /// The storage URL of `path` (a key, or a folder ending in `/`).
-    func url(_ path: String) -> URL {
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidPath`` when no URL can be made (never a
+    ///   fallback to the endpoint, which would act on the zone's root).
+    func url(_ path: String) throws -> URL {
         var base = settings.endpoint.absoluteString
         if base.hasSuffix("/") { base.removeLast() }
-        return URL(string: base + "/" + Self.encode(settings.zone) + "/" + Self.encode(path)) ?? settings.endpoint
+        guard let url = URL(string: base + "/" + Self.encode(settings.zone) + "/" + Self.encode(path)) else {
+            throw BuckiaError(.invalidPath, "No storage URL can address \(path.debugDescription) in zone \(settings.zone).", operation: "address", path: path)
+        }
+        return url
     }
 
     /// A request with the zone's password.
-    func request(_ method: HTTPRequest.Method, _ path: String, body: HTTPRequest.Body = .none, accepts: HTTPRequest.AcceptedStatuses = .successful) -> HTTPRequest {
-        var request = HTTPRequest(method, url(path), body: body, accepts: accepts)
+    func request(_ method: HTTPRequest.Method, _ path: String, body: HTTPRequest.Body = .none, accepts: HTTPRequest.AcceptedStatuses = .successful) throws -> HTTPRequest {
+        var request = HTTPRequest(method, try url(path), body: body, accepts: accepts)
         request.headers.set("AccessKey", secret: settings.accessKey)
         return request
     }

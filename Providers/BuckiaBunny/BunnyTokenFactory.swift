@@ -367,24 +367,38 @@ extension BunnyTokenFactory: TokenFactory {
     /// Whether a signed URL (or a bare `bcdn_token=…` segment) is valid now, for any address and
     /// country: a URL bound to an address, or limited to countries, needs
     /// ``validate(_:now:ip:country:)`` with the request's.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/unauthorized`` when `token` is not a Bunny token
+    ///   at all, with the refusal as its cause (``BunnyTokenRefusal`` stays inside this type:
+    ///   a caller of ``BuckiaCore/TokenFactory`` sees Buckia's errors only).
     public func validateToken(_ token: String) throws -> Bool {
-        let url = try Self.url(token)
         do {
-            try validate(url, now: Date())
+            try validate(try Self.url(token), now: Date())
             return true
         } catch let refusal as BunnyTokenRefusal {
-            if case .malformed = refusal { throw refusal }
+            if case .malformed = refusal { throw Self.malformed(refusal, operation: "validateToken") }
             return false
         }
     }
 
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/unauthorized`` when `token` is not a Bunny token.
     public func parseToken(_ token: String) throws -> TokenMetadata {
-        let parsed = try Self.parse(try Self.url(token))
+        let parsed: BunnyToken
+        do {
+            parsed = try Self.parse(try Self.url(token))
+        } catch let refusal as BunnyTokenRefusal {
+            throw Self.malformed(refusal, operation: "parseToken")
+        }
         var attributes = parsed.parameters
         attributes["scheme"] = parsed.scheme.rawValue
         if parsed.boundToIP { attributes["boundToIP"] = "true" }
         let prefix = parsed.parameters["token_path"].map { String($0.drop { $0 == "/" }) }
         return TokenMetadata(expiresAt: parsed.expires, permissions: .readOnly, pathPrefix: prefix, attributes: attributes)
+    }
+
+    /// A refusal of a token's form, as the error every TokenFactory throws.
+    private static func malformed(_ refusal: BunnyTokenRefusal, operation: String) -> BuckiaError {
+        BuckiaError(.unauthorized, "This is not a Bunny CDN token (\(refusal)).", operation: operation, cause: refusal)
     }
 
     /// A token as a URL: a full URL as is; a bare `bcdn_token=…` segment on a placeholder host,

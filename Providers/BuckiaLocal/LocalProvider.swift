@@ -40,7 +40,7 @@ public struct LocalProvider: StorageProviderPlugin {
         features: [
             .readWithRange, .listStartAfter, .pagedListing, .publicURL, .streamingTransfers,
             .preservesModificationTime, .persistent, .serverSideCopy, .conditionalWrite, .conditionalRead,
-            .verifiesKnownChecksums, .setModificationTime, .move, .resumableListing,
+            .verifiesKnownChecksums, .setModificationTime, .move, .resumableListing, .localFiles,
         ],
         checksums: [.md5: .read, .sha1: .read, .sha256: .read],
         listedFields: [.modificationDate, .etag],

@@ -163,7 +163,7 @@ extension S3Provider {
                 let headers = readHeaders(options, ifMatch: tag)
                 do {
                     return try await client.download(to: localURL) { _ in
-                        var request = self.request(.get, key: remotePath, headers: headers)
+                        var request = try self.request(.get, key: remotePath, headers: headers)
                         request.bodyCheck = check
                         return request
                     }
@@ -178,9 +178,8 @@ extension S3Provider {
         if response.status == 206, let total = response.header("Content-Range")?.split(separator: "/").last.flatMap({ Int64($0) }) {
             file.size = total
         }
-        if let modified = file.effectiveModificationDate {
-            try? FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: localURL.path)
-        }
+        // The source's time is part of the download's contract: a failure to set it is an error.
+        if let modified = file.effectiveModificationDate { try LocalFile.setModificationDate(modified, of: localURL, operation: "download") }
         return DownloadResult(file: file, localURL: localURL)
     }
 

@@ -8,7 +8,7 @@ extension S3Provider {
     ///
     /// - Parameter expires: 1 second to 7 days.
     public func presignedURL(for key: ObjectKey, method: PresignedMethod, expires: Duration) throws -> URL {
-        try signer.presignedURL(method: method.rawValue, url: url(for: key), expires: expires, date: now())
+        try signer.presignedURL(method: method.rawValue, url: try url(for: key), expires: expires, date: now())
     }
 
     /// The object's plain URL, which fetches it without credentials only when the bucket is
@@ -17,7 +17,7 @@ extension S3Provider {
         guard settings.isPublic else {
             throw BuckiaError.unsupported(.publicURL, provider: .s3, operation: "getPublicURL")
         }
-        return url(for: remotePath)
+        return try url(for: remotePath)
     }
 }
 

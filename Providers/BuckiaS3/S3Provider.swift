@@ -30,7 +30,7 @@ public struct S3Provider: StorageProviderPlugin {
     public var capabilities: ProviderCapabilities {
         var features: Set<Capability> = [
             .readWithRange, .listStartAfter, .pagedListing, .presign, .streamingTransfers, .multipartUpload, .serverSideCopy,
-            .preservesModificationTime, .persistent, .userMetadata, .setModificationTime, .resumableListing,
+            .preservesModificationTime, .persistent, .userMetadata, .setModificationTime, .resumableListing, .unfinishedUploads,
         ]
         if settings.profile.conditionalWrites { features.insert(.conditionalWrite) }
         if settings.profile.conditionalReads { features.insert(.conditionalRead) }
@@ -91,7 +91,10 @@ public struct S3Provider: StorageProviderPlugin {
     // MARK: Requests
 
     /// The URL of `key` (or of the bucket when nil), with `query`.
-    func url(for key: ObjectKey?, query: [(String, String)] = []) -> URL {
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidPath`` when no URL can be made (never a
+    ///   fallback to another URL, which would send the request somewhere else).
+    func url(for key: ObjectKey?, query: [(String, String)] = []) throws -> URL {
         var components = URLComponents(url: settings.endpoint, resolvingAgainstBaseURL: false) ?? URLComponents()
         let base = components.percentEncodedPath.hasSuffix("/") ? String(components.percentEncodedPath.dropLast()) : components.percentEncodedPath
         let encodedKey = key.map { SigV4Canonical.encode($0.rawValue, keepSlash: true) } ?? ""
@@ -103,7 +106,12 @@ public struct S3Provider: StorageProviderPlugin {
         }
         components.percentEncodedQuery = query.isEmpty ? nil
             : query.map { "\(SigV4Canonical.encode($0.0))=\(SigV4Canonical.encode($0.1))" }.joined(separator: "&")
-        return components.url ?? settings.endpoint
+        guard let url = components.url else {
+            throw BuckiaError(
+                .invalidPath, "No URL can address \(key?.rawValue.debugDescription ?? "the bucket") at \(settings.endpoint.host ?? "the endpoint").",
+                operation: "address", path: key?.rawValue)
+        }
+        return url
     }
 
     /// A signed request.
@@ -111,8 +119,8 @@ public struct S3Provider: StorageProviderPlugin {
         _ method: HTTPRequest.Method, key: ObjectKey? = nil, query: [(String, String)] = [], headers: [String: String] = [:],
         body: HTTPRequest.Body = .none, payloadHash: String = SigV4Signer.emptyPayloadHash, accepts: HTTPRequest.AcceptedStatuses = .successful,
         retriesDigestMismatch: Bool = true
-    ) -> HTTPRequest {
-        let url = url(for: key, query: query)
+    ) throws -> HTTPRequest {
+        let url = try url(for: key, query: query)
         let signed = signer.sign(method: method.rawValue, url: url, headers: headers, payloadHash: payloadHash, date: now())
         var fields = HTTPHeaders()
         for (name, value) in signed.sorted(by: { $0.key < $1.key }) {
@@ -141,7 +149,7 @@ public struct S3Provider: StorageProviderPlugin {
                 try check?(response)
                 return response
             }) { _ in
-                var request = self.request(
+                var request = try self.request(
                     method, key: key, query: query, headers: headers, body: body, payloadHash: payloadHash, accepts: accepts,
                     retriesDigestMismatch: retriesDigestMismatch)
                 request.bodyCheck = bodyCheck

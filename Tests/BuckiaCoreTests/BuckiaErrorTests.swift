@@ -187,3 +187,23 @@ struct URLRedactionTests {
         #expect(wrapped.code == .transient)
     }
 }
+
+/// What `BuckiaError.wrapping` makes of a foreign error: only a network failure is transient.
+@Suite("Wrapping foreign errors")
+struct WrappingClassificationTests {
+    @Test(
+        "A URL error is transient only for a network failure; other errors that name a URL are not guessed transient",
+        arguments: [
+            (NSURLErrorDomain, -1001, BuckiaError.Code.transient), (NSURLErrorDomain, -1004, .transient), (NSURLErrorDomain, -1005, .transient),
+            (NSURLErrorDomain, -1003, .transient), (NSURLErrorDomain, -1000, .io), (NSURLErrorDomain, -1202, .io),
+            (NSURLErrorDomain, -999, .cancelled), ("com.example.parser", 7, .io),
+        ])
+    func classification(_ domain: String, _ code: Int, _ expected: BuckiaError.Code) {
+        // Both carry a URL with a signature in their userInfo; neither may show it.
+        let url = "https://bucket.example/key?X-Amz-Signature=SECRETSIG"
+        let error = NSError(domain: domain, code: code, userInfo: [NSURLErrorFailingURLErrorKey: URL(string: url) as Any, NSLocalizedDescriptionKey: "failed at \(url)"])
+        let wrapped = BuckiaError.wrapping(error, operation: "download")
+        #expect(wrapped.code == expected)
+        #expect(!String(describing: wrapped).contains("SECRETSIG"))
+    }
+}

@@ -22,7 +22,7 @@ extension CLI {
         let maxAge = try parseDuration(invocation.arguments.value("max-age") ?? "24h", option: "max-age", allowsZero: true, maximum: nil)
         let dryRun = invocation.arguments.flag("dry-run")
         let (provider, configuration) = try invocation.provider(named: name)
-        guard let cleaner = provider as? any UnfinishedUploadCleaning else {
+        guard provider.capabilities.supports(.unfinishedUploads) else {
             Console.out("Remote \(name) (provider \(configuration.provider)) leaves no unfinished uploads; nothing to clean up.")
             return .success
         }
@@ -30,7 +30,7 @@ extension CLI {
         var aborted = 0
         var failed = 0
         var kept = 0
-        for upload in try await cleaner.unfinishedUploads(prefix: path.trimmedSlashes.isEmpty ? "" : path) {
+        for upload in try await provider.unfinishedUploads(prefix: path.trimmedSlashes.isEmpty ? "" : path) {
             let started = upload.initiated.map { "started \($0.formatted(.iso8601))" } ?? "start time unknown"
             let label = "\(upload.key.terminalSafe) (\(started))"
             let abort: Bool
@@ -54,7 +54,7 @@ extension CLI {
                 continue
             }
             do {
-                try await cleaner.abortUpload(upload)
+                try await provider.abortUpload(upload)
                 Console.out("Aborted \(label).")
                 aborted += 1
             } catch let error as BuckiaError {

@@ -45,8 +45,8 @@ extension CLI {
         guard cdnOptions.isEmpty else {
             throw UsageError(description: "--\(cdnOptions[0]) signs Bunny CDN URLs; \(name): is not a Bunny remote.")
         }
-        if method == .get, !provider.capabilities.supports(.presign), let authorizing = provider as? any AuthorizedURLProviding {
-            Console.out(try await authorizing.authorizedURL(for: key, expires: expires).absoluteString)
+        if method == .get, !provider.capabilities.supports(.presign), provider.capabilities.supports(.authorizedURL) {
+            Console.out(try await provider.authorizedURL(for: key, expires: expires).absoluteString)
             return .success
         }
         Console.out(try provider.presignedURL(for: key, method: method, expires: expires).absoluteString)

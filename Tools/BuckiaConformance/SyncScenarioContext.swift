@@ -170,10 +170,10 @@ public final class SyncObserver: Sendable {
         return try await body()
     }
 
-    /// Wraps `provider` so calls to it are counted as `side`'s, keeping its local file store.
+    /// Wraps `provider` so calls to it are counted as `side`'s; its side capabilities (local
+    /// files) pass through, as they pass through every ``ForwardingStorageProvider``.
     func wrap(_ provider: any StorageProvider, as side: SyncSide) -> any StorageProvider {
-        if let store = provider as? any LocalFileStore { return ObservedFileStore(base: store, side: side, observer: self) }
-        return ObservedProvider(base: provider, side: side, observer: self)
+        ObservedProvider(base: provider, side: side, observer: self)
     }
 }
 
@@ -228,6 +228,15 @@ struct ObservedProvider: ForwardingStorageProvider {
         return try await base.makeLister(request)
     }
 
+    func fileForReading(_ key: ObjectKey) throws -> (url: URL, file: RemoteFile) {
+        observer.record(.read, on: side)
+        return try base.fileForReading(key)
+    }
+    func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
+        try check(key)
+        return try await base.receiveFile(at: key, condition: condition, fill)
+    }
+
     /// Counts an upload, and fails it when the scenario asked for that.
     func check(_ key: ObjectKey) throws {
         observer.record(.upload, on: side)
@@ -237,49 +246,3 @@ struct ObservedProvider: ForwardingStorageProvider {
     }
 }
 
-/// ``ObservedProvider`` over a local file store, keeping its direct file transfers.
-struct ObservedFileStore: ForwardingStorageProvider, LocalFileStore {
-    let store: any LocalFileStore
-    let observed: ObservedProvider
-    var base: any StorageProvider { store }
-
-    init(base: any LocalFileStore, side: SyncSide, observer: SyncObserver) {
-        store = base
-        observed = ObservedProvider(base: base, side: side, observer: observer)
-    }
-
-    func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
-        try await observed.uploadFile(localURL: localURL, remotePath: remotePath, options: options)
-    }
-    func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
-        try await observed.uploadData(data, remotePath: remotePath, options: options)
-    }
-    func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
-        try await observed.downloadFile(remotePath: remotePath, localURL: localURL, options: options)
-    }
-    func readData(remotePath: ObjectKey, options: ReadOptions) async throws -> Data {
-        try await observed.readData(remotePath: remotePath, options: options)
-    }
-    func deleteFile(remotePath: ObjectKey) async throws { try await observed.deleteFile(remotePath: remotePath) }
-    func deleteFiles(_ keys: [ObjectKey]) async throws { try await observed.deleteFiles(keys) }
-    func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
-        try await observed.copyFile(from: source, to: destination)
-    }
-    func moveFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
-        try await observed.moveFile(from: source, to: destination)
-    }
-    func stat(remotePath: ObjectKey) async throws -> RemoteFile? { try await observed.stat(remotePath: remotePath) }
-    func checksum(remotePath: ObjectKey, algorithm: ChecksumAlgorithm) async throws -> String? {
-        try await observed.checksum(remotePath: remotePath, algorithm: algorithm)
-    }
-    func makeLister(_ request: ListRequest) async throws -> any ObjectLister { try await observed.makeLister(request) }
-
-    func fileForReading(_ key: ObjectKey) throws -> (url: URL, file: RemoteFile) {
-        observed.observer.record(.read, on: observed.side)
-        return try store.fileForReading(key)
-    }
-    func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
-        try observed.check(key)
-        return try await store.receiveFile(at: key, condition: condition, fill)
-    }
-}

@@ -138,11 +138,18 @@ extension BuckiaError {
         if nsError.domain == NSCocoaErrorDomain {
             return cocoa(nsError, operation: operation, path: path)
         }
-        if nsError.userInfo.keys.contains(where: { $0.contains("URL") }) {
-            // URLError and friends carry the failing URL, with any signature or token in its
-            // query; describe them by code and message only.
+        if nsError.domain == NSURLErrorDomain {
+            // A URLError carries the failing URL, with any signature or token in its query:
+            // described by code and message only. Only a network failure is worth a retry
+            // (timed out, connection lost or refused, host not found); a bad URL, a refused
+            // certificate or a cancelled task would fail the same way again.
+            let transientCodes: Set<Int> = [-1001, -1003, -1004, -1005, -1006, -1009, -1018, -1019, -1020]
+            if nsError.code == -999 {
+                return BuckiaError(.cancelled, "The request was cancelled.", operation: operation, path: path)
+            }
             return BuckiaError(
-                .transient, "A network request failed: \(URLRedaction.scrub(nsError.localizedDescription)) (\(nsError.domain) \(nsError.code)).",
+                transientCodes.contains(nsError.code) ? .transient : .io,
+                "A network request failed: \(URLRedaction.scrub(nsError.localizedDescription)) (\(nsError.domain) \(nsError.code)).",
                 operation: operation, path: path, cause: SendableErrorDescription(error))
         }
         return BuckiaError(

@@ -51,13 +51,23 @@ public struct Capability: StringIdentifier {
     /// Keys that differ only in letter case name the same object (a case-insensitive file
     /// system, some hosted stores). Without it, `Photo.jpg` and `photo.jpg` are two objects.
     public static let caseInsensitiveKeys: Capability = "caseInsensitiveKeys"
+    /// Objects are files on this machine: ``StorageProvider/fileForReading(_:)`` and
+    /// ``StorageProvider/receiveFile(at:condition:_:)`` move bytes straight between them and
+    /// another provider.
+    public static let localFiles: Capability = "localFiles"
+    /// ``StorageProvider/authorizedURL(for:expires:)`` makes a time-limited download URL
+    /// through a request to the backend.
+    public static let authorizedURL: Capability = "authorizedURL"
+    /// ``StorageProvider/unfinishedUploads(prefix:)`` lists, and
+    /// ``StorageProvider/abortUpload(_:)`` aborts, uploads left unfinished on the server.
+    public static let unfinishedUploads: Capability = "unfinishedUploads"
 
     /// Every capability Buckia defines, for checking declared names.
     public static let known: Set<Capability> = [
         .readWithRange, .listStartAfter, .pagedListing, .multipartUpload, .serverSideCopy, .presign, .publicURL,
         .accessToken, .streamingTransfers, .preservesModificationTime, .persistent, .pagination, .conditionalWrite,
         .conditionalRead, .verifiesKnownChecksums, .userMetadata, .setModificationTime, .move, .resumableListing,
-        .caseInsensitiveKeys,
+        .caseInsensitiveKeys, .localFiles, .authorizedURL, .unfinishedUploads,
     ]
 
     /// Throws unless every capability in `declared` is one of ``known``.

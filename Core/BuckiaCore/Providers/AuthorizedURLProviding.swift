@@ -1,12 +1,9 @@
 import Foundation
 
 /// A provider that hands out URLs reading one object for a while, where making one takes a
-/// request to the backend (B2's download authorizations), which
-/// ``StorageProvider/presignedURL(for:method:expires:)`` — synchronous, so that signing stays
-/// local — cannot make.
+/// request to the backend (B2's download authorizations).
 ///
-/// `buckia url` uses it for a download when the provider does not presign.
-public protocol AuthorizedURLProviding: StorageProvider {
-    /// A URL that downloads `key` without other credentials until `expires` from now.
-    func authorizedURL(for key: ObjectKey, expires: Duration) async throws -> URL
-}
+/// Callers ask for ``Capability/authorizedURL`` and call
+/// ``StorageProvider/authorizedURL(for:expires:)``, which every ``ForwardingStorageProvider``
+/// forwards; adopting this protocol says so in the type.
+public protocol AuthorizedURLProviding: StorageProvider {}

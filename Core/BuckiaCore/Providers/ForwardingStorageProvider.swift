@@ -84,4 +84,25 @@ extension ForwardingStorageProvider {
     public func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken {
         try await base.generateAccessToken(options: options)
     }
+
+    // The side capabilities, forwarded like the rest. A wrapper that changes the bytes (an
+    // encryption layer) must override these and drop ``Capability/localFiles`` from its
+    // capabilities: the base's files hold the base's bytes.
+
+    public func fileForReading(_ key: ObjectKey) throws -> (url: URL, file: RemoteFile) { try base.fileForReading(key) }
+
+    @discardableResult
+    public func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
+        try await base.receiveFile(at: key, condition: condition, fill)
+    }
+
+    public func synchronize() throws { try base.synchronize() }
+    public func removeWorkingFiles() throws { try base.removeWorkingFiles() }
+
+    public func authorizedURL(for key: ObjectKey, expires: Duration) async throws -> URL {
+        try await base.authorizedURL(for: key, expires: expires)
+    }
+
+    public func unfinishedUploads(prefix: String) async throws -> [UnfinishedUpload] { try await base.unfinishedUploads(prefix: prefix) }
+    public func abortUpload(_ upload: UnfinishedUpload) async throws { try await base.abortUpload(upload) }
 }

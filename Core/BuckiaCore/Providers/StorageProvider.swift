@@ -100,6 +100,57 @@ public protocol StorageProvider: Sendable {
 
     /// Issues a scoped, expiring token (needs ``Capability/accessToken``).
     func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken
+
+    // Side capabilities. Each is a requirement with a default, declared by a capability, so
+    // that every wrapper (``ForwardingStorageProvider``) forwards it: one found by a downcast
+    // to a protocol of its own would be lost behind any wrapper.
+
+    /// The file that holds `key`, for a transfer that reads it by path, and the object as it
+    /// is now (so a caller can tell whether it is still the version it listed). Needs
+    /// ``Capability/localFiles``.
+    ///
+    /// - Throws: ``BuckiaError/Code/notFound`` when no object is at `key`;
+    ///   ``BuckiaError/Code/invalidPath`` when the way to it passes through a symbolic link.
+    func fileForReading(_ key: ObjectKey) throws -> (url: URL, file: RemoteFile)
+
+    /// Stores as `key` the file that `fill` writes, atomically, if `condition` holds. Needs
+    /// ``Capability/localFiles``.
+    ///
+    /// `fill` receives a URL in the provider's own temporary area, on the same file system as
+    /// its objects, and writes the complete file there (a download from another provider
+    /// does exactly that); the file then moves into place in one rename, keeping the
+    /// modification time `fill` gave it. If `fill` throws, nothing changes at `key`.
+    ///
+    /// - Returns: The stored object as ``stat(remotePath:)`` describes it.
+    /// - Throws: ``BuckiaError/Code/conditionNotMatch`` when the condition does not hold, and
+    ///   whatever `fill` throws.
+    @discardableResult
+    func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile
+
+    /// Makes every write so far durable. A provider that syncs each write as it makes it has
+    /// nothing to do (the default); one that does not (for speed) flushes them all here, and
+    /// sync calls this before it records a batch of files as synced.
+    func synchronize() throws
+
+    /// Removes the provider's working files (temporaries, lock files) from the folder it
+    /// serves when no writer in any process is using them, so that nothing of Buckia's is
+    /// left in a user's folder once a run ends. Sync calls it when a run finishes; the default
+    /// has nothing to remove.
+    func removeWorkingFiles() throws
+
+    /// A URL that downloads `key` without other credentials until `expires` from now, where
+    /// making one takes a request to the backend (B2's download authorizations), which the
+    /// synchronous ``presignedURL(for:method:expires:)`` cannot make. Needs
+    /// ``Capability/authorizedURL``.
+    func authorizedURL(for key: ObjectKey, expires: Duration) async throws -> URL
+
+    /// The uploads left unfinished on the server whose key starts with `prefix` (empty: all
+    /// of them), what `buckia cleanup` works through. Needs ``Capability/unfinishedUploads``.
+    func unfinishedUploads(prefix: String) async throws -> [UnfinishedUpload]
+
+    /// Aborts `upload`, deleting its parts; an upload that is already gone is not an error.
+    /// Needs ``Capability/unfinishedUploads``.
+    func abortUpload(_ upload: UnfinishedUpload) async throws
 }
 
 extension StorageProvider {
@@ -170,6 +221,31 @@ extension StorageProvider {
 
     public func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken {
         throw BuckiaError.unsupported(.accessToken, provider: providerType, operation: "generateAccessToken")
+    }
+
+    public func fileForReading(_ key: ObjectKey) throws -> (url: URL, file: RemoteFile) {
+        throw BuckiaError.unsupported(.localFiles, provider: providerType, operation: "fileForReading")
+    }
+
+    @discardableResult
+    public func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
+        throw BuckiaError.unsupported(.localFiles, provider: providerType, operation: "receiveFile")
+    }
+
+    public func synchronize() throws {}
+
+    public func removeWorkingFiles() throws {}
+
+    public func authorizedURL(for key: ObjectKey, expires: Duration) async throws -> URL {
+        throw BuckiaError.unsupported(.authorizedURL, provider: providerType, operation: "authorizedURL")
+    }
+
+    public func unfinishedUploads(prefix: String) async throws -> [UnfinishedUpload] {
+        throw BuckiaError.unsupported(.unfinishedUploads, provider: providerType, operation: "unfinishedUploads")
+    }
+
+    public func abortUpload(_ upload: UnfinishedUpload) async throws {
+        throw BuckiaError.unsupported(.unfinishedUploads, provider: providerType, operation: "abortUpload")
     }
 }
 

@@ -36,12 +36,8 @@ public struct UnfinishedUpload: Sendable, Hashable {
 /// abort them: what `buckia cleanup` works through.
 ///
 /// A provider aborts the unfinished uploads it started itself once they can no longer be
-/// resumed (their local file changed or is gone); this protocol is for the rest: uploads
-/// started elsewhere, by another tool, or by a machine that is gone.
-public protocol UnfinishedUploadCleaning: StorageProvider {
-    /// The unfinished uploads whose key starts with `prefix` (empty: all of them).
-    func unfinishedUploads(prefix: String) async throws -> [UnfinishedUpload]
-
-    /// Aborts `upload`, deleting its parts; an upload that is already gone is not an error.
-    func abortUpload(_ upload: UnfinishedUpload) async throws
-}
+/// resumed (their local file changed or is gone); ``StorageProvider/unfinishedUploads(prefix:)``
+/// and ``StorageProvider/abortUpload(_:)`` are for the rest: uploads started elsewhere, by
+/// another tool, or by a machine that is gone. Callers ask for
+/// ``Capability/unfinishedUploads``; adopting this protocol says so in the type.
+public protocol UnfinishedUploadCleaning: StorageProvider {}

@@ -212,17 +212,32 @@ public final class LocalFile {
     ///
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a date a file system cannot hold.
     public func setModificationDate(_ date: Date) throws {
+        let spec = try Self.timeSpec(date, path: path, operation: "set modification time")
+        if futimens(descriptor, [spec, spec]) != 0 {
+            throw BuckiaError.posix(errno, operation: "set modification time", path: path)
+        }
+    }
+
+    /// Sets the modification (and access) time of the file at `url`, not following a link
+    /// there: a download's destination takes its source's time.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a date a file system cannot
+    ///   hold, and the system's error (as `operation`) when the time cannot be set.
+    public static func setModificationDate(_ date: Date, of url: URL, operation: String) throws {
+        let spec = try timeSpec(date, path: url.path, operation: operation)
+        if utimensat(AT_FDCWD, url.path, [spec, spec], AT_SYMLINK_NOFOLLOW) != 0 {
+            throw BuckiaError.posix(errno, operation: operation, path: url.path)
+        }
+    }
+
+    private static func timeSpec(_ date: Date, path: String, operation: String) throws -> timespec {
         let interval = date.timeIntervalSince1970
         let seconds = interval.rounded(.down)
         guard seconds.isFinite, abs(seconds) < 1e15 else {
-            throw BuckiaError(.invalidConfiguration, "The modification time \(date) cannot be stored in a file system.", operation: "set modification time", path: path)
+            throw BuckiaError(.invalidConfiguration, "The modification time \(date) cannot be stored in a file system.", operation: operation, path: path)
         }
         let nanoseconds = min(999_999_999, max(0, Int((interval - seconds) * 1_000_000_000)))
-        let spec = timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)
-        let times = [spec, spec]
-        if futimens(descriptor, times) != 0 {
-            throw BuckiaError.posix(errno, operation: "set modification time", path: path)
-        }
+        return timespec(tv_sec: Int(seconds), tv_nsec: nanoseconds)
     }
 
     /// The file's size and modification time.

@@ -1,0 +1,111 @@
+import Buckia
+import BuckiaConformance
+import BuckiaConformanceTesting
+import Foundation
+import Testing
+
+// Side capabilities (local files, authorized URLs, unfinished uploads) are requirements of
+// StorageProvider, declared by capability, so a ForwardingStorageProvider keeps every one.
+// Before, they were protocols found by downcast, and a wrapped local provider lost
+// `synchronize()`: sync recorded files as synced before they were durable.
+
+/// Counts the side calls that reach the provider under it.
+struct SideCallCounter: ForwardingStorageProvider {
+    let base: any StorageProvider
+    let counts = Locked<[String: Int]>([:])
+
+    func synchronize() throws {
+        counts.withLock { $0["synchronize", default: 0] += 1 }
+        try base.synchronize()
+    }
+    func fileForReading(_ key: ObjectKey) throws -> (url: URL, file: RemoteFile) {
+        counts.withLock { $0["fileForReading", default: 0] += 1 }
+        return try base.fileForReading(key)
+    }
+    func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
+        counts.withLock { $0["receiveFile", default: 0] += 1 }
+        return try await base.receiveFile(at: key, condition: condition, fill)
+    }
+    func removeWorkingFiles() throws {
+        counts.withLock { $0["removeWorkingFiles", default: 0] += 1 }
+        try base.removeWorkingFiles()
+    }
+}
+
+@Suite("Wrapped providers keep every side capability")
+struct WrappedProviderTests {
+    /// Every built-in provider, built from a configuration that makes no request.
+    static let configurations: [BuckiaConfiguration] = [
+        BuckiaConfiguration(provider: .local, options: ["root": "/nonexistent-buckia-wrapped"]),
+        BuckiaConfiguration(provider: .memory),
+        BuckiaConfiguration(
+            provider: .s3, bucketName: "wrapped", authConfig: .awsSignature(accessKeyId: "AKID", secretAccessKey: "secret"),
+            options: ["endpoint": "http://127.0.0.1:9"]),
+        BuckiaConfiguration(
+            provider: .b2, bucketName: "wrapped", authConfig: .providerSpecific(type: .b2, credentials: ["applicationKeyId": "id", "applicationKey": "key"]),
+            options: ["endpoint": "http://127.0.0.1:9"]),
+        BuckiaConfiguration(
+            provider: .bunny, bucketName: "wrapped", authConfig: .providerSpecific(type: .bunny, credentials: ["accessKey": "key"]),
+            options: ["endpoint": "http://127.0.0.1:9"]),
+    ]
+
+    @Test("A wrapper declares what its provider declares, side capabilities included", arguments: configurations)
+    func capabilities(_ configuration: BuckiaConfiguration) throws {
+        let base = try ProviderRegistry.builtIn.makeProvider(for: configuration, environment: ["HOME": "/nonexistent"])
+        let wrapped = PassThroughProvider(base: PassThroughProvider(base: base))
+        #expect(wrapped.capabilities == base.capabilities)
+        #expect(wrapped.providerType == base.providerType)
+        let side: Set<Capability> = [.localFiles, .authorizedURL, .unfinishedUploads]
+        let expected: [ProviderType: Set<Capability>] = [.local: [.localFiles], .memory: [], .s3: [.unfinishedUploads], .b2: [.authorizedURL, .unfinishedUploads], .bunny: []]
+        #expect(base.capabilities.features.intersection(side) == expected[base.providerType], "\(base.providerType)")
+    }
+
+    @Test("A provider without a side capability refuses its calls as unsupported, wrapped or not")
+    func unsupportedStaysUnsupported() async throws {
+        let wrapped = PassThroughProvider(base: try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)))
+        let error = #expect(throws: BuckiaError.self) { try wrapped.fileForReading(try ObjectKey("a")) }
+        #expect(error?.code == .unsupported)
+        let listing = await #expect(throws: BuckiaError.self) { try await wrapped.unfinishedUploads(prefix: "") }
+        #expect(listing?.code == .unsupported)
+    }
+
+    @Test("A wrapped local provider passes every provider scenario", arguments: ProviderConformance.scenarios)
+    func localScenarios(_ scenario: ProviderScenario) async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-wrapped-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        try await scenario.check(.opening("local (wrapped)") { PassThroughProvider(base: try LocalProvider(root: root)) })
+    }
+
+    @Test("A wrapped local provider passes every sync scenario, on either side", arguments: SyncConformance.scenarios)
+    func syncScenarios(_ scenario: SyncScenario) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-wrapped-sync-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let remote = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
+        try await scenario.check(local: PassThroughProvider(base: try LocalProvider(root: folder)), remote: remote)
+    }
+
+    @Test("Sync through a wrapper reaches the local provider's direct transfers, durability and tidying")
+    func syncReachesSideCalls() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-wrapped-side-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data("one".utf8).write(to: folder.appendingPathComponent("a.txt"))
+        let remote = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
+        _ = try await remote.uploadData(Data("two".utf8), remotePath: "b.txt")
+        let counter = SideCallCounter(base: try LocalProvider(root: folder))
+        let state = folder.appendingPathExtension("state")
+        defer { try? FileManager.default.removeItem(at: state) }
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        let engine = SyncEngine(
+            local: try SyncEndpoint(provider: PassThroughProvider(base: counter), backend: "local:\(folder.path)"),
+            remote: try SyncEndpoint(provider: remote, backend: "memory:wrapped"),
+            options: SyncOptions(mode: .twoWay), stateStore: try SyncStateStore(url: state.appendingPathComponent("s.sqlite")))
+        let result = try await engine.run()
+        #expect(result.isComplete && result.uploaded == 1 && result.downloaded == 1)
+        let counts = counter.counts.withLock { $0 }
+        #expect(counts["fileForReading"] == 1 && counts["receiveFile"] == 1, "\(counts)")
+        #expect((counts["synchronize"] ?? 0) >= 1, "synced files were recorded before a synchronize: \(counts)")
+        #expect(counts["removeWorkingFiles"] == 1, "\(counts)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["a.txt", "b.txt"])
+    }
+}

@@ -55,11 +55,16 @@ public final class HTTPClient: Sendable {
         if kind == .automatic {
             kind = ProcessInfo.processInfo.environment["BUCKIA_HTTP_TRANSPORT"]?.lowercased() == "urlsession" ? .urlSession : .libcurl
         }
-        if kind == .libcurl, let curl = try? CurlTransport(
-            maximumConnectionsPerHost: configuration.maximumConnectionsPerHost, timeout: configuration.timeout,
-            connectTimeout: configuration.connectTimeout, userAgent: configuration.userAgent, caFile: configuration.caFile)
-        {
-            return curl
+        if kind == .libcurl {
+            do {
+                return try CurlTransport(
+                    maximumConnectionsPerHost: configuration.maximumConnectionsPerHost, timeout: configuration.timeout,
+                    connectTimeout: configuration.connectTimeout, userAgent: configuration.userAgent, caFile: configuration.caFile)
+            } catch {
+                // Never a silent switch to URLSession (unsafe under load on Linux): every request
+                // fails with why libcurl did not start.
+                return UnavailableTransport(failure: BuckiaError.wrapping(error, operation: "start libcurl"))
+            }
         }
         #endif
         return urlSession()
@@ -131,5 +136,18 @@ public final class HTTPClient: Sendable {
     /// Hands a redacted line to the configured log hook, building it only when there is one.
     func log(_ line: @autoclosure () -> String) {
         configuration.log?(line())
+    }
+}
+
+/// The transport of a client whose chosen transport could not start: every request fails with
+/// the reason, at once and without retries.
+struct UnavailableTransport: HTTPTransport {
+    let failure: BuckiaError
+
+    func perform(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int) async throws -> HTTPTransportResult {
+        throw BuckiaError(
+            .io,
+            "The HTTP transport could not start (\(failure.message)); no request was sent. Choose HTTPClient.Configuration.transport = .urlSession to use URLSession instead.",
+            operation: failure.operation, cause: failure)
     }
 }

@@ -136,6 +136,12 @@ extension B2Provider {
         return nil
     }
 
+    /// How many parts B2 holds for an unfinished large file: what a resumed upload need not
+    /// send again (the tests read it after a kill).
+    package func storedPartCount(of upload: UnfinishedUpload) async throws -> Int {
+        try await listParts(upload.id, key: try ObjectKey(upload.key)).count
+    }
+
     /// The parts B2 holds for an unfinished large file, by number.
     private func listParts(_ fileId: String, key: ObjectKey) async throws -> [Int: B2API.Part] {
         var parts: [Int: B2API.Part] = [:]

@@ -147,9 +147,16 @@ public struct SyncEngine: Sendable {
             }
         } catch {
             // Cancelled, or the state store failed: keep what completed, then stop. The error
-            // is the run's; a failure to flush or tidy after it would only hide it.
+            // is the run's; a failure to flush after it would only hide it. A failure to tidy
+            // is said in the same error, since the folder keeps Buckia's files.
             try? run.flush()
-            try? removeWorkingFiles()
+            do {
+                try removeWorkingFiles()
+            } catch let tidying {
+                var stated = BuckiaError.wrapping(error)
+                stated.message += " Buckia's working files could not be removed either: \(BuckiaError.wrapping(tidying).message)"
+                throw stated
+            }
             throw error
         }
         try run.flush()

@@ -142,13 +142,3 @@ public struct S3Profile: Sendable, Hashable {
         return .of(vendor)
     }
 }
-
-/// The ETag form a ``S3Profile/ETagForm/learned`` provider has settled on, shared by every copy
-/// of the provider.
-final class LearnedETagForm: Sendable {
-    private let bare = Locked(false)
-
-    var isBare: Bool { bare.withLock { $0 } }
-
-    func learnBare() { bare.withLock { $0 = true } }
-}

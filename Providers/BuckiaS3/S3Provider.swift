@@ -24,8 +24,9 @@ public struct S3Provider: StorageProviderPlugin {
     let client: HTTPClient
     let signer: SigV4Signer
     let now: @Sendable () -> Date
-    /// The ETag form a `learned` profile has settled on (``S3Profile/ETagForm``).
-    let learnedETagForm = LearnedETagForm()
+    /// Whether a `learned` profile has found the server wants bare ETags
+    /// (``S3Profile/ETagForm/learned``); shared by every copy of the provider.
+    let learnedBareETags = Locked(false)
 
     public var capabilities: ProviderCapabilities {
         var features: Set<Capability> = [
@@ -175,7 +176,7 @@ public struct S3Provider: StorageProviderPlugin {
         switch settings.profile.conditionETags {
         case .quoted: Self.quotedETag(etag)
         case .bare: Self.unquotedETag(etag)
-        case .learned: learnedETagForm.isBare ? Self.unquotedETag(etag) : Self.quotedETag(etag)
+        case .learned: learnedBareETags.withLock { $0 } ? Self.unquotedETag(etag) : Self.quotedETag(etag)
         }
     }
 
@@ -187,14 +188,14 @@ public struct S3Provider: StorageProviderPlugin {
     /// When the ETag differs (the object did change) or the object is gone, the 412 stands.
     func matching<T>(_ etag: String?, key: ObjectKey, _ attempt: (String?) async throws -> T) async throws -> T {
         guard let etag else { return try await attempt(nil) }
-        let quoting = settings.profile.conditionETags == .learned && !learnedETagForm.isBare
+        let quoting = settings.profile.conditionETags == .learned && !learnedBareETags.withLock { $0 }
         do {
             return try await attempt(conditionETag(etag))
         } catch let error as BuckiaError where quoting && error.code == .conditionNotMatch {
             guard let current = try await stat(remotePath: key), let currentTag = current.etag,
                 Self.unquotedETag(currentTag) == Self.unquotedETag(etag)
             else { throw error }
-            learnedETagForm.learnBare()
+            learnedBareETags.withLock { $0 = true }
             return try await attempt(conditionETag(etag))
         }
     }

@@ -105,11 +105,13 @@ public struct S3Settings: Sendable {
         case let other:
             throw BuckiaError(.invalidConfiguration, "addressingStyle is \(other.debugDescription); use path, virtual or auto.", path: "options.addressingStyle")
         }
-        let partSize = try megabytes(options["partSizeMiB"], default: 5, minimum: 5, name: "partSizeMiB")
+        // The profile's smallest part (5 MiB on every server Buckia knows) bounds the options.
+        let smallestPart = max(1, profile.minimumPartSize >> 20)
+        let partSize = try megabytes(options["partSizeMiB"], default: smallestPart, minimum: smallestPart, name: "partSizeMiB")
         let http = try HTTPRemoteOptions(options: options)
         var settings = S3Settings(
             bucket: configuration.bucketName, region: region, endpoint: endpoint, usesPathStyle: usesPathStyle, credentials: credentials,
-            multipartThreshold: try megabytes(options["multipartThresholdMiB"], default: 64, minimum: 5, name: "multipartThresholdMiB"),
+            multipartThreshold: try megabytes(options["multipartThresholdMiB"], default: 64, minimum: smallestPart, name: "multipartThresholdMiB"),
             partSize: partSize, concurrency: configuration.maxConcurrentOperations, isPublic: try configuration.flag("publicBucket", default: false),
             stateDirectory: options["stateDirectory"].map { URL(fileURLWithPath: $0, isDirectory: true) }
                 ?? StorageDirectory.caches(appendingPath: "buckia/multipart").url,

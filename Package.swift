@@ -66,7 +66,7 @@ let package = Package(
         // MARK: Core
         .target(name: "BuckiaCore", dependencies: ["COpenSSL", "CZlib", "CChecksum", "CLinux"], path: "Core/BuckiaCore"),
         .target(
-            name: "BuckiaHTTP", dependencies: ["BuckiaCore", .target(name: "CCurl", condition: .when(platforms: [.linux]))], path: "Core/BuckiaHTTP"),
+            name: "BuckiaHTTP", dependencies: ["BuckiaCore", "CLinux", .target(name: "CCurl", condition: .when(platforms: [.linux]))], path: "Core/BuckiaHTTP"),
         .target(name: "BuckiaSQLite", dependencies: ["BuckiaCore", "CSQLite"], path: "Core/BuckiaSQLite"),
         .target(name: "BuckiaSigV4", dependencies: ["BuckiaCore"], path: "Core/BuckiaSigV4"),
         .target(name: "BuckiaClient", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaLocal"], path: "Core/BuckiaClient"),
@@ -100,7 +100,7 @@ let package = Package(
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks"], path: "Tools/BuckiaConformance"),
         // Swift Testing glue in a module of its own, so the command line never links Testing.
         .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks"], path: "Tools/BuckiaConformanceTesting"),
-        .target(name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "CLinux"], path: "Tools/BuckiaCommandLine"),
+        .target(name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "CLinux"], path: "Tools/BuckiaCommandLine"),
         .executableTarget(name: "BuckiaCLI", dependencies: ["BuckiaCommandLine"], path: "Tools/BuckiaCLI"),
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
 

@@ -36,18 +36,20 @@ public final class BuckiaClient: Sendable {
     ///   - fallback: A second bucket, used when the primary's connection test fails.
     ///   - registry: Where provider types are looked up (third-party ones included).
     ///   - environment: Variables providers read credentials from; the process's by default.
+    ///   - resources: What the providers share with every other one built with the same value
+    ///     (the HTTP transport); ``BuckiaCore/SharedResources/process`` by default.
     /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidConfiguration`` when a configuration
     ///   names an unknown provider or is invalid (the fallback's too, whether or not it is
     ///   needed); ``BuckiaCore/BuckiaError/Code/transient`` naming both reasons when neither
     ///   bucket answers.
     public init(
         configuration: BuckiaConfiguration, fallback: BuckiaConfiguration? = nil, registry: ProviderRegistry,
-        environment: [String: String] = ProcessInfo.processInfo.environment
+        environment: [String: String] = ProcessInfo.processInfo.environment, resources: SharedResources = .process
     ) async throws {
-        let primary = try registry.makeProvider(for: configuration, environment: environment)
+        let primary = try registry.makeProvider(for: configuration, environment: environment, resources: resources)
         // Both are built now, so a misconfigured fallback is reported at once, not on the day
         // the primary is down.
-        let second = try fallback.map { try registry.makeProvider(for: $0, environment: environment) }
+        let second = try fallback.map { try registry.makeProvider(for: $0, environment: environment, resources: resources) }
         guard let fallback, let second else {
             (self.configuration, provider, isUsingFallback, self.environment) = (configuration, primary, false, environment)
             return

@@ -6,20 +6,32 @@ import FoundationNetworking
 #endif
 
 extension HTTPClient {
+    /// The request with this client's settings wherever it leaves them open: a transport may
+    /// serve many clients (``SharedResources``), so what differs between them travels with
+    /// each request.
+    func applyingDefaults(to request: HTTPRequest) -> HTTPRequest {
+        var request = request
+        if request.timeout == nil { request.timeout = configuration.timeout }
+        if request.connectTimeout == nil { request.connectTimeout = configuration.connectTimeout }
+        if request.caFile == nil { request.caFile = configuration.caFile }
+        if !request.headers.contains("User-Agent") { request.headers.set("User-Agent", configuration.userAgent) }
+        return request
+    }
+
     /// Runs the attempts of one request until one is final.
     ///
     /// Each attempt: build the request; send it; map a refused status through the provider's
     /// ``Configuration/mapFailure`` (or the default mapping); interpret an accepted response.
     /// Whatever error comes out is retried when it is retryable and attempts remain.
     func perform<T: Sendable>(
-        destination: URL?, interpret: @Sendable (HTTPResponse) throws -> T,
+        destination: URL?, streaming: Bool = false, interpret: @Sendable (HTTPResponse) throws -> T,
         _ makeRequest: @Sendable (HTTPAttempt) async throws -> HTTPRequest
     ) async throws -> T {
         var attempt = 1
         var previousError: BuckiaError?
         let redaction = configuration.redaction
         while true {
-            let request = try await makeRequest(HTTPAttempt(number: attempt, previousError: previousError))
+            let request = applyingDefaults(to: try await makeRequest(HTTPAttempt(number: attempt, previousError: previousError)))
             let policy = request.retryPolicy ?? configuration.retryPolicy
             // Redacting the URL costs more than a small request's parsing: only for messages.
             lazy var summary = request.summary(redaction)
@@ -34,7 +46,9 @@ extension HTTPClient {
             // What the attempt ended with, for the log: "-> 503" or the transport's reason.
             var outcome: String
             do {
-                let result = try await transport.perform(request, destination: destination, errorBodyLimit: configuration.errorBodyLimit)
+                let result = streaming
+                    ? try await transport.stream(request, errorBodyLimit: configuration.errorBodyLimit)
+                    : try await transport.perform(request, destination: destination, errorBodyLimit: configuration.errorBodyLimit)
                 outcome = "-> \(result.status)"
                 do {
                     let response = try accept(result, request: request, policy: policy, attempt: attempt)
@@ -42,6 +56,7 @@ extension HTTPClient {
                     do {
                         value = try interpret(response)
                     } catch {
+                        response.bodyStream?.cancel()
                         throw BuckiaError.wrapping(error)
                     }
                     log("http \(summary) \(outcome) in \((ContinuousClock.now - started).millisecondsText) after \(attempt) attempt(s)")
@@ -99,8 +114,10 @@ extension HTTPClient {
             var response = HTTPResponse(
                 status: result.status, headers: result.headers, body: result.body, url: request.url, redaction: redaction, attempts: attempt)
             response.bodyDigests = result.bodyDigests
+            response.bodyStream = result.bodyStream.map { mappingErrors(of: $0, request: request, attempt: attempt) }
             return response
         }
+        result.bodyStream?.cancel()
         let (body, truncated) = errorBody(result, request: request)
         let failure = HTTPFailure(
             method: request.method.rawValue, url: redaction.redact(request.url), status: result.status,
@@ -114,6 +131,32 @@ extension HTTPClient {
         let error = failure.buckiaError()
         throw MappedFailure(
             error: error, retryable: (error.isRetryable && policy.isRetryable(status: result.status)) || Self.isBodyDamage(error, request))
+    }
+
+    /// A streamed body whose failures are ``BuckiaCore/BuckiaError``s like every other of the
+    /// client's: a dropped connection `transient`, a failed body check `checksumMismatch`.
+    /// (Not retried: the bytes before the failure have been handed out.)
+    private func mappingErrors(of stream: ByteStream, request: HTTPRequest, attempt: Int) -> ByteStream {
+        let redaction = configuration.redaction
+        let summary = request.summary(redaction)
+        return ByteStream(
+            next: {
+                do {
+                    return try await stream.next()
+                } catch let failure as HTTPTransportError {
+                    throw HTTPTransportFailure(
+                        method: request.method.rawValue, url: redaction.redact(request.url), code: failure.code, attempts: attempt
+                    ).buckiaError()
+                } catch let mismatch as HTTPBodyMismatch {
+                    throw BuckiaError(
+                        .checksumMismatch,
+                        "\(summary) delivered a body whose \(mismatch.algorithm.rawValue) is \(mismatch.actual?.hex ?? "unknown"), not the \(mismatch.expected?.hex ?? "unknown") the server declared.",
+                        cause: mismatch)
+                } catch {
+                    throw BuckiaError.wrapping(error)
+                }
+            },
+            onCancel: { stream.cancel() })
     }
 
     /// Whether the server refused a digest this request computed from its own body: bytes

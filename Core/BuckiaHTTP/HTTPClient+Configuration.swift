@@ -5,7 +5,8 @@ extension HTTPClient {
     /// How an ``HTTPClient`` connects, waits, retries, redacts and reports.
     ///
     /// One configuration serves one provider instance; the values are fixed when the client
-    /// is created.
+    /// is created. The transport may be shared with other clients, so the timeouts, CA file and
+    /// `User-Agent` are applied to each request rather than to the transport.
     ///
     /// ```swift
     /// var configuration = HTTPClient.Configuration(maximumConnectionsPerHost: 32)
@@ -13,8 +14,10 @@ extension HTTPClient {
     /// let client = HTTPClient(configuration: configuration)
     /// ```
     public struct Configuration: Sendable {
-        /// How many connections may be open to one host at once: the concurrency the provider
-        /// is configured for. URLSession's default of 6 throttles parallel transfers.
+        /// How many connections a private transport (``transport`` `.libcurl` or
+        /// `.urlSession`) may open to one host at once; URLSession's default of 6 throttles
+        /// parallel transfers. The shared transport allows
+        /// ``SharedHTTPTransport/maximumConnectionsPerHost`` to all its clients together.
         public var maximumConnectionsPerHost: Int
         /// How long a request may go without moving a byte before it fails with
         /// ``BuckiaCore/BuckiaError/Code/transient``; ``HTTPRequest/timeout`` overrides it per
@@ -33,7 +36,8 @@ extension HTTPClient {
         /// delay and reason, and the final status or failure. Never receives a credential.
         /// Called on the requesting task; keep it fast.
         public var log: (@Sendable (String) -> Void)?
-        /// Which transport a client makes for itself when none is given.
+        /// Which transport a client uses when none is given: the shared one (`.automatic`) or a
+        /// private one of its own.
         public var transport: TransportKind
         /// How long connecting (TCP and TLS) may take (libcurl transport).
         public var connectTimeout: Duration
@@ -78,12 +82,12 @@ extension HTTPClient {
 extension HTTPClient {
     /// The transports a client can make for itself.
     public enum TransportKind: String, Sendable, CaseIterable {
-        /// libcurl on Linux (URLSession when `BUCKIA_HTTP_TRANSPORT=urlsession`), URLSession
-        /// on Apple platforms.
+        /// The transport shared through ``BuckiaCore/SharedResources`` (``SharedHTTPTransport``:
+        /// libcurl on Linux, URLSession on Apple platforms).
         case automatic
-        /// ``CurlTransport`` (Linux).
+        /// A private ``CurlTransport`` (Linux).
         case libcurl
-        /// ``URLSessionTransport``.
+        /// A private ``URLSessionTransport``.
         case urlSession
     }
 }

@@ -37,37 +37,46 @@ public final class HTTPClient: Sendable {
     /// What sends each attempt.
     public let transport: any HTTPTransport
 
-    /// Creates a client over `transport`, or over its own transport of the configuration's
-    /// ``Configuration/transport`` kind.
-    public init(configuration: Configuration = Configuration(), transport: (any HTTPTransport)? = nil) {
+    /// Creates a client over `transport`; without one, over the shared transport of
+    /// `resources` (``Configuration/transport`` `.automatic`), or over a private transport of
+    /// the kind the configuration names.
+    ///
+    /// The shared transport is one thread and one connection pool for every client of a
+    /// process (or of the ``BuckiaCore/SharedResources`` an application passes), made on first
+    /// use; ``SharedResources/shutdown()`` ends it. A private transport (`.libcurl`,
+    /// `.urlSession`) lives as long as its client: for comparisons and tests.
+    public init(configuration: Configuration = Configuration(), transport: (any HTTPTransport)? = nil, resources: SharedResources = .process) {
         self.configuration = configuration
-        self.transport = transport ?? HTTPClient.makeTransport(configuration)
+        if let transport {
+            self.transport = transport
+        } else if configuration.transport == .automatic {
+            do {
+                self.transport = try resources.resource(SharedHTTPTransport.self)
+            } catch {
+                self.transport = UnavailableTransport(failure: BuckiaError.wrapping(error, operation: "start the shared HTTP transport"))
+            }
+        } else {
+            self.transport = HTTPClient.makeTransport(configuration.transport, configuration)
+        }
     }
 
-    /// The transport `configuration` asks for: libcurl on Linux unless URLSession is chosen
-    /// (or `BUCKIA_HTTP_TRANSPORT=urlsession` is set, for comparison), URLSession elsewhere.
-    static func makeTransport(_ configuration: Configuration) -> any HTTPTransport {
-        let urlSession = { URLSessionTransport(
-            maximumConnectionsPerHost: configuration.maximumConnectionsPerHost, timeout: configuration.timeout,
-            userAgent: configuration.userAgent) }
+    /// A private transport of `kind`. Never a silent switch to another kind: a libcurl that
+    /// cannot start gives a transport whose every request fails with why.
+    static func makeTransport(_ kind: TransportKind, _ configuration: Configuration) -> any HTTPTransport {
         #if canImport(CCurl)
-        var kind = configuration.transport
-        if kind == .automatic {
-            kind = ProcessInfo.processInfo.environment["BUCKIA_HTTP_TRANSPORT"]?.lowercased() == "urlsession" ? .urlSession : .libcurl
-        }
-        if kind == .libcurl {
+        if kind != .urlSession {
             do {
                 return try CurlTransport(
                     maximumConnectionsPerHost: configuration.maximumConnectionsPerHost, timeout: configuration.timeout,
                     connectTimeout: configuration.connectTimeout, userAgent: configuration.userAgent, caFile: configuration.caFile)
             } catch {
-                // Never a silent switch to URLSession (unsafe under load on Linux): every request
-                // fails with why libcurl did not start.
                 return UnavailableTransport(failure: BuckiaError.wrapping(error, operation: "start libcurl"))
             }
         }
         #endif
-        return urlSession()
+        return URLSessionTransport(
+            maximumConnectionsPerHost: configuration.maximumConnectionsPerHost, timeout: configuration.timeout,
+            userAgent: configuration.userAgent)
     }
 
     /// Sends a request and returns the response with its body in memory.
@@ -133,9 +142,44 @@ public final class HTTPClient: Sendable {
         }
     }
 
+    /// Sends a request built afresh for every attempt and returns as soon as a 2xx body
+    /// starts, with the body in ``HTTPResponse/bodyStream`` to read at the reader's pace.
+    ///
+    /// Attempts are retried as for ``send(interpret:_:)`` until the status is final; once a
+    /// body is streaming, a failure ends the stream with a ``BuckiaCore/BuckiaError`` (a
+    /// dropped connection `transient`, a failed ``HTTPRequest/bodyCheck`` `checksumMismatch`)
+    /// and is not retried, since the bytes before it were handed out. A caller that can resume
+    /// (a ranged GET of the rest) does so itself.
+    public func stream(_ makeRequest: @escaping @Sendable (HTTPAttempt) async throws -> HTTPRequest) async throws -> HTTPResponse {
+        try await perform(destination: nil, streaming: true, interpret: { $0 }, makeRequest)
+    }
+
     /// Hands a redacted line to the configured log hook, building it only when there is one.
     func log(_ line: @autoclosure () -> String) {
         configuration.log?(line())
+    }
+}
+
+/// The transport every client of a ``BuckiaCore/SharedResources`` shares unless it is given
+/// its own: libcurl on Linux, URLSession where libcurl is not built in.
+///
+/// Supply another before the first provider is built to change it for all of them:
+///
+/// ```swift
+/// let resources = SharedResources()
+/// try resources.provide(SharedHTTPTransport.self, URLSessionTransport())
+/// ```
+public enum SharedHTTPTransport: SharedResourceKey {
+    /// How many connections one host may have open at once across every client that shares
+    /// the transport (each provider bounds its own concurrency below this).
+    public static let maximumConnectionsPerHost = 64
+
+    public static func makeResource() throws -> any HTTPTransport {
+        #if canImport(CCurl)
+        return try CurlTransport(maximumConnectionsPerHost: maximumConnectionsPerHost)
+        #else
+        return URLSessionTransport(maximumConnectionsPerHost: maximumConnectionsPerHost)
+        #endif
     }
 }
 

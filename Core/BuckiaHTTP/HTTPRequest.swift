@@ -91,6 +91,12 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     /// uses ``HTTPClient/Configuration/timeout``. FoundationNetworking counts whole seconds, so
     /// the value is rounded up to at least one second.
     public var timeout: Duration?
+    /// How long connecting (TCP and TLS) may take; nil uses
+    /// ``HTTPClient/Configuration/connectTimeout`` (libcurl transport).
+    public var connectTimeout: Duration?
+    /// A PEM file of certificate authorities to trust for this request instead of the
+    /// system's; nil uses ``HTTPClient/Configuration/caFile`` (libcurl transport).
+    public var caFile: String?
     /// Which final statuses are returned rather than thrown.
     public var accepts: AcceptedStatuses
     /// A retry policy for this request only (say, no retries for a non-idempotent POST); nil

@@ -43,6 +43,9 @@ public struct HTTPResponse: Sendable, CustomStringConvertible {
     /// The digests the transport computed over the body for the request's
     /// ``HTTPRequest/bodyCheck`` (already verified), so the caller need not read it again.
     public var bodyDigests: [HashAlgorithm: Digest] = [:]
+    /// The body as it arrives, for a response from ``HTTPClient/stream(_:)`` with a 2xx status
+    /// (``body`` is then empty). Its errors are ``BuckiaCore/BuckiaError``s.
+    public var bodyStream: ByteStream?
 
     /// Creates a response (mostly for tests and provider doubles).
     public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: Body = .data(Data()), redactedURL: String = "", attempts: Int = 1) {

@@ -18,16 +18,22 @@ public struct HTTPTransportResult: Sendable {
     public var isBodyTruncated: Bool
     /// The digests computed over a 2xx body for the request's ``HTTPRequest/bodyCheck``.
     public var bodyDigests: [HashAlgorithm: Digest]
+    /// A 2xx body still arriving, from ``HTTPTransport/stream(_:errorBodyLimit:)``: it ends
+    /// with ``HTTPTransportError`` or ``HTTPBodyMismatch`` when the transfer fails or the body
+    /// check does (the digests are then not in ``bodyDigests``).
+    public var bodyStream: ByteStream?
 
     /// Creates a result.
     public init(
-        status: Int, headers: HTTPHeaders, body: HTTPResponse.Body, isBodyTruncated: Bool = false, bodyDigests: [HashAlgorithm: Digest] = [:]
+        status: Int, headers: HTTPHeaders, body: HTTPResponse.Body, isBodyTruncated: Bool = false, bodyDigests: [HashAlgorithm: Digest] = [:],
+        bodyStream: ByteStream? = nil
     ) {
         self.status = status
         self.headers = headers
         self.body = body
         self.isBodyTruncated = isBodyTruncated
         self.bodyDigests = bodyDigests
+        self.bodyStream = bodyStream
     }
 }
 
@@ -68,6 +74,34 @@ public protocol HTTPTransport: Sendable {
     ///   - destination: Where a 2xx body goes, or nil to return it in memory.
     ///   - errorBodyLimit: How many bytes of a non-2xx body a download keeps.
     func perform(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int) async throws -> HTTPTransportResult
+
+    /// Performs one attempt and returns as soon as a 2xx response's body starts, with the body
+    /// as ``HTTPTransportResult/bodyStream``; any other status comes back as from
+    /// ``perform(_:destination:errorBodyLimit:)`` without a destination, its body cut at
+    /// `errorBodyLimit`.
+    ///
+    /// The reader sets the pace: a transport buffers a bounded amount and then stops reading
+    /// from the server. The default downloads the body to a temporary file first and streams
+    /// the file (bounded memory, but nothing arrives before everything has).
+    func stream(_ request: HTTPRequest, errorBodyLimit: Int) async throws -> HTTPTransportResult
+}
+
+extension HTTPTransport {
+    public func stream(_ request: HTTPRequest, errorBodyLimit: Int) async throws -> HTTPTransportResult {
+        let url = TemporaryFile.makeURL()
+        var result: HTTPTransportResult
+        do {
+            result = try await perform(request, destination: url, errorBodyLimit: errorBodyLimit)
+        } catch {
+            if FileManager.default.fileExists(atPath: url.path) { try FileManager.default.removeItem(at: url) }
+            throw error
+        }
+        if case .file(let file) = result.body {
+            result.bodyStream = try ByteStream.file(file, removingWhenDone: true)
+            result.body = .data(Data())
+        }
+        return result
+    }
 }
 
 /// What a request builder knows about the attempt it builds: its number, and why the previous

@@ -19,7 +19,7 @@ import Darwin
 /// out with `upload(for:fromFile:)` (a real `Content-Length`, never chunked); downloads land in
 /// a file through `download(for:)` and are moved into place only for a 2xx. Redirects are
 /// refused (``RedirectRefusal``), cookies never stored, nothing cached.
-public final class URLSessionTransport: HTTPTransport {
+public final class URLSessionTransport: HTTPTransport, ShutdownableResource {
     let session: URLSession
     let redirectRefusal: RedirectRefusal
     private let timeout: Duration
@@ -47,11 +47,26 @@ public final class URLSessionTransport: HTTPTransport {
         session = URLSession(configuration: sessionConfiguration, delegate: redirectRefusal, delegateQueue: nil)
     }
 
+    private let isShutDown = Locked(false)
+
     deinit {
         session.finishTasksAndInvalidate()
     }
 
+    /// Lets the tasks in flight finish and invalidates the session; a request made afterwards
+    /// fails at once (`cancelled`).
+    public func shutdown() async {
+        let first = isShutDown.withLock { flag -> Bool in
+            defer { flag = true }
+            return !flag
+        }
+        if first { session.finishTasksAndInvalidate() }
+    }
+
     public func perform(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int) async throws -> HTTPTransportResult {
+        guard !isShutDown.withLock({ $0 }) else {
+            throw BuckiaError(.cancelled, "The HTTP transport was shut down; the request was not sent.", operation: "http")
+        }
         if case .fileRange(let file, let range) = request.body {
             // URLSession sends whole files only: the range goes to a private copy first.
             return try await TemporaryFile.with { copy in

@@ -51,4 +51,9 @@ static inline int buckia_curl_message_done(CURLMsg *message, CURL **handle, CURL
     *result = message->data.result;
     return 1;
 }
+/* What a write callback returns to pause the transfer: libcurl keeps the bytes it offered and
+ * offers them again once the transfer is resumed. */
+static inline size_t buckia_curl_write_pause(void) { return CURL_WRITEFUNC_PAUSE; }
+/* Resumes a paused transfer (on the thread that drives it). */
+static inline CURLcode buckia_curl_resume(CURL *handle) { return curl_easy_pause(handle, CURLPAUSE_CONT); }
 #endif

@@ -15,6 +15,19 @@ static inline int buckia_limit_malloc_arenas(int count) { return mallopt(M_ARENA
 static inline int buckia_limit_malloc_arenas(int count) { (void)count; return 1; }
 #endif
 
+/* The kernel's id of the calling thread (what /proc/self/task lists), or -1 off Linux. */
+#ifdef __linux__
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+static inline int buckia_thread_id(void) { return (int)syscall(SYS_gettid); }
+/* Names the calling thread as ps, top and /proc/self/task/N/comm show it (15 bytes at most);
+ * Foundation's Thread.name does not reach the kernel on Linux. */
+static inline void buckia_name_thread(const char *name) { (void)prctl(PR_SET_NAME, name, 0, 0, 0); }
+#else
+static inline int buckia_thread_id(void) { return -1; }
+static inline void buckia_name_thread(const char *name) { (void)name; }
+#endif
+
 /* Flushes every file system write made so far on the file system holding `fd` (Linux
  * syncfs); elsewhere the whole system's (sync), which is slower but as safe. */
 #ifdef __linux__

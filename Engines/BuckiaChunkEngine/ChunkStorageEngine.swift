@@ -38,7 +38,7 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
     private var collecting = false
     private var waitingWriters: [CheckedContinuation<Void, Never>] = []
 
-    public nonisolated var capabilities: Set<Capability> { [.persistent] }
+    public nonisolated var capabilities: Set<EngineCapability> { [.persistent] }
 
     /// An engine over `chunks`, keeping its key → manifest map in `index`.
     public init(chunks: any ChunkStorageComposable, index: any StorageEngine, chunker: FastCDC = .standard) {

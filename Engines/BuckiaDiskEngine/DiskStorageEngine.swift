@@ -46,7 +46,7 @@ public actor DiskStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     public static let temporaryFolderName = ".tmp"
 
     /// The values survive reopening, and can be read a page at a time.
-    public nonisolated let capabilities: Set<Capability> = [.persistent, .pagination]
+    public nonisolated let capabilities: Set<EngineCapability> = [.persistent, .pagination]
 
     /// The directory the values live in.
     public nonisolated let directory: URL

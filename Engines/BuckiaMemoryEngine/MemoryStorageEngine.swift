@@ -3,7 +3,7 @@ import Foundation
 
 /// A ``StorageEngine`` over a dictionary: the executable specification of the engine contract.
 ///
-/// Nothing survives the process, so it does not claim ``Capability/persistent``.
+/// Nothing survives the process, so it does not claim ``EngineCapability/persistent``.
 public actor MemoryStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     public static let engineType: EngineType = .memory
 
@@ -16,7 +16,7 @@ public actor MemoryStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     private var entries: [CacheKey: Entry] = [:]
     private let now: @Sendable () -> Date
 
-    public nonisolated let capabilities: Set<Capability> = [.pagination]
+    public nonisolated let capabilities: Set<EngineCapability> = [.pagination]
 
     /// Creates an empty engine.
     public init(configuration: EngineConfiguration) async throws {

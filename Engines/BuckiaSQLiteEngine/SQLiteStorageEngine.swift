@@ -24,7 +24,7 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     /// The file name used inside the engine's directory.
     public static let defaultFileName = "buckia-kv.sqlite3"
 
-    public nonisolated let capabilities: Set<Capability> = [.persistent, .pagination]
+    public nonisolated let capabilities: Set<EngineCapability> = [.persistent, .pagination]
 
     /// The database file.
     public nonisolated let fileURL: URL

@@ -239,6 +239,47 @@ extension B2Provider {
         return DownloadResult(file: file, localURL: localURL)
     }
 
+    /// One download by name, its body handed on as it arrives (checked against the SHA-1 B2
+    /// declares for a whole file as it streams): one version, one request, however large.
+    public func openRead(remotePath: ObjectKey, options: ReadOptions) async throws -> ObjectReadStream {
+        try Self.check(remotePath, operation: "read")
+        if options.ifMatch != nil { throw BuckiaError.unsupported(.conditionalRead, provider: .b2, operation: "read") }
+        if let range = options.range, range.upperBound <= range.lowerBound {
+            guard let file = try await stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "read") }
+            return try ObjectReadStream(file: file, bytes: ByteStream { nil }, expectedCount: 0, verifyChecksums: false, key: remotePath)
+        }
+        let used = Locked<Secret?>(nil)
+        let response: HTTPResponse
+        do {
+            response = try await client.stream { attempt in
+                var request = try await self.downloadRequest(.get, key: remotePath, range: options.range, attempt: attempt, used: used)
+                request.accepts = .successfulAnd([416])
+                if options.range == nil { request.bodyCheck = Self.bodyCheck }
+                return request
+            }
+        } catch {
+            throw BuckiaError.wrapping(error, operation: "read", path: remotePath.rawValue)
+        }
+        // 416: the range starts past the end of the file, which reads as no bytes.
+        guard response.status != 416 else {
+            guard let file = try await stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "read") }
+            return try ObjectReadStream(file: file, bytes: ByteStream { nil }, expectedCount: 0, verifyChecksums: false, key: remotePath)
+        }
+        guard let bytes = response.bodyStream, let count = response.contentLength else {
+            response.bodyStream?.cancel()
+            throw BuckiaError(.corrupt, "B2 answered the download without a Content-Length; Buckia cannot tell a whole body from a cut one.", operation: "read", path: remotePath.rawValue)
+        }
+        if let range = options.range, response.status == 200, range.lowerBound > 0 || range.upperBound < count {
+            bytes.cancel()
+            throw BuckiaError(
+                .corrupt, "Asked for bytes \(range.lowerBound) to \(range.upperBound - 1), the server sent the whole file (\(count) bytes) instead.",
+                operation: "read", path: remotePath.rawValue)
+        }
+        let file = Self.remoteFile(remotePath, headers: response.headers, status: response.status)
+        try capabilities.checkSize(of: file, operation: "read")
+        return try ObjectReadStream(file: file, bytes: bytes, expectedCount: count, verifyChecksums: false, key: remotePath)
+    }
+
     public func readData(remotePath: ObjectKey, options: ReadOptions) async throws -> Data {
         try Self.check(remotePath, operation: "read")
         if options.ifMatch != nil { throw BuckiaError.unsupported(.conditionalRead, provider: .b2, operation: "read") }

@@ -52,7 +52,9 @@ public struct B2Provider: StorageProviderPlugin {
     public static var knownOptions: Set<String>? { B2Settings.knownOptions }
 
     public init(context: ProviderContext) throws {
-        try self.init(settings: B2Settings.resolve(context.configuration, environment: context.environment), log: context.log)
+        try self.init(
+            settings: B2Settings.resolve(context.configuration, environment: context.environment), log: context.log,
+            resources: context.resources)
     }
 
     /// Creates a provider from a configuration, reading the process's environment.
@@ -62,10 +64,10 @@ public struct B2Provider: StorageProviderPlugin {
 
     /// Creates a provider from resolved settings, with an injectable clock (modification times
     /// of data uploads, token expiry), an optional log that receives one redacted line per HTTP
-    /// attempt, and the HTTP transport (the client's default when nil) with its retry policy.
+    /// attempt, and the HTTP transport (the shared one of `resources` when nil) with its retry policy.
     public init(
         settings: B2Settings, now: @escaping @Sendable () -> Date = { Date() }, log: (@Sendable (String) -> Void)? = nil,
-        transport: (any HTTPTransport)? = nil, retryPolicy: RetryPolicy = .standard
+        transport: (any HTTPTransport)? = nil, retryPolicy: RetryPolicy = .standard, resources: SharedResources = .process
     ) {
         self.settings = settings
         self.now = now
@@ -74,7 +76,7 @@ public struct B2Provider: StorageProviderPlugin {
         configuration.log = log
         configuration.retryPolicy = retryPolicy
         settings.http.apply(to: &configuration)
-        client = HTTPClient(configuration: configuration, transport: transport)
+        client = HTTPClient(configuration: configuration, transport: transport, resources: resources)
         session = B2Session(settings: settings, client: client)
         uploadURLs = B2UploadURLPool()
     }

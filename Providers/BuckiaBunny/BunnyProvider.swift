@@ -38,7 +38,9 @@ public struct BunnyProvider: StorageProviderPlugin {
     public static var knownOptions: Set<String>? { BunnySettings.knownOptions }
 
     public init(context: ProviderContext) throws {
-        try self.init(settings: BunnySettings.resolve(context.configuration, environment: context.environment), log: context.log)
+        try self.init(
+            settings: BunnySettings.resolve(context.configuration, environment: context.environment), log: context.log,
+            resources: context.resources)
     }
 
     /// Creates a provider from a configuration, reading the process's environment.
@@ -47,10 +49,11 @@ public struct BunnyProvider: StorageProviderPlugin {
     }
 
     /// Creates a provider from resolved settings, with an injectable clock (signed URLs and
-    /// tokens), an optional log of redacted HTTP attempts, and the transport and retry policy.
+    /// tokens), an optional log of redacted HTTP attempts, and the transport (the shared one of
+    /// `resources` when nil) and retry policy.
     public init(
         settings: BunnySettings, now: @escaping @Sendable () -> Date = { Date() }, log: (@Sendable (String) -> Void)? = nil,
-        transport: (any HTTPTransport)? = nil, retryPolicy: RetryPolicy = .standard
+        transport: (any HTTPTransport)? = nil, retryPolicy: RetryPolicy = .standard, resources: SharedResources = .process
     ) {
         self.settings = settings
         self.now = now
@@ -59,7 +62,7 @@ public struct BunnyProvider: StorageProviderPlugin {
         configuration.log = log
         configuration.retryPolicy = retryPolicy
         settings.http.apply(to: &configuration)
-        client = HTTPClient(configuration: configuration, transport: transport)
+        client = HTTPClient(configuration: configuration, transport: transport, resources: resources)
     }
 
     public func testConnection() async throws -> ConnectionStatus {

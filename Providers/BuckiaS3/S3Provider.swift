@@ -50,7 +50,9 @@ public struct S3Provider: StorageProviderPlugin {
     public static var knownOptions: Set<String>? { S3Settings.knownOptions }
 
     public init(context: ProviderContext) throws {
-        try self.init(settings: S3Settings.resolve(context.configuration, environment: context.environment), log: context.log)
+        try self.init(
+            settings: S3Settings.resolve(context.configuration, environment: context.environment), log: context.log,
+            resources: context.resources)
     }
 
     /// Creates a provider from a configuration, reading the process's environment.
@@ -60,10 +62,10 @@ public struct S3Provider: StorageProviderPlugin {
 
     /// Creates a provider from resolved settings, with an injectable clock for signing, an
     /// optional log that receives one redacted line per HTTP attempt, and the HTTP transport
-    /// (the client's default when nil) with its retry policy.
+    /// (the shared one of `resources` when nil) with its retry policy.
     public init(
         settings: S3Settings, now: @escaping @Sendable () -> Date = { Date() }, log: (@Sendable (String) -> Void)? = nil,
-        transport: (any HTTPTransport)? = nil, retryPolicy: RetryPolicy = .standard
+        transport: (any HTTPTransport)? = nil, retryPolicy: RetryPolicy = .standard, resources: SharedResources = .process
     ) {
         self.settings = settings
         self.now = now
@@ -74,7 +76,7 @@ public struct S3Provider: StorageProviderPlugin {
         configuration.log = log
         configuration.retryPolicy = retryPolicy
         settings.http.apply(to: &configuration)
-        client = HTTPClient(configuration: configuration, transport: transport)
+        client = HTTPClient(configuration: configuration, transport: transport, resources: resources)
     }
 
     public func testConnection() async throws -> ConnectionStatus {

@@ -52,7 +52,7 @@ private protocol InertEngine: StorageEnginePlugin {
 }
 
 extension InertEngine {
-    nonisolated var capabilities: Set<Capability> { [] }
+    nonisolated var capabilities: Set<EngineCapability> { [] }
     func write(_ data: Data, key: CacheKey) async throws {}
     func read(key: CacheKey) async throws -> Data? { nil }
     func readAllDataAndKeys() async throws -> [(key: CacheKey, data: Data)] { [] }
@@ -183,5 +183,64 @@ struct RegistryTests {
             try await registry.makeEngine(for: EngineConfiguration(type: "bravo"))
         }
         #expect(rejected?.path == "directory")
+    }
+}
+
+/// A provider declaring the capabilities it is given.
+private struct DeclaringProvider: InertProvider {
+    static let providerType: ProviderType = "declaring"
+    let configuration: BuckiaConfiguration
+    let features: Set<Capability>
+    var capabilities: ProviderCapabilities { ProviderCapabilities(features: features) }
+    init(context: ProviderContext) {
+        configuration = context.configuration
+        features = Set(context.configuration.options["features", default: ""].split(separator: ",").map { Capability(rawValue: String($0)) })
+    }
+}
+
+/// An engine declaring the capabilities its configuration names.
+private actor DeclaringEngine: InertEngine {
+    static let engineType: EngineType = "declaring"
+    let configuration: EngineConfiguration
+    nonisolated let capabilities: Set<EngineCapability>
+    init(configuration: EngineConfiguration) async throws {
+        self.configuration = configuration
+        capabilities = Set(configuration.options["features", default: ""].split(separator: ",").map { EngineCapability(rawValue: String($0)) })
+    }
+}
+
+@Suite("Capability vocabularies")
+struct CapabilityVocabularyTests {
+    /// Declared names, and whether a provider (then an engine) declaring them is built.
+    @Test("A provider is built with Buckia's names and dotted third-party ones, refused for a misspelt or an engine's name", arguments: [
+        ("readWithRange,localFiles", true), ("com.example.ftp.resumeDownloads", true), ("readWithRange,org.example.x", true),
+        ("listStartAftr", false), ("pagination", false), ("readWithRange,readwithrange", false),
+    ])
+    func providers(_ features: String, built: Bool) throws {
+        var registry = ProviderRegistry()
+        try registry.register(DeclaringProvider.self)
+        let configuration = BuckiaConfiguration(provider: "declaring", options: ["features": features])
+        if built {
+            #expect(try registry.makeProvider(for: configuration).capabilities.features.count == features.split(separator: ",").count)
+        } else {
+            let error = #expect(throws: BuckiaError.self) { try registry.makeProvider(for: configuration) }
+            #expect(error?.code == .invalidConfiguration)
+            #expect(error?.message.contains("reverse-DNS") == true)
+        }
+    }
+
+    @Test("An engine is built with its own names and dotted ones, refused for a provider's name", arguments: [
+        ("persistent,pagination", true), ("com.example.engine.compaction", true), ("readWithRange", false), ("paginaton", false),
+    ])
+    func engines(_ features: String, built: Bool) async throws {
+        var registry = EngineRegistry()
+        try registry.register(DeclaringEngine.self)
+        let configuration = EngineConfiguration(type: "declaring", options: ["features": features])
+        if built {
+            #expect(try await registry.makeEngine(for: configuration).capabilities.count == features.split(separator: ",").count)
+        } else {
+            let error = await #expect(throws: BuckiaError.self) { try await registry.makeEngine(for: configuration) }
+            #expect(error?.code == .invalidConfiguration)
+        }
     }
 }

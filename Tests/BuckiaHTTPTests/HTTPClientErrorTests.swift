@@ -8,7 +8,7 @@ struct HTTPClientErrorTests {
     private func client(_ configure: (inout HTTPClient.Configuration) -> Void = { _ in }) -> HTTPClient {
         var configuration = HTTPClient.Configuration(retryPolicy: .none)
         configure(&configuration)
-        return HTTPClient(configuration: configuration)
+        return HTTPClient(configuration: configuration, resources: .tests)
     }
 
     @Test(
@@ -126,7 +126,7 @@ struct HTTPClientErrorTests {
                 try Task.checkCancellation()
                 waits.withLock { $0.ranOut += 1 }
             }
-            let client = HTTPClient(configuration: .init(retryPolicy: policy))
+            let client = HTTPClient(configuration: .init(retryPolicy: policy), resources: .tests)
             let request = HTTPRequest(.get, try server.url("/status/503?id=\(uniqueID())"))
             let task = Task { try await client.send(request) }
             for await _ in began { break }

@@ -9,7 +9,7 @@ struct HTTPClientRetryTests {
     func retriesTransientStatuses(status: Int) async throws {
         try await withTestServer { server in
             let sleeps = SleepRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 4)))
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 4)), resources: .tests)
             let id = uniqueID()
             let response = try await client.send(HTTPRequest(.get, try server.url("/status/\(status)?id=\(id)&fail=2")))
             #expect(response.status == 200)
@@ -33,7 +33,7 @@ struct HTTPClientRetryTests {
             // The injected clock reads 08:49:37, so the HTTP-date is seven seconds ahead.
             let now = Date(timeIntervalSince1970: 784_111_777)
             let sleeps = SleepRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(now: now)))
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(now: now)), resources: .tests)
             let id = uniqueID()
             let value = header.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? header
             let response = try await client.send(
@@ -47,7 +47,7 @@ struct HTTPClientRetryTests {
     func doesNotRetryPermanentFailures(status: Int) async throws {
         try await withTestServer { server in
             let sleeps = SleepRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy()))
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy()), resources: .tests)
             let id = uniqueID()
             await #expect(throws: BuckiaError.self) {
                 try await client.send(HTTPRequest(.get, try server.url("/status/\(status)?id=\(id)")))
@@ -66,7 +66,7 @@ struct HTTPClientRetryTests {
     func stopsAtMaxAttempts(status: Int, code: BuckiaError.Code) async throws {
         try await withTestServer { server in
             let sleeps = SleepRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)))
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)), resources: .tests)
             let id = uniqueID()
             let error = await #expect(throws: BuckiaError.self) {
                 try await client.send(HTTPRequest(.get, try server.url("/status/\(status)?id=\(id)")))
@@ -83,7 +83,7 @@ struct HTTPClientRetryTests {
     func longRetryAfterEndsRetries() async throws {
         try await withTestServer { server in
             let sleeps = SleepRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxRetryAfter: .seconds(60))))
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxRetryAfter: .seconds(60))), resources: .tests)
             let id = uniqueID()
             let error = await #expect(throws: BuckiaError.self) {
                 try await client.send(HTTPRequest(.get, try server.url("/status/429?id=\(id)&retry_after=120")))
@@ -100,7 +100,9 @@ struct HTTPClientRetryTests {
     func retriesDroppedConnections() async throws {
         try await withTestServer { server in
             let sleeps = SleepRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy()))
+            // A private transport: on a connection kept alive from another test, libcurl's
+            // transport would resend once on a new connection by itself (not an attempt).
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(), transport: .privateForTests))
             let id = uniqueID()
             let response = try await client.send(HTTPRequest(.get, try server.url("/drop?id=\(id)&fail=1")))
             #expect(response.status == 200)
@@ -112,7 +114,7 @@ struct HTTPClientRetryTests {
     func retriesTruncatedBodies() async throws {
         try await withTestServer { server in
             let sleeps = SleepRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)))
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)), resources: .tests)
             let once = try await client.send(HTTPRequest(.get, try server.url("/truncate?id=\(uniqueID())&fail=1")))
             #expect(once.status == 200 && once.attempts == 2)
             let error = await #expect(throws: BuckiaError.self) {
@@ -176,7 +178,7 @@ struct HTTPClientRetryTests {
     func nonHTTPReply() async throws {
         try await withTestServer { server in
             let sleeps = SleepRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)))
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)), resources: .tests)
             let error = await #expect(throws: BuckiaError.self) {
                 try await client.send(HTTPRequest(.get, try server.url("/garbage")))
             }
@@ -192,7 +194,7 @@ struct HTTPClientRetryTests {
         let url = try server.url("/echo")
         server.stop()
         let sleeps = SleepRecorder()
-        let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)))
+        let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(maxAttempts: 3)), resources: .tests)
         let error = await #expect(throws: BuckiaError.self) {
             try await client.send(HTTPRequest(.get, url))
         }
@@ -205,7 +207,7 @@ struct HTTPClientRetryTests {
     func perRequestPolicy() async throws {
         try await withTestServer { server in
             let sleeps = SleepRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy()))
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy()), resources: .tests)
             let id = uniqueID()
             let request = HTTPRequest(.post, try server.url("/status/503?id=\(id)"), retryPolicy: RetryPolicy.none)
             await #expect(throws: BuckiaError.self) { try await client.send(request) }
@@ -219,7 +221,7 @@ struct HTTPClientRetryTests {
         try await withTestServer { server in
             let sleeps = SleepRecorder()
             let log = LogRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(), log: log.hook))
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy(), log: log.hook), resources: .tests)
             let id = uniqueID()
             _ = try await client.send(HTTPRequest(.get, try server.url("/status/503?id=\(id)&fail=1")))
             let lines = log.recorded

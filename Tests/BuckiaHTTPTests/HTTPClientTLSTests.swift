@@ -47,7 +47,7 @@ struct HTTPClientTLSTests {
         let base = "https://127.0.0.1:\(server.port)"
         var configuration = HTTPClient.Configuration(retryPolicy: .none, transport: .libcurl)
         try HTTPRemoteOptions(options: ["caFile": ca.path]).apply(to: &configuration)
-        let client = HTTPClient(configuration: configuration)
+        let client = HTTPClient(configuration: configuration, resources: .tests)
 
         let body = patternBytes(count: 100_003)
         _ = try await client.send(HTTPRequest(.put, try #require(URL(string: "\(base)/a/object.bin")), body: .data(body)))

@@ -5,7 +5,7 @@ import Testing
 
 @Suite("HTTPClient uploads and downloads")
 struct HTTPClientTransferTests {
-    private let client = HTTPClient(configuration: .init(retryPolicy: .none))
+    private let client = HTTPClient(configuration: .init(retryPolicy: .none), resources: .tests)
 
     @Test("A file upload arrives intact, with a Content-Length and not chunked")
     func fileUpload() async throws {
@@ -128,7 +128,7 @@ struct HTTPClientTransferTests {
         try await withTestServer { server in
             let data = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 * 31) })
             let sleeps = SleepRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy()))
+            let client = HTTPClient(configuration: .init(retryPolicy: sleeps.policy()), resources: .tests)
             try await TemporaryFile.with(data: data) { file in
                 let body: HTTPRequest.Body = kind == "file" ? .file(file) : .data(data)
                 let url = try server.url("/status/503?id=\(uniqueID())&fail=2")
@@ -212,7 +212,7 @@ struct HTTPClientTransferTests {
     @Test("An error body is kept only up to the limit")
     func errorBodyIsBounded() async throws {
         try await withTestServer { server in
-            let client = HTTPClient(configuration: .init(retryPolicy: .none, errorBodyLimit: 16))
+            let client = HTTPClient(configuration: .init(retryPolicy: .none, errorBodyLimit: 16), resources: .tests)
             let error = await #expect(throws: BuckiaError.self) {
                 try await client.send(HTTPRequest(.get, try server.url("/notfound")))
             }

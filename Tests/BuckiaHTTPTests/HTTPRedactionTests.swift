@@ -91,7 +91,7 @@ struct HTTPRedactionTests {
     func errorsAndLogsHideCredentials(name: String) async throws {
         try await withTestServer { server in
             let log = LogRecorder()
-            let client = HTTPClient(configuration: .init(retryPolicy: SleepRecorder().policy(maxAttempts: 2), log: log.hook))
+            let client = HTTPClient(configuration: .init(retryPolicy: SleepRecorder().policy(maxAttempts: 2), log: log.hook), resources: .tests)
             let authorization = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/s3/aws4_request, Signature=\(Self.signature)"
             var request = HTTPRequest(
                 .get, try server.url("/status/503?echo_secrets=1&X-Amz-Signature=\(Self.signature)&X-Amz-Security-Token=\(Self.secret)"))
@@ -115,7 +115,7 @@ struct HTTPRedactionTests {
         let url = try server.url("/echo?X-Amz-Signature=\(Self.signature)")
         server.stop()
         let log = LogRecorder()
-        let client = HTTPClient(configuration: .init(retryPolicy: .none, log: log.hook))
+        let client = HTTPClient(configuration: .init(retryPolicy: .none, log: log.hook), resources: .tests)
         let error = await #expect(throws: BuckiaError.self) { try await client.send(HTTPRequest(.get, url)) }
         #expect(error?.cause is HTTPTransportFailure)
         for text in [String(describing: error), String(reflecting: error)] + log.recorded {

@@ -68,7 +68,7 @@ struct MultipartResumeTests {
             lines.withLock { $0.append(line) }
             guard line.contains("attempt 1/"), let range = line.range(of: "partNumber=") else { return }
             if let number = Int(line[range.upperBound...].prefix { $0.isNumber }) { sent.withLock { $0.append(number) } }
-        })
+        }, resources: .tests)
         // Given the MD5, the rerun reads the held parts in order to check the whole file too.
         let md5 = try Hashing.digest(data, .md5).hex
         let stored = try await resumed.uploadFile(

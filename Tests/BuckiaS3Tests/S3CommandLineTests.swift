@@ -1,5 +1,7 @@
 import BuckiaConformance
 import BuckiaCore
+import BuckiaS3
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -94,5 +96,55 @@ struct RGWCommandLineConformanceTests {
         let passed = summary.split(separator: ":").last?.split(separator: " ").first.flatMap { Int($0) } ?? 0
         #expect(passed >= (chunks ? 10 : 40), "\(summary)")
         #expect(!run.stdout.contains(server.secretAccessKey.exposedValue) && !run.stderr.contains(server.secretAccessKey.exposedValue))
+    }
+}
+
+/// `buckia cat` streams an S3 object in one GET (issue 23: it used to send a ranged GET per MiB).
+@Suite("buckia cat on S3")
+struct S3CatTests {
+    @Test("cat of a 1 GiB object is one GET and no HEAD, byte for byte, with peak RSS under 64 MiB")
+    func gibibyte() async throws {
+        let (provider, server, bucket) = try await makeS3Provider()
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-cat-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        // 1 GiB in 1 MiB pieces, each stamped with its number so no two are alike.
+        let source = home.appendingPathComponent("big.bin")
+        let size = 1 << 30
+        _ = FileManager.default.createFile(atPath: source.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: source)
+        let sha256 = try DigestHasher(.sha256)
+        var piece = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 17) })
+        for block in 0..<(size >> 20) {
+            withUnsafeBytes(of: UInt64(block).bigEndian) { piece.replaceSubrange(0..<8, with: $0) }
+            sha256.update(piece)
+            try handle.write(contentsOf: piece)
+        }
+        try handle.close()
+        let expected = sha256.finalize()
+        _ = try await provider.uploadFile(localURL: source, remotePath: try ObjectKey("big.bin"), options: UploadOptions())
+        try FileManager.default.removeItem(at: source)
+
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
+        let output = home.appendingPathComponent("out.bin")
+        let errors = home.appendingPathComponent("err.txt")
+        let environment = [
+            "HOME": home.path, "PATH": "/usr/bin:/bin", "BUCKIA_REMOTE_LAKE_PROVIDER": "s3", "BUCKIA_REMOTE_LAKE_BUCKET": bucket,
+            "AWS_ACCESS_KEY_ID": server.accessKeyId, "AWS_SECRET_ACCESS_KEY": server.secretAccessKey.exposedValue, "AWS_REGION": server.region,
+            "AWS_ENDPOINT_URL": server.endpoint.absoluteString,
+        ].merging(ProcessInfo.processInfo.environment.filter { $0.key == "BUCKIA_HTTP_TRANSPORT" }) { $1 }
+        // `exec`, so the measured process is buckia itself, with its output in a file.
+        let run = try MeasuredProcess(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$0\" cat --verbose lake:big.bin > \"$1\" 2> \"$2\"", executable.path, output.path, errors.path],
+            environment: environment, output: home.appendingPathComponent("wrapper.log"))
+        let ending = try run.wait(upTo: .seconds(600))
+        let log = try String(contentsOf: errors, encoding: .utf8)
+        #expect(ending.status == 0, "\(log.suffix(2000))")
+        let attempts = log.split(separator: "\n").filter { $0.contains(" attempt ") }
+        #expect(attempts.count == 1, "requests sent: \(attempts)")
+        #expect(attempts.first?.contains("http GET ") == true)
+        #expect(try Hashing.digests(ofFile: output, [.sha256])[.sha256] == expected, "the bytes cat wrote")
+        print("S3 cat of 1 GiB: \(attempts.count) request(s); peak RSS \(ending.peakResidentBytes >> 20) MiB")
+        #expect(ending.peakResidentBytes < 64 << 20, "peak RSS \(ending.peakResidentBytes >> 20) MiB")
     }
 }

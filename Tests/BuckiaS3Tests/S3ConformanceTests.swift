@@ -14,7 +14,7 @@ func makeS3Provider(auth: Bool = true, options: [String: String] = [:]) async th
 /// An S3 provider on a fresh bucket of `server`.
 func makeS3Provider(on server: S3TestServer, options: [String: String] = [:]) async throws -> (S3Provider, S3TestServer, String) {
     let (configuration, _, bucket) = try await makeS3Configuration(on: server, options: options)
-    return (try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: "/nonexistent")), server, bucket)
+    return (try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: "/nonexistent"), resources: .tests), server, bucket)
 }
 
 /// The configuration of an S3 provider on a fresh bucket of the shared moto server.
@@ -49,7 +49,7 @@ struct S3ConformanceTests {
         let (configuration, _, _) = try await makeS3Configuration(auth: false, options: ["vendor": "moto"])
         // Built through the registry from its configuration, so a new instance (the
         // persistence scenario) is a new S3Provider over the same bucket.
-        try await scenario.check(.plugin(S3Provider.self, configuration: configuration, environment: ["HOME": "/nonexistent"]))
+        try await scenario.check(.plugin(S3Provider.self, configuration: configuration, environment: ["HOME": "/nonexistent"], resources: .tests))
     }
 
     @Test("A wrong secret is refused by the server as unauthorized, and no message holds the secret")
@@ -59,7 +59,7 @@ struct S3ConformanceTests {
         let wrong = "WRONG-\(UUID().uuidString)"
         var settings = good.settings
         settings.credentials.secretAccessKey = Secret(wrong)
-        let provider = S3Provider(settings: settings)
+        let provider = S3Provider(settings: settings, resources: .tests)
         let error = await #expect(throws: BuckiaError.self) { try await provider.uploadData(Data("x".utf8), remotePath: "k") }
         #expect(error?.code == .unauthorized)
         for text in [error.map { "\($0)" } ?? "", error.map { String(reflecting: $0) } ?? ""] {

@@ -114,7 +114,7 @@ struct S3SettingsTests {
 struct S3URLTests {
     static func provider(_ options: [String: String]) throws -> S3Provider {
         try S3Provider(settings: S3Settings.resolve(
-            S3SettingsTests.configuration(options, credentials: S3SettingsTests.explicit), environment: [:], home: "/nonexistent"))
+            S3SettingsTests.configuration(options, credentials: S3SettingsTests.explicit), environment: [:], home: "/nonexistent"), resources: .tests)
     }
 
     @Test("Keys are encoded once, with slashes kept, in both addressing styles", arguments: [
@@ -215,7 +215,7 @@ struct S3ProfileTests {
             (["vendor": "moto", "verifiesContentMD5": "true"], true, true), (["vendor": "b2", "conditionalWrites": "true"], true, true),
         ])
     func capabilities(_ options: [String: String], _ conditional: Bool, _ verifies: Bool) throws {
-        let provider = S3Provider(settings: try Self.settings(options.merging(["endpoint": "https://s3.example.net"]) { old, _ in old }))
+        let provider = S3Provider(settings: try Self.settings(options.merging(["endpoint": "https://s3.example.net"]) { old, _ in old }), resources: .tests)
         #expect(provider.capabilities.supports(.conditionalWrite) == conditional)
         #expect(provider.capabilities.supports(.verifiesKnownChecksums) == verifies)
     }
@@ -237,7 +237,7 @@ struct S3ProfileTests {
                 guard line.contains(" headers: ") else { return }
                 let method = line.split(separator: " ").first { ["DELETE", "POST", "PUT", "GET", "HEAD"].contains($0) }
                 if let method { methods.withLock { $0.append(String(method)) } }
-            })
+            }, resources: .tests)
             for name in ["a", "b", "c"] { try await provider.uploadData(Data(name.utf8), remotePath: name) }
             methods.withLock { $0 = [] }
             try await provider.deleteFiles([try ObjectKey("a"), try ObjectKey("b"), try ObjectKey("c")])

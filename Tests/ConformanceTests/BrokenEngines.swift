@@ -18,7 +18,7 @@ enum EngineBreakage: String, CaseIterable, Sendable {
 actor BrokenEngine: PaginatedStorageEngine {
     let base: MemoryStorageEngine
     let breakage: EngineBreakage?
-    nonisolated let capabilities: Set<Capability>
+    nonisolated let capabilities: Set<EngineCapability>
     /// The first write of a concurrent pair, waiting for the second (``EngineBreakage/losesAConcurrentWrite``).
     private var waiting: CheckedContinuation<Void, Never>?
     private var raced = false

@@ -16,7 +16,7 @@ enum Breakage: String, CaseIterable, Sendable {
     case ignoresRange, wrongChecksums, publicURLWithoutCapability, tokenLivesTooLong, tokensWithoutCapability
     case foldsToNFC, staleListedEtags, restartsOnResume, keepsWholeSeconds, dropsWriteConditions
     case dropsReadConditions, dropsKnownChecksums, dropsMetadata, ignoresSetModificationTime, moveCopies
-    case fallbackMoveKeepsSource, unknownCapability
+    case fallbackMoveKeepsSource, unknownCapability, splicesVersions
 }
 
 /// An honest provider with one ``Breakage`` applied.
@@ -101,6 +101,31 @@ struct BrokenProvider: ForwardingStorageProvider {
             return try await base.readData(remotePath: mapped(remotePath), options: broken(options))
         } catch let error as BuckiaError where error.code == .notFound && breakage == .readsMissingAsEmpty {
             return Data()
+        }
+    }
+
+    func openRead(remotePath: ObjectKey, options: ReadOptions) async throws -> ObjectReadStream {
+        let key = try mapped(remotePath)
+        switch breakage {
+        case .splicesVersions:
+            // Ranges read one by one with no version held and no check at the end.
+            guard let file = try await base.stat(remotePath: key) else { throw BuckiaError.notFound(remotePath, operation: "read") }
+            let offset = Locked<Int64>(0)
+            let bytes = ByteStream {
+                let start = offset.withLock { $0 }
+                guard start < file.size else { return nil }
+                let chunk = try await base.readData(remotePath: key, options: ReadOptions(range: start..<min(file.size, start + 1_048_576)))
+                offset.withLock { $0 = start + Int64(chunk.count) }
+                return chunk.isEmpty ? nil : chunk
+            }
+            return try ObjectReadStream(file: file, bytes: bytes, verifyChecksums: false, key: remotePath)
+        case .storesAllButLastByte, .readsMissingAsEmpty:
+            // What the broken reads hand out, as a stream.
+            let data = try await readData(remotePath: remotePath, options: options)
+            let file = RemoteFile(path: remotePath, size: Int64(data.count))
+            return try ObjectReadStream(file: file, bytes: .of(data), verifyChecksums: false, key: remotePath)
+        default:
+            return try await base.openRead(remotePath: key, options: broken(options))
         }
     }
 

@@ -1,4 +1,5 @@
 import Buckia
+import BuckiaHTTP
 import Foundation
 
 /// The command table and dispatch.
@@ -35,7 +36,18 @@ enum CLI {
     }
 
     static func main(_ arguments: [String], environment: [String: String], registries: Registries) async -> ExitCode {
-        let status = await dispatch(arguments, environment: environment, registries: registries)
+        // One HTTP transport (one thread, one connection pool) for every remote the command
+        // opens, shut down when it is done so transfers in flight finish first.
+        let resources = SharedResources()
+        let status: ExitCode
+        do {
+            try chooseTransport(environment, resources)
+            status = await dispatch(arguments, environment: environment, registries: registries, resources: resources)
+        } catch {
+            Console.error("buckia: \(BuckiaError.wrapping(error).description.escapingControlCharacters)")
+            status = .configuration
+        }
+        await resources.shutdown()
         // Output that could not be written fails the command, whatever it did.
         if let failure = Console.failure, status == .success || status == .partial {
             Console.report(failure)
@@ -44,7 +56,23 @@ enum CLI {
         return status
     }
 
-    private static func dispatch(_ arguments: [String], environment: [String: String], registries: Registries) async -> ExitCode {
+    /// `BUCKIA_HTTP_TRANSPORT=urlsession` runs the command over URLSession instead of libcurl,
+    /// for comparison; the library itself reads no environment for it.
+    static func chooseTransport(_ environment: [String: String], _ resources: SharedResources) throws {
+        switch environment["BUCKIA_HTTP_TRANSPORT"]?.lowercased() {
+        case nil, "", "libcurl", "automatic": break
+        case "urlsession":
+            try resources.provide(SharedHTTPTransport.self, URLSessionTransport(maximumConnectionsPerHost: SharedHTTPTransport.maximumConnectionsPerHost))
+        case let other?:
+            throw BuckiaError(
+                .invalidConfiguration, "BUCKIA_HTTP_TRANSPORT is \(other.debugDescription); set it to libcurl or urlsession, or unset it.",
+                path: "BUCKIA_HTTP_TRANSPORT")
+        }
+    }
+
+    private static func dispatch(
+        _ arguments: [String], environment: [String: String], registries: Registries, resources: SharedResources
+    ) async -> ExitCode {
         guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
             if arguments.isEmpty {
                 Console.error(overview)
@@ -70,7 +98,8 @@ enum CLI {
                 throw UsageError(description: "--config needs the path of a configuration file.")
             }
             let invocation = Invocation(
-                arguments: parsed, environment: environment, registry: registries.providers, engines: registries.engines)
+                arguments: parsed, environment: environment, registry: registries.providers, engines: registries.engines,
+                resources: resources)
             return try await command.run(invocation)
         } catch let error as UsageError {
             Console.error("buckia \(name.escapingControlCharacters): \(error.description.escapingControlCharacters)")

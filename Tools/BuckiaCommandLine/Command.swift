@@ -33,6 +33,8 @@ struct Invocation: Sendable {
     let environment: [String: String]
     let registry: ProviderRegistry
     let engines: EngineRegistry
+    /// What every provider of the run shares (one HTTP transport).
+    let resources: SharedResources
 
     var positionals: [String] { arguments.positionals }
 
@@ -50,7 +52,7 @@ struct Invocation: Sendable {
     /// The provider behind a configured remote.
     func provider(named name: String) throws -> (any StorageProvider, BuckiaConfiguration) {
         let configuration = try remotes().configuration(named: name)
-        return (try registry.makeProvider(for: configuration, environment: environment, log: log), configuration)
+        return (try registry.makeProvider(for: configuration, environment: environment, log: log, resources: resources), configuration)
     }
 }
 

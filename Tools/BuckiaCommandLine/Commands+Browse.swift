@@ -55,71 +55,24 @@ extension CLI {
         }
         let (provider, _) = try invocation.provider(named: name)
         let key = try ObjectKey(path.trimmedSlashes)
-        if provider.capabilities.supports(.readWithRange) {
-            // Ranged reads of one buffer each: no temporary copy, memory bounded by the buffer.
-            guard let before = try await provider.stat(remotePath: key) else {
-                throw BuckiaError.notFound(key, operation: "cat")
-            }
-            try provider.capabilities.checkSize(of: before, operation: "cat")
-            let size = before.size
-            // With conditional reads every range comes from the version first described.
-            let ifMatch = provider.capabilities.supports(.conditionalRead) ? before.etag : nil
-            // The checksums the provider described the object with (S3's MD5 ETag, B2's SHA-1,
-            // Bunny's SHA-256), computed over the bytes as they are written: what cp checks,
-            // cat checks too, though only after the bytes have gone out.
-            let expected = before.checksums.compactMap { algorithm, value in algorithm.hashAlgorithm.map { ($0, value.lowercased()) } }
-            let digests = try DigestSet(expected.map(\.0))
-            var offset: Int64 = 0
-            while offset < size {
-                let end = min(size, offset + Int64(AtomicFile.copyBufferSize))
-                let chunk: Data
-                do {
-                    chunk = try await provider.readData(remotePath: key, options: ReadOptions(range: offset..<end, ifMatch: ifMatch))
-                } catch let error as BuckiaError where error.code == .conditionNotMatch {
-                    throw BuckiaError(
-                        .conditionNotMatch, "The object changed while it was being read, so the output holds part of the old version; run cat again.",
-                        operation: "cat", path: key.rawValue)
-                }
-                guard !chunk.isEmpty else {
-                    throw BuckiaError(.corrupt, "The object ended at byte \(offset) of the \(size) its size promised.", operation: "cat", path: key.rawValue)
-                }
-                // A server that ignores Range answers with the whole object: printed, it would
-                // repeat the start.
-                guard Int64(chunk.count) <= end - offset else {
-                    throw BuckiaError(
-                        .corrupt, "Asked for bytes \(offset) to \(end - 1), the server sent \(chunk.count) bytes; the output stops before they are mixed in.",
-                        operation: "cat", path: key.rawValue)
-                }
-                digests.update(chunk)
+        // One streaming read where the provider has one (S3: a single GET however large the
+        // object), ranges of one version otherwise; memory bounded either way.
+        let stream = try await provider.openRead(remotePath: key, options: ReadOptions())
+        try provider.capabilities.checkSize(of: stream.file, operation: "cat")
+        do {
+            for try await chunk in stream.bytes {
                 try Console.writeOut(chunk)
-                offset += Int64(chunk.count)
             }
-            // Ranged reads of an object overwritten meanwhile would splice two versions.
-            let after = try await provider.stat(remotePath: key)
-            guard after?.etag == before.etag, after?.size == before.size, after?.modificationDate == before.modificationDate else {
-                throw BuckiaError(
-                    .conditionNotMatch, "The object changed while it was being read, so the output may mix two versions; run cat again.",
-                    operation: "cat", path: key.rawValue)
-            }
-            let computed = digests.finalize()
-            for (algorithm, value) in expected where computed[algorithm]?.hex != value {
-                throw BuckiaError(
-                    .checksumMismatch,
-                    "The bytes written do not match the object's \(algorithm.rawValue.uppercased()) that the server gave (\(value)); the output is damaged. Run cat again, or cp the object, which checks before it keeps anything.",
-                    operation: "cat", path: key.rawValue)
-            }
-            return .success
-        }
-        try await TemporaryFile.with { url in
-            try await provider.downloadFile(remotePath: key, localURL: url)
-            let input = try LocalFile.openForReading(url)
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
-            defer { buffer.deallocate() }
-            while true {
-                let count = try input.read(into: buffer)
-                if count == 0 { break }
-                try Console.writeOut(Data(UnsafeRawBufferPointer(rebasing: buffer[0..<count])))
-            }
+        } catch let error as BuckiaError where error.code == .checksumMismatch {
+            // What cp checks, cat checks too, though only after the bytes have gone out.
+            throw BuckiaError(
+                .checksumMismatch,
+                "The bytes written do not match the object's checksum; the output is damaged. Run cat again, or cp the object, which checks before it keeps anything.",
+                operation: "cat", path: key.rawValue, cause: error)
+        } catch let error as BuckiaError where error.code == .conditionNotMatch {
+            throw BuckiaError(
+                .conditionNotMatch, "The object changed while it was being read, so the output may mix two versions; run cat again.",
+                operation: "cat", path: key.rawValue, cause: error)
         }
         return .success
     }
@@ -143,7 +96,7 @@ extension CLI {
         // and registry scenarios run against the remote too.
         let factory = ProviderFactory.registered(
             configuration: configuration, registry: invocation.registry, environment: invocation.environment,
-            log: invocation.log, name: "\(name) (\(configuration.provider))")
+            log: invocation.log, name: "\(name) (\(configuration.provider))", resources: invocation.resources)
         let report = await ProviderConformance.runAll(factory: factory, scenarios: scenarios) { scenario, outcome, _ in
             Console.error("\(outcome.label) \(scenario.name)")
         }

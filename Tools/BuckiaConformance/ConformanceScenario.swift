@@ -14,22 +14,25 @@ import Foundation
 public protocol ConformanceScenario: Sendable, Hashable, CustomStringConvertible {
     /// What the scenario's body works with.
     associatedtype Context: Sendable
+    /// The capability vocabulary of the subject: ``BuckiaCore/Capability`` for providers,
+    /// ``BuckiaCore/EngineCapability`` for engines.
+    associatedtype Feature: CapabilityVocabulary
 
     /// A short, unique name, used as the test case's label.
     var name: String { get }
     /// The contract, one sentence: "Deleting a key that does not exist succeeds."
     var contract: String { get }
     /// Capabilities the subject must have for the scenario to apply.
-    var requires: Set<Capability> { get }
+    var requires: Set<Feature> { get }
     /// Capabilities whose presence makes the scenario not apply (for checks of what a
     /// backend does when it lacks a feature).
-    var excludedBy: Set<Capability> { get }
+    var excludedBy: Set<Feature> { get }
     /// The check itself.
     var body: @Sendable (Context) async throws -> Void { get }
 
     /// Declares a scenario.
     init(
-        _ name: String, contract: String, requires: Set<Capability>, excludedBy: Set<Capability>,
+        _ name: String, contract: String, requires: Set<Feature>, excludedBy: Set<Feature>,
         body: @escaping @Sendable (Context) async throws -> Void)
 }
 
@@ -40,17 +43,17 @@ extension ConformanceScenario {
     }
 
     /// Declares a scenario that needs `requires`.
-    public init(_ name: String, contract: String, requires: Set<Capability>, body: @escaping @Sendable (Context) async throws -> Void) {
+    public init(_ name: String, contract: String, requires: Set<Feature>, body: @escaping @Sendable (Context) async throws -> Void) {
         self.init(name, contract: contract, requires: requires, excludedBy: [], body: body)
     }
 
     /// Declares a scenario that applies only without `excludedBy`.
-    public init(_ name: String, contract: String, excludedBy: Set<Capability>, body: @escaping @Sendable (Context) async throws -> Void) {
+    public init(_ name: String, contract: String, excludedBy: Set<Feature>, body: @escaping @Sendable (Context) async throws -> Void) {
         self.init(name, contract: contract, requires: [], excludedBy: excludedBy, body: body)
     }
 
     /// Why the scenario does not apply to a subject with `capabilities`, or nil if it does.
-    public func skipReason(for capabilities: Set<Capability>) -> String? {
+    public func skipReason(for capabilities: Set<Feature>) -> String? {
         let missing = requires.subtracting(capabilities)
         if !missing.isEmpty { return "needs \(missing.sorted().map(\.rawValue).joined(separator: ", "))" }
         let present = excludedBy.intersection(capabilities)
@@ -80,14 +83,15 @@ extension ConformanceScenario {
 
 /// A scenario for a ``StorageProvider``: see ``ProviderConformance``.
 public struct ProviderScenario: ConformanceScenario {
+    public typealias Feature = Capability
     public let name: String
     public let contract: String
-    public let requires: Set<Capability>
-    public let excludedBy: Set<Capability>
+    public let requires: Set<Feature>
+    public let excludedBy: Set<Feature>
     public let body: @Sendable (ProviderScenarioContext) async throws -> Void
 
     public init(
-        _ name: String, contract: String, requires: Set<Capability>, excludedBy: Set<Capability>,
+        _ name: String, contract: String, requires: Set<Feature>, excludedBy: Set<Feature>,
         body: @escaping @Sendable (ProviderScenarioContext) async throws -> Void
     ) {
         (self.name, self.contract, self.requires, self.excludedBy, self.body) = (name, contract, requires, excludedBy, body)
@@ -96,14 +100,15 @@ public struct ProviderScenario: ConformanceScenario {
 
 /// A scenario for a ``StorageEngine``: see ``EngineConformance``.
 public struct EngineScenario: ConformanceScenario {
+    public typealias Feature = EngineCapability
     public let name: String
     public let contract: String
-    public let requires: Set<Capability>
-    public let excludedBy: Set<Capability>
+    public let requires: Set<Feature>
+    public let excludedBy: Set<Feature>
     public let body: @Sendable (EngineScenarioContext) async throws -> Void
 
     public init(
-        _ name: String, contract: String, requires: Set<Capability>, excludedBy: Set<Capability>,
+        _ name: String, contract: String, requires: Set<Feature>, excludedBy: Set<Feature>,
         body: @escaping @Sendable (EngineScenarioContext) async throws -> Void
     ) {
         (self.name, self.contract, self.requires, self.excludedBy, self.body) = (name, contract, requires, excludedBy, body)
@@ -112,14 +117,15 @@ public struct EngineScenario: ConformanceScenario {
 
 /// A scenario for sync between two providers: see ``SyncConformance``.
 public struct SyncScenario: ConformanceScenario {
+    public typealias Feature = Capability
     public let name: String
     public let contract: String
-    public let requires: Set<Capability>
-    public let excludedBy: Set<Capability>
+    public let requires: Set<Feature>
+    public let excludedBy: Set<Feature>
     public let body: @Sendable (SyncScenarioContext) async throws -> Void
 
     public init(
-        _ name: String, contract: String, requires: Set<Capability>, excludedBy: Set<Capability>,
+        _ name: String, contract: String, requires: Set<Feature>, excludedBy: Set<Feature>,
         body: @escaping @Sendable (SyncScenarioContext) async throws -> Void
     ) {
         (self.name, self.contract, self.requires, self.excludedBy, self.body) = (name, contract, requires, excludedBy, body)

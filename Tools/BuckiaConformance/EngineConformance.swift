@@ -60,7 +60,7 @@ public enum EngineConformance {
         _ scenario: EngineScenario, open: @escaping @Sendable (_ now: @escaping @Sendable () -> Date) async throws -> any StorageEngine
     ) async -> ScenarioOutcome {
         let context = EngineScenarioContext(clock: ConformanceClock(), opener: open)
-        let capabilities: Set<Capability>
+        let capabilities: Set<EngineCapability>
         do {
             capabilities = try await context.open().capabilities
         } catch {

@@ -20,7 +20,7 @@ import Foundation
 public enum ProviderConformance {
     /// Every provider scenario, in a stable order.
     public static var scenarios: [ProviderScenario] {
-        roundTripScenarios + listingScenarios + keyScenarios + transferScenarios + accessScenarios + contractScenarios
+        roundTripScenarios + listingScenarios + keyScenarios + transferScenarios + streamScenarios + accessScenarios + contractScenarios
             + conditionScenarios + instanceScenarios
     }
 

@@ -28,11 +28,13 @@ public struct ProviderFactory: Sendable {
         public var environment: [String: String]
         /// Where the provider writes its network events, if anywhere.
         public var log: (@Sendable (String) -> Void)?
+        /// What the providers built share (the HTTP transport).
+        public var resources: SharedResources = .process
 
         /// Builds a provider from `configuration` through the registry, as an application
         /// selecting it by name would.
         public func make(_ configuration: BuckiaConfiguration) throws -> any StorageProvider {
-            try registry.makeProvider(for: configuration, environment: environment, log: log)
+            try registry.makeProvider(for: configuration, environment: environment, log: log, resources: resources)
         }
     }
 
@@ -61,22 +63,23 @@ public struct ProviderFactory: Sendable {
     ///     instance, where the provider declares ``Capability/persistent``.
     ///   - environment: The environment the provider reads credentials from; none by default,
     ///     so a test does not depend on the machine's.
+    ///   - resources: What the providers built share (the HTTP transport).
     public static func plugin<Plugin: StorageProviderPlugin>(
         _ plugin: Plugin.Type, configuration: BuckiaConfiguration, environment: [String: String] = [:],
-        registry: ProviderRegistry = ProviderRegistry()
+        registry: ProviderRegistry = ProviderRegistry(), resources: SharedResources = .process
     ) throws -> ProviderFactory {
         var registry = registry
         if !registry.contains(Plugin.providerType) { try registry.register(plugin) }
-        return registered(configuration: configuration, registry: registry, environment: environment)
+        return registered(configuration: configuration, registry: registry, environment: environment, resources: resources)
     }
 
     /// A configuration whose provider type is already registered in `registry` (the command
     /// line's `conformance` command uses this for a configured remote).
     public static func registered(
         configuration: BuckiaConfiguration, registry: ProviderRegistry, environment: [String: String] = [:],
-        log: (@Sendable (String) -> Void)? = nil, name: String? = nil
+        log: (@Sendable (String) -> Void)? = nil, name: String? = nil, resources: SharedResources = .process
     ) -> ProviderFactory {
-        let route = PluginRoute(registry: registry, configuration: configuration, environment: environment, log: log)
+        let route = PluginRoute(registry: registry, configuration: configuration, environment: environment, log: log, resources: resources)
         return ProviderFactory(name: name ?? configuration.provider.rawValue, opensNewInstances: true, plugin: route) {
             try route.make(configuration)
         }

@@ -74,8 +74,8 @@ public struct CacheKey: Hashable, Sendable, Codable, Comparable, CustomStringCon
 /// - Validate keys with ``CacheKey/validate()`` before any I/O; a batch validates all first.
 /// - Run `BuckiaConformance`'s engine scenarios in your tests.
 public protocol StorageEngine: Actor {
-    /// What the engine supports (``Capability/persistent`` for engines that survive reopening).
-    nonisolated var capabilities: Set<Capability> { get }
+    /// What the engine supports (``EngineCapability/persistent`` for engines that survive reopening).
+    nonisolated var capabilities: Set<EngineCapability> { get }
 
     /// Stores `data` under `key`, replacing any value there.
     func write(_ data: Data, key: CacheKey) async throws

@@ -1,9 +1,44 @@
-/// One thing a provider or engine can do, named in OpenDAL's spirit.
+/// A vocabulary of capabilities: the names Buckia defines, and the rule for a third party's.
+///
+/// Providers (``Capability``) and engines (``EngineCapability``) each have their own: a
+/// provider cannot declare `pagination`, nor an engine `readWithRange`. A name Buckia defines
+/// is written without a dot; a third party names its own with a reverse-DNS prefix
+/// (`com.example.ftp.resumeDownloads`), which is never refused and never collides with a
+/// name Buckia adds later. An undotted name Buckia does not define is a misspelling
+/// (`listStartAftr`) and is refused when the plugin is built, since it would otherwise never
+/// apply.
+public protocol CapabilityVocabulary: StringIdentifier {
+    /// Every name Buckia defines in this vocabulary.
+    static var known: Set<Self> { get }
+    /// What the vocabulary describes, for messages ("provider", "engine").
+    static var subject: String { get }
+}
+
+extension CapabilityVocabulary {
+    /// Whether this is a third party's name (one with a dot), which no check refuses.
+    public var isExtension: Bool { rawValue.contains(".") }
+
+    /// Throws unless every name in `declared` is Buckia's or a third party's.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming the unknown ones and the
+    ///   plugin that declared them.
+    public static func checkKnown(_ declared: Set<Self>, declaredBy plugin: String) throws {
+        let unknown = declared.filter { !$0.isExtension && !known.contains($0) }
+        guard !unknown.isEmpty else { return }
+        let names = unknown.sorted().map { $0.rawValue.debugDescription }.joined(separator: ", ")
+        throw BuckiaError(
+            .invalidConfiguration,
+            "The \(plugin) declares \(subject) capabilities Buckia does not define: \(names). Use the \(Self.self) constants, or name a capability of your own with a reverse-DNS prefix (com.example.\(unknown.sorted().first?.rawValue ?? "feature")).")
+    }
+}
+
+/// One thing a provider can do, named in OpenDAL's spirit.
 ///
 /// Callers and the conformance suite ask for capabilities instead of guessing from the
 /// backend's type. An operation a backend lacks throws ``BuckiaError/Code/unsupported``;
-/// it is never emulated silently.
-public struct Capability: StringIdentifier {
+/// it is never emulated silently. A third party adds its own with a dotted name
+/// (``CapabilityVocabulary``): `extension Capability { static let resumeDownloads: Self = "com.example.ftp.resumeDownloads" }`.
+public struct Capability: CapabilityVocabulary {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
 
@@ -29,8 +64,6 @@ public struct Capability: StringIdentifier {
     public static let preservesModificationTime: Capability = "preservesModificationTime"
     /// Data survives the provider or engine being closed and opened again.
     public static let persistent: Capability = "persistent"
-    /// The engine is a ``PaginatedStorageEngine``.
-    public static let pagination: Capability = "pagination"
     /// Uploads honour ``UploadOptions/condition`` (`If-None-Match: *` and `If-Match`),
     /// checked atomically with the write.
     public static let conditionalWrite: Capability = "conditionalWrite"
@@ -62,26 +95,31 @@ public struct Capability: StringIdentifier {
     /// ``StorageProvider/abortUpload(_:)`` aborts, uploads left unfinished on the server.
     public static let unfinishedUploads: Capability = "unfinishedUploads"
 
-    /// Every capability Buckia defines, for checking declared names.
+    public static let subject = "provider"
+
+    /// Every provider capability Buckia defines.
     public static let known: Set<Capability> = [
         .readWithRange, .listStartAfter, .pagedListing, .multipartUpload, .serverSideCopy, .presign, .publicURL,
-        .accessToken, .streamingTransfers, .preservesModificationTime, .persistent, .pagination, .conditionalWrite,
+        .accessToken, .streamingTransfers, .preservesModificationTime, .persistent, .conditionalWrite,
         .conditionalRead, .verifiesKnownChecksums, .userMetadata, .setModificationTime, .move, .resumableListing,
         .caseInsensitiveKeys, .localFiles, .authorizedURL, .unfinishedUploads,
     ]
+}
 
-    /// Throws unless every capability in `declared` is one of ``known``.
-    ///
-    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming the unknown ones and the
-    ///   plugin that declared them.
-    public static func checkKnown(_ declared: Set<Capability>, declaredBy plugin: String) throws {
-        let unknown = declared.subtracting(known)
-        guard !unknown.isEmpty else { return }
-        let names = unknown.sorted().map { $0.rawValue.debugDescription }.joined(separator: ", ")
-        throw BuckiaError(
-            .invalidConfiguration,
-            "The \(plugin) declares capabilities Buckia does not define: \(names). Use the Capability constants (Capability.known lists them).")
-    }
+/// One thing a storage engine can do: the engines' own vocabulary (``CapabilityVocabulary``).
+public struct EngineCapability: CapabilityVocabulary {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Data survives the engine being closed and opened again.
+    public static let persistent: EngineCapability = "persistent"
+    /// The engine is a ``PaginatedStorageEngine``.
+    public static let pagination: EngineCapability = "pagination"
+
+    public static let subject = "engine"
+
+    /// Every engine capability Buckia defines.
+    public static let known: Set<EngineCapability> = [.persistent, .pagination]
 }
 
 /// What it costs to learn one checksum of an object.

@@ -50,6 +50,10 @@ extension ForwardingStorageProvider {
         try await base.readData(remotePath: remotePath, options: options)
     }
 
+    public func openRead(remotePath: ObjectKey, options: ReadOptions) async throws -> ObjectReadStream {
+        try await base.openRead(remotePath: remotePath, options: options)
+    }
+
     public func deleteFile(remotePath: ObjectKey) async throws { try await base.deleteFile(remotePath: remotePath) }
     public func deleteFiles(_ keys: [ObjectKey]) async throws { try await base.deleteFiles(keys) }
 

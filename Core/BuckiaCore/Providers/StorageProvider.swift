@@ -101,6 +101,21 @@ public protocol StorageProvider: Sendable {
     /// Issues a scoped, expiring token (needs ``Capability/accessToken``).
     func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken
 
+    /// Opens the object (or `options.range` of it) as a stream of bytes, read as they arrive,
+    /// with memory bounded however large the object.
+    ///
+    /// S3, B2 and Bunny stream one GET; the local provider reads the file. The default
+    /// (``ObjectReadStream/byRanges(of:key:options:)``) describes the object once and reads it
+    /// in ranges of 1 MiB, each of the same version (`If-Match`, or a check of the version at
+    /// the end where the provider has no conditional reads), or through a temporary file where
+    /// the provider has no ranged reads. Either way the stream ends with an error, not quietly,
+    /// when the bytes fall short of or exceed the size, or miss a checksum of the object's.
+    ///
+    /// - Throws: ``BuckiaError/Code/notFound`` when no object is at `remotePath`;
+    ///   ``BuckiaError/Code/conditionNotMatch`` when `options.ifMatch` does not hold;
+    ///   ``BuckiaError/Code/unsupported`` for an option the provider lacks.
+    func openRead(remotePath: ObjectKey, options: ReadOptions) async throws -> ObjectReadStream
+
     // Side capabilities. Each is a requirement with a default, declared by a capability, so
     // that every wrapper (``ForwardingStorageProvider``) forwards it: one found by a downcast
     // to a protocol of its own would be lost behind any wrapper.
@@ -175,6 +190,12 @@ extension StorageProvider {
             _ = try await downloadFile(remotePath: remotePath, localURL: url, options: options)
             return try Data(contentsOf: url)
         }
+    }
+
+    /// Reads in ranges of one version, or through a temporary file: see
+    /// ``ObjectReadStream/byRanges(of:key:options:)``.
+    public func openRead(remotePath: ObjectKey, options: ReadOptions) async throws -> ObjectReadStream {
+        try await ObjectReadStream.byRanges(of: self, key: remotePath, options: options)
     }
 
     /// Returns the checksum ``stat(remotePath:)`` reports, if any.

@@ -62,7 +62,7 @@ public struct EngineRegistry: Sendable {
     ///   registered ones, or an engine that declares a capability Buckia does not define.
     public func makeEngine(for configuration: EngineConfiguration) async throws -> any StorageEngine {
         let engine = try await storage.make(configuration.type, configuration: configuration)()
-        try Capability.checkKnown(engine.capabilities, declaredBy: "engine type \(configuration.type.rawValue.debugDescription)")
+        try EngineCapability.checkKnown(engine.capabilities, declaredBy: "engine type \(configuration.type.rawValue.debugDescription)")
         return engine
     }
 }

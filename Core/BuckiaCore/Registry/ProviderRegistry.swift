@@ -16,21 +16,28 @@ public struct ProviderContext: Sendable {
     /// Receives one line per network event (each attempt, retry and final status), already
     /// redacted, for a `--verbose` flag or a log file; nil keeps the provider silent.
     public var log: (@Sendable (String) -> Void)?
+    /// What the providers built with this context share: the HTTP transport (one thread and
+    /// connection pool for all of them), and whatever plugins declare. ``SharedResources/process``
+    /// unless the application passes its own, which it shuts down when done.
+    public var resources: SharedResources
 
     /// Creates a context.
     public init(
         configuration: BuckiaConfiguration, registry: ProviderRegistry = ProviderRegistry(),
-        environment: [String: String] = ProcessInfo.processInfo.environment, log: (@Sendable (String) -> Void)? = nil
+        environment: [String: String] = ProcessInfo.processInfo.environment, log: (@Sendable (String) -> Void)? = nil,
+        resources: SharedResources = .process
     ) {
         self.configuration = configuration
         self.registry = registry
         self.environment = environment
         self.log = log
+        self.resources = resources
     }
 
-    /// Builds another provider through the same registry and environment: a wrapper's inner one.
+    /// Builds another provider through the same registry, environment and shared resources: a
+    /// wrapper's inner one.
     public func makeProvider(for configuration: BuckiaConfiguration) throws -> any StorageProvider {
-        try registry.makeProvider(for: configuration, environment: environment, log: log)
+        try registry.makeProvider(for: configuration, environment: environment, log: log, resources: resources)
     }
 }
 
@@ -108,19 +115,24 @@ public struct ProviderRegistry: Sendable {
 
     /// Builds the provider the configuration selects.
     ///
-    /// - Parameter environment: Where the provider may read credentials; the process's by default.
+    /// - Parameters:
+    ///   - environment: Where the provider may read credentials; the process's by default.
+    ///   - log: Receives one redacted line per network event.
+    ///   - resources: What the provider shares with the others built with the same value (the
+    ///     HTTP transport); ``SharedResources/process`` by default.
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for an unknown type (the message
     ///   lists the registered ones), a configuration the provider rejects, or a provider that
     ///   declares a capability Buckia does not define (a misspelt name would otherwise never
     ///   apply, silently).
     public func makeProvider(
         for configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment,
-        log: (@Sendable (String) -> Void)? = nil
+        log: (@Sendable (String) -> Void)? = nil, resources: SharedResources = .process
     ) throws -> any StorageProvider {
         try configuration.validate()
         let provider = try storage.make(
             configuration.provider,
-            configuration: ProviderContext(configuration: configuration, registry: self, environment: environment, log: log))
+            configuration: ProviderContext(
+                configuration: configuration, registry: self, environment: environment, log: log, resources: resources))
         try Capability.checkKnown(provider.capabilities.features, declaredBy: "provider type \(configuration.provider.rawValue.debugDescription)")
         return provider
     }

@@ -1,6 +1,7 @@
 #if canImport(CCurl)
 import BuckiaCore
 import CCurl
+import CLinux
 import Foundation
 
 /// One thread driving every transfer of a ``CurlTransport`` through libcurl's multi interface:
@@ -13,13 +14,24 @@ final class CurlLoop: @unchecked Sendable {
     private struct Inbox {
         var added: [CurlTransfer] = []
         var cancelled: [CurlTransfer] = []
+        var resumed: [CurlTransfer] = []
         var stopping = false
+        var stopped = false
+        /// The loop thread's kernel id, once it runs.
+        var threadID: Int32?
+        /// Who waits for the thread to end.
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Whether a ``stopAndWait()`` has joined (or is joining) the thread.
+        var joined = false
     }
 
     private let multi: UnsafeMutableRawPointer
     private let inbox = Locked(Inbox())
     /// The transfers libcurl is running, by easy handle (loop thread only).
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// The loop thread: a pthread rather than a Foundation `Thread`, so that shutting down can
+    /// join it (and it is gone from the process when ``stopAndWait()`` returns).
+    private var thread = pthread_t()
 
     /// Starts the loop's thread.
     ///
@@ -34,40 +46,105 @@ final class CurlLoop: @unchecked Sendable {
         let perHost = max(1, maximumConnectionsPerHost)
         _ = buckia_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, perHost)
         _ = buckia_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, max(perHost * 2, 8))
-        let thread = Thread { [self] in run() }
-        thread.name = "buckia-curl"
-        thread.start()
+        // The thread holds the loop until its run ends.
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let status = pthread_create(&thread, nil, { context in
+            guard let context else { return nil }
+            Unmanaged<CurlLoop>.fromOpaque(context).takeRetainedValue().run()
+            return nil
+        }, context)
+        guard status == 0 else {
+            Unmanaged<CurlLoop>.fromOpaque(context).release()
+            curl_multi_cleanup(multi)
+            throw BuckiaError(
+                .io, "The HTTP transport's thread could not be started (\(String(cString: strerror(status)))).", operation: "http")
+        }
+    }
+
+    deinit {
+        // Whoever did not join the thread lets it go: this runs on the loop thread itself when
+        // its run ends holding the last reference.
+        if !inbox.withLock({ $0.joined }) { pthread_detach(thread) }
     }
 
     /// libcurl's global setup, once per process, before any handle exists.
     private static let initializeLibrary: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    /// Hands a configured transfer to the loop.
+    /// Hands a configured transfer to the loop; one handed to a stopped loop completes at once
+    /// as cancelled.
     func submit(_ transfer: CurlTransfer) {
-        inbox.withLock { $0.added.append(transfer) }
-        curl_multi_wakeup(multi)
+        let accepted = inbox.withLock { box -> Bool in
+            guard !box.stopping else { return false }
+            box.added.append(transfer)
+            curl_multi_wakeup(multi)
+            return true
+        }
+        if !accepted { transfer.refuse() }
     }
 
     /// Asks the loop to abandon `transfer`; it completes with `cancelled`.
     func cancel(_ transfer: CurlTransfer) {
-        inbox.withLock { $0.cancelled.append(transfer) }
-        curl_multi_wakeup(multi)
+        inbox.withLock { box in
+            guard !box.stopped else { return }
+            box.cancelled.append(transfer)
+            curl_multi_wakeup(multi)
+        }
+    }
+
+    /// Asks the loop to resume `transfer`, paused while its reader was behind.
+    func resume(_ transfer: CurlTransfer) {
+        inbox.withLock { box in
+            guard !box.stopped else { return }
+            box.resumed.append(transfer)
+            curl_multi_wakeup(multi)
+        }
     }
 
     /// Ends the loop once the transfers in flight are done; no new ones are taken.
     func stop() {
-        inbox.withLock { $0.stopping = true }
-        curl_multi_wakeup(multi)
+        inbox.withLock { box in
+            box.stopping = true
+            // The multi handle is freed once the loop has stopped; it is woken under the lock
+            // that guards that.
+            if !box.stopped { curl_multi_wakeup(multi) }
+        }
     }
 
+    /// Stops the loop and returns once its thread has ended.
+    func stopAndWait() async {
+        await withCheckedContinuation { continuation in
+            let done = inbox.withLock { box -> Bool in
+                box.stopping = true
+                if box.stopped { return true }
+                box.waiters.append(continuation)
+                curl_multi_wakeup(multi)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+        // The thread resumed us as its last act; joining waits out only its return.
+        let join = inbox.withLock { box -> Bool in
+            defer { box.joined = true }
+            return !box.joined
+        }
+        if join { pthread_join(thread, nil) }
+    }
+
+    /// The kernel's id of the loop thread (an entry of `/proc/self/task`), once it has started.
+    var threadID: Int32? { inbox.withLock { $0.threadID } }
+
     private func run() {
+        buckia_name_thread("buckia-curl")
+        let id = buckia_thread_id()
+        inbox.withLock { $0.threadID = id }
         while true {
-            let (added, cancelled, stopping) = inbox.withLock { box -> ([CurlTransfer], [CurlTransfer], Bool) in
+            let (added, cancelled, resumed, stopping) = inbox.withLock { box in
                 defer {
                     box.added.removeAll()
                     box.cancelled.removeAll()
+                    box.resumed.removeAll()
                 }
-                return (box.added, box.cancelled, box.stopping)
+                return (box.added, box.cancelled, box.resumed, box.stopping)
             }
             for transfer in added {
                 if transfer.isCancelled {
@@ -83,6 +160,9 @@ final class CurlLoop: @unchecked Sendable {
             for transfer in cancelled where running.removeValue(forKey: transfer.easy) != nil {
                 curl_multi_remove_handle(multi, transfer.easy)
                 transfer.finish(code: CURLE_ABORTED_BY_CALLBACK)
+            }
+            for transfer in resumed where running[transfer.easy] != nil {
+                _ = buckia_curl_resume(transfer.easy)
             }
             if stopping && running.isEmpty { break }
             var active: Int32 = 0
@@ -100,7 +180,15 @@ final class CurlLoop: @unchecked Sendable {
             // Sleeps until a socket is ready, a timer is due, or another thread wakes it.
             curl_multi_poll(multi, nil, 0, 1_000, nil)
         }
-        curl_multi_cleanup(multi)
+        let waiters = inbox.withLock { box -> [CheckedContinuation<Void, Never>] in
+            box.stopped = true
+            // Nothing is left in the inbox: `submit` refuses transfers once `stopping` is set,
+            // and the loop saw `stopping` with the inbox it emptied.
+            curl_multi_cleanup(multi)
+            defer { box.waiters.removeAll() }
+            return box.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 }
 #endif

@@ -23,6 +23,12 @@ final class CurlTransfer: @unchecked Sendable {
     private var offset: Int64 = 0
     private let destination: URL?
     private let errorBodyLimit: Int
+    /// Whether a 2xx body goes to the reader as it arrives (``CurlTransport/stream(_:errorBodyLimit:)``).
+    private let streaming: Bool
+    /// A streamed 2xx body's queue, from its first byte (loop thread sets it).
+    private var body: CurlBodyBuffer?
+    /// The loop running the transfer, for a streamed body's reader to resume or end it.
+    private var loop: CurlLoop?
 
     private var status = 0
     private var headers = HTTPHeaders()
@@ -45,7 +51,10 @@ final class CurlTransfer: @unchecked Sendable {
     var isCancelled: Bool { cancelled.withLock { $0 } }
 
     /// Prepares the easy handle for `request`.
-    init(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int, settings: CurlTransport.Settings, freshConnection: Bool = false) throws {
+    init(
+        _ request: HTTPRequest, destination: URL?, errorBodyLimit: Int, settings: CurlTransport.Settings, freshConnection: Bool = false,
+        streaming: Bool = false
+    ) throws {
         guard let easy = curl_easy_init() else {
             throw BuckiaError(.io, "libcurl could not create a handle (out of memory?).", operation: "http")
         }
@@ -53,6 +62,7 @@ final class CurlTransfer: @unchecked Sendable {
         self.request = request
         self.destination = destination
         self.errorBodyLimit = max(0, errorBodyLimit)
+        self.streaming = streaming && request.method != .head
         switch request.body {
         case .none: source = .none
         case .data(let data): source = .data(data)
@@ -96,11 +106,13 @@ final class CurlTransfer: @unchecked Sendable {
         _ = buckia_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0)
         _ = buckia_curl_set_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         _ = buckia_curl_set_long(easy, CURLOPT_TCP_NODELAY, 1)
+        // A proxy's answer to CONNECT is not the response.
+        _ = buckia_curl_set_long(easy, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         // HTTP/2 where TLS negotiates it (libcurl's default for https); a new transfer waits for
         // a connection being set up rather than opening another, so concurrent requests to an
         // HTTP/2 server share one connection.
         _ = buckia_curl_set_long(easy, CURLOPT_PIPEWAIT, 1)
-        _ = buckia_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, settings.connectTimeout.wholeMilliseconds)
+        _ = buckia_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, (request.connectTimeout ?? settings.connectTimeout).wholeMilliseconds)
         // Stall detection instead of a whole-request timeout: no byte moving either way for the
         // timeout's length (waiting for the first byte included) abandons the transfer, however
         // long a big transfer that keeps moving takes. libcurl's own low-speed check averages
@@ -112,7 +124,7 @@ final class CurlTransfer: @unchecked Sendable {
         _ = buckia_curl_set_pointer(easy, CURLOPT_XFERINFODATA, context)
         _ = buckia_curl_set_long(easy, CURLOPT_BUFFERSIZE, 128 * 1024)
         _ = buckia_curl_set_long(easy, CURLOPT_UPLOAD_BUFFERSIZE, 256 * 1024)
-        if let caFile = settings.caFile { _ = buckia_curl_set_string(easy, CURLOPT_CAINFO, caFile) }
+        if let caFile = request.caFile ?? settings.caFile { _ = buckia_curl_set_string(easy, CURLOPT_CAINFO, caFile) }
         _ = buckia_curl_set_data_callback(easy, CURLOPT_HEADERFUNCTION, curlHeader)
         _ = buckia_curl_set_pointer(easy, CURLOPT_HEADERDATA, context)
         _ = buckia_curl_set_data_callback(easy, CURLOPT_WRITEFUNCTION, curlWrite)
@@ -164,7 +176,8 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Runs the transfer on `loop`, cancelled with the calling task.
     func run(on loop: CurlLoop) async throws -> HTTPTransportResult {
-        try await withTaskCancellationHandler {
+        self.loop = loop
+        return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 self.continuation = continuation
                 loop.submit(self)
@@ -209,8 +222,14 @@ final class CurlTransfer: @unchecked Sendable {
             localError = error
             return 0
         }
+        let success = (200...299).contains(status)
+        if streaming, success {
+            guard deliverHead().offer(bytes) else { return buckia_curl_write_pause() }
+            check?.digests?.update(bytes)
+            return bytes.count
+        }
         check?.digests?.update(bytes)
-        if let destination, (200...299).contains(status) {
+        if let destination, success {
             do {
                 if output == nil {
                     let folder = try DirectoryHandle(path: destination.deletingLastPathComponent().path)
@@ -224,11 +243,26 @@ final class CurlTransfer: @unchecked Sendable {
                 return 0  // libcurl ends the transfer with CURLE_WRITE_ERROR
             }
         }
-        let limit = destination == nil || (200...299).contains(status) ? Int.max : errorBodyLimit
+        let limit = (destination == nil && !streaming) || success ? Int.max : errorBodyLimit
         let room = max(0, limit - memory.count)
         if bytes.count > room { truncated = true }
         memory.append(contentsOf: bytes.prefix(room))
         return bytes.count
+    }
+
+    /// The streamed body's queue, made at the first byte of a 2xx body, when the waiting task
+    /// gets the status and headers with a stream to read the body from.
+    private func deliverHead() -> CurlBodyBuffer {
+        if let body { return body }
+        let loop = self.loop
+        let buffer = CurlBodyBuffer(resume: { [self] in loop?.resume(self) }, abandon: { [self] in loop?.cancel(self) })
+        body = buffer
+        let stream = ByteStream(next: { try await buffer.next() }, onCancel: { buffer.abandon() })
+        if let continuation {
+            self.continuation = nil
+            continuation.resume(returning: HTTPTransportResult(status: status, headers: headers, body: .data(Data()), bodyStream: stream))
+        }
+        return buffer
     }
 
     fileprivate func sendBody(into buffer: UnsafeMutableRawBufferPointer) -> Int {
@@ -270,7 +304,8 @@ final class CurlTransfer: @unchecked Sendable {
             reported = moved
         }
         let now = ContinuousClock.now
-        guard let last = lastMoved, last.bytes == moved else {
+        // Paused for a slow reader: not a stall of the server's.
+        guard let last = lastMoved, last.bytes == moved, body?.isPaused != true else {
             lastMoved = (moved, now)
             return 0
         }
@@ -287,16 +322,37 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: Completion (loop thread)
 
-    /// Completes the waiting task with the response, or with the error libcurl reported.
-    func finish(code: CURLcode) {
+    /// Completes the waiting task without running: the loop has been shut down.
+    func refuse() {
         guard let continuation else { return }
+        self.continuation = nil
+        continuation.resume(throwing: BuckiaError(
+            .cancelled, "The HTTP transport was shut down (SharedResources.shutdown()); the request was not sent.", operation: "http"))
+    }
+
+    /// Completes the waiting task with the response, or with the error libcurl reported; or,
+    /// once a streamed body has been handed out, ends that body.
+    func finish(code: CURLcode) {
         if [CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING].contains(code), status == 0, !isCancelled {
             var connects = 0
             _ = buckia_curl_get_long(easy, CURLINFO_NUM_CONNECTS, &connects)
             failedOnReusedConnection = connects == 0
         }
-        self.continuation = nil
-        continuation.resume(with: result(code))
+        if let continuation {
+            self.continuation = nil
+            if streaming, code == CURLE_OK, !isCancelled, (200...299).contains(status), body == nil {
+                // An empty 2xx body: a stream that ends at once, after the body check.
+                continuation.resume(with: result(code).map { result in
+                    var result = result
+                    result.bodyStream = ByteStream { nil }
+                    return result
+                })
+                return
+            }
+            continuation.resume(with: result(code))
+        } else if let body {
+            body.finish(result(code).map { _ in () })
+        }
     }
 
     private func result(_ code: CURLcode) -> Result<HTTPTransportResult, any Error> {

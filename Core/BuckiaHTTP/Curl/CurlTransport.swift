@@ -13,8 +13,12 @@ import Foundation
 /// body on a reused connection (Docs/Architecture.md). Redirects are not followed, cookies
 /// are not kept, responses are not decoded; TLS is verified against the system's CA store (or
 /// `caFile`); `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` work as they do for `curl`.
-public final class CurlTransport: HTTPTransport {
-    /// What every transfer of this transport shares.
+///
+/// One transport serves any number of clients: what differs between them (timeouts, CA file,
+/// `User-Agent`) travels with each request, and the values given here are only the defaults
+/// for a request that leaves them open. ``SharedHTTPTransport`` is the one a process shares.
+public final class CurlTransport: HTTPTransport, ShutdownableResource {
+    /// The defaults for a request that leaves a setting open.
     struct Settings: Sendable {
         var timeout: Duration
         var connectTimeout: Duration
@@ -26,6 +30,8 @@ public final class CurlTransport: HTTPTransport {
     private let settings: Settings
 
     /// Creates a transport with its own thread and connection pool.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/io`` when libcurl cannot start.
     ///
     /// - Parameters:
     ///   - maximumConnectionsPerHost: The most connections open to one host at once.
@@ -44,15 +50,36 @@ public final class CurlTransport: HTTPTransport {
 
     deinit { loop.stop() }
 
+    /// Lets the transfers in flight finish, then ends the thread and closes every connection;
+    /// a request made afterwards fails at once (`cancelled`).
+    /// The kernel's id of the transport's thread, once it has started: how tests find it in
+    /// `/proc/self/task`.
+    package var threadID: Int32? { loop.threadID }
+
+    public func shutdown() async {
+        await loop.stopAndWait()
+    }
+
     public func perform(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int) async throws -> HTTPTransportResult {
-        let transfer = try CurlTransfer(request, destination: destination, errorBodyLimit: errorBodyLimit, settings: settings)
+        try await run(request, destination: destination, errorBodyLimit: errorBodyLimit, streaming: false)
+    }
+
+    /// Streams a 2xx body as libcurl receives it: the transfer pauses while more than
+    /// ``CurlBodyBuffer/highWater`` bytes wait for the reader, and a pause is not a stall.
+    public func stream(_ request: HTTPRequest, errorBodyLimit: Int) async throws -> HTTPTransportResult {
+        try await run(request, destination: nil, errorBodyLimit: errorBodyLimit, streaming: true)
+    }
+
+    private func run(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int, streaming: Bool) async throws -> HTTPTransportResult {
+        let transfer = try CurlTransfer(request, destination: destination, errorBodyLimit: errorBodyLimit, settings: settings, streaming: streaming)
         do {
             return try await transfer.run(on: loop)
         } catch is HTTPTransportError where transfer.failedOnReusedConnection && request.method != .post {
             // A kept-alive connection the server had closed: once more on a new connection,
             // as browsers do for requests that are safe to repeat. Not a retry of the policy's.
             let fresh = try CurlTransfer(
-                request, destination: destination, errorBodyLimit: errorBodyLimit, settings: settings, freshConnection: true)
+                request, destination: destination, errorBodyLimit: errorBodyLimit, settings: settings, freshConnection: true,
+                streaming: streaming)
             return try await fresh.run(on: loop)
         }
     }

@@ -41,5 +41,5 @@ func uniqueBucketName(_ prefix: String = "buckia") -> String {
 /// An HTTP client for harness checks: no retries (moto answers 500 to unsigned requests in
 /// auth mode) and a bounded timeout.
 func harnessClient() -> HTTPClient {
-    HTTPClient(configuration: HTTPClient.Configuration(timeout: .seconds(30), retryPolicy: .none))
+    HTTPClient(configuration: HTTPClient.Configuration(timeout: .seconds(30), retryPolicy: .none), resources: .tests)
 }

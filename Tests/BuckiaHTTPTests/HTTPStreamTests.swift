@@ -1,0 +1,129 @@
+@testable import BuckiaHTTP
+import BuckiaCore
+import BuckiaTestSupport
+import Foundation
+import Testing
+
+/// ``HTTPClient/stream(_:)``: a 2xx body handed out as it arrives, over either transport.
+@Suite("HTTPClient streamed bodies")
+struct HTTPStreamTests {
+    static let kinds: [HTTPClient.TransportKind] = [.libcurl, .urlSession]
+
+    /// Every byte of a streamed body.
+    func collect(_ stream: ByteStream) async throws -> Data {
+        var data = Data()
+        for try await chunk in stream { data.append(chunk) }
+        return data
+    }
+
+    @Test("A streamed body arrives whole, checked against its digest as it streams", arguments: kinds)
+    func whole(_ kind: HTTPClient.TransportKind) async throws {
+        try await withTestServer { server in
+            let size = 20 * 1_048_576 + 3
+            let expected = patternBytes(count: size)
+            let digest = try Hashing.digest(expected, .sha256)
+            let client = HTTPClient(configuration: .init(retryPolicy: .none, transport: kind))
+            let url = try server.url("/download?size=\(size)")
+            let response = try await client.stream { _ in
+                var request = HTTPRequest(.get, url)
+                request.bodyCheck = HTTPBodyCheck { _ in [.sha256: digest] }
+                return request
+            }
+            #expect(response.status == 200)
+            #expect(response.contentLength == Int64(size))
+            let stream = try #require(response.bodyStream)
+            #expect(try await collect(stream) == expected)
+        }
+    }
+
+    @Test("A body that fails its check ends the stream with checksumMismatch, not quietly", arguments: kinds)
+    func damaged(_ kind: HTTPClient.TransportKind) async throws {
+        try await withTestServer { server in
+            let client = HTTPClient(configuration: .init(retryPolicy: .none, transport: kind))
+            let url = try server.url("/download?size=3000000")
+            let wrong = try Hashing.digest(Data("not the body".utf8), .sha256)
+            do {
+                let response = try await client.stream { _ in
+                    var request = HTTPRequest(.get, url)
+                    request.bodyCheck = HTTPBodyCheck { _ in [.sha256: wrong] }
+                    return request
+                }
+                let stream = try #require(response.bodyStream)
+                let error = await #expect(throws: BuckiaError.self) { _ = try await collect(stream) }
+                #expect(error?.code == .checksumMismatch)
+            } catch let error as BuckiaError {
+                // The default stream downloads first, so the check fails before any stream.
+                #expect(kind == .urlSession && error.code == .checksumMismatch, "\(error)")
+            }
+        }
+    }
+
+    @Test("A body cut short ends the stream with a transient error; a refused status throws before any stream", arguments: kinds)
+    func failures(_ kind: HTTPClient.TransportKind) async throws {
+        try await withTestServer { server in
+            let client = HTTPClient(configuration: .init(retryPolicy: .none, transport: kind))
+            let cut = try server.url("/truncate?id=\(uniqueID())")
+            do {
+                // libcurl hands out the 100 bytes, then the failure; the default (a download first)
+                // fails before any stream.
+                let response = try await client.stream { _ in HTTPRequest(.get, cut) }
+                let stream = try #require(response.bodyStream)
+                let error = await #expect(throws: BuckiaError.self) { _ = try await collect(stream) }
+                #expect(error?.code == .transient)
+            } catch let error as BuckiaError {
+                #expect(kind == .urlSession && error.code == .transient, "\(error)")
+            }
+            let missing = try server.url("/notfound")
+            let error = await #expect(throws: BuckiaError.self) { _ = try await client.stream { _ in HTTPRequest(.get, missing) } }
+            #expect(error?.code == .notFound)
+        }
+    }
+
+    @Test("A stream stopped after one chunk frees its connection: the client goes on", arguments: kinds)
+    func stoppedEarly(_ kind: HTTPClient.TransportKind) async throws {
+        try await withTestServer { server in
+            // One connection per host: a paused transfer left behind would block the next request.
+            let client = HTTPClient(configuration: .init(maximumConnectionsPerHost: 1, retryPolicy: .none, transport: kind))
+            let url = try server.url("/download?size=\(64 * 1_048_576)")
+            for _ in 0..<3 {
+                let response = try await client.stream { _ in HTTPRequest(.get, url) }
+                let stream = try #require(response.bodyStream)
+                let first = try await stream.next()
+                #expect((first?.count ?? 0) > 0)
+                stream.cancel()
+                #expect(try await stream.next() == nil)
+            }
+            let small = try await client.send(HTTPRequest(.get, try server.url("/download?size=10")))
+            #expect(small.data == patternBytes(count: 10))
+        }
+    }
+
+    @Test("The libcurl body queue pauses the transfer above its high-water mark and resumes it below the low one")
+    func backpressure() async throws {
+        let resumed = Locked(0)
+        let abandoned = Locked(0)
+        let buffer = CurlBodyBuffer(resume: { resumed.withLock { $0 += 1 } }, abandon: { abandoned.withLock { $0 += 1 } })
+        let piece = Data(repeating: 7, count: 256 * 1024)
+        var offered = 0
+        // Offered until refused: a queue that never says "pause" would take all 64 MiB.
+        while offered < 64 << 20 {
+            let taken = piece.withUnsafeBytes { buffer.offer($0) }
+            if !taken { break }
+            offered += piece.count
+        }
+        #expect(offered == CurlBodyBuffer.highWater, "bytes queued before the transfer was paused")
+        #expect(buffer.isPaused)
+        // Read until the queue is below the low-water mark: the transfer is resumed once.
+        var read = 0
+        while offered - read >= CurlBodyBuffer.lowWater {
+            read += try #require(try await buffer.next()).count
+        }
+        #expect(resumed.withLock { $0 } == 1)
+        #expect(!buffer.isPaused)
+        buffer.finish(.success(()))
+        while let chunk = try await buffer.next() { read += chunk.count }
+        #expect(read == offered)
+        buffer.abandon()
+        #expect(abandoned.withLock { $0 } == 1)
+    }
+}

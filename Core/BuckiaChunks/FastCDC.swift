@@ -174,8 +174,15 @@ public final class FastCDCReader {
         buffer = [UInt8](repeating: 0, count: max(2 * chunker.maximumSize, 1 << 20))
     }
 
+    /// Reads the file at `url` from its start.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError`` when the file cannot be opened.
+    public convenience init(chunker: FastCDC, contentsOf url: URL) throws {
+        self.init(chunker: chunker, file: try FileReader(url))
+    }
+
     /// Reads the file from its start.
-    public convenience init(chunker: FastCDC, file: FileReader) {
+    package convenience init(chunker: FastCDC, file: FileReader) {
         var position: Int64 = 0
         self.init(chunker: chunker) { destination in
             let count = try file.read(into: destination, at: position)

@@ -159,7 +159,7 @@ public struct SyncEngine: Sendable {
             }
             throw error
         }
-        try run.flush()
+        try await run.flushOffPool()
         try removeWorkingFiles()
         run.collect(into: &result)
         result.duration = ContinuousClock.now - started

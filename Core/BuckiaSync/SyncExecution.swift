@@ -33,10 +33,10 @@ final class SyncExecution: Sendable {
             switch step.action {
             case .record(let path):
                 if let mine = step.local, let theirs = step.remote { note(path, SyncBaseline(local: mine, remote: theirs)) }
-                try flushIfDue()
+                try await flushIfDue()
             case .forget(let path):
                 note(path, nil)
-                try flushIfDue()
+                try await flushIfDue()
             default:
                 work.append(step)
             }
@@ -52,7 +52,7 @@ final class SyncExecution: Sendable {
                 self.state.withLock { $0.result.failures.append(SyncFailure(path: action.path, action: action, error: wrapped)) }
                 self.events(.failed(action, wrapped))
             }
-            try self.flushIfDue()
+            try await self.flushIfDue()
         }
     }
 
@@ -77,9 +77,15 @@ final class SyncExecution: Sendable {
         try store.apply(batch)
     }
 
-    private func flushIfDue() throws {
+    /// ``flush()`` on Buckia's I/O threads: `syncfs` and the SQLite commit block, and must not
+    /// hold a thread of the cooperative pool the transfers run on.
+    func flushOffPool() async throws {
+        try await BlockingWork.run("record sync state") { try self.flush() }
+    }
+
+    private func flushIfDue() async throws {
         let due = state.withLock { $0.pending.count >= Self.flushCount || ContinuousClock.now - $0.lastFlush >= Self.flushInterval }
-        if due { try flush() }
+        if due { try await flushOffPool() }
     }
 
     private func note(_ path: ObjectKey, _ baseline: SyncBaseline?) {

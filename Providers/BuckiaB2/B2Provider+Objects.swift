@@ -246,7 +246,7 @@ extension B2Provider {
         if options.ifMatch != nil { throw BuckiaError.unsupported(.conditionalRead, provider: .b2, operation: "read") }
         if let range = options.range, range.upperBound <= range.lowerBound {
             guard let file = try await stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "read") }
-            return try ObjectReadStream(file: file, bytes: ByteStream { nil }, expectedCount: 0, verifyChecksums: false, key: remotePath)
+            return .empty(of: file)
         }
         let used = Locked<Secret?>(nil)
         let response: HTTPResponse
@@ -263,21 +263,11 @@ extension B2Provider {
         // 416: the range starts past the end of the file, which reads as no bytes.
         guard response.status != 416 else {
             guard let file = try await stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "read") }
-            return try ObjectReadStream(file: file, bytes: ByteStream { nil }, expectedCount: 0, verifyChecksums: false, key: remotePath)
-        }
-        guard let bytes = response.bodyStream, let count = response.contentLength else {
-            response.bodyStream?.cancel()
-            throw BuckiaError(.corrupt, "B2 answered the download without a Content-Length; Buckia cannot tell a whole body from a cut one.", operation: "read", path: remotePath.rawValue)
-        }
-        if let range = options.range, response.status == 200, range.lowerBound > 0 || range.upperBound < count {
-            bytes.cancel()
-            throw BuckiaError(
-                .corrupt, "Asked for bytes \(range.lowerBound) to \(range.upperBound - 1), the server sent the whole file (\(count) bytes) instead.",
-                operation: "read", path: remotePath.rawValue)
+            return .empty(of: file)
         }
         let file = Self.remoteFile(remotePath, headers: response.headers, status: response.status)
         try capabilities.checkSize(of: file, operation: "read")
-        return try ObjectReadStream(file: file, bytes: bytes, expectedCount: count, verifyChecksums: false, key: remotePath)
+        return try response.objectStream(file: file, range: options.range, key: remotePath, provider: "B2")
     }
 
     public func readData(remotePath: ObjectKey, options: ReadOptions) async throws -> Data {

@@ -205,7 +205,7 @@ extension S3Provider {
     public func openRead(remotePath: ObjectKey, options: ReadOptions) async throws -> ObjectReadStream {
         if let range = options.range, range.upperBound <= range.lowerBound {
             guard let file = try await stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "read") }
-            return try ObjectReadStream(file: file, bytes: ByteStream { nil }, expectedCount: 0, verifyChecksums: false, key: remotePath)
+            return .empty(of: file)
         }
         let check = options.range == nil ? bodyCheck() : nil
         let response: HTTPResponse
@@ -228,26 +228,12 @@ extension S3Provider {
         // 416: the range starts past the end of the object, which reads as no bytes.
         guard response.status != 416 else {
             guard let file = try await stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "read") }
-            return try ObjectReadStream(file: file, bytes: ByteStream { nil }, expectedCount: 0, verifyChecksums: false, key: remotePath)
-        }
-        guard let bytes = response.bodyStream, let count = response.contentLength else {
-            response.bodyStream?.cancel()
-            throw BuckiaError(.corrupt, "S3 answered the read without a Content-Length; Buckia cannot tell a whole body from a cut one.", operation: "read", path: remotePath.rawValue)
+            return .empty(of: file)
         }
         var file = remoteFile(remotePath, response)
-        if response.status == 206, let total = response.header("Content-Range")?.split(separator: "/").last.flatMap({ Int64($0) }) {
-            file.size = total
-        } else if let range = options.range, response.status == 200, range.lowerBound > 0 || range.upperBound < count {
-            // A server that ignores Range sends the whole object: handed on, it would read as
-            // the range.
-            bytes.cancel()
-            throw BuckiaError(
-                .corrupt, "Asked for bytes \(range.lowerBound) to \(range.upperBound - 1), the server sent the whole object (\(count) bytes) instead.",
-                operation: "read", path: remotePath.rawValue)
-        }
+        if let total = response.contentRangeTotal { file.size = total }
         try capabilities.checkSize(of: file, operation: "read")
-        // The transport checks the MD5 as the body streams; the stream counts the bytes.
-        return try ObjectReadStream(file: file, bytes: bytes, expectedCount: count, verifyChecksums: false, key: remotePath)
+        return try response.objectStream(file: file, range: options.range, key: remotePath, provider: "S3")
     }
 
     private func readError(_ error: any Error, key: ObjectKey, operation: String) -> BuckiaError {

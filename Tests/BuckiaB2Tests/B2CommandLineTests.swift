@@ -122,7 +122,7 @@ struct B2CommandLineTests {
         let first = try MeasuredProcess(Self.executable, ["cp", source.path, "archive:big.bin"], environment: environment, output: home.appendingPathComponent("first.log"))
         #expect(try await emulator.awaitRequests("b2_upload_part", count: 16) >= 16)
         first.kill()
-        let killed = try first.wait(upTo: .seconds(60))
+        let killed = try await first.ending(upTo: .seconds(60))
         try await emulator.release()
         #expect(killed.signal == SIGKILL, "the upload ended before it could be killed: \(killed)")
 
@@ -137,7 +137,7 @@ struct B2CommandLineTests {
         // 2. The same command again, measured.
         try await emulator.resetStats()
         let second = try MeasuredProcess(Self.executable, ["cp", source.path, "archive:big.bin"], environment: environment, output: home.appendingPathComponent("second.log"))
-        let ending = try second.wait(upTo: .seconds(600))
+        let ending = try await second.ending(upTo: .seconds(600))
         let log = (try? String(contentsOf: home.appendingPathComponent("second.log"), encoding: .utf8)) ?? ""
         #expect(ending.status == 0, "\(log)")
         let stats = try await emulator.stats()

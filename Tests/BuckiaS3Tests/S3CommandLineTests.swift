@@ -137,7 +137,7 @@ struct S3CatTests {
         let run = try MeasuredProcess(
             URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$0\" cat --verbose lake:big.bin > \"$1\" 2> \"$2\"", executable.path, output.path, errors.path],
             environment: environment, output: home.appendingPathComponent("wrapper.log"))
-        let ending = try run.wait(upTo: .seconds(600))
+        let ending = try await run.ending(upTo: .seconds(600))
         let log = try String(contentsOf: errors, encoding: .utf8)
         #expect(ending.status == 0, "\(log.suffix(2000))")
         let attempts = log.split(separator: "\n").filter { $0.contains(" attempt ") }

@@ -84,6 +84,16 @@ public final class MeasuredProcess: @unchecked Sendable {  // Process is not Sen
         #endif
     }
 
+    /// ``wait(upTo:)`` on a thread of its own, so a long child does not hold one of the
+    /// cooperative pool's threads (two on a 2-core machine; Foundation's process bookkeeping
+    /// needs one to notice any child ending).
+    public func ending(upTo limit: Duration) async throws -> Ending {
+        try await withCheckedThrowingContinuation { continuation in
+            let waiter = Thread { continuation.resume(with: Result { try self.wait(upTo: limit) }) }
+            waiter.start()
+        }
+    }
+
     /// Waits for the child to end; one still running after `limit` is killed and reported.
     public func wait(upTo limit: Duration) throws -> Ending {
         let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18

@@ -17,7 +17,7 @@ public final class ScriptedTransport: HTTPTransport {
 
     private let steps: Locked<[Step]>
     /// Every request sent, in order.
-    public let sent = Locked<[HTTPRequest]>([])
+    package let sent = Locked<[HTTPRequest]>([])
 
     /// A transport that answers with `steps`, then with 500s.
     public init(_ steps: [Step]) { self.steps = Locked(steps) }

@@ -36,10 +36,9 @@ struct FlatFolderProvider: StorageProviderPlugin {
     }
 
     private func describe(_ key: ObjectKey, at url: URL) throws -> RemoteFile {
-        let handle = try LocalFile.openForReading(url)
-        defer { try? handle.close() }
-        let (size, modified) = try handle.status()
-        return RemoteFile(path: key, size: size, modificationDate: modified)
+        let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
+        let size = (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        return RemoteFile(path: key, size: size, modificationDate: attributes[.modificationDate] as? Date)
     }
 
     func testConnection() async throws -> ConnectionStatus {
@@ -50,12 +49,11 @@ struct FlatFolderProvider: StorageProviderPlugin {
     func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
         try options.checkSupported(by: self)
         do {
-            let source = try LocalFile.openForReading(localURL)
-            defer { try? source.close() }
-            let modified = try options.modificationDate ?? source.status().modificationDate
-            try AtomicFile.write(to: file(for: remotePath), options: AtomicFile.Options(modificationDate: modified)) { output in
-                _ = try AtomicFile.pump(from: source, to: output)
-            }
+            // The file's own time unless the options give one; copied through a temporary,
+            // fsync'd and renamed into place.
+            let modified = try options.modificationDate
+                ?? FileManager.default.attributesOfItem(atPath: localURL.path)[.modificationDate] as? Date
+            try AtomicFile.copy(from: localURL, to: file(for: remotePath), options: AtomicFile.Options(modificationDate: modified))
             return try describe(remotePath, at: file(for: remotePath))
         } catch {
             throw BuckiaError.wrapping(error, operation: "upload", path: remotePath.rawValue)

@@ -6,9 +6,9 @@ import Foundation
 ///
 /// zlib's implementation runs at several GB/s here; see Docs/Benchmarks.md for what it adds to
 /// an engine's reads.
-public enum CRC32 {
+package enum CRC32 {
     /// The CRC-32 of `bytes`, continuing from `seed` (0 to start).
-    public static func checksum<Bytes: DataProtocol>(_ bytes: Bytes, seed: UInt32 = 0) -> UInt32 {
+    package static func checksum<Bytes: DataProtocol>(_ bytes: Bytes, seed: UInt32 = 0) -> UInt32 {
         var crc = UInt(seed)
         for region in bytes.regions {
             region.withUnsafeBytes { raw in

@@ -2,7 +2,7 @@ import CZlib
 import Foundation
 
 /// The container around deflate-compressed bytes.
-public enum CompressionFormat: String, Sendable, Codable, CaseIterable {
+package enum CompressionFormat: String, Sendable, Codable, CaseIterable {
     /// RFC 1950: a two-byte header and an Adler-32 trailer.
     case zlib
     /// RFC 1952: the `.gz` file format, with a CRC-32 trailer.
@@ -22,7 +22,7 @@ public enum CompressionFormat: String, Sendable, Codable, CaseIterable {
 /// Compresses a stream of bytes piece by piece; memory stays bounded by the pieces.
 ///
 /// Not `Sendable`: one stream belongs to one task.
-public final class Deflater {
+package final class Deflater {
     private var stream = z_stream()
     private var finished = false
 
@@ -30,7 +30,7 @@ public final class Deflater {
     ///
     /// - Parameter level: 0 (store) to 9 (smallest); -1 is zlib's default (6).
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a level outside -1...9.
-    public init(format: CompressionFormat = .zlib, level: Int32 = -1) throws {
+    package init(format: CompressionFormat = .zlib, level: Int32 = -1) throws {
         guard (-1...9).contains(level) else {
             throw BuckiaError(
                 .invalidConfiguration, "The compression level is \(level); use 0 (store) to 9 (smallest), or -1 for the default.",
@@ -43,12 +43,12 @@ public final class Deflater {
     deinit { deflateEnd(&stream) }
 
     /// Compresses `input`, returning whatever output is ready.
-    public func update(_ input: Data) throws -> Data {
+    package func update(_ input: Data) throws -> Data {
         try run(input, flush: Z_NO_FLUSH)
     }
 
     /// Ends the stream, returning the remaining output and trailer.
-    public func finish() throws -> Data {
+    package func finish() throws -> Data {
         guard !finished else { return Data() }
         finished = true
         return try run(Data(), flush: Z_FINISH)
@@ -69,7 +69,7 @@ public final class Deflater {
 /// Decompresses a stream of bytes piece by piece, with an optional cap on the output.
 ///
 /// Not `Sendable`: one stream belongs to one task.
-public final class Inflater {
+package final class Inflater {
     private var stream = z_stream()
     private var ended = false
     private var produced: Int64 = 0
@@ -81,7 +81,7 @@ public final class Inflater {
     ///   - format: The container; nil detects zlib or gzip from the header.
     ///   - maximumOutput: Fail with ``BuckiaError/Code/corrupt`` rather than produce more
     ///     than this many bytes (a guard against decompression bombs).
-    public init(format: CompressionFormat? = nil, maximumOutput: Int64? = nil) throws {
+    package init(format: CompressionFormat? = nil, maximumOutput: Int64? = nil) throws {
         self.maximumOutput = maximumOutput
         let status = buckia_inflateInit2(&stream, format?.windowBits ?? 47)
         guard status == Z_OK else { throw ZlibStream.error(status, "start decompressing", &stream) }
@@ -90,10 +90,10 @@ public final class Inflater {
     deinit { inflateEnd(&stream) }
 
     /// Whether the compressed stream's end marker has been seen.
-    public var isComplete: Bool { ended }
+    package var isComplete: Bool { ended }
 
     /// Decompresses `input`, returning whatever output is ready.
-    public func update(_ input: Data) throws -> Data {
+    package func update(_ input: Data) throws -> Data {
         if ended {
             guard input.isEmpty else {
                 throw BuckiaError(.corrupt, "Compressed data continues after the end of the stream.", operation: "decompress")
@@ -137,7 +137,7 @@ public final class Inflater {
     }
 
     /// Checks the stream ended properly; truncated input fails here.
-    public func finish() throws {
+    package func finish() throws {
         guard ended else {
             throw BuckiaError(.corrupt, "The compressed data is truncated: the stream ended before its end marker.", operation: "decompress")
         }
@@ -145,9 +145,9 @@ public final class Inflater {
 }
 
 /// One-shot compression helpers.
-public enum Zlib {
+package enum Zlib {
     /// Compresses `data` whole.
-    public static func compress(_ data: Data, format: CompressionFormat = .zlib, level: Int32 = -1) throws -> Data {
+    package static func compress(_ data: Data, format: CompressionFormat = .zlib, level: Int32 = -1) throws -> Data {
         let deflater = try Deflater(format: format, level: level)
         var output = try deflater.update(data)
         output.append(try deflater.finish())
@@ -157,7 +157,7 @@ public enum Zlib {
     /// Decompresses `data` whole.
     ///
     /// - Throws: ``BuckiaError/Code/corrupt`` for malformed, truncated or oversized input.
-    public static func decompress(_ data: Data, format: CompressionFormat? = nil, maximumOutput: Int64? = nil) throws -> Data {
+    package static func decompress(_ data: Data, format: CompressionFormat? = nil, maximumOutput: Int64? = nil) throws -> Data {
         let inflater = try Inflater(format: format, maximumOutput: maximumOutput)
         let output = try inflater.update(data)
         try inflater.finish()

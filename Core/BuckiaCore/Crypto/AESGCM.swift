@@ -5,27 +5,27 @@ import Foundation
 ///
 /// Used by the encryption transform of engines and chunk stores. A sealed box's
 /// ``SealedBox/combined`` form is `nonce (12) ‖ ciphertext ‖ tag (16)`.
-public enum AESGCM {
+package enum AESGCM {
     /// The key length in bytes (AES-256).
-    public static let keyByteCount = 32
+    package static let keyByteCount = 32
     /// The nonce length in bytes; a random nonce of this size is safe for 2³² messages per key.
-    public static let nonceByteCount = 12
+    package static let nonceByteCount = 12
     /// The authentication tag length in bytes.
-    public static let tagByteCount = 16
+    package static let tagByteCount = 16
 
     /// The output of encryption.
-    public struct SealedBox: Hashable, Sendable {
-        public var nonce: [UInt8]
-        public var ciphertext: [UInt8]
-        public var tag: [UInt8]
+    package struct SealedBox: Hashable, Sendable {
+        package var nonce: [UInt8]
+        package var ciphertext: [UInt8]
+        package var tag: [UInt8]
 
         /// `nonce ‖ ciphertext ‖ tag`, the form to store.
-        public var combined: Data { Data(nonce + ciphertext + tag) }
+        package var combined: Data { Data(nonce + ciphertext + tag) }
 
         /// Splits a combined box.
         ///
         /// - Throws: ``BuckiaError/Code/corrupt`` if it is too short to hold a nonce and tag.
-        public init(combined: Data) throws {
+        package init(combined: Data) throws {
             let bytes = [UInt8](combined)
             guard bytes.count >= AESGCM.nonceByteCount + AESGCM.tagByteCount else {
                 throw BuckiaError(.corrupt, "The encrypted data is \(bytes.count) bytes, too short to hold a nonce and a tag.")
@@ -36,7 +36,7 @@ public enum AESGCM {
         }
 
         /// Assembles a box from its parts.
-        public init(nonce: [UInt8], ciphertext: [UInt8], tag: [UInt8]) {
+        package init(nonce: [UInt8], ciphertext: [UInt8], tag: [UInt8]) {
             self.nonce = nonce
             self.ciphertext = ciphertext
             self.tag = tag
@@ -49,7 +49,7 @@ public enum AESGCM {
     ///   - key: 32 bytes.
     ///   - nonce: 12 bytes, never reused with the same key; nil draws a random one.
     ///   - authenticating: Extra data that is authenticated but not encrypted.
-    public static func seal(
+    package static func seal(
         _ plaintext: some DataProtocol, key: [UInt8], nonce: [UInt8]? = nil, authenticating aad: some DataProtocol = Data()
     ) throws -> SealedBox {
         try checkKey(key)
@@ -87,7 +87,7 @@ public enum AESGCM {
     ///
     /// - Throws: ``BuckiaError/Code/corrupt`` when authentication fails: the data was
     ///   tampered with, or the key is wrong.
-    public static func open(_ box: SealedBox, key: [UInt8], authenticating aad: some DataProtocol = Data()) throws -> Data {
+    package static func open(_ box: SealedBox, key: [UInt8], authenticating aad: some DataProtocol = Data()) throws -> Data {
         try checkKey(key)
         // A box with the wrong nonce or tag length cannot have come from `seal`.
         guard box.nonce.count == nonceByteCount, box.tag.count == tagByteCount else {

@@ -202,7 +202,7 @@ public enum Hashing {
     }
 
     /// The digests of an open file from its current offset to the end, in one streaming pass.
-    public static func digests(of file: LocalFile, _ algorithms: [HashAlgorithm]) throws -> [HashAlgorithm: Digest] {
+    package static func digests(of file: LocalFile, _ algorithms: [HashAlgorithm]) throws -> [HashAlgorithm: Digest] {
         let digests = try DigestSet(algorithms)
         try file.forEachChunk { digests.update($0) }
         return digests.finalize()

@@ -2,9 +2,9 @@ import COpenSSL
 import Foundation
 
 /// Keyed-hash message authentication codes (RFC 2104), for request signing and tokens.
-public enum HMAC {
+package enum HMAC {
     /// HMAC-SHA256 of `message` under `key`.
-    public static func sha256<Key: DataProtocol, Message: DataProtocol>(key: Key, message: Message) -> Digest {
+    package static func sha256<Key: DataProtocol, Message: DataProtocol>(key: Key, message: Message) -> Digest {
         code(EVP_sha256(), key: key, message: message)
     }
 
@@ -12,7 +12,7 @@ public enum HMAC {
     ///
     /// - Throws: ``BuckiaError/Code/unsupported`` for CRC-32C, which is a checksum, not a
     ///   cryptographic hash.
-    public static func authenticationCode<Key: DataProtocol, Message: DataProtocol>(
+    package static func authenticationCode<Key: DataProtocol, Message: DataProtocol>(
         _ algorithm: HashAlgorithm, key: Key, message: Message
     ) throws -> Digest {
         guard let evp = algorithm.evp else {
@@ -38,7 +38,7 @@ public enum HMAC {
     }
 
     /// Compares two MACs in time that does not depend on where they differ.
-    public static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+    package static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
         guard lhs.count == rhs.count else { return false }
         var difference: UInt8 = 0
         for index in lhs.indices { difference |= lhs[index] ^ rhs[index] }

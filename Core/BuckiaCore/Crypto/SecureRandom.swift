@@ -2,12 +2,12 @@ import COpenSSL
 import Foundation
 
 /// Cryptographically secure random bytes from OpenSSL's generator.
-public enum SecureRandom {
+package enum SecureRandom {
     /// `count` random bytes.
     ///
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a negative count; ``BuckiaError``
     ///   if the generator is not seeded, which on a working system does not happen.
-    public static func bytes(count: Int) throws -> [UInt8] {
+    package static func bytes(count: Int) throws -> [UInt8] {
         guard count >= 0 else {
             throw BuckiaError(.invalidConfiguration, "Cannot draw \(count) random bytes; the count must not be negative.")
         }

@@ -50,6 +50,11 @@ public final class SharedResources: Sendable {
         /// In the order they were made; shut down in reverse.
         var order: [ObjectIdentifier] = []
         var isShutDown = false
+        /// The shutdowns of resources made but not kept (a lost race, or made as shutdown
+        /// began), which ``shutdown()`` waits for.
+        var discarded: [Task<Void, Never>] = []
+        /// The one shutdown every caller waits for.
+        var shutdown: Task<Void, Never>?
     }
 
     private let state = Locked(State())
@@ -76,17 +81,18 @@ public final class SharedResources: Sendable {
         // Made outside the lock, so a resource that asks for another one cannot deadlock; when
         // two threads race, the first one stored wins and the other is shut down unused.
         let made = try Key.makeResource()
-        let (winner, lost) = try state.withLock { state -> (Key.Resource, Bool) in
-            try Self.checkOpen(state, key)
-            if let existing = state.resources[id] as? Key.Resource { return (existing, true) }
+        let outcome = state.withLock { state -> Result<Key.Resource, BuckiaError> in
+            let existing = state.resources[id] as? Key.Resource
+            if state.isShutDown || existing != nil {
+                if let unused = made as? any ShutdownableResource { state.discarded.append(Task { await unused.shutdown() }) }
+                if let existing, !state.isShutDown { return .success(existing) }
+                return .failure(Self.shutDownError(key))
+            }
             state.resources[id] = made
             state.order.append(id)
-            return (made, false)
+            return .success(made)
         }
-        if lost, let unused = made as? any ShutdownableResource {
-            Task { await unused.shutdown() }
-        }
-        return winner
+        return try outcome.get()
     }
 
     /// Supplies the resource for `key` instead of letting ``SharedResourceKey/makeResource()``
@@ -114,23 +120,32 @@ public final class SharedResources: Sendable {
     }
 
     /// Shuts every resource down, newest first, waiting for each; later requests for a
-    /// resource throw. Calling it again does nothing.
+    /// resource throw. Every call waits for the same shutdown to finish.
     public func shutdown() async {
-        let resources = state.withLock { state -> [any Sendable] in
-            guard !state.isShutDown else { return [] }
+        let task = state.withLock { state -> Task<Void, Never> in
+            if let running = state.shutdown { return running }
             state.isShutDown = true
-            return state.order.reversed().compactMap { state.resources[$0] }
+            let kept = state.order.reversed().compactMap { state.resources[$0] as? any ShutdownableResource }
+            let task = Task {
+                for resource in kept { await resource.shutdown() }
+            }
+            state.shutdown = task
+            return task
         }
-        for case let resource as any ShutdownableResource in resources {
-            await resource.shutdown()
+        await task.value
+        // The shutdowns of resources made and discarded (a lost race) end before this returns.
+        while let discarded = state.withLock({ $0.discarded.popLast() }) {
+            await discarded.value
         }
     }
 
     private static func checkOpen<Key>(_ state: State, _ key: Key.Type) throws {
-        guard !state.isShutDown else {
-            throw BuckiaError(
-                .cancelled, "The shared resources were shut down, so no \(String(describing: key)) is available; build providers with live SharedResources.",
-                operation: "use a shared resource")
-        }
+        guard !state.isShutDown else { throw shutDownError(key) }
+    }
+
+    private static func shutDownError<Key>(_ key: Key.Type) -> BuckiaError {
+        BuckiaError(
+            .cancelled, "The shared resources were shut down, so no \(String(describing: key)) is available; build providers with live SharedResources.",
+            operation: "use a shared resource")
     }
 }

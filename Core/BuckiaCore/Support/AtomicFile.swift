@@ -52,10 +52,15 @@ public enum AtomicFile {
         try write(to: url, options: Options(permissions: permissions)) { file in try file.write(data) }
     }
 
+    /// Writes `data` to `url` atomically, with `options` (a modification time, durability).
+    public static func write(_ data: Data, to url: URL, options: Options) throws {
+        try write(to: url, options: options) { file in try file.write(data) }
+    }
+
     /// Creates the file through `body`, which writes to a temporary file, then moves it into place.
     ///
     /// If `body` throws, the temporary file is removed and the destination is untouched.
-    public static func write(to url: URL, options: Options, _ body: (LocalFile) throws -> Void) throws {
+    package static func write(to url: URL, options: Options, _ body: (LocalFile) throws -> Void) throws {
         // Refused before a byte is written; checked again at the rename.
         try LocalFile.checkReplaceable(url.path)
         let directory = options.temporaryDirectory ?? url.deletingLastPathComponent()
@@ -138,11 +143,14 @@ public enum AtomicFile {
         return total
     }
 
-    /// Copies everything from `input` to `output` through one buffer of ``copyBufferSize``.
-    public static func pump(from input: LocalFile, to output: LocalFile, observe: ((UnsafeRawBufferPointer) -> Void)? = nil) throws -> Int64 {
+    /// Copies everything from `input` to `output` through one buffer of ``copyBufferSize``,
+    /// stopping with `cancelled` between chunks once the task (or the ``BlockingWork`` job) is.
+    package static func pump(from input: LocalFile, to output: LocalFile, observe: ((UnsafeRawBufferPointer) -> Void)? = nil) throws -> Int64 {
         var total: Int64 = 0
         let progress = TransferProgress.observer
         try input.forEachChunk { chunk in
+            // A cancelled task stops the copy between chunks, not after the whole file.
+            try BlockingWork.checkCancellation("copy")
             observe?(chunk)
             try output.write(chunk)
             total += Int64(chunk.count)

@@ -100,6 +100,12 @@ public struct ObjectReadStream: Sendable {
     /// Its bytes (those of the range, when one was asked for).
     public let bytes: ByteStream
 
+    /// A stream handed out as it is, with nothing to check.
+    private init(described file: RemoteFile, bytes: ByteStream) {
+        self.file = file
+        self.bytes = bytes
+    }
+
     /// Wraps `bytes`, checking their count (`expectedCount`, the object's size by default) and,
     /// when `verifyChecksums`, the checksums in `file`.
     public init(file: RemoteFile, bytes: ByteStream, expectedCount: Int64? = nil, verifyChecksums: Bool = true, key: ObjectKey) throws {
@@ -155,14 +161,23 @@ extension ByteStream {
             throw error
         }
         let bounds: Range<Int64>
-        if let range { bounds = range } else { bounds = 0..<(try reader.size()) }
+        if let range {
+            guard range.lowerBound >= 0 else {
+                if removingWhenDone { Self.remove(url) }
+                throw BuckiaError(.invalidPath, "Bytes \(range.lowerBound)..<\(range.upperBound) of \(url.path) start before the file does.", operation: "read", path: url.path)
+            }
+            bounds = range
+        } else {
+            bounds = 0..<(try reader.size())
+        }
         let offset = Locked(bounds.lowerBound)
         let size = Int64(Swift.max(1, chunkSize))
         return ByteStream(
             next: {
                 try offset.withLock { start -> Data? in
                     guard start < bounds.upperBound else { return nil }
-                    let chunk = try reader.read(start..<Swift.min(bounds.upperBound, start + size))
+                    // Never `start + size`, which could overflow near Int64.max.
+                    let chunk = try reader.read(start..<(start + Swift.min(size, bounds.upperBound - start)))
                     guard !chunk.isEmpty else {
                         throw BuckiaError(.io, "The file ended at byte \(start) while it was being read; it was cut short meanwhile.", operation: "read", path: url.path)
                     }
@@ -180,6 +195,11 @@ extension ByteStream {
 }
 
 extension ObjectReadStream {
+    /// No bytes of `file`: an empty range, or one that starts past the end.
+    public static func empty(of file: RemoteFile) -> ObjectReadStream {
+        ObjectReadStream(described: file, bytes: ByteStream { nil })
+    }
+
     /// How a provider without a streaming read of its own serves ``StorageProvider/openRead(remotePath:options:)``.
     ///
     /// With ``Capability/localFiles`` the object's file is read through one descriptor. With
@@ -237,7 +257,7 @@ extension ObjectReadStream {
                 }
                 return nil
             }
-            let end = Swift.min(bounds.upperBound, start + Int64(AtomicFile.copyBufferSize))
+            let end = start + Swift.min(Int64(AtomicFile.copyBufferSize), bounds.upperBound - start)
             let chunk: Data
             do {
                 chunk = try await provider.readData(remotePath: key, options: ReadOptions(range: start..<end, ifMatch: version))

@@ -3,7 +3,7 @@
 ///
 /// Transfers, deletes and multipart parts all fan out this way, bounded so memory and
 /// connections stay proportional to `width`, not to the number of items.
-public func forEachConcurrently<T: Sendable>(
+package func forEachConcurrently<T: Sendable>(
     _ items: [T], width: Int, _ body: @escaping @Sendable (T) async throws -> Void
 ) async throws {
     try await withThrowingTaskGroup(of: Void.self) { group in

@@ -14,13 +14,13 @@ import Darwin
 /// (`O_NOFOLLOW`, `AT_SYMLINK_NOFOLLOW`), so swapping a folder for a link between a check and
 /// a use cannot redirect a read, write or delete outside the root. Not `Sendable`: a handle
 /// belongs to one operation; it closes when released.
-public final class DirectoryHandle {
+package final class DirectoryHandle {
     let descriptor: Int32
     /// The folder's path, for messages.
-    public let path: String
+    package let path: String
 
     /// Opens the folder at `path` (which may itself be reached through links).
-    public init(path: String) throws {
+    package init(path: String) throws {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "open folder", path: path) }
         descriptor = fd
@@ -35,10 +35,10 @@ public final class DirectoryHandle {
     deinit { close(descriptor) }
 
     /// What is at `name` in this folder, without following a link.
-    public enum EntryKind: Sendable { case missing, file, folder, symbolicLink, other }
+    package enum EntryKind: Sendable { case missing, file, folder, symbolicLink, other }
 
     /// The kind of `name`, and its `stat` when it exists.
-    public func entry(_ name: String) throws -> (kind: EntryKind, status: stat) {
+    package func entry(_ name: String) throws -> (kind: EntryKind, status: stat) {
         var info = stat()
         guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
             if errno == ENOENT { return (.missing, info) }
@@ -57,7 +57,7 @@ public final class DirectoryHandle {
     /// - Throws: ``BuckiaError/Code/notFound`` when it is missing (and not created),
     ///   ``BuckiaError/Code/invalidPath`` when it is a symbolic link,
     ///   ``BuckiaError/Code/alreadyExists`` when a file is in the way.
-    public func folder(_ name: String, create: Bool) throws -> DirectoryHandle {
+    package func folder(_ name: String, create: Bool) throws -> DirectoryHandle {
         for attempt in 0..<3 {
             let fd = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if fd >= 0 { return DirectoryHandle(descriptor: fd, path: child(name)) }
@@ -87,7 +87,7 @@ public final class DirectoryHandle {
     ///
     /// - Throws: ``BuckiaError/Code/notFound`` when it is missing or is a folder,
     ///   ``BuckiaError/Code/invalidPath`` when it is a symbolic link.
-    public func openFile(_ name: String) throws -> LocalFile {
+    package func openFile(_ name: String) throws -> LocalFile {
         let fd = openat(descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             switch errno {
@@ -108,7 +108,7 @@ public final class DirectoryHandle {
     /// The file is locked by this process and registered with ``Temporaries`` (unregister it
     /// once it is renamed or removed), so an interrupted process removes it and a later sweep
     /// never takes it while it is in use.
-    public func createTemporaryFile(permissions: mode_t = 0o644) throws -> (name: String, file: LocalFile) {
+    package func createTemporaryFile(permissions: mode_t = 0o644) throws -> (name: String, file: LocalFile) {
         let name = Temporaries.makeName()
         let file = try Temporaries.create(name, in: descriptor, folder: ".", path: child(name), permissions: permissions)
         return (name, file)
@@ -119,7 +119,7 @@ public final class DirectoryHandle {
     ///
     /// - Throws: ``BuckiaError/Code/invalidPath`` when a device, FIFO or socket is at
     ///   `newName` (``LocalFile/checkReplaceable(_:in:shownAs:)``).
-    public func move(_ name: String, to destination: DirectoryHandle, as newName: String) throws {
+    package func move(_ name: String, to destination: DirectoryHandle, as newName: String) throws {
         try LocalFile.checkReplaceable(newName, in: destination.descriptor, shownAs: destination.child(newName))
         guard renameat(descriptor, name, destination.descriptor, newName) == 0 else {
             throw BuckiaError.posix(errno, operation: "rename", path: destination.child(newName))
@@ -128,7 +128,7 @@ public final class DirectoryHandle {
 
     /// Removes the file or link `name`; returns false when nothing was there.
     @discardableResult
-    public func removeFile(_ name: String) throws -> Bool {
+    package func removeFile(_ name: String) throws -> Bool {
         guard unlinkat(descriptor, name, 0) == 0 else {
             if errno == ENOENT { return false }
             throw BuckiaError.posix(errno, operation: "remove", path: child(name))
@@ -138,25 +138,25 @@ public final class DirectoryHandle {
 
     /// Removes the subfolder `name` if it is empty; returns whether it was removed.
     @discardableResult
-    public func removeFolderIfEmpty(_ name: String) -> Bool {
+    package func removeFolderIfEmpty(_ name: String) -> Bool {
         unlinkat(descriptor, name, AT_REMOVEDIR) == 0
     }
 
     /// Flushes every write made so far on the file system that holds this folder: one call
     /// that makes a batch of unsynced files durable (a group commit), instead of an `fsync`
     /// per file.
-    public func syncFileSystem() throws {
+    package func syncFileSystem() throws {
         guard buckia_syncfs(descriptor) == 0 else { throw BuckiaError.posix(errno, operation: "syncfs", path: path) }
     }
 
     /// Flushes the folder's entries to stable storage, after a rename into it.
-    public func sync() throws {
+    package func sync() throws {
         guard fsync(descriptor) == 0 else { throw BuckiaError.posix(errno, operation: "fsync", path: path) }
     }
 
     /// The names in this folder with their kinds, `.` and `..` left out, unsorted; names that
     /// are not valid UTF-8 are left out too (``rawNames()`` has them).
-    public func names() throws -> [(name: String, kind: EntryKind)] {
+    package func names() throws -> [(name: String, kind: EntryKind)] {
         try rawNames().compactMap { entry in
             String(validating: entry.name, as: UTF8.self).map { ($0, entry.kind) }
         }
@@ -166,7 +166,7 @@ public final class DirectoryHandle {
     ///
     /// Kinds come from the directory entry where the file system provides them, so listing
     /// a large folder costs one `stat` only for entries of unknown type.
-    public func rawNames() throws -> [(name: [UInt8], kind: EntryKind)] {
+    package func rawNames() throws -> [(name: [UInt8], kind: EntryKind)] {
         let fd = openat(descriptor, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0, let stream = fdopendir(fd) else {
             let code = errno
@@ -219,7 +219,7 @@ public final class DirectoryHandle {
 
     /// Gives the file `name` a second name, `newName` in `destination`, failing with
     /// ``BuckiaError/Code/alreadyExists`` when that name is taken: an atomic create-if-absent.
-    public func link(_ name: String, to destination: DirectoryHandle, as newName: String) throws {
+    package func link(_ name: String, to destination: DirectoryHandle, as newName: String) throws {
         guard linkat(descriptor, name, destination.descriptor, newName, 0) == 0 else {
             let code = errno
             if code == EEXIST {
@@ -233,7 +233,7 @@ public final class DirectoryHandle {
 
     /// Holds an exclusive advisory lock on the file `name` in this folder (created if missing)
     /// while `body` runs: serialises read-check-write sequences between tasks and processes.
-    public func withExclusiveLock<T>(on name: String, _ body: () throws -> T) throws -> T {
+    package func withExclusiveLock<T>(on name: String, _ body: () throws -> T) throws -> T {
         let fd = openat(descriptor, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw BuckiaError.posix(errno, operation: "lock", path: child(name)) }
         defer { close(fd) }
@@ -246,14 +246,14 @@ public final class DirectoryHandle {
     /// Holds a shared advisory lock on this folder itself while `body` runs. Writers that keep
     /// working files in a folder take it, so that ``tryExclusiveLock()`` succeeds only when no
     /// writer is at work and the working files can go.
-    public func withSharedLock<T>(_ body: () async throws -> T) async throws -> T {
+    package func withSharedLock<T>(_ body: () async throws -> T) async throws -> T {
         try lockFolder(LOCK_SH)
         defer { flock(descriptor, LOCK_UN) }
         return try await body()
     }
 
     /// ``withSharedLock(_:)`` for synchronous work.
-    public func withSharedLock<T>(_ body: () throws -> T) throws -> T {
+    package func withSharedLock<T>(_ body: () throws -> T) throws -> T {
         try lockFolder(LOCK_SH)
         defer { flock(descriptor, LOCK_UN) }
         return try body()
@@ -263,7 +263,7 @@ public final class DirectoryHandle {
     /// waiting; held until the handle closes.
     ///
     /// - Returns: Whether the lock was taken.
-    public func tryExclusiveLock() throws -> Bool {
+    package func tryExclusiveLock() throws -> Bool {
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             if errno == EWOULDBLOCK { return false }
             guard errno == EINTR else { throw BuckiaError.posix(errno, operation: "lock", path: path) }

@@ -13,17 +13,17 @@ import Darwin
 /// one descriptor at once: the parts of a multipart upload, the chunks of a content-defined
 /// split, the ranges of a resumed transfer. It is `Sendable` because its state never changes
 /// after opening; the descriptor closes when the last reference goes.
-public final class FileReader: Sendable {
+package final class FileReader: Sendable {
     private let descriptor: Int32
     /// The path the file was opened at, for messages.
-    public let path: String
+    package let path: String
 
     /// Opens an existing regular file for reading.
     ///
     /// - Throws: ``BuckiaError`` (`notFound`, `permissionDenied`, `io`) naming the path;
     ///   `invalidPath` for anything but a regular file, refused at once (a FIFO is never
     ///   waited on).
-    public init(_ url: URL) throws {
+    package init(_ url: URL) throws {
         descriptor = try LocalFile.openRegularFile(url.path)
         path = url.path
     }
@@ -31,17 +31,17 @@ public final class FileReader: Sendable {
     deinit { close(descriptor) }
 
     /// The file's size and modification time now.
-    public func status() throws -> (size: Int64, modificationDate: Date) {
+    package func status() throws -> (size: Int64, modificationDate: Date) {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw BuckiaError.posix(errno, operation: "stat", path: path) }
         return (Int64(info.st_size), LocalFile.modificationDate(of: info))
     }
 
     /// The file's size now.
-    public func size() throws -> Int64 { try status().size }
+    package func size() throws -> Int64 { try status().size }
 
     /// Reads up to `buffer.count` bytes at `offset`; fewer only at the end of the file.
-    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         var filled = 0
         while filled < buffer.count {
             let count = pread(descriptor, buffer.baseAddress.map { $0 + filled }, buffer.count - filled, off_t(offset) + off_t(filled))
@@ -59,14 +59,14 @@ public final class FileReader: Sendable {
     ///
     /// - Throws: ``BuckiaError/Code/corrupt`` when the file ends before the range does (it
     ///   shrank while being read), and whatever `body` throws.
-    public func forEachChunk(
+    package func forEachChunk(
         in range: Range<Int64>, bufferSize: Int = AtomicFile.copyBufferSize, _ body: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
         try readRange(range, bufferSize: bufferSize, path: path, read: { try read(into: $0, at: $1) }, body)
     }
 
     /// The bytes of `range` in memory.
-    public func read(_ range: Range<Int64>) throws -> Data {
+    package func read(_ range: Range<Int64>) throws -> Data {
         var data = Data()
         data.reserveCapacity(Int(clamping: range.count))
         try forEachChunk(in: range) { data.append(contentsOf: $0) }
@@ -74,7 +74,7 @@ public final class FileReader: Sendable {
     }
 
     /// The digests of the bytes in `range`, in one pass.
-    public func digests(of range: Range<Int64>, _ algorithms: [HashAlgorithm]) throws -> [HashAlgorithm: Digest] {
+    package func digests(of range: Range<Int64>, _ algorithms: [HashAlgorithm]) throws -> [HashAlgorithm: Digest] {
         let digests = try DigestSet(algorithms)
         try forEachChunk(in: range) { digests.update($0) }
         return digests.finalize()
@@ -82,7 +82,7 @@ public final class FileReader: Sendable {
 
     /// Copies the bytes of `range` to `output`, hashing them on the way.
     @discardableResult
-    public func copy(_ range: Range<Int64>, to output: LocalFile, hashing algorithms: [HashAlgorithm] = []) throws -> [HashAlgorithm: Digest] {
+    package func copy(_ range: Range<Int64>, to output: LocalFile, hashing algorithms: [HashAlgorithm] = []) throws -> [HashAlgorithm: Digest] {
         let digests = try DigestSet(algorithms)
         try forEachChunk(in: range) { chunk in
             digests.update(chunk)

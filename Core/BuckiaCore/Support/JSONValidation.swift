@@ -11,10 +11,10 @@ import Foundation
 ///
 /// It checks syntax only: it does not build values, compare duplicate keys, or check that a
 /// `\uXXXX` escape pairs its surrogates.
-public enum JSONValidation {
+package enum JSONValidation {
     /// Default maximum depth of nested arrays/objects: 128, far more than any configuration or
     /// API response needs, and far less than what overflows a thread's stack in Foundation.
-    public static let defaultMaximumDepth = 128
+    package static let defaultMaximumDepth = 128
 
     /// Checks `data` is one JSON text per RFC 8259, so that a parser given it afterwards sees
     /// nothing it could crash on or silently misread; throws ``JSONSyntaxError`` otherwise.
@@ -25,7 +25,7 @@ public enum JSONValidation {
     /// strings and escapes follow the RFC grammar exactly: no comments, trailing commas, single
     /// quotes, leading `+` or zeros, `NaN`/`Infinity`, hex, raw control characters in strings, or
     /// bytes that are not valid UTF-8. Runs in time linear in `data.count`.
-    public static func validate(_ data: Data, maximumDepth: Int = defaultMaximumDepth) throws {
+    package static func validate(_ data: Data, maximumDepth: Int = defaultMaximumDepth) throws {
         let error: JSONSyntaxError? = data.withUnsafeBytes { bytes in
             var scanner = Scanner(bytes: bytes, limit: max(0, maximumDepth))
             guard let failure = scanner.firstFailure() else { return nil }
@@ -368,9 +368,9 @@ public enum JSONValidation {
 
 /// Why ``JSONValidation/validate(_:maximumDepth:)`` refused a text, and where: the first problem
 /// only, with its 1-based line and byte column, so a person can find it in an editor.
-public struct JSONSyntaxError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct JSONSyntaxError: Error, Equatable, Sendable, CustomStringConvertible {
     /// What is wrong.
-    public enum Kind: Equatable, Sendable {
+    package enum Kind: Equatable, Sendable {
         /// An array or object opens deeper than `limit` levels (reported at that `[` or `{`).
         case tooDeep(limit: Int)
         /// A `,` right before `]` or `}` (reported at the comma).
@@ -397,11 +397,11 @@ public struct JSONSyntaxError: Error, Equatable, Sendable, CustomStringConvertib
     }
 
     /// What is wrong.
-    public let kind: Kind
+    package let kind: Kind
     /// The 1-based line of the problem (LF, CR LF and CR end lines).
-    public let line: Int
+    package let line: Int
     /// The 1-based column of the problem, counted in bytes from the start of its line.
-    public let column: Int
+    package let column: Int
     /// For a trailing comma, the `]` or `}` it stands before; only for the description.
     private let closingBracket: UInt8?
 
@@ -413,12 +413,12 @@ public struct JSONSyntaxError: Error, Equatable, Sendable, CustomStringConvertib
     }
 
     /// Errors are equal when they name the same problem at the same place.
-    public static func == (lhs: JSONSyntaxError, rhs: JSONSyntaxError) -> Bool {
+    package static func == (lhs: JSONSyntaxError, rhs: JSONSyntaxError) -> Bool {
         lhs.kind == rhs.kind && lhs.line == rhs.line && lhs.column == rhs.column
     }
 
     /// One plain English sentence naming the problem and its line and column.
-    public var description: String {
+    package var description: String {
         let place = "at line \(line), column \(column)"
         switch kind {
         case .tooDeep(let limit):
@@ -478,7 +478,7 @@ extension JSONValidation {
     ///
     /// - Throws: ``BuckiaError/Code/corrupt`` naming `what` and where the JSON breaks; what
     ///   `decoder` throws for a well-formed document of the wrong shape.
-    public static func decode<T: Decodable>(
+    package static func decode<T: Decodable>(
         _ type: T.Type, from data: Data, what: String, maximumDepth: Int = defaultMaximumDepth, decoder: JSONDecoder = JSONDecoder()
     ) throws -> T {
         do {

@@ -12,9 +12,9 @@ import Darwin
 /// Foundation's `FileHandle` hides `errno` and cannot set modification times; providers and
 /// engines need both. Every failure is a ``BuckiaError`` naming the path. The descriptor is
 /// closed on ``close()`` or when the value is released.
-public final class LocalFile {
+package final class LocalFile {
     /// The path the file was opened at, for messages.
-    public let path: String
+    package let path: String
     private var descriptor: Int32
 
     /// The descriptor, for taking a lock on the open file.
@@ -34,7 +34,7 @@ public final class LocalFile {
     /// - Throws: ``BuckiaError/Code/invalidPath`` for anything but a regular file (a folder, a
     ///   device, a FIFO, a socket): opened without blocking, so a FIFO with no writer is
     ///   refused at once instead of waiting forever.
-    public static func openForReading(_ url: URL) throws -> LocalFile {
+    package static func openForReading(_ url: URL) throws -> LocalFile {
         LocalFile(descriptor: try openRegularFile(url.path), path: url.path)
     }
 
@@ -72,7 +72,7 @@ public final class LocalFile {
     /// - Parameters:
     ///   - folder: The folder `name` is in (`AT_FDCWD` with a path for `name`).
     /// - Throws: ``BuckiaError/Code/invalidPath`` naming what is there.
-    public static func checkReplaceable(_ name: String, in folder: Int32 = AT_FDCWD, shownAs shown: String? = nil) throws {
+    package static func checkReplaceable(_ name: String, in folder: Int32 = AT_FDCWD, shownAs shown: String? = nil) throws {
         var info = stat()
         guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return }
         let kind: String
@@ -92,7 +92,7 @@ public final class LocalFile {
 
     /// Whether `a` and `b` name the same file: the same path once standardized, or (when both
     /// exist) the same device and inode, through links and hard links alike.
-    public static func isSameFile(_ a: URL, _ b: URL) -> Bool {
+    package static func isSameFile(_ a: URL, _ b: URL) -> Bool {
         if a.standardizedFileURL.path == b.standardizedFileURL.path { return true }
         var first = stat()
         var second = stat()
@@ -101,7 +101,7 @@ public final class LocalFile {
     }
 
     /// Creates a new file for writing; fails with ``BuckiaError/Code/alreadyExists`` if one is there.
-    public static func createExclusive(_ url: URL, permissions: mode_t = 0o644) throws -> LocalFile {
+    package static func createExclusive(_ url: URL, permissions: mode_t = 0o644) throws -> LocalFile {
         try open(url.path, flags: O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: permissions, operation: "create")
     }
 
@@ -124,7 +124,7 @@ public final class LocalFile {
     }
 
     /// Reads up to `buffer.count` bytes at the current offset; returns 0 at end of file.
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         while true {
             let count = systemRead(descriptor, buffer.baseAddress, buffer.count)
             if count >= 0 { return count }
@@ -134,7 +134,7 @@ public final class LocalFile {
     }
 
     /// Reads up to `count` bytes starting at `offset`, without moving the file offset.
-    public func read(count: Int, at offset: Int64) throws -> Data {
+    package func read(count: Int, at offset: Int64) throws -> Data {
         var data = Data(count: count)
         var filled = 0
         try data.withUnsafeMutableBytes { buffer in
@@ -154,7 +154,7 @@ public final class LocalFile {
 
     /// Reads up to `buffer.count` bytes starting at `offset` without moving the file offset;
     /// returns 0 at end of file. Safe to call from several threads on one descriptor.
-    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         while true {
             let count = pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset))
             if count >= 0 { return count }
@@ -164,7 +164,7 @@ public final class LocalFile {
     }
 
     /// Writes every byte of `buffer`, retrying short writes.
-    public func write(_ buffer: UnsafeRawBufferPointer) throws {
+    package func write(_ buffer: UnsafeRawBufferPointer) throws {
         var offset = 0
         while offset < buffer.count {
             let count = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
@@ -177,14 +177,14 @@ public final class LocalFile {
     }
 
     /// Writes every byte of `data`.
-    public func write(_ data: Data) throws {
+    package func write(_ data: Data) throws {
         try data.withUnsafeBytes { try write($0) }
     }
 
     /// Reads from the current offset to the end through one buffer of
     /// ``AtomicFile/copyBufferSize``, handing each chunk to `body`: the one sequential
     /// read loop that copies and hashes share.
-    public func forEachChunk(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+    package func forEachChunk(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: AtomicFile.copyBufferSize, alignment: 16)
         defer { buffer.deallocate() }
         while true {
@@ -197,12 +197,12 @@ public final class LocalFile {
     /// Copies the bytes of `range` to `output` by position, leaving this file's offset alone.
     ///
     /// - Throws: ``BuckiaError/Code/corrupt`` when the file ends before the range does.
-    public func copy(_ range: Range<Int64>, to output: LocalFile) throws {
+    package func copy(_ range: Range<Int64>, to output: LocalFile) throws {
         try readRange(range, bufferSize: AtomicFile.copyBufferSize, path: path, read: { try read(into: $0, at: $1) }) { try output.write($0) }
     }
 
     /// Flushes the file's data and metadata to stable storage.
-    public func sync() throws {
+    package func sync() throws {
         if fsync(descriptor) != 0 {
             throw BuckiaError.posix(errno, operation: "fsync", path: path)
         }
@@ -211,7 +211,7 @@ public final class LocalFile {
     /// Sets the modification (and access) time.
     ///
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a date a file system cannot hold.
-    public func setModificationDate(_ date: Date) throws {
+    package func setModificationDate(_ date: Date) throws {
         let spec = try Self.timeSpec(date, path: path, operation: "set modification time")
         if futimens(descriptor, [spec, spec]) != 0 {
             throw BuckiaError.posix(errno, operation: "set modification time", path: path)
@@ -223,7 +223,7 @@ public final class LocalFile {
     ///
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a date a file system cannot
     ///   hold, and the system's error (as `operation`) when the time cannot be set.
-    public static func setModificationDate(_ date: Date, of url: URL, operation: String) throws {
+    package static func setModificationDate(_ date: Date, of url: URL, operation: String) throws {
         let spec = try timeSpec(date, path: url.path, operation: operation)
         if utimensat(AT_FDCWD, url.path, [spec, spec], AT_SYMLINK_NOFOLLOW) != 0 {
             throw BuckiaError.posix(errno, operation: operation, path: url.path)
@@ -241,7 +241,7 @@ public final class LocalFile {
     }
 
     /// The file's size and modification time.
-    public func status() throws -> (size: Int64, modificationDate: Date) {
+    package func status() throws -> (size: Int64, modificationDate: Date) {
         var info = stat()
         if fstat(descriptor, &info) != 0 {
             throw BuckiaError.posix(errno, operation: "stat", path: path)
@@ -250,7 +250,7 @@ public final class LocalFile {
     }
 
     /// The file's full `stat` record: size, times, inode, mode.
-    public func statRecord() throws -> stat {
+    package func statRecord() throws -> stat {
         var info = stat()
         if fstat(descriptor, &info) != 0 {
             throw BuckiaError.posix(errno, operation: "stat", path: path)
@@ -259,7 +259,7 @@ public final class LocalFile {
     }
 
     /// Whether the descriptor refers to a regular file (not a folder, device or pipe).
-    public func isRegularFile() throws -> Bool {
+    package func isRegularFile() throws -> Bool {
         var info = stat()
         if fstat(descriptor, &info) != 0 {
             throw BuckiaError.posix(errno, operation: "stat", path: path)
@@ -268,14 +268,14 @@ public final class LocalFile {
     }
 
     /// Sets the file's permission bits.
-    public func setPermissions(_ mode: mode_t) throws {
+    package func setPermissions(_ mode: mode_t) throws {
         if fchmod(descriptor, mode & 0o7777) != 0 {
             throw BuckiaError.posix(errno, operation: "chmod", path: path)
         }
     }
 
     /// The file's permission bits.
-    public func permissions() throws -> mode_t {
+    package func permissions() throws -> mode_t {
         var info = stat()
         if fstat(descriptor, &info) != 0 {
             throw BuckiaError.posix(errno, operation: "stat", path: path)
@@ -284,7 +284,7 @@ public final class LocalFile {
     }
 
     /// Closes the descriptor, reporting a failed close (which can mean lost writes).
-    public func close() throws {
+    package func close() throws {
         guard descriptor >= 0 else { return }
         let fd = descriptor
         descriptor = -1
@@ -295,7 +295,7 @@ public final class LocalFile {
 
     /// The modification time recorded in a `stat` result.
     /// The status-change time (`st_ctime`) of a `stat` result.
-    public static func statusChangeDate(of info: stat) -> Date {
+    package static func statusChangeDate(of info: stat) -> Date {
         #if canImport(Darwin)
         let spec = info.st_ctimespec
         #else
@@ -304,7 +304,7 @@ public final class LocalFile {
         return Date(timeIntervalSince1970: TimeInterval(spec.tv_sec) + TimeInterval(spec.tv_nsec) / 1_000_000_000)
     }
 
-    public static func modificationDate(of info: stat) -> Date {
+    package static func modificationDate(of info: stat) -> Date {
         #if canImport(Darwin)
         let spec = info.st_mtimespec
         #else
@@ -328,7 +328,7 @@ extension LocalFile {
     ///   new entry survives a power loss.
     /// - Throws: ``BuckiaError/Code/invalidPath`` when a file stands where a folder is needed,
     ///   ``BuckiaError/Code/permissionDenied`` when a parent is not writable.
-    public static func createDirectories(_ path: String, syncParent: Bool = false) throws {
+    package static func createDirectories(_ path: String, syncParent: Bool = false) throws {
         func isDirectory(_ path: String) -> Bool {
             var info = stat()
             return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR

@@ -4,15 +4,15 @@ import Foundation
 ///
 /// `@unchecked Sendable` is sound because every access to `value` goes through `withLock`,
 /// which holds the `NSLock` for the whole closure.
-public final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
     /// Creates the box with an initial value.
-    public init(_ value: Value) { self.value = value }
+    package init(_ value: Value) { self.value = value }
 
     /// Runs `body` with exclusive access to the value.
-    public func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)

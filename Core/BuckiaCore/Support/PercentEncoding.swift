@@ -3,9 +3,9 @@ import Foundation
 /// RFC 3986 percent-encoding as storage APIs want it in paths, headers and query values: every
 /// byte of the UTF-8 but the unreserved characters (`A–Z a–z 0–9 - _ . ~`) becomes `%XX`
 /// (uppercase hex) — `+` and space included, since servers disagree on what a bare `+` means.
-public enum PercentEncoding {
+package enum PercentEncoding {
     /// `text` encoded; with `keepingSlash`, `/` stays as it is (a path).
-    public static func encode(_ text: String, keepingSlash: Bool = false) -> String {
+    package static func encode(_ text: String, keepingSlash: Bool = false) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {

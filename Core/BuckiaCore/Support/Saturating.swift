@@ -29,7 +29,7 @@ extension String {
     /// (`\e`, `\r`, `\x07`): for text from outside (a server's error message, a listed
     /// name) that goes into an error or onto a terminal, where an escape sequence could
     /// rewrite the screen or the window title. Backslashes stay as they are.
-    public var escapingControlCharacters: String {
+    package var escapingControlCharacters: String {
         guard unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || (0x80..<0xA0).contains($0.value) }) else {
             return self
         }

@@ -22,14 +22,14 @@ import Darwin
 /// is created by name carrying ``creatingMark`` and locked an instant later, when the mark is
 /// dropped; a sweep leaves an unlocked temporary alone only while it is empty, marked and
 /// younger than ``sweepAge``, since it may be that instant.
-public enum Temporaries {
+package enum Temporaries {
     /// Paths of the temporary files and folders this process is writing, with whether each
     /// is a folder.
     private static let live = Locked<(paths: [String: Bool], closed: Bool)>(([:], false))
 
     /// How old an unlocked, empty temporary must be before a sweep removes it: where a file is
     /// created an instant before its writer locks it, that instant must not look abandoned.
-    public static let sweepAge: TimeInterval = 60
+    package static let sweepAge: TimeInterval = 60
 
     /// Creates the temporary `name` (relative to the folder descriptor `directory`, or a path
     /// with `AT_FDCWD`) in `folder`, locked and registered; `path` names it in errors and in
@@ -83,10 +83,10 @@ public enum Temporaries {
     #endif
 
     /// A new temporary file name.
-    public static func makeName() -> String { ".buckia-\(UUID().uuidString).tmp" }
+    package static func makeName() -> String { ".buckia-\(UUID().uuidString).tmp" }
 
     /// Whether `name` is one of Buckia's temporary file names (never an object, never copied).
-    public static func isTemporaryName<Name: Collection>(_ name: Name) -> Bool where Name.Element == UInt8 {
+    package static func isTemporaryName<Name: Collection>(_ name: Name) -> Bool where Name.Element == UInt8 {
         name.starts(with: ".buckia-".utf8) && Array(name).suffix(4).elementsEqual(".tmp".utf8) && name.count > 12
     }
 
@@ -94,7 +94,7 @@ public enum Temporaries {
     ///
     /// - Throws: ``BuckiaError/Code/cancelled`` once ``removeAllBeforeExit()`` has run: the
     ///   process is exiting, and the caller removes what it just created.
-    public static func register(_ path: String, folder: Bool = false) throws {
+    package static func register(_ path: String, folder: Bool = false) throws {
         let open = live.withLock { state in
             if !state.closed { state.paths[path] = folder }
             return !state.closed
@@ -103,24 +103,24 @@ public enum Temporaries {
     }
 
     /// Forgets a temporary that was renamed into place or removed.
-    public static func unregister(_ path: String) { _ = live.withLock { $0.paths.removeValue(forKey: path) } }
+    package static func unregister(_ path: String) { _ = live.withLock { $0.paths.removeValue(forKey: path) } }
 
     /// Removes every temporary this process is writing and refuses new ones: what an
     /// interrupted process does just before it exits, so a file a worker thread creates in the
     /// meantime cannot outlive it.
-    public static func removeAllBeforeExit() {
+    package static func removeAllBeforeExit() {
         live.withLock { $0.closed = true }
         removeAll()
     }
 
     /// Removes every temporary this process is writing: what an interrupted process does
     /// before it exits.
-    public static func removeAll() { removeAll { _ in true } }
+    package static func removeAll() { removeAll { _ in true } }
 
     /// Removes the temporaries this process is writing whose path satisfies `included`:
     /// files first, then folders, so a file renamed into a temporary folder (a relay's
     /// download) cannot appear in it while it is being removed.
-    public static func removeAll(where included: (String) -> Bool) {
+    package static func removeAll(where included: (String) -> Bool) {
         let paths = live.withLock { $0.paths }.filter { included($0.key) }
         for (path, folder) in paths where !folder { unlink(path) }
         for (path, folder) in paths where folder { try? FileManager.default.removeItem(atPath: path) }
@@ -130,7 +130,7 @@ public enum Temporaries {
     /// Removes the temporary files in `folder` whose writer is gone: no process holds their
     /// lock, and they hold bytes or are older than ``sweepAge``. Returns how many were removed.
     @discardableResult
-    public static func sweep(_ folder: DirectoryHandle, now: Date = Date()) -> Int {
+    package static func sweep(_ folder: DirectoryHandle, now: Date = Date()) -> Int {
         guard let names = try? folder.rawNames() else { return 0 }
         var removed = 0
         let cutoff = now.addingTimeInterval(-sweepAge)
@@ -192,13 +192,13 @@ extension DirectoryHandle {
     /// Creates a temporary folder (mode 0700) here, locked and registered: a private place
     /// for files another writer renames into it (a download), which the folder's lock covers
     /// until the returned handle (whose ``path`` is the folder's) is released.
-    public func createTemporaryFolder() throws -> (name: String, handle: DirectoryHandle) {
+    package func createTemporaryFolder() throws -> (name: String, handle: DirectoryHandle) {
         let name = Temporaries.makeName()
         return (name, try Temporaries.registering(child(name), folder: true) { try Temporaries.createFolder(name, in: self) })
     }
 
     /// Removes the folder `name` and everything under it, never following a link.
-    public func removeTree(_ name: String) throws { try removeTree(bytes: Array(name.utf8)) }
+    package func removeTree(_ name: String) throws { try removeTree(bytes: Array(name.utf8)) }
 
     private func removeTree(bytes name: [UInt8]) throws {
         let path = child(String(decoding: name, as: UTF8.self))
@@ -235,7 +235,7 @@ extension LocalFile {
     ///   mounts, refuses it; the file then keeps ``Temporaries/creatingMark``, which spares it
     ///   from young sweeps).
     @discardableResult
-    public func lockAsTemporary() -> Bool {
+    package func lockAsTemporary() -> Bool {
         // A new file cannot be locked by anyone else; a failure only weakens the sweep's proof.
         flock(descriptorForLocking, LOCK_EX | LOCK_NB) == 0
     }
@@ -252,7 +252,7 @@ extension LocalFile {
     /// it is unlocked (``Temporaries/creatingMark``), so a sweep never takes it while its
     /// writer lives and always takes it once the writer is killed. Keep it open until it has
     /// been renamed away.
-    public static func createLockedTemporary(_ url: URL, permissions: mode_t = 0o644) throws -> LocalFile {
+    package static func createLockedTemporary(_ url: URL, permissions: mode_t = 0o644) throws -> LocalFile {
         let file = try createExclusive(url, permissions: permissions | Temporaries.creatingMark)
         if file.lockAsTemporary() { file.clearCreatingMark() }
         return file

@@ -1,9 +1,9 @@
 import Foundation
 
 /// Temporary files that are removed when the work that needs them is done.
-public enum TemporaryFile {
+package enum TemporaryFile {
     /// A fresh, unique URL in the system's temporary directory. Nothing is created.
-    public static func makeURL(suffix: String = "") -> URL {
+    package static func makeURL(suffix: String = "") -> URL {
         FileManager.default.temporaryDirectory
             .appendingPathComponent("buckia-\(UUID().uuidString)\(suffix)", isDirectory: false)
     }
@@ -15,7 +15,7 @@ public enum TemporaryFile {
     /// whatever mode the file itself is created with. It is one of Buckia's temporaries
     /// (`.buckia-<id>.tmp`, locked while in use), so a folder a killed process left behind is
     /// removed by the next process that makes one.
-    public static func with<Result>(_ body: (URL) async throws -> Result) async throws -> Result {
+    package static func with<Result>(_ body: (URL) async throws -> Result) async throws -> Result {
         let parent = FileManager.default.temporaryDirectory
         let handle: DirectoryHandle
         do {
@@ -40,7 +40,7 @@ public enum TemporaryFile {
     private static let sweptTemporaryDirectory = Locked(false)
 
     /// Writes `data` to a temporary file (mode 0600), runs `body` with it, then removes it.
-    public static func with<Result>(data: Data, _ body: (URL) async throws -> Result) async throws -> Result {
+    package static func with<Result>(data: Data, _ body: (URL) async throws -> Result) async throws -> Result {
         try await with { url in
             try AtomicFile.write(data, to: url, permissions: 0o600)
             return try await body(url)

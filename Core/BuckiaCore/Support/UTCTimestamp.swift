@@ -3,14 +3,14 @@ import Foundation
 /// A moment as ISO 8601 basic-format text in UTC (`20261123T150405Z`): what SigV4 signs and
 /// what names sync's conflict copies. Digits are formatted by hand: `String(format:)` goes
 /// through NSString and cost more than the HMACs of a signature.
-public struct UTCTimestamp: Hashable, Sendable {
+package struct UTCTimestamp: Hashable, Sendable {
     /// `yyyyMMdd'T'HHmmss'Z'`.
-    public let basic: String
+    package let basic: String
     /// `yyyyMMdd`.
-    public let day: String
+    package let day: String
 
     /// The timestamp of `date`, whole seconds (fractions are dropped).
-    public init(_ date: Date) {
+    package init(_ date: Date) {
         var time = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&time, &parts)

@@ -21,8 +21,6 @@ final class CurlLoop: @unchecked Sendable {
         var threadID: Int32?
         /// Who waits for the thread to end.
         var waiters: [CheckedContinuation<Void, Never>] = []
-        /// Whether a ``stopAndWait()`` has joined (or is joining) the thread.
-        var joined = false
     }
 
     private let multi: UnsafeMutableRawPointer
@@ -32,6 +30,9 @@ final class CurlLoop: @unchecked Sendable {
     /// The loop thread: a pthread rather than a Foundation `Thread`, so that shutting down can
     /// join it (and it is gone from the process when ``stopAndWait()`` returns).
     private var thread = pthread_t()
+    /// Whether the thread has been joined (or never started). Held while joining, so a second
+    /// ``stopAndWait()`` returns only once the thread is gone.
+    private let joinState = Locked(false)
 
     /// Starts the loop's thread.
     ///
@@ -55,6 +56,9 @@ final class CurlLoop: @unchecked Sendable {
         }, context)
         guard status == 0 else {
             Unmanaged<CurlLoop>.fromOpaque(context).release()
+            // No thread to join or detach when deinit runs.
+            joinState.withLock { $0 = true }
+            inbox.withLock { $0.stopped = true }
             curl_multi_cleanup(multi)
             throw BuckiaError(
                 .io, "The HTTP transport's thread could not be started (\(String(cString: strerror(status)))).", operation: "http")
@@ -64,7 +68,7 @@ final class CurlLoop: @unchecked Sendable {
     deinit {
         // Whoever did not join the thread lets it go: this runs on the loop thread itself when
         // its run ends holding the last reference.
-        if !inbox.withLock({ $0.joined }) { pthread_detach(thread) }
+        if !joinState.withLock({ $0 }) { pthread_detach(thread) }
     }
 
     /// libcurl's global setup, once per process, before any handle exists.
@@ -123,11 +127,11 @@ final class CurlLoop: @unchecked Sendable {
             if done { continuation.resume() }
         }
         // The thread resumed us as its last act; joining waits out only its return.
-        let join = inbox.withLock { box -> Bool in
-            defer { box.joined = true }
-            return !box.joined
+        joinState.withLock { joined in
+            guard !joined else { return }
+            pthread_join(thread, nil)
+            joined = true
         }
-        if join { pthread_join(thread, nil) }
     }
 
     /// The kernel's id of the loop thread (an entry of `/proc/self/task`), once it has started.
@@ -162,9 +166,19 @@ final class CurlLoop: @unchecked Sendable {
                 transfer.finish(code: CURLE_ABORTED_BY_CALLBACK)
             }
             for transfer in resumed where running[transfer.easy] != nil {
+                transfer.restartStallClock()
                 _ = buckia_curl_resume(transfer.easy)
             }
-            if stopping && running.isEmpty { break }
+            if stopping {
+                // A streamed body goes at its reader's pace, and a reader that has stopped
+                // reading would hold the shutdown forever: it ends as cancelled instead.
+                for (easy, transfer) in running where transfer.isStreamingBody {
+                    running.removeValue(forKey: easy)
+                    curl_multi_remove_handle(multi, easy)
+                    transfer.finish(code: CURLE_ABORTED_BY_CALLBACK)
+                }
+                if running.isEmpty { break }
+            }
             var active: Int32 = 0
             curl_multi_perform(multi, &active)
             var queued: Int32 = 0

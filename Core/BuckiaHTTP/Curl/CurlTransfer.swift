@@ -53,16 +53,10 @@ final class CurlTransfer: @unchecked Sendable {
     /// Prepares the easy handle for `request`.
     init(
         _ request: HTTPRequest, destination: URL?, errorBodyLimit: Int, settings: CurlTransport.Settings, freshConnection: Bool = false,
-        streaming: Bool = false
+        streaming: Bool = false, live: Locked<Int>? = nil
     ) throws {
-        guard let easy = curl_easy_init() else {
-            throw BuckiaError(.io, "libcurl could not create a handle (out of memory?).", operation: "http")
-        }
-        self.easy = easy
-        self.request = request
-        self.destination = destination
-        self.errorBodyLimit = max(0, errorBodyLimit)
-        self.streaming = streaming && request.method != .head
+        // The body first: a file that cannot be opened fails before a handle exists to leak.
+        let source: Source
         switch request.body {
         case .none: source = .none
         case .data(let data): source = .data(data)
@@ -77,16 +71,37 @@ final class CurlTransfer: @unchecked Sendable {
             }
             source = .file(reader, start: range.lowerBound, size: Int64(range.count))
         }
+        guard let easy = curl_easy_init() else {
+            throw BuckiaError(.io, "libcurl could not create a handle (out of memory?).", operation: "http")
+        }
+        self.easy = easy
+        self.source = source
+        self.request = request
+        self.destination = destination
+        self.errorBodyLimit = max(0, errorBodyLimit)
+        self.streaming = streaming && request.method != .head
+        self.live = live
+        live?.withLock { $0 += 1 }
         configure(settings)
         if freshConnection { _ = buckia_curl_set_long(easy, CURLOPT_FRESH_CONNECT, 1) }
     }
+
+    /// Whether the body is being handed to a reader as it arrives.
+    var isStreamingBody: Bool { body != nil }
+
+    /// Restarts the stall clock: a transfer resumed after a pause has not stalled (loop thread).
+    func restartStallClock() { lastMoved = nil }
 
     /// Whether the transfer failed on a kept-alive connection before any response arrived:
     /// the server had closed it meanwhile, and the same request on a new connection is not a
     /// retry of anything the server saw. (Set on completion.)
     private(set) var failedOnReusedConnection = false
 
+    /// The count of the transport's allocated transfers, which this one is in until it is freed.
+    private let live: Locked<Int>?
+
     deinit {
+        live?.withLock { $0 -= 1 }
         curl_easy_cleanup(easy)
         if let headerList { curl_slist_free_all(headerList) }
     }
@@ -224,6 +239,8 @@ final class CurlTransfer: @unchecked Sendable {
         }
         let success = (200...299).contains(status)
         if streaming, success {
+            // Nothing to hand on: an empty chunk would read as the end.
+            guard bytes.count > 0 else { return 0 }
             guard deliverHead().offer(bytes) else { return buckia_curl_write_pause() }
             check?.digests?.update(bytes)
             return bytes.count
@@ -255,7 +272,11 @@ final class CurlTransfer: @unchecked Sendable {
     private func deliverHead() -> CurlBodyBuffer {
         if let body { return body }
         let loop = self.loop
-        let buffer = CurlBodyBuffer(resume: { [self] in loop?.resume(self) }, abandon: { [self] in loop?.cancel(self) })
+        // Weak: the loop's `running` holds the transfer while it runs; the buffer must not keep
+        // it (and its easy handle) alive after that.
+        let buffer = CurlBodyBuffer(
+            resume: { [weak self] in if let self { loop?.resume(self) } },
+            abandon: { [weak self] in if let self { loop?.cancel(self) } })
         body = buffer
         let stream = ByteStream(next: { try await buffer.next() }, onCancel: { buffer.abandon() })
         if let continuation {

@@ -28,6 +28,8 @@ public final class CurlTransport: HTTPTransport, ShutdownableResource {
 
     private let loop: CurlLoop
     private let settings: Settings
+    /// How many of this transport's transfers exist (a leak shows as a count that stays up).
+    private let live = Locked(0)
 
     /// Creates a transport with its own thread and connection pool.
     ///
@@ -50,11 +52,16 @@ public final class CurlTransport: HTTPTransport, ShutdownableResource {
 
     deinit { loop.stop() }
 
-    /// Lets the transfers in flight finish, then ends the thread and closes every connection;
-    /// a request made afterwards fails at once (`cancelled`).
+    /// Lets the transfers in flight finish (a body being streamed to a reader ends as
+    /// `cancelled`: it goes at the reader's pace), then ends the thread and closes every
+    /// connection; a request made afterwards fails at once (`cancelled`).
     /// The kernel's id of the transport's thread, once it has started: how tests find it in
     /// `/proc/self/task`.
     package var threadID: Int32? { loop.threadID }
+
+    /// How many of this transport's transfers are still allocated: 0 once every response
+    /// (streamed ones included) has been read or dropped and the loop has let them go.
+    package var liveTransfers: Int { live.withLock { $0 } }
 
     public func shutdown() async {
         await loop.stopAndWait()
@@ -71,7 +78,8 @@ public final class CurlTransport: HTTPTransport, ShutdownableResource {
     }
 
     private func run(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int, streaming: Bool) async throws -> HTTPTransportResult {
-        let transfer = try CurlTransfer(request, destination: destination, errorBodyLimit: errorBodyLimit, settings: settings, streaming: streaming)
+        let transfer = try CurlTransfer(
+            request, destination: destination, errorBodyLimit: errorBodyLimit, settings: settings, streaming: streaming, live: live)
         do {
             return try await transfer.run(on: loop)
         } catch is HTTPTransportError where transfer.failedOnReusedConnection && request.method != .post {
@@ -79,7 +87,7 @@ public final class CurlTransport: HTTPTransport, ShutdownableResource {
             // as browsers do for requests that are safe to repeat. Not a retry of the policy's.
             let fresh = try CurlTransfer(
                 request, destination: destination, errorBodyLimit: errorBodyLimit, settings: settings, freshConnection: true,
-                streaming: streaming)
+                streaming: streaming, live: live)
             return try await fresh.run(on: loop)
         }
     }

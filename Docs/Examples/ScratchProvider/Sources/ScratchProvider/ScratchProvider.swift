@@ -68,10 +68,10 @@ public struct ScratchProvider: StorageProviderPlugin {
         var options = options
         var data = Data()
         do {
-            let source = try LocalFile.openForReading(localURL)
-            defer { try? source.close() }
-            if options.modificationDate == nil { options.modificationDate = try source.status().modificationDate }
-            try source.forEachChunk { data.append(contentsOf: $0) }
+            if options.modificationDate == nil {
+                options.modificationDate = try FileManager.default.attributesOfItem(atPath: localURL.path)[.modificationDate] as? Date
+            }
+            for try await chunk in try ByteStream.file(localURL) { data.append(chunk) }
         } catch {
             throw BuckiaError.wrapping(error, operation: "upload", path: localURL.path)
         }
@@ -95,7 +95,7 @@ public struct ScratchProvider: StorageProviderPlugin {
         let object = try object(at: remotePath, operation: "download")
         do {
             let written = AtomicFile.Options(modificationDate: object.file.modificationDate)
-            try AtomicFile.write(to: localURL, options: written) { try $0.write(object.bytes(in: options.range)) }
+            try AtomicFile.write(object.bytes(in: options.range), to: localURL, options: written)
         } catch {
             throw BuckiaError.wrapping(error, operation: "download", path: localURL.path)
         }

@@ -1,6 +1,22 @@
 import BuckiaCore
 import Foundation
 
+/// A value behind a lock: the provider's own, since Buckia's lock is not part of its API.
+/// (`Synchronization.Mutex` does the same where the deployment target allows it.)
+final class Guarded<Value>: @unchecked Sendable {
+    // Sound because every access to `value` holds `lock`.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
+
 /// One named store of objects, shared by every ``ScratchProvider`` in the process that is
 /// configured with its name.
 ///
@@ -24,7 +40,7 @@ final class ScratchSpace: Sendable {
 
     /// Every space this process has opened, by name. Spaces are never dropped: a provider
     /// opened later with the same name must find what an earlier one wrote.
-    private static let spaces = Locked<[String: ScratchSpace]>([:])
+    private static let spaces = Guarded<[String: ScratchSpace]>([:])
 
     /// The space called `name`, created empty the first time it is asked for.
     static func named(_ name: String) -> ScratchSpace {
@@ -37,7 +53,7 @@ final class ScratchSpace: Sendable {
     }
 
     let name: String
-    private let objects = Locked<[ObjectKey: Object]>([:])
+    private let objects = Guarded<[ObjectKey: Object]>([:])
 
     private init(name: String) { self.name = name }
 

@@ -8,7 +8,7 @@ extension SharedResources {
     /// pass). The test process reads the variable; the library never does.
     public static let tests: SharedResources = {
         let resources = SharedResources()
-        if ProcessInfo.processInfo.environment["BUCKIA_HTTP_TRANSPORT"]?.lowercased() == "urlsession" {
+        if HTTPClient.TransportKind.privateForTests == .urlSession {
             // A fresh value: nothing was made yet, so the only way this fails is a programming error.
             do {
                 try resources.provide(

@@ -216,11 +216,7 @@ extension ObjectReadStream {
             // The file itself, read through one descriptor: a rename over it meanwhile does not
             // change what this read sees.
             let (url, file) = try provider.fileForReading(key)
-            if let ifMatch = options.ifMatch, file.etag != ifMatch {
-                throw BuckiaError.conditionNotMatch(key, operation: "read", "its entity tag is \(file.etag ?? "unknown"), not \(ifMatch)")
-            }
-            let bounds = options.range.map { Swift.min(file.size, Swift.max(0, $0.lowerBound))..<Swift.min(file.size, Swift.max(0, $0.upperBound)) } ?? 0..<file.size
-            let range = bounds.isEmpty ? file.size..<file.size : bounds
+            let range = try described(file, options: options, key: key)
             return try ObjectReadStream(file: file, bytes: .file(url, range: range), expectedCount: Int64(range.count), verifyChecksums: false, key: key)
         }
         guard capabilities.supports(.readWithRange) else {
@@ -237,11 +233,7 @@ extension ObjectReadStream {
         }
         guard let file = try await provider.stat(remotePath: key) else { throw BuckiaError.notFound(key, operation: "read") }
         try capabilities.checkSize(of: file, operation: "read")
-        if let ifMatch = options.ifMatch, file.etag != ifMatch {
-            throw BuckiaError.conditionNotMatch(key, operation: "read", "its entity tag is \(file.etag ?? "unknown"), not \(ifMatch)")
-        }
-        let wanted = options.range.map { Swift.min(file.size, Swift.max(0, $0.lowerBound))..<Swift.min(file.size, Swift.max(0, $0.upperBound)) } ?? 0..<file.size
-        let bounds = wanted.isEmpty ? file.size..<file.size : wanted
+        let bounds = try described(file, options: options, key: key)
         let version = capabilities.supports(.conditionalRead) ? (options.ifMatch ?? file.etag) : nil
         let offset = Locked(bounds.lowerBound)
         let bytes = ByteStream {
@@ -281,5 +273,16 @@ extension ObjectReadStream {
         }
         let whole = bounds == 0..<file.size
         return try ObjectReadStream(file: file, bytes: bytes, expectedCount: Int64(bounds.count), verifyChecksums: whole, key: key)
+    }
+
+    /// The bytes of `file` that `options` asks for, clamped to it (an empty range as the
+    /// empty range at the end), once its entity tag is the one `options.ifMatch` names.
+    private static func described(_ file: RemoteFile, options: ReadOptions, key: ObjectKey) throws -> Range<Int64> {
+        if let ifMatch = options.ifMatch, file.etag != ifMatch {
+            throw BuckiaError.conditionNotMatch(key, operation: "read", "its entity tag is \(file.etag ?? "unknown"), not \(ifMatch)")
+        }
+        guard let range = options.range else { return 0..<file.size }
+        let clamped = Swift.min(file.size, Swift.max(0, range.lowerBound))..<Swift.min(file.size, Swift.max(0, range.upperBound))
+        return clamped.isEmpty ? file.size..<file.size : clamped
     }
 }

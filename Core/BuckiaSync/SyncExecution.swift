@@ -233,7 +233,16 @@ final class SyncExecution: Sendable {
             }
             return (file, exact ? source : unverified)
         }
-        // Two providers elsewhere: through a private temporary file.
+        // Two providers elsewhere: streamed from one to the other where the destination
+        // sends a stream as it reads it. The stream checks the bytes against the source's size
+        // and checksums before it ends, and the destination stores nothing from a stream that
+        // ends in an error, so damaged bytes are never committed.
+        if to.provider.capabilities.supports(.streamingUploads) {
+            let stream = try await from.provider.openRead(remotePath: sourceKey, options: read)
+            let options = UploadOptions(contentType: stream.file.contentType, modificationDate: stream.file.effectiveModificationDate, condition: condition)
+            return (try await to.provider.upload(from: stream.bytes, remotePath: targetKey, options: options), exact ? source : unverified)
+        }
+        // Otherwise through a private temporary file.
         return try await TemporaryFile.with { url in
             let downloaded = try await from.provider.downloadFile(remotePath: sourceKey, localURL: url, options: read)
             let options = UploadOptions(

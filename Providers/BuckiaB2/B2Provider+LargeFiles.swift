@@ -54,7 +54,7 @@ extension B2Provider {
                 let range = start..<min(size, start + partSize)
                 let sha1 = parts[number - 1]
                 if let part = present[number], part.contentSha1.lowercased() == sha1, part.contentLength == Int64(range.count) { return }
-                try await self.uploadPart(number, of: key, fileId: fileId, localURL: localURL, range: range, sha1: sha1)
+                try await self.uploadPart(number, of: key, fileId: fileId, body: .fileRange(localURL, range), sha1: sha1)
             }
             let finished: RemoteFile
             do {
@@ -157,11 +157,12 @@ extension B2Provider {
         return parts
     }
 
-    /// b2_upload_part of `range`, read in place by the transport, on a part URL of its own.
-    private func uploadPart(_ number: Int, of key: ObjectKey, fileId: String, localURL: URL, range: Range<Int64>, sha1: String) async throws {
+    /// b2_upload_part of `body` (a range of a file, read in place by the transport, or bytes
+    /// in memory), on a part URL of its own.
+    func uploadPart(_ number: Int, of key: ObjectKey, fileId: String, body: HTTPRequest.Body, sha1: String) async throws {
         do {
             _ = try await upload(scope: fileId, fetch: { try await self.newPartURL(fileId: fileId, key: key) }) { target in
-                var request = HTTPRequest(.post, target.url, body: .fileRange(localURL, range))
+                var request = HTTPRequest(.post, target.url, body: body)
                 request.headers.set("Authorization", secret: target.token)
                 request.headers.set("X-Bz-Part-Number", String(number))
                 request.headers.set("X-Bz-Content-Sha1", sha1)

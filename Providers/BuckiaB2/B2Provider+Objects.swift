@@ -30,11 +30,15 @@ extension B2Provider {
         var options = options
         options.modificationDate = options.modificationDate ?? now()
         if Int64(data.count) >= settings.largeFileThreshold {
-            let prepared = options
-            return try await TemporaryFile.with(data: data) { url in
-                try await uploadFile(localURL: url, remotePath: remotePath, options: prepared)
-            }
+            // In parts straight from memory, as a stream of it would go, with the whole SHA-1
+            // (known here, unlike a stream's) stored for readers to check.
+            return try await upload(from: .of(data), remotePath: remotePath, options: options, wholeSHA1: try Hashing.digest(data, .sha1).hex)
         }
+        return try await uploadSmallData(data, key: remotePath, options: options)
+    }
+
+    /// b2_upload_file of bytes in memory, with their SHA-1; known checksums verified first.
+    func uploadSmallData(_ data: Data, key remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
         var actual: [ChecksumAlgorithm: String] = [:]
         for algorithm in try Self.hashAlgorithms(Set(options.knownChecksums.keys).union([.sha1])) {
             actual[ChecksumAlgorithm(rawValue: algorithm.rawValue)] = try Hashing.digest(data, algorithm).hex

@@ -39,14 +39,15 @@ public struct B2Provider: StorageProviderPlugin {
         var features: Set<Capability> = [
             .readWithRange, .listStartAfter, .pagedListing, .streamingTransfers, .multipartUpload, .serverSideCopy,
             .preservesModificationTime, .persistent, .userMetadata, .setModificationTime, .resumableListing, .accessToken,
-            .verifiesKnownChecksums,
+            .verifiesKnownChecksums, .streamingUploads,
         ]
         features.formUnion([.authorizedURL, .unfinishedUploads])
         if settings.isPublic { features.insert(.publicURL) }
         return ProviderCapabilities(
             features: features, checksums: [.sha1: .listing],
             listedFields: [.modificationDate, .serverModified, .etag, .contentType, .metadata],
-            modificationTimePrecision: .milliseconds(1), maxListPageSize: 1000)
+            // The account's minimum part size raises this where it is larger (real B2: 5 MB).
+            modificationTimePrecision: .milliseconds(1), maxListPageSize: 1000, uploadPartSize: settings.partSize)
     }
 
     public static var knownOptions: Set<String>? { B2Settings.knownOptions }

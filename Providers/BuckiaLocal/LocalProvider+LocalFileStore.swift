@@ -60,11 +60,40 @@ extension LocalProvider: LocalFileStore {
     public func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
         let root = try openRoot(create: true)
         // Shared with every other writer; excludes only `removeWorkingFiles()`.
-        return try await root.withSharedLock { try await receiveFile(at: key, root: root, condition: condition, fill) }
+        return try await root.withSharedLock { try await receiveFile(at: key, root: root, condition: condition, operation: "download", fill) }
+    }
+
+    /// Writes the stream into a private folder under `<root>/.buckia/tmp` as it arrives,
+    /// checking known checksums on the way, then renames the file into place as
+    /// ``receiveFile(at:condition:_:)`` does: nothing is held in memory beyond a chunk, and
+    /// nothing changes at `remotePath` unless the stream ends normally.
+    @discardableResult
+    public func upload(from stream: ByteStream, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        try options.validate()
+        let digests = try DigestSet(options.verifyingAlgorithms())
+        let progress = TransferProgress.observer
+        let root = try openRoot(create: true)
+        return try await root.withSharedLock {
+            try await receiveFile(at: remotePath, root: root, condition: options.condition, operation: "upload") { url in
+                let output = try LocalFile.createExclusive(url)
+                for try await chunk in stream {
+                    try output.write(chunk)
+                    digests.update(chunk)
+                    progress?.report(Int64(chunk.count))
+                }
+                if let mismatch = DigestSet.firstMismatch(digests.finalize(), expected: options.knownChecksums) {
+                    throw BuckiaError.checksumMismatch(
+                        remotePath, algorithm: mismatch.algorithm, expected: mismatch.expected, actual: mismatch.actual, operation: "upload")
+                }
+                if let modified = options.modificationDate { try output.setModificationDate(modified) }
+                if durable { try output.sync() }
+                try output.close()
+            }
+        }
     }
 
     private func receiveFile(
-        at key: ObjectKey, root: DirectoryHandle, condition: WriteCondition?, _ fill: (URL) async throws -> Void
+        at key: ObjectKey, root: DirectoryHandle, condition: WriteCondition?, operation: String, _ fill: (URL) async throws -> Void
     ) async throws -> RemoteFile {
         let temporary = try temporaryFolder(root)
         let (stagingName, staging) = try temporary.createTemporaryFolder()
@@ -75,12 +104,12 @@ extension LocalProvider: LocalFileStore {
         }
         try await fill(URL(fileURLWithPath: stagingPath, isDirectory: true).appendingPathComponent("file", isDirectory: false))
         guard try staging.entry("file").kind == .file else {
-            throw BuckiaError(.io, "The transfer finished without writing the file.", operation: "download", path: key.rawValue)
+            throw BuckiaError(.io, "The transfer finished without writing the file.", operation: operation, path: key.rawValue)
         }
         // Held open, so the version placed is the one described afterwards.
         let placed = try staging.openFile("file")
         defer { try? placed.close() }
-        var location = try locate(key, create: true, operation: "download")
+        var location = try locate(key, create: true, operation: operation)
         do {
             try root.folder(LocalProvider.reservedName, create: true).withExclusiveLock(on: "lock") {
                 var attempts = 0
@@ -91,14 +120,14 @@ extension LocalProvider: LocalFileStore {
                     } catch let error as BuckiaError where (error.cause as? POSIXErrorNumber)?.rawValue == ENOENT && attempts < 4 {
                         // A concurrent delete pruned a folder on the way: walk (and create) again.
                         attempts += 1
-                        location = try locate(key, create: true, operation: "download")
+                        location = try locate(key, create: true, operation: operation)
                     }
                 }
             }
         } catch let error as BuckiaError where error.code == .conditionNotMatch {
             throw error
         } catch {
-            throw mapWriteError(error, key: key, operation: "download")
+            throw mapWriteError(error, key: key, operation: operation)
         }
         if durable { try location.parent.sync() }
         return remoteFile(key, try placed.statRecord())

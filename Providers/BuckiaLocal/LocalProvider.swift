@@ -41,6 +41,7 @@ public struct LocalProvider: StorageProviderPlugin {
             .readWithRange, .listStartAfter, .pagedListing, .publicURL, .streamingTransfers,
             .preservesModificationTime, .persistent, .serverSideCopy, .conditionalWrite, .conditionalRead,
             .verifiesKnownChecksums, .setModificationTime, .move, .resumableListing, .localFiles,
+            .streamingUploads,
         ],
         checksums: [.md5: .read, .sha1: .read, .sha256: .read],
         listedFields: [.modificationDate, .etag],

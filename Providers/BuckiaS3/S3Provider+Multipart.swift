@@ -200,7 +200,7 @@ extension S3Provider {
         etags.withLock { $0[number] = "\"\(etag)\"" }
     }
 
-    func createMultipartUpload(_ key: ObjectKey, md5: Digest, options: UploadOptions) async throws -> String {
+    func createMultipartUpload(_ key: ObjectKey, md5: Digest?, options: UploadOptions) async throws -> String {
         let response = try await send(
             .post, key: key, query: [("uploads", "")], headers: objectHeaders(md5: md5, options: options), operation: "start upload")
         guard let id = try XMLNode.parse(response.data, what: "start upload").value("UploadId"), !id.isEmpty else {
@@ -232,7 +232,7 @@ extension S3Provider {
         return headers
     }
 
-    private func completeMultipartUpload(_ key: ObjectKey, uploadId: String, parts: [(key: Int, value: String)], condition: WriteCondition?) async throws -> String? {
+    func completeMultipartUpload(_ key: ObjectKey, uploadId: String, parts: [(key: Int, value: String)], condition: WriteCondition?) async throws -> String? {
         let body = "<CompleteMultipartUpload>"
             + parts.map { "<Part><PartNumber>\($0.key)</PartNumber><ETag>\($0.value.xmlEscaped)</ETag></Part>" }.joined()
             + "</CompleteMultipartUpload>"

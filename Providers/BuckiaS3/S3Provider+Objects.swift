@@ -54,7 +54,7 @@ extension S3Provider {
     }
 
     /// Refuses options S3 cannot store as given.
-    private func check(_ options: UploadOptions) throws {
+    func check(_ options: UploadOptions) throws {
         try options.validate()
         for (name, value) in options.metadata {
             guard !S3Provider.reservedMetadata.contains(name) else {

@@ -32,6 +32,7 @@ public struct S3Provider: StorageProviderPlugin {
         var features: Set<Capability> = [
             .readWithRange, .listStartAfter, .pagedListing, .presign, .streamingTransfers, .multipartUpload, .serverSideCopy,
             .preservesModificationTime, .persistent, .userMetadata, .setModificationTime, .resumableListing, .unfinishedUploads,
+            .streamingUploads,
         ]
         if settings.profile.conditionalWrites { features.insert(.conditionalWrite) }
         if settings.profile.conditionalReads { features.insert(.conditionalRead) }
@@ -44,7 +45,7 @@ public struct S3Provider: StorageProviderPlugin {
             // The default maximum object size (2^53): AWS and S3-compatible stores have raised
             // their limits before (MinIO allows 50 TiB), and the bound is there against sizes no
             // object can have, not against a store's current policy.
-            modificationTimePrecision: .microseconds(1), maxListPageSize: 1000)
+            modificationTimePrecision: .microseconds(1), maxListPageSize: 1000, uploadPartSize: settings.partSize)
     }
 
     public static var knownOptions: Set<String>? { S3Settings.knownOptions }

@@ -3,7 +3,7 @@ import Testing
 
 @Suite("buckia command line")
 struct CLITests {
-    @Test("Every command answers --help with its usage", arguments: ["providers", "ls", "cp", "cat", "rm", "url", "token", "kv", "conformance"])
+    @Test("Every command answers --help with its usage", arguments: ["providers", "ls", "cp", "cat", "rcat", "rm", "url", "token", "kv", "conformance"])
     func help(_ command: String) throws {
         let result = try CLIHarness().run(command, "--help")
         #expect(result.status == 0)
@@ -17,6 +17,30 @@ struct CLITests {
         #expect(process.status == 2)
         #expect(process.stdout.isEmpty)
         #expect(!process.stderr.isEmpty)
+    }
+
+    @Test("rcat stores standard input (none, a line, 20 MiB) byte for byte; a bad key stores nothing; cp and rcat into a local remote leave no .buckia behind")
+    func rcat() throws {
+        let harness = try CLIHarness()
+        let root = harness.home.appendingPathComponent("lake")
+        let lake = ["BUCKIA_REMOTE_LAKE_PROVIDER": "local", "BUCKIA_REMOTE_LAKE_ROOT": root.path]
+        let large = Data((0..<(20 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 1) })
+        for (name, data) in [("empty", Data()), ("line.txt", Data("a line\n".utf8)), ("large.bin", large)] {
+            let input = harness.home.appendingPathComponent("input-\(name)")
+            try data.write(to: input)
+            let stored = try harness.runProgram(
+                "/bin/sh", ["-c", "exec \"$0\" rcat \"$1\" < \"$2\"", CLIHarness.executable.path, "lake:in/\(name)", input.path], extraEnvironment: lake)
+            #expect(stored.status == 0, "\(stored.stderr)")
+            #expect(stored.stderr.contains("stored \(data.count) bytes at lake:in/\(name)"), "\(stored.stderr)")
+            #expect(try Data(contentsOf: root.appendingPathComponent("in/\(name)")) == data, "\(name)")
+        }
+        let refused = try harness.runProgram(
+            "/bin/sh", ["-c", "echo x | exec \"$0\" rcat lake:../escape", CLIHarness.executable.path], extraEnvironment: lake)
+        #expect(refused.status == 2, "\(refused.stderr)")
+        let source = try harness.write("copied", to: "copied.txt")
+        #expect(try harness.run("cp", source.path, "lake:docs/", extraEnvironment: lake).status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root.path).sorted() == ["docs", "in"], "nothing of Buckia's stays")
+        #expect(!FileManager.default.fileExists(atPath: harness.home.appendingPathComponent("escape").path))
     }
 
     @Test("cp, ls, cat and rm work against default: with no configuration")

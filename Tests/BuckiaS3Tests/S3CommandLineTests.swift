@@ -99,6 +99,30 @@ struct RGWCommandLineConformanceTests {
     }
 }
 
+/// A file of `mebibytes` 1 MiB pieces, each stamped with its number so no two are alike: its SHA-256.
+func stampedFile(_ url: URL, mebibytes: Int, multiplier: UInt8) throws -> Digest {
+    _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+    let handle = try FileHandle(forWritingTo: url)
+    let sha256 = try DigestHasher(.sha256)
+    var piece = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0) &* multiplier &+ 17 })
+    for block in 0..<mebibytes {
+        withUnsafeBytes(of: UInt64(block).bigEndian) { piece.replaceSubrange(0..<8, with: $0) }
+        sha256.update(piece)
+        try handle.write(contentsOf: piece)
+    }
+    try handle.close()
+    return sha256.finalize()
+}
+
+/// The environment of a `buckia` run whose remote `lake` is `bucket` on `server`.
+func lakeEnvironment(home: URL, bucket: String, server: S3TestServer) -> [String: String] {
+    [
+        "HOME": home.path, "PATH": "/usr/bin:/bin", "BUCKIA_REMOTE_LAKE_PROVIDER": "s3", "BUCKIA_REMOTE_LAKE_BUCKET": bucket,
+        "AWS_ACCESS_KEY_ID": server.accessKeyId, "AWS_SECRET_ACCESS_KEY": server.secretAccessKey.exposedValue, "AWS_REGION": server.region,
+        "AWS_ENDPOINT_URL": server.endpoint.absoluteString,
+    ].merging(ProcessInfo.processInfo.environment.filter { $0.key == "BUCKIA_HTTP_TRANSPORT" }) { $1 }
+}
+
 /// `buckia cat` streams an S3 object in one GET (issue 23: it used to send a ranged GET per MiB).
 @Suite("buckia cat on S3")
 struct S3CatTests {
@@ -108,31 +132,15 @@ struct S3CatTests {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-cat-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: home) }
-        // 1 GiB in 1 MiB pieces, each stamped with its number so no two are alike.
         let source = home.appendingPathComponent("big.bin")
-        let size = 1 << 30
-        _ = FileManager.default.createFile(atPath: source.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: source)
-        let sha256 = try DigestHasher(.sha256)
-        var piece = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 17) })
-        for block in 0..<(size >> 20) {
-            withUnsafeBytes(of: UInt64(block).bigEndian) { piece.replaceSubrange(0..<8, with: $0) }
-            sha256.update(piece)
-            try handle.write(contentsOf: piece)
-        }
-        try handle.close()
-        let expected = sha256.finalize()
+        let expected = try stampedFile(source, mebibytes: 1024, multiplier: 131)
         _ = try await provider.uploadFile(localURL: source, remotePath: try ObjectKey("big.bin"), options: UploadOptions())
         try FileManager.default.removeItem(at: source)
 
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
         let output = home.appendingPathComponent("out.bin")
         let errors = home.appendingPathComponent("err.txt")
-        let environment = [
-            "HOME": home.path, "PATH": "/usr/bin:/bin", "BUCKIA_REMOTE_LAKE_PROVIDER": "s3", "BUCKIA_REMOTE_LAKE_BUCKET": bucket,
-            "AWS_ACCESS_KEY_ID": server.accessKeyId, "AWS_SECRET_ACCESS_KEY": server.secretAccessKey.exposedValue, "AWS_REGION": server.region,
-            "AWS_ENDPOINT_URL": server.endpoint.absoluteString,
-        ].merging(ProcessInfo.processInfo.environment.filter { $0.key == "BUCKIA_HTTP_TRANSPORT" }) { $1 }
+        let environment = lakeEnvironment(home: home, bucket: bucket, server: server)
         // `exec`, so the measured process is buckia itself, with its output in a file.
         let run = try MeasuredProcess(
             URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$0\" cat --verbose lake:big.bin > \"$1\" 2> \"$2\"", executable.path, output.path, errors.path],
@@ -146,5 +154,48 @@ struct S3CatTests {
         #expect(try Hashing.digests(ofFile: output, [.sha256])[.sha256] == expected, "the bytes cat wrote")
         print("S3 cat of 1 GiB: \(attempts.count) request(s); peak RSS \(ending.peakResidentBytes >> 20) MiB")
         #expect(ending.peakResidentBytes < 64 << 20, "peak RSS \(ending.peakResidentBytes >> 20) MiB")
+    }
+}
+
+/// `buckia rcat` sends standard input to S3 as it reads it (issue 23: uploads from a stream
+/// without spooling).
+@Suite("buckia rcat on S3")
+struct S3RcatTests {
+    /// Parts are 5 MiB, 4 in flight: about 30 MiB of parts live at once (StreamPartsTests
+    /// bounds them exactly); glibc's allocator keeps some freed part buffers mapped, which is
+    /// most of the rest (70 MiB peak with MALLOC_MMAP_THRESHOLD_=1048576, 84 MiB without).
+    @Test("rcat of 256 MiB is one multipart upload of 5 MiB parts, byte for byte, with peak RSS under 96 MiB")
+    func stream() async throws {
+        let (provider, server, bucket) = try await makeS3Provider()
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-rcat-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let source = home.appendingPathComponent("input.bin")
+        let size = 256 << 20
+        let expected = try stampedFile(source, mebibytes: size >> 20, multiplier: 197)
+
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
+        let errors = home.appendingPathComponent("err.txt")
+        let environment = lakeEnvironment(home: home, bucket: bucket, server: server)
+        // `exec` with standard input from the file: the measured process is buckia itself,
+        // reading a stream it cannot seek or size.
+        let run = try MeasuredProcess(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$0\" rcat --verbose lake:streamed.bin < \"$1\" 2> \"$2\"", executable.path, source.path, errors.path],
+            environment: environment, output: home.appendingPathComponent("wrapper.log"))
+        let ending = try await run.ending(upTo: .seconds(600))
+        let log = try String(contentsOf: errors, encoding: .utf8)
+        #expect(ending.status == 0, "\(log.suffix(2000))")
+        let attempts = log.split(separator: "\n").filter { $0.contains(" attempt ") }
+        let parts = attempts.filter { $0.contains("http PUT ") && $0.contains("partNumber=") }
+        #expect(parts.count == size / (5 << 20) + 1, "part uploads: \(parts.count)")
+        #expect(attempts.count == parts.count + 2, "requests besides the parts: \(attempts.filter { !$0.contains("partNumber=") })")
+        #expect(log.contains("stored \(size) bytes at lake:streamed.bin"))
+
+        let read = try await provider.openRead(remotePath: try ObjectKey("streamed.bin"), options: ReadOptions())
+        let stored = try DigestHasher(.sha256)
+        for try await chunk in read.bytes { stored.update(chunk) }
+        #expect(stored.finalize() == expected, "the bytes stored")
+        print("S3 rcat of 256 MiB: \(attempts.count) request(s); peak RSS \(ending.peakResidentBytes >> 20) MiB")
+        #expect(ending.peakResidentBytes < 96 << 20, "peak RSS \(ending.peakResidentBytes >> 20) MiB")
     }
 }

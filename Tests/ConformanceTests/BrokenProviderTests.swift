@@ -41,8 +41,14 @@ struct MutantCase: Sendable, CustomTestStringConvertible {
         over(memory: .storesAllButLastByte, "stores all but the last byte", [
             "round trip: one byte", "round trip: every byte value", "round trip: multi-MiB file", "overwrite replaces content",
             "stat of a present object", "transfers: 32 concurrent uploads", "transfers: ranged read", "server-side copy", "times: set without rewriting",
-            "stream: reads whole objects and ranges",
+            "stream: reads whole objects and ranges", "stream: uploads what a stream hands out",
         ]),
+        over(memory: .commitsFailedStreams, "stores what a failed stream handed out", ["stream: uploads what a stream hands out"]),
+        MutantCase(what: "holds the whole stream before its upload starts", scenarios: ["stream: an upload is under way before the stream ends"]) { _ in
+            .instance(StagedUploadProvider(base: try memory(), holdsWholeStream: false))
+        } broken: { _ in
+            .instance(StagedUploadProvider(base: try memory(), holdsWholeStream: true))
+        },
         over(memory: .losesEmptyObjects, "loses empty objects", ["round trip: empty object"]),
         over(memory: .readsMissingAsEmpty, "reads a missing object as empty", [
             "read of a missing object", "list: a folder is not an object", "stream: reads whole objects and ranges",

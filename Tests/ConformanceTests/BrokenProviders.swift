@@ -16,7 +16,7 @@ enum Breakage: String, CaseIterable, Sendable {
     case ignoresRange, wrongChecksums, publicURLWithoutCapability, tokenLivesTooLong, tokensWithoutCapability
     case foldsToNFC, staleListedEtags, restartsOnResume, keepsWholeSeconds, dropsWriteConditions
     case dropsReadConditions, dropsKnownChecksums, dropsMetadata, ignoresSetModificationTime, moveCopies
-    case fallbackMoveKeepsSource, unknownCapability, splicesVersions
+    case fallbackMoveKeepsSource, unknownCapability, splicesVersions, commitsFailedStreams
 }
 
 /// An honest provider with one ``Breakage`` applied.
@@ -94,6 +94,24 @@ struct BrokenProvider: ForwardingStorageProvider {
         // The file's own time is what an upload without a date keeps: replace it with another.
         if breakage == .dropsModificationTime { options.modificationDate = Date(timeIntervalSince1970: 0) }
         return try await base.uploadFile(localURL: localURL, remotePath: mapped(remotePath), options: options)
+    }
+
+    func upload(from stream: ByteStream, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        switch breakage {
+        case .storesAllButLastByte:
+            var data = Data()
+            for try await chunk in stream { data.append(chunk) }
+            return try await uploadData(data, remotePath: remotePath, options: options)
+        case .commitsFailedStreams:
+            // What arrived before the stream failed is stored as if it were the whole.
+            var data = Data()
+            do {
+                for try await chunk in stream { data.append(chunk) }
+            } catch {}
+            return try await base.uploadData(data, remotePath: mapped(remotePath), options: broken(options))
+        default:
+            return try await base.upload(from: stream, remotePath: mapped(remotePath), options: broken(options))
+        }
     }
 
     func readData(remotePath: ObjectKey, options: ReadOptions) async throws -> Data {
@@ -297,6 +315,48 @@ struct BufferingProvider: ForwardingStorageProvider {
         try data.write(to: localURL)
         guard let file = try await base.stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "download") }
         return DownloadResult(file: file, localURL: localURL)
+    }
+}
+
+/// Streams uploads with an unfinished upload the backend lists while the stream is read (a
+/// multipart upload in miniature, over the memory provider), or, `holdsWholeStream`, reads the
+/// whole stream before that upload starts: claiming ``Capability/streamingUploads`` either way.
+struct StagedUploadProvider: ForwardingStorageProvider {
+    let base: any StorageProvider
+    let holdsWholeStream: Bool
+    private let unfinished = Locked<[String: String]>([:])
+
+    init(base: any StorageProvider, holdsWholeStream: Bool) {
+        self.base = base
+        self.holdsWholeStream = holdsWholeStream
+    }
+
+    var capabilities: ProviderCapabilities {
+        var capabilities = base.capabilities
+        capabilities.features.formUnion([.streamingUploads, .unfinishedUploads])
+        capabilities.uploadPartSize = 1_048_576
+        return capabilities
+    }
+
+    func upload(from stream: ByteStream, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        var data = Data()
+        if holdsWholeStream {
+            for try await chunk in stream { data.append(chunk) }
+        }
+        unfinished.withLock { $0[remotePath.rawValue] = UUID().uuidString }
+        defer { unfinished.withLock { $0[remotePath.rawValue] = nil } }
+        if !holdsWholeStream {
+            for try await chunk in stream { data.append(chunk) }
+        }
+        return try await base.uploadData(data, remotePath: remotePath, options: options)
+    }
+
+    func unfinishedUploads(prefix: String) async throws -> [UnfinishedUpload] {
+        unfinished.withLock { $0 }.filter { $0.key.hasPrefix(prefix) }.map { UnfinishedUpload(key: $0.key, id: $0.value, initiated: nil, status: .unknown) }
+    }
+
+    func abortUpload(_ upload: UnfinishedUpload) async throws {
+        unfinished.withLock { $0[upload.key] = nil }
     }
 }
 

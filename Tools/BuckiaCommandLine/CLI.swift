@@ -11,7 +11,7 @@ enum CLI {
     ]
 
     static var commands: [Command] {
-        [providersCommand, lsCommand, cpCommand, syncCommand, checkCommand, catCommand, rmCommand, urlCommand, tokenCommand, cleanupCommand, kvCommand, chunkCommand, conformanceCommand]
+        [providersCommand, lsCommand, cpCommand, syncCommand, checkCommand, catCommand, rcatCommand, rmCommand, urlCommand, tokenCommand, cleanupCommand, kvCommand, chunkCommand, conformanceCommand]
     }
 
     static var overview: String {
@@ -100,7 +100,16 @@ enum CLI {
             let invocation = Invocation(
                 arguments: parsed, environment: environment, registry: registries.providers, engines: registries.engines,
                 resources: resources)
-            return try await command.run(invocation)
+            let code: ExitCode
+            do {
+                code = try await command.run(invocation)
+            } catch {
+                if let leftover = invocation.removeWorkingFiles() { Console.report(leftover) }
+                throw error
+            }
+            guard let leftover = invocation.removeWorkingFiles() else { return code }
+            Console.report(leftover)
+            return code == .success ? ExitCode.from(leftover) : code
         } catch let error as UsageError {
             Console.error("buckia \(name.escapingControlCharacters): \(error.description.escapingControlCharacters)")
             return .usage

@@ -35,6 +35,8 @@ struct Invocation: Sendable {
     let engines: EngineRegistry
     /// What every provider of the run shares (one HTTP transport).
     let resources: SharedResources
+    /// Every provider the command made, whose working files go when it ends.
+    let made = Locked<[any StorageProvider]>([])
 
     var positionals: [String] { arguments.positionals }
 
@@ -52,7 +54,28 @@ struct Invocation: Sendable {
     /// The provider behind a configured remote.
     func provider(named name: String) throws -> (any StorageProvider, BuckiaConfiguration) {
         let configuration = try remotes().configuration(named: name)
-        return (try registry.makeProvider(for: configuration, environment: environment, log: log, resources: resources), configuration)
+        let provider = try registry.makeProvider(for: configuration, environment: environment, log: log, resources: resources)
+        made.withLock { $0.append(provider) }
+        return (provider, configuration)
+    }
+
+    /// Removes the working files (a local remote's `.buckia` folder) of every provider the
+    /// command made, so that nothing of Buckia's is left in a user's folder once it ends.
+    ///
+    /// - Returns: The first failure, after trying every provider.
+    func removeWorkingFiles() -> BuckiaError? {
+        var first: BuckiaError?
+        for provider in made.withLock({ $0 }) {
+            do {
+                try provider.removeWorkingFiles()
+            } catch {
+                let failure = BuckiaError.wrapping(error, operation: "remove working files")
+                first = first ?? BuckiaError(
+                    failure.code, "Buckia's working files (.buckia) could not be removed: \(failure.message) The next run removes them.",
+                    operation: "remove working files", path: failure.path, cause: failure)
+            }
+        }
+        return first
     }
 }
 
@@ -91,6 +114,31 @@ enum Console {
         guard !silenced.withLock({ $0 }) else { return }
         if let code = write(data, to: STDOUT_FILENO) {
             throw streamError(code, stream: STDOUT_FILENO)
+        }
+    }
+
+    /// Standard input as a stream of bytes, read 1 MiB at a time off the task pool (a read
+    /// from a pipe or a terminal blocks until the writer writes).
+    ///
+    /// - Throws (from the stream): ``BuckiaError/Code/io`` naming the reason a read failed.
+    static func standardInput() -> ByteStream {
+        ByteStream {
+            try await BlockingWork.run("read standard input") {
+                if StandardStreams.wasClosed(STDIN_FILENO) {
+                    throw BuckiaError(.io, "Standard input is closed; pipe the bytes to store into rcat.", operation: "read standard input")
+                }
+                var chunk = Data(count: 1 << 20)
+                while true {
+                    let count = chunk.withUnsafeMutableBytes { buffer in systemRead(STDIN_FILENO, buffer.baseAddress, buffer.count) }
+                    if count < 0 {
+                        if errno == EINTR { continue }
+                        let reason = String(cString: strerror(errno))
+                        throw BuckiaError(.io, "Standard input could not be read (\(reason)); nothing was stored.", operation: "read standard input")
+                    }
+                    guard count > 0 else { return nil }
+                    return chunk.prefix(count)
+                }
+            }
         }
     }
 
@@ -149,6 +197,7 @@ enum Console {
 }
 
 private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
 
 /// The three standard streams as the process found them.
 ///

@@ -77,6 +77,21 @@ extension CLI {
         return .success
     }
 
+    static let rcatCommand = Command(
+        name: "rcat", summary: "Store standard input as an object, sending it as it is read (as rclone rcat does).",
+        usage: "rcat REMOTE:PATH", positionals: 1...1, options: [],
+        details: "S3, B2 and local remotes send the bytes as they arrive, a few parts in memory at most; others take up to 8 MiB in memory and spool the rest to a private temporary file. Nothing is stored unless standard input ends normally."
+    ) { invocation in
+        guard case .remote(let name, let path) = Location(invocation.positionals[0]) else {
+            throw UsageError(description: "rcat needs a remote path such as default:notes.txt")
+        }
+        let (provider, _) = try invocation.provider(named: name)
+        let key = try ObjectKey(path.trimmedSlashes)
+        let stored = try await provider.upload(from: Console.standardInput(), remotePath: key, options: UploadOptions())
+        Console.error("stored \(stored.size) bytes at \(name):\(key.rawValue)")
+        return .success
+    }
+
     static let conformanceCommand = Command(
         name: "conformance", summary: "Run the provider conformance suite (or with --chunks the chunk-store suite) against a remote.",
         usage: "conformance REMOTE: [--chunks] | conformance --list [--chunks]", positionals: 0...1,

@@ -45,7 +45,111 @@ extension ProviderConformance {
                     return try await collect(stream)
                 }
             },
+            ProviderScenario(
+                "stream: uploads what a stream hands out",
+                contract: "upload(from:) stores exactly the bytes a stream hands out in chunks of any size (none, one byte, several parts); a stream that fails, or bytes that miss a known checksum, store nothing, leave the object that was there, and leave no unfinished upload behind."
+            ) { context in
+                // Several MiB held at once: kept apart from memory measurements.
+                try await MemoryProbe.exclusively { try await streamUploads(context) }
+            },
+            ProviderScenario(
+                "stream: an upload is under way before the stream ends",
+                contract: "With streamingUploads, a stream three parts long is being uploaded (the backend lists its unfinished upload) before the stream hands out its last chunk: it is not copied somewhere first.",
+                requires: [.streamingUploads, .unfinishedUploads]
+            ) { context in
+                try await streamUploadUnderWay(context)
+            },
         ]
+    }
+
+    /// A stream of `data` in chunks whose sizes cycle through `sizes`, which throws
+    /// `failure` instead of handing out the bytes from `failingAt` on.
+    static func stream(_ data: Data, chunks sizes: [Int], failingAt: Int? = nil, failure: BuckiaError? = nil) -> ByteStream {
+        let state = Locked((offset: 0, turn: 0))
+        return ByteStream {
+            try state.withLock { state -> Data? in
+                guard state.offset < data.count else { return nil }
+                let size = sizes[state.turn % sizes.count]
+                let end = min(data.count, state.offset + size)
+                if let failingAt, end > failingAt, let failure { throw failure }
+                defer { (state.offset, state.turn) = (end, state.turn + 1) }
+                return data.subdata(in: state.offset..<end)
+            }
+        }
+    }
+
+    /// The body of "stream: uploads what a stream hands out".
+    static func streamUploads(_ context: ProviderScenarioContext) async throws {
+        let provider = context.provider
+        let key = try context.key("streamed.bin")
+        let odd = [1, 4_095, 1_048_577, 65_536, 3]
+        for (count, seed) in [(0, 1), (1, 2), (12 * 1_048_576 + 3, 3)] as [(Int, UInt64)] {
+            let data = ProviderScenarioContext.pattern(count: count, seed: seed)
+            let stored = try await provider.upload(from: stream(data, chunks: odd), remotePath: key, options: UploadOptions())
+            try Expect.equal(stored.size, Int64(count), "the size upload(from:) reports for \(count) bytes")
+            try Expect.equal(try await provider.stat(remotePath: key)?.size, Int64(count), "the size stat reports for \(count) streamed bytes")
+            try Expect.sameBytes(try await provider.readData(remotePath: key, range: nil), data, "\(count) streamed bytes read back")
+            for (algorithm, _) in provider.capabilities.checksums {
+                guard let hash = algorithm.hashAlgorithm, let reported = try await provider.checksum(remotePath: key, algorithm: algorithm) else { continue }
+                try Expect.equal(reported, try Hashing.digest(data, hash).hex, "the \(algorithm) of \(count) streamed bytes")
+            }
+        }
+
+        let before = Data("the version that must survive".utf8)
+        try await provider.uploadData(before, remotePath: key, options: UploadOptions())
+        let long = ProviderScenarioContext.pattern(count: 12 * 1_048_576, seed: 4)
+        let broken = BuckiaError(.io, "The scenario's source failed on purpose.", operation: "read source")
+        try await Expect.error(.io, "an upload whose stream fails after 10 MiB") {
+            try await provider.upload(from: stream(long, chunks: odd, failingAt: 10 * 1_048_576, failure: broken), remotePath: key, options: UploadOptions())
+        }
+        try await Expect.error(.io, "an upload whose stream fails at once") {
+            try await provider.upload(from: stream(long, chunks: odd, failingAt: 0, failure: broken), remotePath: key, options: UploadOptions())
+        }
+        try Expect.sameBytes(try await provider.readData(remotePath: key, range: nil), before, "the object after streams that failed")
+        if provider.capabilities.supports(.verifiesKnownChecksums) {
+            let wrong = UploadOptions(knownChecksums: [.sha256: String(repeating: "0", count: 64)])
+            try await Expect.error(.checksumMismatch, "a streamed upload with a wrong known SHA-256") {
+                try await provider.upload(from: stream(long, chunks: odd), remotePath: key, options: wrong)
+            }
+            try Expect.sameBytes(try await provider.readData(remotePath: key, range: nil), before, "the object after a refused checksum")
+        }
+        if provider.capabilities.supports(.unfinishedUploads) {
+            let left = try await provider.unfinishedUploads(prefix: key.rawValue).filter { $0.key == key.rawValue }
+            try Expect.equal(left.count, 0, "unfinished uploads left behind by failed streamed uploads")
+        }
+    }
+
+    /// The body of "stream: an upload is under way before the stream ends".
+    static func streamUploadUnderWay(_ context: ProviderScenarioContext) async throws {
+        let provider = context.provider
+        let key = try context.key("streamed-under-way.bin")
+        let part = Int(clamping: provider.capabilities.uploadPartSize ?? 5 * 1_048_576)
+        let chunk = 256 * 1024
+        let chunks = (3 * part + chunk - 1) / chunk
+        let state = Locked((index: 0, underWay: false, sent: try DigestHasher(.sha256)))
+        let bytes = ByteStream {
+            let index = state.withLock { $0.index }
+            guard index < chunks else { return nil }
+            if index == chunks - 1 {
+                let pending = try await provider.unfinishedUploads(prefix: key.rawValue)
+                state.withLock { $0.underWay = pending.contains { $0.key == key.rawValue } }
+            }
+            let data = ProviderScenarioContext.pattern(count: chunk, seed: UInt64(index + 1))
+            state.withLock {
+                $0.sent.update(data)
+                $0.index += 1
+            }
+            return data
+        }
+        let stored = try await provider.upload(from: bytes, remotePath: key, options: UploadOptions())
+        try Expect.that(
+            state.withLock { $0.underWay },
+            "no unfinished upload of the key was listed when the stream handed out its last chunk: the stream was held whole before it was sent")
+        try Expect.equal(stored.size, Int64(chunks * chunk), "the size of the streamed object")
+        let read = try await provider.openRead(remotePath: key, options: ReadOptions())
+        let received = try DigestHasher(.sha256)
+        for try await piece in read.bytes { received.update(piece) }
+        try Expect.equal(received.finalize().hex, state.withLock { $0.sent.finalize().hex }, "the SHA-256 of the streamed object read back")
     }
 
     /// The body of "stream: reads whole objects and ranges".

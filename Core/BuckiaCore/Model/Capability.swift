@@ -94,6 +94,10 @@ public struct Capability: CapabilityVocabulary {
     /// ``StorageProvider/unfinishedUploads(prefix:)`` lists, and
     /// ``StorageProvider/abortUpload(_:)`` aborts, uploads left unfinished on the server.
     public static let unfinishedUploads: Capability = "unfinishedUploads"
+    /// ``StorageProvider/upload(from:remotePath:options:)`` stores a stream as it is read,
+    /// holding a few parts in memory at most and copying it nowhere first: a multipart upload
+    /// is under way before the stream ends.
+    public static let streamingUploads: Capability = "streamingUploads"
 
     public static let subject = "provider"
 
@@ -102,7 +106,7 @@ public struct Capability: CapabilityVocabulary {
         .readWithRange, .listStartAfter, .pagedListing, .multipartUpload, .serverSideCopy, .presign, .publicURL,
         .accessToken, .streamingTransfers, .preservesModificationTime, .persistent, .conditionalWrite,
         .conditionalRead, .verifiesKnownChecksums, .userMetadata, .setModificationTime, .move, .resumableListing,
-        .caseInsensitiveKeys, .localFiles, .authorizedURL, .unfinishedUploads,
+        .caseInsensitiveKeys, .localFiles, .authorizedURL, .unfinishedUploads, .streamingUploads,
     ]
 }
 
@@ -188,6 +192,11 @@ public struct ProviderCapabilities: Sendable, Hashable {
     /// the default: stores raise their limits over time, and the bound is there against sizes
     /// no object can have.
     public var maximumObjectSize: Int64
+    /// The size of the parts an upload sends once it is too large for one request (a
+    /// multipart upload's, a large file's), or nil where the provider sends no parts. With
+    /// ``Capability/streamingUploads``, a stream longer than this goes up in parts as it is
+    /// read, and memory for it is about this size × (concurrency + 1).
+    public var uploadPartSize: Int64?
 
     /// The default ``maximumObjectSize``: 2^53 bytes (8 PiB), beyond any store's limit and
     /// far from where sums of sizes overflow.
@@ -197,7 +206,7 @@ public struct ProviderCapabilities: Sendable, Hashable {
     public init(
         features: Set<Capability>, checksums: [ChecksumAlgorithm: ChecksumCost] = [:], listedFields: ListedFields = [],
         modificationTimePrecision: Duration? = nil, maxListPageSize: Int = 1000,
-        maximumObjectSize: Int64 = ProviderCapabilities.defaultMaximumObjectSize
+        maximumObjectSize: Int64 = ProviderCapabilities.defaultMaximumObjectSize, uploadPartSize: Int64? = nil
     ) {
         self.features = features
         self.checksums = checksums
@@ -205,6 +214,7 @@ public struct ProviderCapabilities: Sendable, Hashable {
         self.modificationTimePrecision = modificationTimePrecision
         self.maxListPageSize = maxListPageSize
         self.maximumObjectSize = maximumObjectSize
+        self.uploadPartSize = uploadPartSize
     }
 
     /// Whether the provider offers `capability`.

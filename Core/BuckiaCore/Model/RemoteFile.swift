@@ -104,6 +104,19 @@ public struct UploadOptions: Hashable, Sendable {
         self.metadata = metadata
     }
 
+    /// The hash functions that verify ``knownChecksums`` here, in a stable order; a checksum
+    /// Buckia cannot compute (and so cannot verify) is refused.
+    package func verifyingAlgorithms(operation: String = "upload") throws -> [HashAlgorithm] {
+        try knownChecksums.keys.sorted().map { algorithm in
+            guard let hash = algorithm.hashAlgorithm else {
+                throw BuckiaError(
+                    .invalidConfiguration, "A known \(algorithm) checksum cannot be verified: Buckia has no \(algorithm) hash function.",
+                    operation: operation)
+            }
+            return hash
+        }
+    }
+
     /// Checks what a provider cannot check for itself: checksum spellings and metadata names.
     ///
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming the bad value.

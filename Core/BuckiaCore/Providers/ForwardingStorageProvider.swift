@@ -42,6 +42,11 @@ extension ForwardingStorageProvider {
     }
 
     @discardableResult
+    public func upload(from stream: ByteStream, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        try await base.upload(from: stream, remotePath: remotePath, options: options)
+    }
+
+    @discardableResult
     public func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
         try await base.downloadFile(remotePath: remotePath, localURL: localURL, options: options)
     }

@@ -47,6 +47,24 @@ public protocol StorageProvider: Sendable {
     @discardableResult
     func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile
 
+    /// Stores under `remotePath` the bytes `stream` hands out, reading it once, to its end.
+    ///
+    /// Nothing is stored unless the stream ends normally: a stream that throws, or bytes that
+    /// miss a checksum in `options.knownChecksums`, leave whatever was at `remotePath` as it
+    /// was. With ``Capability/streamingUploads`` the bytes are sent (or written into place) as
+    /// they arrive, holding a few parts in memory at most: S3 and B2 send one request up to a
+    /// part's size and a multipart upload beyond it, the local provider writes into its own
+    /// temporary area. The default reads up to 8 MiB into memory and stores that with
+    /// ``uploadData(_:remotePath:options:)``, and spools a longer stream to a private
+    /// temporary file for ``uploadFile(localURL:remotePath:options:)``: the right choice for a
+    /// backend that must know the whole body (its length, its hash) before the request starts.
+    ///
+    /// - Returns: What was stored.
+    /// - Throws: Whatever the stream throws; ``BuckiaError/Code/checksumMismatch`` when a
+    ///   known checksum does not hold; the upload's errors otherwise.
+    @discardableResult
+    func upload(from stream: ByteStream, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile
+
     /// Writes the object's bytes to `localURL`, replacing what was there only once every
     /// byte has arrived, and sets the file's modification time to the object's.
     @discardableResult
@@ -178,6 +196,29 @@ extension StorageProvider {
     public func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
         try await TemporaryFile.with(data: data) { url in
             try await uploadFile(localURL: url, remotePath: remotePath, options: options)
+        }
+    }
+
+    /// Up to 8 MiB from memory, a longer stream through a private temporary file: see
+    /// ``upload(from:remotePath:options:)``.
+    @discardableResult
+    public func upload(from stream: ByteStream, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        let parts = StreamParts(stream)
+        let head = try await parts.next(upTo: StreamParts.inMemoryLimit) ?? Data()
+        if try await parts.isAtEnd() {
+            return try await uploadData(head, remotePath: remotePath, options: options)
+        }
+        return try await TemporaryFile.with { url in
+            let output = try LocalFile.createExclusive(url, permissions: 0o600)
+            do {
+                try output.write(head)
+                while let part = try await parts.next(upTo: StreamParts.inMemoryLimit) { try output.write(part) }
+                try output.close()
+            } catch {
+                // The descriptor closes when `output` goes; the folder goes with the temporary.
+                throw BuckiaError.wrapping(error, operation: "upload", path: remotePath.rawValue)
+            }
+            return try await uploadFile(localURL: url, remotePath: remotePath, options: options)
         }
     }
 

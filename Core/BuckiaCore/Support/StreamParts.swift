@@ -1,0 +1,122 @@
+import Foundation
+
+/// Cuts a ``ByteStream`` into parts of a given size, for uploads that send a stream as it is
+/// read: one request when the stream fits one part, a multipart upload beyond it.
+///
+/// The reader keeps at most one chunk of the stream beyond the part it returns, counts the
+/// bytes and, when asked, computes digests of the whole stream on the way, so an upload can
+/// check the caller's known checksums before it completes (and abort, storing nothing, when
+/// they do not hold). One task reads it.
+package final class StreamParts {
+    /// What the default ``StorageProvider/upload(from:remotePath:options:)`` holds in memory
+    /// before it spools to a temporary file.
+    package static let inMemoryLimit = 8 << 20
+
+    private let stream: ByteStream
+    private var pending = Data()
+    private var ended = false
+    private let digests: DigestSet?
+    /// The bytes handed out as parts so far.
+    package private(set) var count: Int64 = 0
+
+    /// A reader of `stream` that hashes everything it hands out with `algorithms`.
+    package init(_ stream: ByteStream, hashing algorithms: [HashAlgorithm] = []) throws {
+        self.stream = stream
+        digests = algorithms.isEmpty ? nil : try DigestSet(algorithms)
+    }
+
+    /// A reader of `stream` that hashes nothing.
+    package init(_ stream: ByteStream) {
+        self.stream = stream
+        digests = nil
+    }
+
+    /// The next `limit` bytes of the stream (fewer only at its end), or nil when none remain.
+    package func next(upTo limit: Int) async throws -> Data? {
+        let limit = max(1, limit)
+        var part = Data()
+        var reserved = false
+        while part.count < limit {
+            if pending.isEmpty {
+                guard !ended, let chunk = try await pull() else { break }
+                pending = chunk
+            }
+            let take = min(limit - part.count, pending.count)
+            if take == pending.count, part.isEmpty {
+                swap(&part, &pending)  // a whole chunk: handed on without a copy
+            } else {
+                if !reserved {
+                    // Room for the whole part at once: grown by doubling, a part would leave
+                    // up to twice its size behind for the allocator to return.
+                    reserved = true
+                    part.reserveCapacity(limit)
+                }
+                part.append(pending.prefix(take))
+                pending = pending.dropFirst(take)
+            }
+        }
+        guard !part.isEmpty else { return nil }
+        digests?.update(part)
+        count += Int64(part.count)
+        return part
+    }
+
+    /// Whether the stream has no byte left, reading ahead one chunk to find out.
+    package func isAtEnd() async throws -> Bool {
+        if !pending.isEmpty { return false }
+        if ended { return true }
+        guard let chunk = try await pull() else { return true }
+        pending = chunk
+        return false
+    }
+
+    /// The digests of every byte handed out, once the stream is read to its end.
+    package func finalize() -> [HashAlgorithm: Digest] { digests?.finalize() ?? [:] }
+
+    private func pull() async throws -> Data? {
+        while let chunk = try await stream.next() {
+            if !chunk.isEmpty { return Data(chunk) }
+        }
+        ended = true
+        return nil
+    }
+
+    /// Runs `send` for the parts in `head` (read already) and then each part of `size` bytes
+    /// the stream hands out, numbered from 1, at most `width` at a time: the part after those
+    /// running is read, then waits for a send to finish, so memory stays near `width + 1`
+    /// parts however long the stream.
+    ///
+    /// - Returns: Each part's result, by number.
+    /// - Throws: The first error of the stream or of a send; the other sends are cancelled.
+    package func sendAll<Result: Sendable>(
+        partsOf size: Int, startingWith head: [Data], width: Int,
+        _ send: @escaping @Sendable (_ number: Int, _ part: Data) async throws -> Result
+    ) async throws -> [Int: Result] {
+        try await withThrowingTaskGroup(of: (Int, Result).self) { group in
+            var results: [Int: Result] = [:]
+            var running = 0
+            var number = 1
+            var queued = head
+            while true {
+                let part: Data
+                if !queued.isEmpty {
+                    part = queued.removeFirst()
+                } else if let next = try await next(upTo: size) {
+                    part = next
+                } else {
+                    break
+                }
+                if running >= max(1, width), let (done, result) = try await group.next() {
+                    results[done] = result
+                    running -= 1
+                }
+                let current = number
+                group.addTask { (current, try await send(current, part)) }
+                running += 1
+                number += 1
+            }
+            while let (done, result) = try await group.next() { results[done] = result }
+            return results
+        }
+    }
+}

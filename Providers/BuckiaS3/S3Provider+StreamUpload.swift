@@ -1,0 +1,83 @@
+import BuckiaCore
+import BuckiaHTTP
+import BuckiaSigV4
+import Foundation
+
+extension S3Provider {
+    /// Sends the stream as it is read: a stream that fits one part (``S3Settings/partSize``)
+    /// goes up in one PutObject, exactly as ``uploadData(_:remotePath:options:)`` sends it;
+    /// a longer one as a multipart upload whose parts, each with its own `Content-MD5`, go
+    /// ``S3Settings/concurrency`` at a time while the next is read, so memory stays near part
+    /// size × (concurrency + 1) and no byte is copied to disk.
+    ///
+    /// A multipart upload from a stream cannot be resumed (the stream cannot be read again),
+    /// so any failure aborts it on the server. Its whole-object MD5 is not known when the
+    /// upload starts, so it is not stored as `md5chksum` metadata (rclone's streamed uploads
+    /// store none either); known checksums are verified over the bytes read before the upload
+    /// completes, and a mismatch aborts it, storing nothing.
+    @discardableResult
+    public func upload(from stream: ByteStream, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        try check(options)
+        var options = options
+        options.modificationDate = options.modificationDate ?? now()
+        let partSize = Int(clamping: settings.partSize)
+        let parts = try StreamParts(stream, hashing: try options.verifyingAlgorithms())
+        let head = try await parts.next(upTo: partSize) ?? Data()
+        if try await parts.isAtEnd() {
+            return try await uploadData(head, remotePath: remotePath, options: options)
+        }
+        let uploadId = try await createMultipartUpload(remotePath, md5: nil, options: options)
+        do {
+            let etags = try await parts.sendAll(partsOf: partSize, startingWith: [head], width: settings.concurrency) { number, part in
+                guard number <= S3Provider.maximumParts else {
+                    throw BuckiaError(
+                        .invalidConfiguration,
+                        "The stream is longer than \(S3Provider.maximumParts) parts of \(partSize / 1_048_576) MiB, the most one S3 upload can hold; raise partSizeMiB.",
+                        operation: "upload", path: remotePath.rawValue)
+                }
+                return try await self.putPart(number, of: remotePath, uploadId: uploadId, part: part)
+            }
+            if let mismatch = DigestSet.firstMismatch(parts.finalize(), expected: options.knownChecksums) {
+                throw BuckiaError.checksumMismatch(
+                    remotePath, algorithm: mismatch.algorithm, expected: mismatch.expected, actual: mismatch.actual, operation: "upload")
+            }
+            let etag: String?
+            do {
+                etag = try await completeMultipartUpload(
+                    remotePath, uploadId: uploadId, parts: etags.sorted { $0.key < $1.key }, condition: options.condition)
+            } catch let error as BuckiaError where error.code == .conditionNotMatch || (error.code == .notFound && options.condition != nil) {
+                throw restate(error, key: remotePath, options: options)
+            }
+            return RemoteFile(
+                path: remotePath, size: parts.count, modificationDate: options.modificationDate,
+                contentType: options.contentType ?? "application/octet-stream", etag: etag.map(S3Provider.quotedETag), metadata: options.metadata)
+        } catch {
+            // Nothing can resume an upload from a stream: its parts go now, not at the next
+            // run, even when this task was cancelled (the abort runs in a task of its own).
+            let failure = BuckiaError.wrapping(error, operation: "upload", path: remotePath.rawValue)
+            do {
+                try await Task { try await self.abortUpload(key: remotePath.rawValue, uploadId: uploadId) }.value
+            } catch {
+                throw BuckiaError(
+                    failure.code, "\(failure.message) Its multipart upload could not be aborted; `buckia cleanup` removes the parts.",
+                    operation: "upload", path: remotePath.rawValue, cause: failure)
+            }
+            throw failure
+        }
+    }
+
+    /// The most parts one S3 multipart upload may have.
+    static let maximumParts = 10_000
+
+    /// UploadPart of bytes held in memory, with their `Content-MD5`: the part's ETag.
+    func putPart(_ number: Int, of key: ObjectKey, uploadId: String, part: Data) async throws -> String {
+        let md5 = try Hashing.digest(part, .md5)
+        let response = try await send(
+            .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
+            headers: ["content-md5": md5.base64], body: .data(part), payloadHash: SigV4Signer.unsignedPayload, operation: "upload part")
+        guard let etag = response.etag else {
+            throw BuckiaError(.corrupt, "S3 accepted part \(number) but returned no ETag.", operation: "upload part", path: key.rawValue)
+        }
+        return "\"\(etag)\""
+    }
+}

@@ -92,13 +92,13 @@ extension DiskStorageEngine {
     }
 
     /// The header of the file at `path` (one `pread`), or nil if the file is missing.
-    func readHeader(at path: String, subject: String) throws -> DiskValueHeader? {
+    nonisolated func readHeader(at path: String, subject: String) throws -> DiskValueHeader? {
         guard let file = try openIfPresent(path) else { return nil }
         defer { try? file.close() }
         return try DiskValueHeader(parsing: file.read(count: DiskValueHeader.maximumLength, at: 0), subject: subject)
     }
 
-    private func openIfPresent(_ path: String) throws -> LocalFile? {
+    private nonisolated func openIfPresent(_ path: String) throws -> LocalFile? {
         do {
             return try LocalFile.openForReading(URL(fileURLWithPath: path, isDirectory: false))
         } catch let error as BuckiaError where error.code == .notFound {

@@ -8,9 +8,11 @@ extension DiskStorageEngine {
     ///   or the I/O failure, with any previous value left in place.
     public func write(_ data: Data, key: CacheKey) async throws {
         try key.validate()
-        var touched: Set<String> = []
-        try writeValue(data, key: key, touched: &touched)
-        try syncFolders(touched)
+        try await BlockingWork.run("write") { [self] in
+            var touched: Set<String> = []
+            try writeValue(data, key: key, touched: &touched)
+            try syncFolders(touched)
+        }
     }
 
     /// Stores many values. Every key is validated first, so one bad key leaves the whole batch
@@ -18,25 +20,34 @@ extension DiskStorageEngine {
     /// leaves some values written), and each touched folder is synced once at the end.
     public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) async throws {
         for (key, _) in dataAndKeys { try key.validate() }
-        var touched: Set<String> = []
-        for (key, data) in dataAndKeys { try writeValue(data, key: key, touched: &touched) }
-        try syncFolders(touched)
+        try await BlockingWork.run("write") { [self] in
+            var touched: Set<String> = []
+            for (key, data) in dataAndKeys {
+                try BlockingWork.checkCancellation("write")
+                try writeValue(data, key: key, touched: &touched)
+            }
+            try syncFolders(touched)
+        }
     }
 
     /// Removes the value for `key`; a missing key succeeds. An emptied fan-out folder stays.
     public func remove(key: CacheKey) async throws {
         try key.validate()
-        var touched: Set<String> = []
-        try removeValue(key, touched: &touched)
-        try syncFolders(touched)
+        try await BlockingWork.run("remove") { [self] in
+            var touched: Set<String> = []
+            try removeValue(key, touched: &touched)
+            try syncFolders(touched)
+        }
     }
 
     /// Removes the values for `keys`, validating every key first.
     public func remove(keys: [CacheKey]) async throws {
         for key in keys { try key.validate() }
-        var touched: Set<String> = []
-        for key in keys { try removeValue(key, touched: &touched) }
-        try syncFolders(touched)
+        try await BlockingWork.run("remove") { [self] in
+            var touched: Set<String> = []
+            for key in keys { try removeValue(key, touched: &touched) }
+            try syncFolders(touched)
+        }
     }
 
     /// Removes every value file and the fan-out folders left empty. The directory, `.tmp`
@@ -61,7 +72,7 @@ extension DiskStorageEngine {
     ///
     /// The file is synced inside the write (before the rename) and its folder afterwards by
     /// the caller, so a batch syncs each folder once instead of once per value.
-    private func writeValue(_ data: Data, key: CacheKey, touched: inout Set<String>) throws {
+    private nonisolated func writeValue(_ data: Data, key: CacheKey, touched: inout Set<String>) throws {
         let location = try location(of: key)
         let time = now()
         let createdAt = try existingCreatedAt(at: location.path, key: key) ?? time
@@ -88,7 +99,7 @@ extension DiskStorageEngine {
 
     /// The `createdAt` of the value being replaced, or nil for a new key. A damaged file, or
     /// one holding another key, is replaced as if new: writing repairs it.
-    private func existingCreatedAt(at path: String, key: CacheKey) throws -> Date? {
+    private nonisolated func existingCreatedAt(at path: String, key: CacheKey) throws -> Date? {
         do {
             guard let header = try readHeader(at: path, subject: key.value), header.key.elementsEqual(key.value.utf8) else { return nil }
             return header.createdAt
@@ -98,7 +109,7 @@ extension DiskStorageEngine {
     }
 
     /// Runs `body`, recreating `.tmp` and trying once more if it was removed from under us.
-    private func withTemporaryFolder(_ body: () throws -> Void) throws {
+    private nonisolated func withTemporaryFolder(_ body: () throws -> Void) throws {
         do {
             try body()
         } catch let error as BuckiaError where error.code == .notFound && !DiskFileSystem.isDirectory(temporaryDirectory.path) {
@@ -107,13 +118,13 @@ extension DiskStorageEngine {
         }
     }
 
-    private func removeValue(_ key: CacheKey, touched: inout Set<String>) throws {
+    private nonisolated func removeValue(_ key: CacheKey, touched: inout Set<String>) throws {
         let location = try location(of: key)
         if try DiskFileSystem.removeFile(location.path), durable { touched.insert(folderPath(location.folder)) }
     }
 
     /// Syncs each folder whose entries changed, when the engine is durable.
-    private func syncFolders(_ folders: Set<String>) throws {
+    private nonisolated func syncFolders(_ folders: Set<String>) throws {
         for folder in folders { try DiskFileSystem.syncDirectory(folder) }
     }
 }

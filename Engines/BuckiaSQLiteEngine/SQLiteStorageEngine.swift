@@ -77,40 +77,53 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     }
 
     // MARK: Writing
+    //
+    // Every write runs on Buckia's blocking-work threads (``BlockingWork``), as GRDB runs its
+    // writes on a queue of their own: a commit can wait on the disk (an fsync with
+    // `synchronous = FULL`, a WAL checkpoint in any mode), and the cooperative pool has only
+    // one thread per core. One connection writes, under its lock, so writes stay serial.
 
     public func write(_ data: Data, key: CacheKey) async throws {
         try key.validate()
-        try upsert(key, data, at: now().timeIntervalSince1970)
+        let (connections, time) = (connections, now().timeIntervalSince1970)
+        try await BlockingWork.run("write") {
+            try connections.write { try $0.run(SQLiteSchema.upsert, SQLiteSchema.upsertValues(key, data, time)) }
+        }
     }
 
     public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) async throws {
         for (key, _) in dataAndKeys { try key.validate() }
-        let time = now().timeIntervalSince1970
-        try connections.write { db in
-            try db.transaction {
-                for (key, data) in dataAndKeys { try db.run(SQLiteSchema.upsert, SQLiteSchema.upsertValues(key, data, time)) }
+        let (connections, time) = (connections, now().timeIntervalSince1970)
+        try await BlockingWork.run("write") {
+            try connections.write { db in
+                try db.transaction {
+                    for (key, data) in dataAndKeys { try db.run(SQLiteSchema.upsert, SQLiteSchema.upsertValues(key, data, time)) }
+                }
             }
         }
     }
 
-    private func upsert(_ key: CacheKey, _ data: Data, at time: Double) throws {
-        try connections.write { try $0.run(SQLiteSchema.upsert, SQLiteSchema.upsertValues(key, data, time)) }
-    }
-
     public func remove(key: CacheKey) async throws {
-        try connections.write { try $0.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
+        let connections = connections
+        try await BlockingWork.run("remove") {
+            try connections.write { try $0.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
+        }
     }
 
     public func remove(keys: [CacheKey]) async throws {
-        try connections.write { db in
-            try db.transaction {
-                for key in keys { try db.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
+        let connections = connections
+        try await BlockingWork.run("remove") {
+            try connections.write { db in
+                try db.transaction {
+                    for key in keys { try db.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
+                }
             }
         }
     }
 
     public func removeAllData() async throws {
-        try connections.write { try $0.run("DELETE FROM buckia_kv") }
+        let connections = connections
+        try await BlockingWork.run("remove all") { try connections.write { try $0.run("DELETE FROM buckia_kv") } }
     }
 
     // MARK: Reading (on the primary when free, else on reader connections, concurrently with writes)

@@ -158,6 +158,39 @@ struct HTTPStreamTests {
         }
     }
 
+    /// The bytes the kernel counts as written by one thread of this process (`wchar` in
+    /// `/proc/self/task/<tid>/io`: files, sockets and pipes alike).
+    func bytesWritten(byThread thread: Int32) throws -> Int {
+        let text = try String(contentsOfFile: "/proc/self/task/\(thread)/io", encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("wchar:") })
+        return try #require(Int(line.dropFirst("wchar:".count).trimmingCharacters(in: .whitespaces)))
+    }
+
+    @Test("A download's 32 MiB are written to disk by the blocking-work threads, not by the one libcurl thread every transfer shares")
+    func downloadsWriteOffTheCurlThread() async throws {
+        try await withTestServer { server in
+            let transport = try CurlTransport()
+            defer { Task { await transport.shutdown() } }
+            let client = HTTPClient(configuration: .init(retryPolicy: .none), transport: transport)
+            // One request first, so the thread exists and its count starts after it.
+            _ = try await client.send(HTTPRequest(.get, try server.url("/download?size=10")))
+            let thread = try #require(transport.threadID)
+            let before = try bytesWritten(byThread: thread)
+            let size = 32 * 1_048_576
+            let digest = try Hashing.digest(patternBytes(count: size), .sha256)
+            try await TemporaryFile.with { destination in
+                var request = HTTPRequest(.get, try server.url("/download?size=\(size)"))
+                request.bodyCheck = HTTPBodyCheck { _ in [.sha256: digest] }
+                let response = try await client.download(request, to: destination)
+                #expect(response.bodyDigests[.sha256] == digest)
+                #expect(try Hashing.digests(ofFile: destination, [.sha256])[.sha256] == digest)
+            }
+            // The request's own bytes (its line and headers) are all the thread wrote.
+            let written = try bytesWritten(byThread: thread) - before
+            #expect(written < 64 * 1024, "the libcurl thread wrote \(written) bytes during a \(size)-byte download")
+        }
+    }
+
     @Test("Shutdown ends a stream whose reader never came back, instead of waiting for it forever", .timeLimit(.minutes(5)))
     func shutdownWithUnreadStream() async throws {
         try await withTestServer { server in

@@ -21,7 +21,6 @@ final class CurlTransfer: @unchecked Sendable {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private let source: Source
     private var offset: Int64 = 0
-    private let destination: URL?
     private let errorBodyLimit: Int
     /// Whether a 2xx body goes to the reader as it arrives (``CurlTransport/stream(_:errorBodyLimit:)``).
     private let streaming: Bool
@@ -34,7 +33,6 @@ final class CurlTransfer: @unchecked Sendable {
     private var headers = HTTPHeaders()
     private var memory = Data()
     private var truncated = false
-    private var output: (folder: DirectoryHandle, name: String, file: LocalFile)?
     private var localError: (any Error)?
     private let cancelled = Locked(false)
     private var stallLimit: Duration = .seconds(60)
@@ -52,7 +50,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Prepares the easy handle for `request`.
     init(
-        _ request: HTTPRequest, destination: URL?, errorBodyLimit: Int, settings: CurlTransport.Settings, freshConnection: Bool = false,
+        _ request: HTTPRequest, errorBodyLimit: Int, settings: CurlTransport.Settings, freshConnection: Bool = false,
         streaming: Bool = false, live: Locked<Int>? = nil
     ) throws {
         // The body first: a file that cannot be opened fails before a handle exists to leak.
@@ -77,7 +75,6 @@ final class CurlTransfer: @unchecked Sendable {
         self.easy = easy
         self.source = source
         self.request = request
-        self.destination = destination
         self.errorBodyLimit = max(0, errorBodyLimit)
         self.streaming = streaming && request.method != .head
         self.live = live
@@ -246,21 +243,7 @@ final class CurlTransfer: @unchecked Sendable {
             return bytes.count
         }
         check?.digests?.update(bytes)
-        if let destination, success {
-            do {
-                if output == nil {
-                    let folder = try DirectoryHandle(path: destination.deletingLastPathComponent().path)
-                    let (name, file) = try folder.createTemporaryFile(permissions: 0o644)
-                    output = (folder, name, file)
-                }
-                try output?.file.write(bytes)
-                return bytes.count
-            } catch {
-                localError = error
-                return 0  // libcurl ends the transfer with CURLE_WRITE_ERROR
-            }
-        }
-        let limit = (destination == nil && !streaming) || success ? Int.max : errorBodyLimit
+        let limit = !streaming || success ? Int.max : errorBodyLimit
         let room = max(0, limit - memory.count)
         if bytes.count > room { truncated = true }
         memory.append(contentsOf: bytes.prefix(room))
@@ -378,13 +361,11 @@ final class CurlTransfer: @unchecked Sendable {
 
     private func result(_ code: CURLcode) -> Result<HTTPTransportResult, any Error> {
         if code != CURLE_OK || isCancelled {
-            discardOutput()
             if let localError { return .failure(localError) }
             let reason: URLError.Code = isCancelled ? .cancelled : stalled ? .timedOut : CurlTransfer.urlErrorCode(code)
             return .failure(HTTPTransportError(code: reason))
         }
-        // The body check, before anything is delivered: a damaged body never reaches the
-        // destination.
+        // The body check, before anything is delivered: a damaged body never reaches its reader.
         var digests: [HashAlgorithm: Digest] = [:]
         do {
             try startCheck()
@@ -393,37 +374,10 @@ final class CurlTransfer: @unchecked Sendable {
                 try HTTPBodyCheck.compare(expected: check.expected, actual: digests)
             }
         } catch {
-            discardOutput()
             return .failure(error)
         }
-        guard let destination, (200...299).contains(status) else {
-            return .success(
-                HTTPTransportResult(status: status, headers: headers, body: .data(memory), isBodyTruncated: truncated, bodyDigests: digests))
-        }
-        do {
-            if output == nil {  // an empty 2xx body is still a file
-                let folder = try DirectoryHandle(path: destination.deletingLastPathComponent().path)
-                let (name, file) = try folder.createTemporaryFile(permissions: 0o644)
-                output = (folder, name, file)
-            }
-            guard let output else { throw BuckiaError(.io, "The download has no file.", operation: "download") }
-            try output.file.close()
-            try output.folder.move(output.name, to: output.folder, as: destination.lastPathComponent)
-            Temporaries.unregister(output.file.path)
-            self.output = nil
-            return .success(HTTPTransportResult(status: status, headers: headers, body: .file(destination), bodyDigests: digests))
-        } catch {
-            discardOutput()
-            return .failure(error)
-        }
-    }
-
-    private func discardOutput() {
-        guard let output else { return }
-        try? output.file.close()
-        _ = try? output.folder.removeFile(output.name)
-        Temporaries.unregister(output.file.path)
-        self.output = nil
+        return .success(
+            HTTPTransportResult(status: status, headers: headers, body: .data(memory), isBodyTruncated: truncated, bodyDigests: digests))
     }
 
     /// The `URLError` code for a libcurl failure: the vocabulary ``HTTPClient`` maps and retries by.

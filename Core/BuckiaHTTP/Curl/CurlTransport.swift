@@ -52,9 +52,6 @@ public final class CurlTransport: HTTPTransport, ShutdownableResource {
 
     deinit { loop.stop() }
 
-    /// Lets the transfers in flight finish (a body being streamed to a reader ends as
-    /// `cancelled`: it goes at the reader's pace), then ends the thread and closes every
-    /// connection; a request made afterwards fails at once (`cancelled`).
     /// The kernel's id of the transport's thread, once it has started: how tests find it in
     /// `/proc/self/task`.
     package var threadID: Int32? { loop.threadID }
@@ -63,30 +60,45 @@ public final class CurlTransport: HTTPTransport, ShutdownableResource {
     /// (streamed ones included) has been read or dropped and the loop has let them go.
     package var liveTransfers: Int { live.withLock { $0 } }
 
+    /// Lets the transfers in flight finish (a body being streamed to a reader ends as
+    /// `cancelled`: it goes at the reader's pace), then ends the thread and closes every
+    /// connection; a request made afterwards fails at once (`cancelled`).
     public func shutdown() async {
         await loop.stopAndWait()
     }
 
+    /// A body with a destination is streamed off the libcurl thread and written to the file
+    /// on Buckia's blocking-work threads (``BuckiaCore/BlockingWork``), a megabyte at a time: a
+    /// slow disk then holds back its own transfer (paused while 4 MiB wait), never the one
+    /// thread every other transfer runs on. The body check runs as the bytes are written, and
+    /// the file moves over the destination only once every byte has arrived and checked.
     public func perform(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int) async throws -> HTTPTransportResult {
-        try await run(request, destination: destination, errorBodyLimit: errorBodyLimit, streaming: false)
+        guard let destination, request.method != .head else {
+            return try await run(request, errorBodyLimit: errorBodyLimit, streaming: false)
+        }
+        var unchecked = request
+        unchecked.bodyCheck = nil
+        let result = try await run(unchecked, errorBodyLimit: errorBodyLimit, streaming: true)
+        guard let bytes = result.bodyStream else { return result }
+        return try await BodyFile.write(bytes, of: result, to: destination, check: request.bodyCheck)
     }
 
     /// Streams a 2xx body as libcurl receives it: the transfer pauses while more than
     /// ``CurlBodyBuffer/highWater`` bytes wait for the reader, and a pause is not a stall.
     public func stream(_ request: HTTPRequest, errorBodyLimit: Int) async throws -> HTTPTransportResult {
-        try await run(request, destination: nil, errorBodyLimit: errorBodyLimit, streaming: true)
+        try await run(request, errorBodyLimit: errorBodyLimit, streaming: true)
     }
 
-    private func run(_ request: HTTPRequest, destination: URL?, errorBodyLimit: Int, streaming: Bool) async throws -> HTTPTransportResult {
+    private func run(_ request: HTTPRequest, errorBodyLimit: Int, streaming: Bool) async throws -> HTTPTransportResult {
         let transfer = try CurlTransfer(
-            request, destination: destination, errorBodyLimit: errorBodyLimit, settings: settings, streaming: streaming, live: live)
+            request, errorBodyLimit: errorBodyLimit, settings: settings, streaming: streaming, live: live)
         do {
             return try await transfer.run(on: loop)
         } catch is HTTPTransportError where transfer.failedOnReusedConnection && request.method != .post {
             // A kept-alive connection the server had closed: once more on a new connection,
             // as browsers do for requests that are safe to repeat. Not a retry of the policy's.
             let fresh = try CurlTransfer(
-                request, destination: destination, errorBodyLimit: errorBodyLimit, settings: settings, freshConnection: true,
+                request, errorBodyLimit: errorBodyLimit, settings: settings, freshConnection: true,
                 streaming: streaming, live: live)
             return try await fresh.run(on: loop)
         }

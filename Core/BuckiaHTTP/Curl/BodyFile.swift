@@ -1,0 +1,83 @@
+import BuckiaCore
+import Foundation
+
+/// Writes a streamed response body to a file beside its destination on the blocking-work
+/// threads, hashing it for the body check as it goes, and moves it over the destination only
+/// when every byte has arrived and the check holds.
+enum BodyFile {
+    /// How much of the body is gathered before one write: one hop to a blocking-work thread
+    /// per megabyte, not per libcurl callback.
+    static let writeSize = 1 << 20
+
+    /// The temporary file, used by one blocking job at a time (each write is awaited before
+    /// the next starts), which is what makes handing it between threads safe.
+    private final class Output: @unchecked Sendable {
+        let folder: DirectoryHandle
+        let name: String
+        let file: LocalFile
+
+        init(folder: DirectoryHandle, name: String, file: LocalFile) {
+            self.folder = folder
+            self.name = name
+            self.file = file
+        }
+
+        /// Removes the unfinished file; a failure leaves it to the temporaries sweep (it
+        /// carries Buckia's temporary name), and the download's own error is what the caller
+        /// hears.
+        func discard() {
+            do { try file.close() } catch {}
+            do { _ = try folder.removeFile(name) } catch {}
+            Temporaries.unregister(file.path)
+        }
+    }
+
+    /// Writes `bytes` (the body of `result`) to `destination` and returns `result` with the
+    /// file as its body and the checked digests.
+    ///
+    /// - Throws: ``HTTPBodyMismatch`` when the body misses the check; the stream's errors
+    ///   (the transfer's); ``BuckiaCore/BuckiaError`` for the file. The destination is then
+    ///   left as it was.
+    static func write(_ bytes: ByteStream, of result: HTTPTransportResult, to destination: URL, check: HTTPBodyCheck?) async throws -> HTTPTransportResult {
+        let expected = check?.expected(result.headers) ?? [:]
+        let digests = expected.isEmpty ? nil : try DigestSet(expected.keys)
+        let output = try await BlockingWork.run("download") {
+            let folder = try DirectoryHandle(path: destination.deletingLastPathComponent().path)
+            let (name, file) = try folder.createTemporaryFile(permissions: 0o644)
+            return Output(folder: folder, name: name, file: file)
+        }
+        do {
+            var pending = Data()
+            pending.reserveCapacity(writeSize)
+            func flush() async throws {
+                guard !pending.isEmpty else { return }
+                let chunk = pending
+                pending.removeAll(keepingCapacity: true)
+                try await BlockingWork.run("download") { try output.file.write(chunk) }
+            }
+            while let chunk = try await bytes.next() {
+                digests?.update(chunk)
+                pending.append(chunk)
+                if pending.count >= writeSize { try await flush() }
+            }
+            try await flush()
+            var finished = result
+            finished.bodyStream = nil
+            finished.body = .file(destination)
+            if let digests {
+                finished.bodyDigests = digests.finalize()
+                try HTTPBodyCheck.compare(expected: expected, actual: finished.bodyDigests)
+            }
+            try await BlockingWork.run("download") {
+                try output.file.close()
+                try output.folder.move(output.name, to: output.folder, as: destination.lastPathComponent)
+                Temporaries.unregister(output.file.path)
+            }
+            return finished
+        } catch {
+            bytes.cancel()
+            output.discard()
+            throw error
+        }
+    }
+}

@@ -233,14 +233,21 @@ final class SyncExecution: Sendable {
             }
             return (file, exact ? source : unverified)
         }
-        // Two providers elsewhere: streamed from one to the other where the destination
-        // sends a stream as it reads it. The stream checks the bytes against the source's size
-        // and checksums before it ends, and the destination stores nothing from a stream that
-        // ends in an error, so damaged bytes are never committed.
-        if to.provider.capabilities.supports(.streamingUploads) {
+        // Two providers elsewhere: a file of up to 8 MiB is streamed from one to the other
+        // where the destination sends a stream as it reads it, so no temporary file is written
+        // for it. The stream checks the bytes against the source's size and checksums before it
+        // ends, and the destination stores nothing from a stream that ends in an error, so
+        // damaged bytes are never committed. A larger file goes through a temporary file: a
+        // streamed one would hold the destination's parts in memory, times the transfers
+        // running at once (B2's 96 MiB parts, 5 in memory, 8 transfers: 3.75 GiB).
+        if to.provider.capabilities.supports(.streamingUploads), source.size <= Int64(StreamParts.inMemoryLimit) {
             let stream = try await from.provider.openRead(remotePath: sourceKey, options: read)
-            let options = UploadOptions(contentType: stream.file.contentType, modificationDate: stream.file.effectiveModificationDate, condition: condition)
-            return (try await to.provider.upload(from: stream.bytes, remotePath: targetKey, options: options), exact ? source : unverified)
+            if stream.file.size <= Int64(StreamParts.inMemoryLimit) {
+                let options = UploadOptions(
+                    contentType: stream.file.contentType, modificationDate: stream.file.effectiveModificationDate, condition: condition)
+                return (try await to.provider.upload(from: stream.bytes, remotePath: targetKey, options: options), exact ? source : unverified)
+            }
+            stream.bytes.cancel()  // replaced by a larger version since the listing
         }
         // Otherwise through a private temporary file.
         return try await TemporaryFile.with { url in

@@ -22,10 +22,7 @@ extension DiskStorageEngine {
         for (key, _) in dataAndKeys { try key.validate() }
         try await BlockingWork.run("write") { [self] in
             var touched: Set<String> = []
-            for (key, data) in dataAndKeys {
-                try BlockingWork.checkCancellation("write")
-                try writeValue(data, key: key, touched: &touched)
-            }
+            for (key, data) in dataAndKeys { try writeValue(data, key: key, touched: &touched) }
             try syncFolders(touched)
         }
     }

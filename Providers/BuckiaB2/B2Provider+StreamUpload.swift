@@ -80,10 +80,7 @@ extension B2Provider {
             try await self.uploadPart(number, of: remotePath, fileId: fileId, body: .data(part), sha1: sha1)
             return sha1
         }
-        if let mismatch = DigestSet.firstMismatch(parts.finalize(), expected: options.knownChecksums) {
-            throw BuckiaError.checksumMismatch(
-                remotePath, algorithm: mismatch.algorithm, expected: mismatch.expected, actual: mismatch.actual, operation: "upload")
-        }
+        try parts.verify(options.knownChecksums, key: remotePath)
         let sha1s = hashes.sorted { $0.key < $1.key }.map(\.value)
         do {
             let file = try await api(

@@ -81,10 +81,7 @@ extension LocalProvider: LocalFileStore {
                     digests.update(chunk)
                     progress?.report(Int64(chunk.count))
                 }
-                if let mismatch = DigestSet.firstMismatch(digests.finalize(), expected: options.knownChecksums) {
-                    throw BuckiaError.checksumMismatch(
-                        remotePath, algorithm: mismatch.algorithm, expected: mismatch.expected, actual: mismatch.actual, operation: "upload")
-                }
+                try DigestSet.check(digests.finalize(), against: options.knownChecksums, key: remotePath)
                 if let modified = options.modificationDate { try output.setModificationDate(modified) }
                 if durable { try output.sync() }
                 try output.close()

@@ -129,10 +129,7 @@ extension LocalProvider {
         do {
             let digests = try DigestSet(options.knownChecksums.keys.compactMap(\.hashAlgorithm))
             try body(file, digests)
-            if let mismatch = DigestSet.firstMismatch(digests.finalize(), expected: options.knownChecksums) {
-                throw BuckiaError.checksumMismatch(
-                    key, algorithm: mismatch.algorithm, expected: mismatch.expected, actual: mismatch.actual, operation: "upload")
-            }
+            try DigestSet.check(digests.finalize(), against: options.knownChecksums, key: key)
             if let modified { try file.setModificationDate(modified) }
             if durable { try file.sync() }
             // The file stays open, and so locked, until it is in place: a sweep by another

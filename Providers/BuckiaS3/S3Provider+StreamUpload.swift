@@ -8,7 +8,10 @@ extension S3Provider {
     /// goes up in one PutObject, exactly as ``uploadData(_:remotePath:options:)`` sends it;
     /// a longer one as a multipart upload whose parts, each with its own `Content-MD5`, go
     /// ``S3Settings/concurrency`` at a time while the next is read, so memory stays near part
-    /// size × (concurrency + 1) and no byte is copied to disk.
+    /// size × (concurrency + 1) and no byte is copied to disk. As with rclone's streamed
+    /// uploads, the length of a stream is unknown when its parts are sized, so a stream can be
+    /// at most 10,000 parts long: 48.8 GiB with the default 5 MiB parts (``S3Settings/partSize``
+    /// raises it); a longer one fails, and its upload is aborted.
     ///
     /// A multipart upload from a stream cannot be resumed (the stream cannot be read again),
     /// so any failure aborts it on the server. Its whole-object MD5 is not known when the
@@ -24,6 +27,9 @@ extension S3Provider {
         let parts = try StreamParts(stream, hashing: try options.verifyingAlgorithms())
         let head = try await parts.next(upTo: partSize) ?? Data()
         if try await parts.isAtEnd() {
+            // S3 checks a known MD5 (Content-MD5) and SHA-256 (the signed payload hash) itself;
+            // any other known checksum is checked here, over the bytes read.
+            try parts.verify(options.knownChecksums, key: remotePath)
             return try await uploadData(head, remotePath: remotePath, options: options)
         }
         let uploadId = try await createMultipartUpload(remotePath, md5: nil, options: options)
@@ -37,10 +43,7 @@ extension S3Provider {
                 }
                 return try await self.putPart(number, of: remotePath, uploadId: uploadId, part: part)
             }
-            if let mismatch = DigestSet.firstMismatch(parts.finalize(), expected: options.knownChecksums) {
-                throw BuckiaError.checksumMismatch(
-                    remotePath, algorithm: mismatch.algorithm, expected: mismatch.expected, actual: mismatch.actual, operation: "upload")
-            }
+            try parts.verify(options.knownChecksums, key: remotePath)
             let etag: String?
             do {
                 etag = try await completeMultipartUpload(

@@ -43,7 +43,7 @@ struct B2StreamUploadTests {
         return try await engine.run()
     }
 
-    @Test("A sync from one remote to another streams each file across (a large file in parts), byte for byte, with its time")
+    @Test("A sync from one remote to another streams each file of up to 8 MiB across (one in parts), a larger one through a temporary file, byte for byte, with its time")
     func remoteToRemote() async throws {
         let (source, destination, emulator) = try await Self.providers()
         defer { emulator.stop() }
@@ -51,18 +51,22 @@ struct B2StreamUploadTests {
         let files: [String: Data] = [
             "empty": Data(), "small.txt": Data("small".utf8),
             "large.bin": Data((0..<(5 * 1_048_576 + 7)).map { UInt8(truncatingIfNeeded: $0 &* 13) }),
+            "larger.bin": Data((0..<(9 * 1_048_576)).map { UInt8(truncatingIfNeeded: $0 &* 11) }),
         ]
         for (name, data) in files {
             _ = try await source.uploadData(data, remotePath: try ObjectKey(name), options: UploadOptions(modificationDate: date))
         }
         let result = try await Self.sync(source, to: destination)
-        #expect(result.isComplete && result.uploaded == 3, "\(result)")
+        #expect(result.isComplete && result.uploaded == 4, "\(result)")
         for (name, data) in files {
             #expect(try await destination.readData(remotePath: name) == data, "\(name)")
             #expect(try await destination.stat(remotePath: name)?.modificationDate == date, "\(name)")
         }
-        // Streamed, the large file went up as a large file: B2 stores no SHA-1 for it.
+        // Streamed, the large file went up as a large file: B2 stores no SHA-1 for it. Past
+        // 8 MiB the file went through a temporary file, whose SHA-1 is known before it is sent.
         #expect(try await destination.stat(remotePath: "large.bin")?.checksums[.sha1] == nil)
+        let larger = try #require(files["larger.bin"])
+        #expect(try await destination.stat(remotePath: "larger.bin")?.checksums[.sha1] == Hashing.digest(larger, .sha1).hex)
         #expect(try await destination.unfinishedUploads(prefix: "").isEmpty)
     }
 

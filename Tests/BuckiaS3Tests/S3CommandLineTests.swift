@@ -1,5 +1,6 @@
 import BuckiaConformance
 import BuckiaCore
+import BuckiaHTTP
 import BuckiaS3
 import BuckiaTestSupport
 import Foundation
@@ -164,7 +165,7 @@ struct S3RcatTests {
     /// Parts are 5 MiB, 4 in flight: about 30 MiB of parts live at once (StreamPartsTests
     /// bounds them exactly); glibc's allocator keeps some freed part buffers mapped, which is
     /// most of the rest (70 MiB peak with MALLOC_MMAP_THRESHOLD_=1048576, 84 MiB without).
-    @Test("rcat of 256 MiB is one multipart upload of 5 MiB parts, byte for byte, with peak RSS under 96 MiB")
+    @Test("rcat of 256 MiB is one multipart upload of 5 MiB parts, byte for byte, with peak RSS under 96 MiB (160 MiB over URLSession)")
     func stream() async throws {
         let (provider, server, bucket) = try await makeS3Provider()
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-rcat-\(UUID().uuidString)")
@@ -196,6 +197,9 @@ struct S3RcatTests {
         for try await chunk in read.bytes { stored.update(chunk) }
         #expect(stored.finalize() == expected, "the bytes stored")
         print("S3 rcat of 256 MiB: \(attempts.count) request(s); peak RSS \(ending.peakResidentBytes >> 20) MiB")
-        #expect(ending.peakResidentBytes < 96 << 20, "peak RSS \(ending.peakResidentBytes >> 20) MiB")
+        // FoundationNetworking copies each body it sends (Docs/Architecture.md), so over
+        // URLSession every part in flight is held twice: 109 MiB was seen.
+        let bound = HTTPClient.TransportKind.privateForTests == .urlSession ? 160 << 20 : 96 << 20
+        #expect(ending.peakResidentBytes < bound, "peak RSS \(ending.peakResidentBytes >> 20) MiB")
     }
 }

@@ -100,16 +100,14 @@ enum CLI {
             let invocation = Invocation(
                 arguments: parsed, environment: environment, registry: registries.providers, engines: registries.engines,
                 resources: resources)
-            let code: ExitCode
-            do {
-                code = try await command.run(invocation)
-            } catch {
-                if let leftover = invocation.removeWorkingFiles() { Console.report(leftover) }
-                throw error
+            // What the command did decides the exit status; a working folder that cannot be
+            // removed (another user's, a read-only mount) is said, not made a failure.
+            defer {
+                if let leftover = invocation.removeWorkingFiles() {
+                    Console.error("buckia: warning: \(leftover.message.escapingControlCharacters)")
+                }
             }
-            guard let leftover = invocation.removeWorkingFiles() else { return code }
-            Console.report(leftover)
-            return code == .success ? ExitCode.from(leftover) : code
+            return try await command.run(invocation)
         } catch let error as UsageError {
             Console.error("buckia \(name.escapingControlCharacters): \(error.description.escapingControlCharacters)")
             return .usage

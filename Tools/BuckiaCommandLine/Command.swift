@@ -71,7 +71,7 @@ struct Invocation: Sendable {
             } catch {
                 let failure = BuckiaError.wrapping(error, operation: "remove working files")
                 first = first ?? BuckiaError(
-                    failure.code, "Buckia's working files (.buckia) could not be removed: \(failure.message) The next run removes them.",
+                    failure.code, "Buckia's working files (.buckia) could not be removed: \(failure.message) A later run that can removes them.",
                     operation: "remove working files", path: failure.path, cause: failure)
             }
         }

@@ -111,6 +111,10 @@ extension ProviderConformance {
             try await Expect.error(.checksumMismatch, "a streamed upload with a wrong known SHA-256") {
                 try await provider.upload(from: stream(long, chunks: odd), remotePath: key, options: wrong)
             }
+            let wrongSHA1 = UploadOptions(knownChecksums: [.sha1: String(repeating: "0", count: 40)])
+            try await Expect.error(.checksumMismatch, "a short streamed upload with a wrong known SHA-1") {
+                try await provider.upload(from: stream(Data("short".utf8), chunks: odd), remotePath: key, options: wrongSHA1)
+            }
             try Expect.sameBytes(try await provider.readData(remotePath: key, range: nil), before, "the object after a refused checksum")
         }
         if provider.capabilities.supports(.unfinishedUploads) {

@@ -191,6 +191,14 @@ struct ObservedProvider: ForwardingStorageProvider {
         try check(remotePath)
         return try await base.uploadData(data, remotePath: remotePath, options: options)
     }
+    func upload(from stream: ByteStream, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
+        try check(remotePath)
+        return try await base.upload(from: stream, remotePath: remotePath, options: options)
+    }
+    func openRead(remotePath: ObjectKey, options: ReadOptions) async throws -> ObjectReadStream {
+        observer.record(.read, on: side)
+        return try await base.openRead(remotePath: remotePath, options: options)
+    }
     func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
         observer.record(.read, on: side)
         return try await base.downloadFile(remotePath: remotePath, localURL: localURL, options: options)

@@ -165,6 +165,18 @@ public final class DigestSet {
     }
 }
 
+extension DigestSet {
+    /// Fails when `digests` miss a checksum in `known` (algorithms without a digest are not
+    /// compared): what an upload checks before it stores anything.
+    ///
+    /// - Throws: ``BuckiaError/Code/checksumMismatch`` naming `key`.
+    package static func check(_ digests: [HashAlgorithm: Digest], against known: [ChecksumAlgorithm: String], key: ObjectKey) throws {
+        if let mismatch = firstMismatch(digests, expected: known) {
+            throw BuckiaError.checksumMismatch(key, algorithm: mismatch.algorithm, expected: mismatch.expected, actual: mismatch.actual, operation: "upload")
+        }
+    }
+}
+
 /// One-shot hashing of bytes and files.
 public enum Hashing {
     /// The digest of `data`.

@@ -16,7 +16,8 @@ import Foundation
 ///     func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
 ///         throw BuckiaError(.permissionDenied, "This remote is read-only.", operation: "upload")
 ///     }
-///     // …and uploadData, deleteFile, deleteFiles, copyFile, moveFile, setModificationTime.
+///     // …and uploadData, upload(from:remotePath:options:), deleteFile, deleteFiles, copyFile,
+///     // moveFile, setModificationTime, receiveFile: every requirement that writes.
 /// }
 /// ```
 public protocol ForwardingStorageProvider: StorageProvider {

@@ -203,9 +203,12 @@ extension StorageProvider {
     /// ``upload(from:remotePath:options:)``.
     @discardableResult
     public func upload(from stream: ByteStream, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
-        let parts = StreamParts(stream)
+        // Known checksums are checked over the bytes read, before anything is stored, whether
+        // or not the provider checks them itself.
+        let parts = try StreamParts(stream, hashing: try options.verifyingAlgorithms())
         let head = try await parts.next(upTo: StreamParts.inMemoryLimit) ?? Data()
         if try await parts.isAtEnd() {
+            try parts.verify(options.knownChecksums, key: remotePath)
             return try await uploadData(head, remotePath: remotePath, options: options)
         }
         return try await TemporaryFile.with { url in
@@ -214,6 +217,7 @@ extension StorageProvider {
                 try output.write(head)
                 while let part = try await parts.next(upTo: StreamParts.inMemoryLimit) { try output.write(part) }
                 try output.close()
+                try parts.verify(options.knownChecksums, key: remotePath)
             } catch {
                 // The descriptor closes when `output` goes; the folder goes with the temporary.
                 throw BuckiaError.wrapping(error, operation: "upload", path: remotePath.rawValue)

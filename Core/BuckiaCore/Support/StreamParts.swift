@@ -73,6 +73,14 @@ package final class StreamParts {
     /// The digests of every byte handed out, once the stream is read to its end.
     package func finalize() -> [HashAlgorithm: Digest] { digests?.finalize() ?? [:] }
 
+    /// Once the stream is read to its end: fails when the bytes handed out miss a checksum in
+    /// `known` (the algorithms this reader hashes).
+    ///
+    /// - Throws: ``BuckiaError/Code/checksumMismatch`` naming `key`; nothing should be stored.
+    package func verify(_ known: [ChecksumAlgorithm: String], key: ObjectKey) throws {
+        try DigestSet.check(finalize(), against: known, key: key)
+    }
+
     private func pull() async throws -> Data? {
         while let chunk = try await stream.next() {
             if !chunk.isEmpty { return Data(chunk) }

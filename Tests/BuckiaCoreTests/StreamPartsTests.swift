@@ -60,35 +60,48 @@ struct StreamPartsTests {
     @Test("sendAll holds at most width + 1 parts, sends each once in number order, and keeps going until the stream ends")
     func boundedAndComplete() async throws {
         let partSize = 1_000
+        let width = 3
         let data = Data((0..<25_500).map { UInt8(truncatingIfNeeded: $0) })
-        // Parts alive: read from the stream and not yet sent.
-        let alive = Locked((now: 0, most: 0, read: 0))
+        let read = Locked(0)
         let source = Self.stream(data, chunks: [333])
         let counted = ByteStream {
             guard let chunk = try await source.next() else { return nil }
-            alive.withLock { state in
-                let before = state.read / partSize
-                state.read += chunk.count
-                if state.read / partSize > before || state.read == data.count {
-                    state.now += 1
-                    state.most = max(state.most, state.now)
-                }
-            }
+            read.withLock { $0 += chunk.count }
             return chunk
         }
+        // Every send waits at the gate until the test opens it; meanwhile sendAll may read
+        // only the parts it may hold.
+        let gate = Locked((open: false, waiting: [CheckedContinuation<Void, Never>]()))
         let parts = StreamParts(counted)
         let head = try #require(try await parts.next(upTo: partSize))
-        let results = try await parts.sendAll(partsOf: partSize, startingWith: [head], width: 3) { number, part in
-            await Task.yield()
-            alive.withLock { $0.now -= 1 }
-            return (number, part)
+        let upload = Task {
+            try await parts.sendAll(partsOf: partSize, startingWith: [head], width: width) { number, part in
+                await withCheckedContinuation { continuation in
+                    let now = gate.withLock { gate -> Bool in
+                        if !gate.open { gate.waiting.append(continuation) }
+                        return gate.open
+                    }
+                    if now { continuation.resume() }
+                }
+                return (number, part)
+            }
         }
+        // A bounded number of turns for sendAll to read as far as it would (all of it, were
+        // it not bounded): counted in yields, not time.
+        for _ in 0..<2_000 { await Task.yield() }
+        let readWhileHeld = read.withLock { $0 }
+        for continuation in gate.withLock({ gate -> [CheckedContinuation<Void, Never>] in
+            gate.open = true
+            defer { gate.waiting = [] }
+            return gate.waiting
+        }) { continuation.resume() }
+        let results = try await upload.value
+        // `width` sending, one read and waiting for a turn, and at most a chunk of the next.
+        #expect(readWhileHeld <= (width + 1) * partSize + 333, "read \(readWhileHeld) bytes while every send was held")
         #expect(results.count == 26)
         let joined = results.keys.sorted().reduce(into: Data()) { $0.append(results[$1]?.1 ?? Data()) }
         #expect(joined == data)
         #expect(results.allSatisfy { $0.key == $0.value.0 })
-        // Three sending, one read ahead, and the one being cut from the stream.
-        #expect(alive.withLock { $0.most } <= 5)
     }
 
     @Test("sendAll stops at the first failure, of a send or of the stream")

@@ -86,7 +86,7 @@ extension B2Provider {
     /// Every part's SHA-1 and the whole file's, in one pass; known checksums verified on the way.
     private func partDigests(_ url: URL, size: Int64, partSize: Int64, options: UploadOptions, key: ObjectKey) throws -> (whole: String, parts: [String]) {
         let known = options.knownChecksums
-        let wholeAlgorithms = try Self.hashAlgorithms(Set(known.keys).union([.sha1]))
+        let wholeAlgorithms = try ChecksumAlgorithm.hashAlgorithms(verifying: Set(known.keys).union([.sha1]))
         var parts: [String] = []
         let whole: [HashAlgorithm: Digest]
         do {

@@ -40,7 +40,7 @@ extension B2Provider {
     /// b2_upload_file of bytes in memory, with their SHA-1; known checksums verified first.
     func uploadSmallData(_ data: Data, key remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
         var actual: [ChecksumAlgorithm: String] = [:]
-        for algorithm in try Self.hashAlgorithms(Set(options.knownChecksums.keys).union([.sha1])) {
+        for algorithm in try ChecksumAlgorithm.hashAlgorithms(verifying: Set(options.knownChecksums.keys).union([.sha1])) {
             actual[ChecksumAlgorithm(rawValue: algorithm.rawValue)] = try Hashing.digest(data, algorithm).hex
         }
         try Self.verify(options.knownChecksums, against: actual, key: remotePath, except: [])
@@ -79,7 +79,7 @@ extension B2Provider {
         let known = options.knownChecksums
         let others = Set(known.keys).subtracting([.sha1])
         if let sha1 = known[.sha1], others.isEmpty { return (sha1.lowercased(), true) }
-        let algorithms = try Self.hashAlgorithms(others.union(known[.sha1] == nil ? [.sha1] : []))
+        let algorithms = try ChecksumAlgorithm.hashAlgorithms(verifying: others.union(known[.sha1] == nil ? [.sha1] : []))
         var actual: [ChecksumAlgorithm: String] = [:]
         do {
             let reader = try FileReader(url)
@@ -90,19 +90,6 @@ extension B2Provider {
         try Self.verify(known, against: actual, key: key, except: [.sha1])
         if let sha1 = known[.sha1] { return (sha1.lowercased(), true) }
         return (actual[.sha1] ?? "", false)
-    }
-
-    /// The local hash functions for checksums a caller gave, or an error naming one Buckia
-    /// cannot compute (and so cannot verify).
-    static func hashAlgorithms(_ checksums: Set<ChecksumAlgorithm>) throws -> [HashAlgorithm] {
-        try checksums.sorted { $0.rawValue < $1.rawValue }.map { algorithm in
-            guard let hash = algorithm.hashAlgorithm else {
-                throw BuckiaError(
-                    .invalidConfiguration, "A known \(algorithm) checksum cannot be verified: Buckia has no \(algorithm) hash function.",
-                    operation: "upload")
-            }
-            return hash
-        }
     }
 
     static func verify(_ known: [ChecksumAlgorithm: String], against actual: [ChecksumAlgorithm: String], key: ObjectKey, except: Set<ChecksumAlgorithm>) throws {

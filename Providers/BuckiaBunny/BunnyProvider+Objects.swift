@@ -41,13 +41,7 @@ extension BunnyProvider {
         _ known: [ChecksumAlgorithm: String], key: ObjectKey, _ hash: ([HashAlgorithm]) throws -> [HashAlgorithm: Digest]
     ) throws -> [ChecksumAlgorithm: String] {
         var algorithms: [HashAlgorithm] = [.sha256]
-        for algorithm in known.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
-            guard let local = algorithm.hashAlgorithm else {
-                throw BuckiaError(
-                    .invalidConfiguration, "A known \(algorithm) checksum cannot be verified: Buckia has no \(algorithm) hash function.", operation: "upload")
-            }
-            if !algorithms.contains(local) { algorithms.append(local) }
-        }
+        for local in try ChecksumAlgorithm.hashAlgorithms(verifying: known.keys) where !algorithms.contains(local) { algorithms.append(local) }
         var actual: [ChecksumAlgorithm: String] = [:]
         for (algorithm, digest) in try hash(algorithms) { actual[ChecksumAlgorithm(rawValue: algorithm.rawValue)] = digest.hex }
         for (algorithm, expected) in known.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where actual[algorithm] != expected.lowercased() {

@@ -152,7 +152,8 @@ extension S3Provider {
                 etags.withLock { $0[number] = existing ?? "" }
                 return
             }
-            try await putPart(number, of: key, uploadId: uploadId, localURL: localURL, range: range, md5: known, etags: etags)
+            let etag = try await putPart(number, of: key, uploadId: uploadId, body: .fileRange(localURL, range), md5: known)
+            etags.withLock { $0[number] = etag }
             return
         }
         try await order?.enter(number)
@@ -183,21 +184,20 @@ extension S3Provider {
         guard let md5 = digests.finalize()[.md5] else {
             throw BuckiaError(.io, "Part \(number) could not be hashed.", operation: "upload part", path: key.rawValue)
         }
-        try await putPart(number, of: key, uploadId: uploadId, localURL: localURL, range: range, md5: md5, etags: etags)
+        let etag = try await putPart(number, of: key, uploadId: uploadId, body: .fileRange(localURL, range), md5: md5)
+        etags.withLock { $0[number] = etag }
     }
 
-    /// UploadPart of `range`, read in place by the transport, with its `Content-MD5`.
-    private func putPart(
-        _ number: Int, of key: ObjectKey, uploadId: String, localURL: URL, range: Range<Int64>, md5: Digest, etags: Locked<[Int: String]>
-    ) async throws {
+    /// UploadPart of `body` (a range of the file, read in place by the transport, or bytes in
+    /// memory) with its `Content-MD5`: the part's ETag, quoted.
+    func putPart(_ number: Int, of key: ObjectKey, uploadId: String, body: HTTPRequest.Body, md5: Digest) async throws -> String {
         let response = try await send(
             .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
-            headers: ["content-md5": md5.base64], body: .fileRange(localURL, range),
-            payloadHash: SigV4Signer.unsignedPayload, operation: "upload part")
+            headers: ["content-md5": md5.base64], body: body, payloadHash: SigV4Signer.unsignedPayload, operation: "upload part")
         guard let etag = response.etag else {
             throw BuckiaError(.corrupt, "S3 accepted part \(number) but returned no ETag.", operation: "upload part", path: key.rawValue)
         }
-        etags.withLock { $0[number] = "\"\(etag)\"" }
+        return "\"\(etag)\""
     }
 
     func createMultipartUpload(_ key: ObjectKey, md5: Digest?, options: UploadOptions) async throws -> String {

@@ -1,6 +1,5 @@
 import BuckiaCore
 import BuckiaHTTP
-import BuckiaSigV4
 import Foundation
 
 extension S3Provider {
@@ -41,7 +40,7 @@ extension S3Provider {
                         "The stream is longer than \(S3Provider.maximumParts) parts of \(partSize / 1_048_576) MiB, the most one S3 upload can hold; raise partSizeMiB.",
                         operation: "upload", path: remotePath.rawValue)
                 }
-                return try await self.putPart(number, of: remotePath, uploadId: uploadId, part: part)
+                return try await self.putPart(number, of: remotePath, uploadId: uploadId, body: .data(part), md5: try Hashing.digest(part, .md5))
             }
             try parts.verify(options.knownChecksums, key: remotePath)
             let etag: String?
@@ -71,16 +70,4 @@ extension S3Provider {
 
     /// The most parts one S3 multipart upload may have.
     static let maximumParts = 10_000
-
-    /// UploadPart of bytes held in memory, with their `Content-MD5`: the part's ETag.
-    func putPart(_ number: Int, of key: ObjectKey, uploadId: String, part: Data) async throws -> String {
-        let md5 = try Hashing.digest(part, .md5)
-        let response = try await send(
-            .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
-            headers: ["content-md5": md5.base64], body: .data(part), payloadHash: SigV4Signer.unsignedPayload, operation: "upload part")
-        guard let etag = response.etag else {
-            throw BuckiaError(.corrupt, "S3 accepted part \(number) but returned no ETag.", operation: "upload part", path: key.rawValue)
-        }
-        return "\"\(etag)\""
-    }
 }

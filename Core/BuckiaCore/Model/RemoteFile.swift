@@ -107,14 +107,7 @@ public struct UploadOptions: Hashable, Sendable {
     /// The hash functions that verify ``knownChecksums`` here, in a stable order; a checksum
     /// Buckia cannot compute (and so cannot verify) is refused.
     package func verifyingAlgorithms(operation: String = "upload") throws -> [HashAlgorithm] {
-        try knownChecksums.keys.sorted().map { algorithm in
-            guard let hash = algorithm.hashAlgorithm else {
-                throw BuckiaError(
-                    .invalidConfiguration, "A known \(algorithm) checksum cannot be verified: Buckia has no \(algorithm) hash function.",
-                    operation: operation)
-            }
-            return hash
-        }
+        try ChecksumAlgorithm.hashAlgorithms(verifying: knownChecksums.keys, operation: operation)
     }
 
     /// Checks what a provider cannot check for itself: checksum spellings and metadata names.
@@ -197,5 +190,22 @@ public struct ConnectionStatus: Hashable, Sendable {
         self.isConnected = isConnected
         self.message = message
         self.latency = latency
+    }
+}
+
+extension ChecksumAlgorithm {
+    /// The hash functions that compute `checksums` here, sorted and without repeats; a
+    /// checksum Buckia cannot compute (and so cannot verify) is refused.
+    package static func hashAlgorithms(
+        verifying checksums: some Sequence<ChecksumAlgorithm>, operation: String = "upload"
+    ) throws -> [HashAlgorithm] {
+        try Set(checksums).sorted().map { algorithm in
+            guard let hash = algorithm.hashAlgorithm else {
+                throw BuckiaError(
+                    .invalidConfiguration, "A known \(algorithm) checksum cannot be verified: Buckia has no \(algorithm) hash function.",
+                    operation: operation)
+            }
+            return hash
+        }
     }
 }

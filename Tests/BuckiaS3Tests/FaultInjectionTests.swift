@@ -64,8 +64,12 @@ struct FaultInjectionTests {
 
         let stats = try await proxy.stats()
         print("\(Int(rate * 100)) % faults (seed \(seed)): up in \(up), down in \(down); proxy: \(stats)")
-        // The faults were really there: about `rate` of the requests, and most kinds of them.
-        #expect(Double(stats.totalFaults) >= rate * Double(stats.requests) / 2, "\(stats)")
+        // The faults were really there: drawn for about `rate` of the requests, and most
+        // kinds of them applied. (Those that applied depend on the mix of requests: a PUT has
+        // no response body to cut or corrupt. Checked against `rate`, their count fell below
+        // half of it in 1 run of about 15: 31 of 641 at 10 %.)
+        #expect(Double(stats.drawn) >= rate * Double(stats.requests) / 2, "\(stats)")
+        #expect(stats.totalFaults > 0 && stats.totalFaults <= stats.drawn, "\(stats)")
         // (Corruptions apply only to object bodies, so at 10 % a kind or two may not come up.)
         #expect(stats.faults.count >= (rate > 0.2 ? 8 : 5), "\(stats)")
     }

@@ -72,9 +72,11 @@ public final class FaultProxy: Sendable {
         return FaultProxy(endpoint: endpoint, process: process, input: input)
     }
 
-    /// What the proxy has done so far: requests seen and faults injected by kind.
+    /// What the proxy has done so far: requests seen, faults drawn (one per request with
+    /// probability `rate`), and faults injected by kind (those that applied to their request).
     public struct Stats: Decodable, Sendable, CustomStringConvertible {
         public var requests: Int
+        public var drawn: Int
         public var faults: [String: Int]
 
         /// The number of faults of every kind.
@@ -82,7 +84,7 @@ public final class FaultProxy: Sendable {
 
         public var description: String {
             let kinds = faults.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-            return "\(totalFaults) faults in \(requests) requests (\(kinds.isEmpty ? "none" : kinds))"
+            return "\(totalFaults) faults (of \(drawn) drawn) in \(requests) requests (\(kinds.isEmpty ? "none" : kinds))"
         }
     }
 

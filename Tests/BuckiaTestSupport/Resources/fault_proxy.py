@@ -22,9 +22,11 @@ hit by one fault with probability `rate`; the kind is drawn uniformly from `faul
                   body), then sends nothing for --stall-seconds before closing
   garbage         answers bytes that are not HTTP and closes, nothing forwarded
 
-A fault that does not apply to a request (no body to corrupt or cut) is not counted and the
-request is forwarded intact. `GET /__proxy__/stats` answers JSON: {"requests": N,
-"faults": {KIND: N}} (never itself faulted; no S3 bucket can be named `__proxy__`).
+A fault that does not apply to a request (no body to corrupt or cut) is not counted in
+"faults" and the request is forwarded intact; "drawn" counts every request a fault was drawn
+for, applicable or not, so it follows `rate` whatever the mix of requests. `GET
+/__proxy__/stats` answers JSON: {"requests": N, "drawn": N, "faults": {KIND: N}} (never
+itself faulted; no S3 bucket can be named `__proxy__`).
 
 Bounded: at most 128 connections at once (more wait in the listen queue), every socket
 operation times out after 60 s, and the proxy exits when its stdin closes, on SIGTERM, or
@@ -52,11 +54,16 @@ class Stats:
     def __init__(self):
         self.lock = threading.Lock()
         self.requests = 0
+        self.drawn = 0
         self.faults = {}
 
     def request(self):
         with self.lock:
             self.requests += 1
+
+    def draw(self):
+        with self.lock:
+            self.drawn += 1
 
     def fault(self, kind):
         with self.lock:
@@ -64,7 +71,7 @@ class Stats:
 
     def snapshot(self):
         with self.lock:
-            return {"requests": self.requests, "faults": dict(self.faults)}
+            return {"requests": self.requests, "drawn": self.drawn, "faults": dict(self.faults)}
 
 
 class Config:
@@ -220,6 +227,8 @@ class Handler(socketserver.StreamRequestHandler):
         Config.stats.request()
         lookup = {k.lower(): v for k, v in headers}
         kind = Config.draw()
+        if kind is not None:
+            Config.stats.draw()
         if kind == "corrupt-request" and not (body and "content-md5" in lookup):
             kind = None
         if kind == "503":

@@ -49,8 +49,12 @@ measure "rclone upload" rclone copyto "$work/source.bin" moto:bench/rclone.bin
 measure "buckia download (libcurl)" .build/release/buckia cp moto:buckia.bin "$work/buckia.out"
 measure "buckia download (URLSession)" env BUCKIA_HTTP_TRANSPORT=urlsession .build/release/buckia cp moto:buckia-us.bin "$work/buckia-us.out"
 measure "rclone download" rclone copyto moto:bench/rclone.bin "$work/rclone.out"
-cmp "$work/source.bin" "$work/buckia.out" && cmp "$work/source.bin" "$work/buckia-us.out" && cmp "$work/source.bin" "$work/rclone.out" \
-    && echo "(all copies byte-identical)"
+# Standard input, which neither can seek or size: both send it as a multipart upload as it reads.
+measure "buckia rcat (libcurl)" sh -c 'exec "$0" rcat moto:rcat.bin < "$1"' .build/release/buckia "$work/source.bin"
+measure "rclone rcat" sh -c 'exec rclone rcat moto:bench/rclone-rcat.bin < "$0"' "$work/source.bin"
+.build/release/buckia cp moto:rcat.bin "$work/rcat.out" >/dev/null
+rclone copyto moto:bench/rclone-rcat.bin "$work/rclone-rcat.out" 2>/dev/null
+for copy in buckia buckia-us rclone rcat rclone-rcat; do cmp "$work/source.bin" "$work/$copy.out"; done && echo "(all copies byte-identical)"
 echo "buckia: 5 MiB parts, maxConcurrentOperations 4; rclone $(rclone version | head -1 | awk "{print \$2}"): defaults (5 MiB chunks, 4 concurrent)"
 
 mkdir -p "$work/tree"

@@ -72,7 +72,7 @@ public enum ChunkPack {
         let trailer = hasher.finalize().bytes
         try handle.write(Data(trailer))
         packBytes += Int64(trailer.count)
-        try handle.sync()
+        try await handle.syncOffThePool()
         try LocalFile.checkReplaceable(url.path)
         if rename(temporary.path, url.path) != 0 { throw BuckiaError.posix(errno, operation: "export chunks", path: url.path) }
         renamed = true

@@ -220,7 +220,7 @@ public struct ChunkedFileStore: Sendable {
             if !moved { unlink(temporary.path) }
         }
         try await forEachChunk(of: manifest) { try file.write($0) }
-        try file.sync()
+        try await file.syncOffThePool()
         try LocalFile.checkReplaceable(url.path)
         guard rename(temporary.path, url.path) == 0 else { throw BuckiaError.posix(errno, operation: "restore", path: url.path) }
         moved = true

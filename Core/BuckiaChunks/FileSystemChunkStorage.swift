@@ -101,12 +101,25 @@ public struct FileSystemRetrieval: ChunkStorageRetrieval {
         }
         let size = try reader.size()
         guard size <= ChunkPath.maximumStoredSize else { throw ChunkPath.tooLarge(size, path: path, operation: "read chunk") }
-        return try reader.read(0..<size)
+        guard size > Self.inlineLimit else { return try reader.read(0..<size) }
+        return try await BlockingWork.run("read chunk") { try reader.read(0..<size) }
     }
+
+    /// The most bytes a chunk's read or write moves on the calling task (a few system calls);
+    /// a larger chunk, or any synced write, goes to Buckia's blocking-work threads.
+    static let inlineLimit: Int64 = 256 << 10
 
     public func writeChunk(_ data: Data, at path: String, metadata: ChunkMetadata?) async throws {
         let url = try url(path, operation: "write chunk")
         try checkFolders(of: path, operation: "write chunk")
+        guard durableWrites || Int64(data.count) > Self.inlineLimit else { return try write(data, to: url) }
+        let durable = durableWrites
+        try await BlockingWork.run("write chunk") { try Self.write(data, to: url, durable: durable) }
+    }
+
+    private func write(_ data: Data, to url: URL) throws { try Self.write(data, to: url, durable: durableWrites) }
+
+    private static func write(_ data: Data, to url: URL, durable durableWrites: Bool) throws {
         // A temporary beside the chunk, renamed over it: readers see the old bytes or the new.
         // It is locked from the moment it has a name until it has been renamed (the descriptor
         // stays open across the rename), so a sweep takes only a killed writer's. (Not

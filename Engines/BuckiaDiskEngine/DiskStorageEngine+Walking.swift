@@ -35,14 +35,14 @@ extension DiskStorageEngine {
     /// Calls `visit` with the folder (relative, empty or ending in `/`), name and parsed name
     /// of every regular file at the layout's depth whose name the engine would write.
     /// `visitFolder` sees each fan-out folder after its contents.
-    func walkValueFiles(
+    nonisolated func walkValueFiles(
         _ visit: (_ folder: String, _ name: String, _ parsed: DiskFileName.Parsed) throws -> Void,
         visitFolder: ((_ folder: String) -> Void)? = nil
     ) throws {
         try walk(folder: "", remaining: fanOutDepth, visit, visitFolder)
     }
 
-    private func walk(
+    private nonisolated func walk(
         folder: String, remaining: Int,
         _ visit: (String, String, DiskFileName.Parsed) throws -> Void,
         _ visitFolder: ((String) -> Void)?

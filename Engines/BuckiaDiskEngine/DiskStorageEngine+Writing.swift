@@ -50,6 +50,10 @@ extension DiskStorageEngine {
     /// Removes every value file and the fan-out folders left empty. The directory, `.tmp`
     /// (another engine may be writing through it) and files the engine does not own stay.
     public func removeAllData() async throws {
+        try await BlockingWork.run("remove") { [self] in try removeAllValues() }
+    }
+
+    private nonisolated func removeAllValues() throws {
         var touched: Set<String> = []
         var folders: [String] = []
         try walkValueFiles(

@@ -69,7 +69,7 @@ extension B2Provider {
     private func sendLargeFileParts(
         _ parts: StreamParts, head: Data, partSize: Int, fileId: String, key remotePath: ObjectKey, options: UploadOptions
     ) async throws -> RemoteFile {
-        let hashes = try await parts.sendAll(partsOf: partSize, startingWith: [head], width: settings.concurrency) { number, part in
+        let hashes = try await parts.sendAll(partsOf: partSize, startingWith: [consume head], width: settings.concurrency) { number, part in
             guard number <= B2Provider.maximumParts else {
                 throw BuckiaError(
                     .invalidConfiguration,

@@ -201,9 +201,15 @@ public struct LocalProvider: StorageProviderPlugin {
 
     // MARK: Transfers
 
+    /// The copy (and its `fsync`) runs on Buckia's blocking-work threads, never a thread of the
+    /// cooperative pool; cancelling the task stops it between chunks, keeping nothing.
     @discardableResult
     public func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
         try options.validate()
+        return try await BlockingWork.run("upload") { [self] in try storeFile(localURL, at: remotePath, options: options) }
+    }
+
+    private func storeFile(_ localURL: URL, at remotePath: ObjectKey, options: UploadOptions) throws -> RemoteFile {
         // The source opens first, so a missing source creates no folders.
         let source: LocalFile
         let modified: Date
@@ -223,17 +229,32 @@ public struct LocalProvider: StorageProviderPlugin {
         }
     }
 
+    /// Up to ``inlineLimit`` bytes without `fsync` are written on the calling task, as a stat
+    /// is; anything longer, or synced, on the blocking-work threads.
     @discardableResult
     public func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
         try options.validate()
-        return try writeObject(remotePath, modified: options.modificationDate, options: options) { output, digests in
-            digests.update(data)
-            try output.write(data)
+        let write: @Sendable () throws -> RemoteFile = { [self] in
+            try writeObject(remotePath, modified: options.modificationDate, options: options) { output, digests in
+                digests.update(data)
+                try output.write(data)
+            }
         }
+        guard data.count > Self.inlineLimit || durable else { return try write() }
+        return try await BlockingWork.run("upload", write)
     }
 
+    /// The most bytes a read or write moves on the calling task: a few system calls, as long
+    /// as a stat takes. Beyond it, the work goes to ``BlockingWork``.
+    static let inlineLimit = 256 << 10
+
+    /// On the blocking-work threads, as ``uploadFile(localURL:remotePath:options:)``.
     @discardableResult
     public func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
+        try await BlockingWork.run("download") { [self] in try fetchFile(remotePath, to: localURL, options: options) }
+    }
+
+    private func fetchFile(_ remotePath: ObjectKey, to localURL: URL, options: ReadOptions) throws -> DownloadResult {
         let (input, file) = try openObject(remotePath, ifMatch: options.ifMatch, operation: "download")
         defer { try? input.close() }
         do {
@@ -253,13 +274,16 @@ public struct LocalProvider: StorageProviderPlugin {
         }
     }
 
-    /// Copies within the root through a temporary file, keeping the modification time.
+    /// Copies within the root through a temporary file, keeping the modification time, on the
+    /// blocking-work threads.
     @discardableResult
     public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
-        let (input, file) = try openObject(source, operation: "copy")
-        defer { try? input.close() }
-        return try writeObject(destination, modified: file.modificationDate, options: UploadOptions()) { output, _ in
-            _ = try AtomicFile.pump(from: input, to: output)
+        try await BlockingWork.run("copy") { [self] in
+            let (input, file) = try openObject(source, operation: "copy")
+            defer { try? input.close() }
+            return try writeObject(destination, modified: file.modificationDate, options: UploadOptions()) { output, _ in
+                _ = try AtomicFile.pump(from: input, to: output)
+            }
         }
     }
 
@@ -292,8 +316,21 @@ public struct LocalProvider: StorageProviderPlugin {
         return try describe(remotePath, operation: "setModificationTime")
     }
 
+    /// Reads of up to ``inlineLimit`` bytes run on the calling task; longer ones on the
+    /// blocking-work threads (opening the file again there: a descriptor stays with its task).
     public func readData(remotePath: ObjectKey, options: ReadOptions) async throws -> Data {
         let (input, file) = try openObject(remotePath, ifMatch: options.ifMatch, operation: "read")
+        if (clamp(options.range, size: file.size).map { Int64($0.count) } ?? file.size) <= Int64(Self.inlineLimit) {
+            return try read(input, file, remotePath, options)
+        }
+        try? input.close()
+        return try await BlockingWork.run("read") { [self] in
+            let (input, file) = try openObject(remotePath, ifMatch: options.ifMatch, operation: "read")
+            return try read(input, file, remotePath, options)
+        }
+    }
+
+    private func read(_ input: LocalFile, _ file: RemoteFile, _ remotePath: ObjectKey, _ options: ReadOptions) throws -> Data {
         defer { try? input.close() }
         do {
             let range = clamp(options.range, size: file.size) ?? 0..<file.size

@@ -33,7 +33,7 @@ extension S3Provider {
         }
         let uploadId = try await createMultipartUpload(remotePath, md5: nil, options: options)
         do {
-            let etags = try await parts.sendAll(partsOf: partSize, startingWith: [head], width: settings.concurrency) { number, part in
+            let etags = try await parts.sendAll(partsOf: partSize, startingWith: [consume head], width: settings.concurrency) { number, part in
                 guard number <= S3Provider.maximumParts else {
                     throw BuckiaError(
                         .invalidConfiguration,

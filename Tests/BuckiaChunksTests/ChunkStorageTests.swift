@@ -354,3 +354,46 @@ struct ChunkCompressionSamplingTests {
         #expect(whole.transforms == ["zlib"] && whole.size < 30_000)
     }
 }
+
+/// The file-system store's chunk writes that block — a synced one, or one larger than a few
+/// system calls move — run on Buckia's blocking-work threads (issue 23), which refuse a job a
+/// cancelled task asks for; a small unsynced write runs on the calling task and completes.
+@Suite("Chunk files written off the cooperative pool")
+struct ChunkBlockingWorkTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        let durability: FileSystemRetrieval.Durability
+        let size: Int
+        let offThePool: Bool
+        var testDescription: String { "\(durability), \(size) bytes" }
+    }
+
+    @Test(arguments: [
+        Case(durability: .eachChunk, size: 100, offThePool: true),
+        Case(durability: .none, size: 1 << 20, offThePool: true),
+        Case(durability: .none, size: 100, offThePool: false),
+    ])
+    func cancelledTaskWrites(_ example: Case) async throws {
+        let scratch = try Scratch()
+        let retrieval = FileSystemRetrieval(baseURL: scratch.url, durability: example.durability)
+        let path = "ab/cdef"
+        let data = Data(repeating: 7, count: example.size)
+        let task = Task { try await retrieval.writeChunk(data, at: path, metadata: nil) }
+        task.cancel()
+        let result = await task.result
+        let stored = try await retrieval.readChunk(at: path)
+        if example.offThePool {
+            #expect((try? result.get()) == nil && ((result.failure as? BuckiaError)?.code == .cancelled))
+            #expect(stored == nil, "nothing stored")
+        } else {
+            #expect((try? result.get()) != nil)
+            #expect(stored == data)
+        }
+    }
+}
+
+extension Result {
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

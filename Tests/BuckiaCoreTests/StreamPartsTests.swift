@@ -28,6 +28,11 @@ struct StreamPartsTests {
         Case(size: 0, chunks: [7], part: 10), Case(size: 1, chunks: [7], part: 10), Case(size: 10, chunks: [10], part: 10),
         Case(size: 11, chunks: [10], part: 10), Case(size: 100, chunks: [1], part: 7), Case(size: 100, chunks: [33, 1, 64], part: 10),
         Case(size: 1000, chunks: [250], part: 1000), Case(size: 1001, chunks: [3, 997, 2], part: 250),
+        // Parts past PartBuffer.smallest (1 MiB) move to pages of their own; chunks larger
+        // than a part, exactly a part, and straddling the move.
+        Case(size: (3 << 20) + 5, chunks: [131_072, 7, 1 << 20], part: (1 << 20) + 3),
+        Case(size: 5 << 20, chunks: [3 << 20], part: 2 << 20), Case(size: 2 << 20, chunks: [1 << 20], part: 1 << 20),
+        Case(size: (1 << 20) - 1, chunks: [65_536], part: 4 << 20),
     ])
     func partsAreExactAndComplete(_ example: Case) async throws {
         let data = Data((0..<example.size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
@@ -45,6 +50,17 @@ struct StreamPartsTests {
         #expect(parts.count == Int64(example.size))
         #expect(try await parts.isAtEnd())
         #expect(parts.finalize()[.sha256] == Hashing.sha256(data))
+    }
+
+    @Test("a PartBuffer takes no more than its room and hands out exactly what it took")
+    func partBuffer() {
+        var buffer = PartBuffer(capacity: 10)
+        #expect(buffer.append(Data([1, 2, 3])) == 3)
+        #expect(buffer.append(Data(0..<20).dropFirst(4)) == 7)  // a slice: its own indices
+        #expect(buffer.remaining == 0)
+        #expect(buffer.append(Data([9])) == 0)
+        #expect(buffer.data() == Data([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]))
+        #expect(PartBuffer(capacity: 4096).data().isEmpty)
     }
 
     @Test("isAtEnd reads ahead without losing the byte it read")

@@ -3,7 +3,8 @@ import BuckiaLocal
 import Foundation
 import Testing
 
-/// The local provider's copies stop between chunks when their task is cancelled.
+/// The local provider's copies run on Buckia's blocking-work threads (issue 23) and stop
+/// between chunks when their task is cancelled.
 @Suite("Local copies and cancellation")
 struct LocalBlockingWorkTests {
     static func folder() throws -> URL {
@@ -55,5 +56,41 @@ struct LocalBlockingWorkTests {
         #expect(error?.code == .cancelled)
         #expect(seen.withLock { $0 } < size, "the copy stopped before the end")
         #expect(try await provider.stat(remotePath: try ObjectKey("big.bin")) == nil)
+    }
+
+    /// The kernel's name of the calling thread.
+    static func threadName() -> String {
+        guard let data = FileManager.default.contents(atPath: "/proc/thread-self/comm") else { return "unknown" }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    enum Operation: String, CaseIterable, Sendable { case upload, download, copy }
+
+    /// Every chunk is reported from the thread that copies it. (On the calling task, as these
+    /// copies once ran, the reports came from the cooperative pool's threads.)
+    @Test("A whole-file copy runs on buckia-io threads", arguments: Operation.allCases)
+    func offThePool(_ operation: Operation) async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let provider = try LocalProvider(root: folder.appendingPathComponent("root"))
+        let source = folder.appendingPathComponent("source.bin")
+        let bytes = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        try bytes.write(to: source)
+        let key = try ObjectKey("file.bin")
+        if operation != .upload { try await provider.uploadFile(localURL: source, remotePath: key, options: UploadOptions()) }
+        let threads = Locked<Set<String>>([])
+        let observer = TransferObserver { _ in threads.withLock { _ = $0.insert(Self.threadName()) } }
+        try await TransferProgress.$observer.withValue(observer) {
+            switch operation {
+            case .upload: try await provider.uploadFile(localURL: source, remotePath: key, options: UploadOptions())
+            case .download: try await provider.downloadFile(remotePath: key, localURL: folder.appendingPathComponent("copy.bin"))
+            case .copy: try await provider.copyFile(from: key, to: try ObjectKey("copy.bin"))
+            }
+        }
+        #expect(threads.withLock { $0 } == ["buckia-io"])
+        let stored = operation == .download
+            ? try Data(contentsOf: folder.appendingPathComponent("copy.bin"))
+            : try await provider.readData(remotePath: operation == .copy ? try ObjectKey("copy.bin") : key, range: nil)
+        #expect(stored == bytes)
     }
 }

@@ -10,7 +10,7 @@ import Testing
 struct EngineBlockingWorkTests {
     enum Kind: String, CaseIterable, Sendable { case sqlite, disk }
 
-    @Test("A write or removal asked for by a cancelled task fails as cancelled and changes nothing", arguments: Kind.allCases)
+    @Test("A write or removal (of one, some or all values) asked for by a cancelled task fails as cancelled and changes nothing", arguments: Kind.allCases)
     func cancelledWrites(_ kind: Kind) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-engine-cancel-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -22,13 +22,14 @@ struct EngineBlockingWorkTests {
         // Cancelled before it starts: every call it makes sees a cancelled task.
         let task = Task {
             var codes: [BuckiaError.Code?] = []
-            for attempt in 0..<4 {
+            for attempt in 0..<5 {
                 do {
                     switch attempt {
                     case 0: try await engine.write(Data("new".utf8), key: CacheKey(verbatim: "new"))
                     case 1: try await engine.write([(CacheKey(verbatim: "batch"), Data("b".utf8))])
                     case 2: try await engine.remove(key: CacheKey(verbatim: "kept"))
-                    default: try await engine.remove(keys: [CacheKey(verbatim: "kept")])
+                    case 3: try await engine.remove(keys: [CacheKey(verbatim: "kept")])
+                    default: try await engine.removeAllData()
                     }
                     codes.append(nil)
                 } catch {
@@ -38,7 +39,7 @@ struct EngineBlockingWorkTests {
             return codes
         }
         task.cancel()
-        #expect(await task.value == [.cancelled, .cancelled, .cancelled, .cancelled])
+        #expect(await task.value == [.cancelled, .cancelled, .cancelled, .cancelled, .cancelled])
         #expect(try await engine.allKeys() == [CacheKey(verbatim: "kept")])
         #expect(try await engine.read(key: CacheKey(verbatim: "kept")) == Data("kept".utf8))
     }

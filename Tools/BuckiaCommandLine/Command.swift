@@ -117,8 +117,9 @@ enum Console {
         }
     }
 
-    /// Standard input as a stream of bytes, read 1 MiB at a time off the task pool (a read
-    /// from a pipe or a terminal blocks until the writer writes).
+    /// Standard input as a stream of bytes, read 128 KiB at a time off the task pool (a read
+    /// from a pipe or a terminal blocks until the writer writes; a pipe hands out 64 KiB at
+    /// most, and a larger buffer would be held whole for each chunk).
     ///
     /// - Throws (from the stream): ``BuckiaError/Code/io`` naming the reason a read failed.
     static func standardInput() -> ByteStream {
@@ -127,7 +128,7 @@ enum Console {
                 if StandardStreams.wasClosed(STDIN_FILENO) {
                     throw BuckiaError(.io, "Standard input is closed; pipe the bytes to store into rcat.", operation: "read standard input")
                 }
-                var chunk = Data(count: 1 << 20)
+                var chunk = Data(count: 1 << 17)
                 while true {
                     let count = chunk.withUnsafeMutableBytes { buffer in systemRead(STDIN_FILENO, buffer.baseAddress, buffer.count) }
                     if count < 0 {

@@ -201,6 +201,18 @@ package final class LocalFile {
         try readRange(range, bufferSize: AtomicFile.copyBufferSize, path: path, read: { try read(into: $0, at: $1) }) { try output.write($0) }
     }
 
+    /// ``sync()`` on Buckia's blocking-work threads, for a caller on the cooperative pool: an
+    /// `fsync` of a large file can take seconds. The file must stay open until it returns.
+    package func syncOffThePool() async throws {
+        let descriptor = descriptor
+        let path = path
+        try await BlockingWork.run("fsync") {
+            if fsync(descriptor) != 0 {
+                throw BuckiaError.posix(errno, operation: "fsync", path: path)
+            }
+        }
+    }
+
     /// Flushes the file's data and metadata to stable storage.
     package func sync() throws {
         if fsync(descriptor) != 0 {

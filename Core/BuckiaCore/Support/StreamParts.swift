@@ -32,30 +32,49 @@ package final class StreamParts {
     }
 
     /// The next `limit` bytes of the stream (fewer only at its end), or nil when none remain.
+    ///
+    /// The first MiB of a part is gathered in ordinary memory, so a short stream (the common
+    /// case of a sync's small files) costs no system call; a part longer than that moves to a
+    /// ``PartBuffer`` of its own, whose memory goes back to the system when the send that
+    /// holds it is done. A chunk of exactly `limit` bytes is handed on as it is.
     package func next(upTo limit: Int) async throws -> Data? {
         let limit = max(1, limit)
-        var part = Data()
-        var reserved = false
-        while part.count < limit {
+        if pending.isEmpty {
+            guard !ended, let chunk = try await pull() else { return nil }
+            pending = chunk
+        }
+        if pending.count == limit, pending.startIndex == 0 {
+            let part = pending
+            pending = Data()
+            return handOut(part)
+        }
+        var head = Data()
+        let small = min(limit, PartBuffer.smallest)
+        while head.count < small {
             if pending.isEmpty {
                 guard !ended, let chunk = try await pull() else { break }
                 pending = chunk
             }
-            let take = min(limit - part.count, pending.count)
-            if take == pending.count, part.isEmpty {
-                swap(&part, &pending)  // a whole chunk: handed on without a copy
-            } else {
-                if !reserved {
-                    // Room for the whole part at once: grown by doubling, a part would leave
-                    // up to twice its size behind for the allocator to return.
-                    reserved = true
-                    part.reserveCapacity(limit)
-                }
-                part.append(pending.prefix(take))
-                pending = pending.dropFirst(take)
-            }
+            let take = min(small - head.count, pending.count)
+            head.append(pending.prefix(take))
+            pending = take == pending.count ? Data() : pending.dropFirst(take)
         }
-        guard !part.isEmpty else { return nil }
+        if head.count < small || head.count == limit { return head.isEmpty ? nil : handOut(head) }
+        var buffer = PartBuffer(capacity: limit)
+        _ = buffer.append(head)
+        head = Data()
+        while buffer.remaining > 0 {
+            if pending.isEmpty {
+                guard !ended, let chunk = try await pull() else { break }
+                pending = chunk
+            }
+            let took = buffer.append(pending)
+            pending = took == pending.count ? Data() : pending.dropFirst(took)
+        }
+        return handOut(buffer.data())
+    }
+
+    private func handOut(_ part: Data) -> Data {
         digests?.update(part)
         count += Int64(part.count)
         return part

@@ -19,7 +19,10 @@ final class CurlTransfer: @unchecked Sendable {
     let easy: UnsafeMutableRawPointer
     private let request: HTTPRequest
     private var headerList: UnsafeMutablePointer<curl_slist>?
-    private let source: Source
+    /// What the request sends; dropped at ``finish(code:)``, so a body in memory (an upload
+    /// part of several MiB) is let go before the waiting task resumes, not whenever the loop
+    /// thread lets go of the transfer.
+    private var source: Source
     private var offset: Int64 = 0
     private let errorBodyLimit: Int
     /// Whether a 2xx body goes to the reader as it arrives (``CurlTransport/stream(_:errorBodyLimit:)``).
@@ -74,6 +77,8 @@ final class CurlTransfer: @unchecked Sendable {
         }
         self.easy = easy
         self.source = source
+        var request = request
+        request.body = .none  // `source` holds it, until the transfer ends
         self.request = request
         self.errorBodyLimit = max(0, errorBodyLimit)
         self.streaming = streaming && request.method != .head
@@ -337,6 +342,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// Completes the waiting task with the response, or with the error libcurl reported; or,
     /// once a streamed body has been handed out, ends that body.
     func finish(code: CURLcode) {
+        source = .none
         if [CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING].contains(code), status == 0, !isCancelled {
             var connects = 0
             _ = buckia_curl_get_long(easy, CURLINFO_NUM_CONNECTS, &connects)

@@ -63,6 +63,21 @@ struct StreamPartsTests {
         #expect(PartBuffer(capacity: 4096).data().isEmpty)
     }
 
+    /// A stream often ends because its task was cancelled (a pipe's producer killed by the
+    /// same Ctrl-C): what was read then is no whole object, so it must not read as one.
+    @Test("A cancelled task's stream ends in cancelled, at a chunk and at its end", arguments: [0, 10])
+    func cancelledStream(_ size: Int) async throws {
+        let task = Task {
+            let parts = StreamParts(Self.stream(Data(repeating: 1, count: size), chunks: [4]))
+            var handed = 0
+            while let part = try await parts.next(upTo: 4) { handed += part.count }
+            return handed
+        }
+        task.cancel()
+        let error = await #expect(throws: BuckiaError.self) { try await task.value }
+        #expect(error?.code == .cancelled)
+    }
+
     @Test("isAtEnd reads ahead without losing the byte it read")
     func atEndKeepsTheByte() async throws {
         let parts = StreamParts(Self.stream(Data([1, 2, 3]), chunks: [2]))

@@ -180,6 +180,60 @@ struct S3RcatTests {
         return (ending, try String(contentsOf: errors, encoding: .utf8), sha256)
     }
 
+    /// Interrupted, rcat cancels its upload instead of ending the process at once, so the
+    /// multipart upload it started, which nothing could resume, is aborted on the server.
+    /// With its input still open (a producer that ignores the Ctrl-C) the read waiting for
+    /// input ends too; with its input closed at the same moment (a producer killed by the same
+    /// Ctrl-C), what was read is not stored as if it were the whole stream. (Before, rcat
+    /// exited at once and left its parts on the server for `buckia cleanup`.)
+    @Test("rcat interrupted mid-upload aborts its multipart upload and stores nothing", arguments: [true, false])
+    func interrupted(inputStaysOpen: Bool) async throws {
+        let (provider, server, bucket) = try await makeS3Provider()
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-rcat-int-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
+        let errors = home.appendingPathComponent("err.txt")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exec \"$0\" rcat --verbose lake:cut.bin 2> \"$1\"", executable.path, errors.path]
+        process.environment = lakeEnvironment(home: home, bucket: bucket, server: server)
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer {
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        let log = { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
+        // 12 MiB: the first part is sent as a multipart upload's part once the second starts.
+        let piece = Data(repeating: 0x5A, count: 1 << 20)
+        for _ in 0..<12 { try input.fileHandleForWriting.write(contentsOf: piece) }
+        var polls = 0
+        while !log().contains("partNumber="), process.isRunning, polls < 30_000 {
+            polls += 1
+            usleep(1_000)
+        }
+        try #require(log().contains("partNumber="), "no part was sent: \(log())")
+        kill(process.processIdentifier, SIGINT)
+        if !inputStaysOpen { try input.fileHandleForWriting.close() }
+        polls = 0
+        while process.isRunning, polls < 6_000 {
+            polls += 1
+            usleep(10_000)
+        }
+        try #require(!process.isRunning, "rcat still ran 60 s after SIGINT: \(log())")
+        if inputStaysOpen { try input.fileHandleForWriting.close() }
+        #expect(process.terminationReason == .exit && process.terminationStatus == 130, "status \(process.terminationStatus): \(log())")
+        #expect(log().contains("interrupted; stopping the upload"), "\(log())")
+        #expect(log().contains("nothing was stored at lake:cut.bin"), "\(log())")
+        #expect(try await provider.unfinishedUploads(prefix: "").isEmpty, "the multipart upload is still on the server")
+        #expect(try await provider.stat(remotePath: try ObjectKey("cut.bin")) == nil, "an object was stored")
+    }
+
     /// Parts are 5 MiB with 4 in flight. The bound is on what 256 MiB costs over a 1 MiB rcat
     /// by the same binary: the process's own baseline (runtime, libcurl, first request) varies
     /// with the build, the bytes in flight should not. Measured at widths 1, 4 and 8 the cost

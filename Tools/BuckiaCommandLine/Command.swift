@@ -121,24 +121,36 @@ enum Console {
     /// from a pipe or a terminal blocks until the writer writes; a pipe hands out 64 KiB at
     /// most, and a larger buffer would be held whole for each chunk).
     ///
-    /// - Throws (from the stream): ``BuckiaError/Code/io`` naming the reason a read failed.
+    /// Cancelling the reading task ends a read that is waiting for input: the read waits in
+    /// `poll` on standard input and on a pipe of its own, which the cancellation writes to (a
+    /// blocked `read` would wait on for a writer that may never write, and the process takes
+    /// its signals on a thread of its own, so no signal interrupts it either).
+    ///
+    /// - Throws (from the stream): ``BuckiaError/Code/io`` naming the reason a read failed;
+    ///   ``BuckiaError/Code/cancelled`` once the task is cancelled.
     static func standardInput() -> ByteStream {
         ByteStream {
-            try await BlockingWork.run("read standard input") {
-                if StandardStreams.wasClosed(STDIN_FILENO) {
-                    throw BuckiaError(.io, "Standard input is closed; pipe the bytes to store into rcat.", operation: "read standard input")
-                }
-                var chunk = Data(count: 1 << 17)
-                while true {
-                    let count = chunk.withUnsafeMutableBytes { buffer in systemRead(STDIN_FILENO, buffer.baseAddress, buffer.count) }
-                    if count < 0 {
-                        if errno == EINTR { continue }
-                        let reason = String(cString: strerror(errno))
-                        throw BuckiaError(.io, "Standard input could not be read (\(reason)); nothing was stored.", operation: "read standard input")
+            let wake = try StandardInputWake.shared()
+            return try await withTaskCancellationHandler {
+                try await BlockingWork.run("read standard input") {
+                    if StandardStreams.wasClosed(STDIN_FILENO) {
+                        throw BuckiaError(.io, "Standard input is closed; pipe the bytes to store into rcat.", operation: "read standard input")
                     }
-                    guard count > 0 else { return nil }
-                    return chunk.prefix(count)
+                    try wake.waitForInput()
+                    var chunk = Data(count: 1 << 17)
+                    while true {
+                        let count = chunk.withUnsafeMutableBytes { buffer in systemRead(STDIN_FILENO, buffer.baseAddress, buffer.count) }
+                        if count < 0 {
+                            if errno == EINTR { continue }
+                            let reason = String(cString: strerror(errno))
+                            throw BuckiaError(.io, "Standard input could not be read (\(reason)); nothing was stored.", operation: "read standard input")
+                        }
+                        guard count > 0 else { return nil }
+                        return chunk.prefix(count)
+                    }
                 }
+            } onCancel: {
+                wake.cancel()
             }
         }
     }
@@ -199,6 +211,60 @@ enum Console {
 
 private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int { write(fd, buffer, count) }
 private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
+
+/// The pipe that ends a wait for standard input when the reading task is cancelled: one per
+/// process, written once and never drained, so every later wait ends at once too (a command
+/// that reads standard input reads it once).
+private final class StandardInputWake: Sendable {
+    private let readEnd: Int32
+    private let writeEnd: Int32
+
+    private init(readEnd: Int32, writeEnd: Int32) {
+        self.readEnd = readEnd
+        self.writeEnd = writeEnd
+    }
+
+    private static let made = Locked<StandardInputWake?>(nil)
+
+    static func shared() throws -> StandardInputWake {
+        try made.withLock { made in
+            if let made { return made }
+            var ends: [Int32] = [0, 0]
+            guard pipe(&ends) == 0 else { throw BuckiaError.posix(errno, operation: "read standard input", path: "pipe") }
+            for end in ends {
+                // Not inherited by a child, and a write to a full pipe never blocks `cancel()`.
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(end, F_SETFL, O_NONBLOCK)
+            }
+            let wake = StandardInputWake(readEnd: ends[0], writeEnd: ends[1])
+            made = wake
+            return wake
+        }
+    }
+
+    /// Marks the wait cancelled: the current and every later ``waitForInput()`` ends.
+    func cancel() {
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)  // a full pipe already says the same
+    }
+
+    /// Returns once standard input has bytes, an end or an error to read.
+    ///
+    /// - Throws: ``BuckiaError/Code/cancelled`` once ``cancel()`` was called.
+    func waitForInput() throws {
+        var fds = [pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0), pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)]
+        while true {
+            if poll(&fds, 2, -1) < 0 {
+                if errno == EINTR { continue }
+                throw BuckiaError.posix(errno, operation: "read standard input", path: "standard input")
+            }
+            if fds[1].revents != 0 {
+                throw BuckiaError(.cancelled, "Reading standard input was cancelled; nothing was stored.", operation: "read standard input")
+            }
+            if fds[0].revents != 0 { return }
+        }
+    }
+}
 
 /// The three standard streams as the process found them.
 ///

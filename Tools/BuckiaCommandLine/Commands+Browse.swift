@@ -87,7 +87,19 @@ extension CLI {
         }
         let (provider, _) = try invocation.provider(named: name)
         let key = try ObjectKey(path.trimmedSlashes)
-        let stored = try await provider.upload(from: Console.standardInput(), remotePath: key, options: UploadOptions())
+        // Interrupted, the upload is cancelled rather than the process ended: a streamed
+        // multipart upload cannot be resumed, and cancelled it aborts itself on the server.
+        let upload = Task { try await provider.upload(from: Console.standardInput(), remotePath: key, options: UploadOptions()) }
+        let stored: RemoteFile
+        do {
+            stored = try await ProcessEnd.stoppingCleanly("the upload", stop: { upload.cancel() }) {
+                try await withTaskCancellationHandler { try await upload.value } onCancel: { upload.cancel() }
+            }
+        } catch {
+            guard let signal = ProcessEnd.interruption else { throw error }
+            Console.error("buckia: interrupted; nothing was stored at \(name):\(key.rawValue). \(BuckiaError.wrapping(error).message)".escapingControlCharacters)
+            return .stopped(by: signal)
+        }
         Console.error("stored \(stored.size) bytes at \(name):\(key.rawValue)")
         return .success
     }

@@ -1,4 +1,5 @@
 import BuckiaCore
+import Foundation
 
 /// The process exit status, documented in Docs/CLI.md.
 enum ExitCode: Int32 {
@@ -21,6 +22,13 @@ enum ExitCode: Int32 {
     case partial = 7
     /// `check` ran, and the two sides differ.
     case differences = 8
+    /// Interrupted (SIGINT, Ctrl-C), as a shell reports it: 128 + 2.
+    case interrupted = 130
+    /// Terminated (SIGTERM): 128 + 15.
+    case terminated = 143
+
+    /// The status of a command that stopped cleanly because of `signal`.
+    static func stopped(by signal: Int32) -> ExitCode { signal == SIGTERM ? .terminated : .interrupted }
 
     /// The exit status for one file's failure within a sync: the
     /// command itself was called rightly, so an invalid name or path there is a failure (1),

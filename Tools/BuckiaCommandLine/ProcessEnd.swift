@@ -26,11 +26,55 @@ enum ProcessEnd {
         Foundation.exit(status)
     }
 
+    /// A command that can stop cleanly on an interrupt: what to call, and what it is stopping
+    /// (for the line that says so); and the signal that asked, once one has.
+    private static let graceful = Locked<(stop: (@Sendable () -> Void)?, what: String, signal: Int32?)>((nil, "", nil))
+
+    /// How long a command that stops cleanly has before the process ends anyway.
+    static let gracePeriod: UInt32 = 15
+
+    /// Runs `body`, during which the first interrupt calls `stop` (cancelling the work, so it
+    /// can undo what it started on a server, such as a multipart upload that cannot be
+    /// resumed) instead of ending the process: the command then ends as it does on a failure,
+    /// and should return ``ExitCode/stopped(by:)`` when ``interruption`` is set. A second
+    /// interrupt, or ``gracePeriod`` seconds, ends the process as ``interrupt(_:)`` does.
+    static func stoppingCleanly<T>(
+        _ what: String, stop: @escaping @Sendable () -> Void, _ body: () async throws -> T
+    ) async rethrows -> T {
+        graceful.withLock { $0 = (stop, what, $0.signal) }
+        defer { graceful.withLock { $0.stop = nil } }
+        return try await body()
+    }
+
+    /// The signal that asked a command to stop cleanly, if one has.
+    static var interruption: Int32? { graceful.withLock { $0.signal } }
+
     /// Ends an interrupted process: nothing more from the command reaches the user's
     /// streams, the temporaries in progress are removed, one line says so, and the process
     /// exits with 128 + `signal` at once (`_exit`: no exit handlers run beside live threads).
-    /// Does nothing when the command is already exiting on its own.
+    /// Does nothing when the command is already exiting on its own. Within
+    /// ``stoppingCleanly(_:stop:_:)``, the first interrupt asks the command to stop instead.
     static func interrupt(_ signal: Int32) {
+        let stop = graceful.withLock { state -> (stop: @Sendable () -> Void, what: String)? in
+            guard state.signal == nil, let stop = state.stop else { return nil }
+            state.signal = signal
+            return (stop, state.what)
+        }
+        if let stop {
+            Console.lastWord("buckia: interrupted; stopping \(stop.what) (interrupt again to exit at once).")
+            stop.stop()
+            let deadline = Thread {
+                sleep(gracePeriod)
+                end(signal)
+            }
+            deadline.name = "buckia-grace"
+            deadline.start()
+            return
+        }
+        end(signal)
+    }
+
+    private static func end(_ signal: Int32) {
         guard claim() else { return }
         Console.silence()
         Temporaries.removeAllBeforeExit()

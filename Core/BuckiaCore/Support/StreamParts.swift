@@ -100,12 +100,23 @@ package final class StreamParts {
         try DigestSet.check(finalize(), against: known, key: key)
     }
 
+    /// The next chunk, or nil at the stream's end. A cancelled task gets `cancelled` instead,
+    /// also at the end: a stream often ends because its task was cancelled (the producer of a
+    /// pipe killed by the same Ctrl-C), and what it handed out is then no whole object.
     private func pull() async throws -> Data? {
         while let chunk = try await stream.next() {
+            try Self.checkCancellation()
             if !chunk.isEmpty { return Data(chunk) }
         }
+        try Self.checkCancellation()
         ended = true
         return nil
+    }
+
+    private static func checkCancellation() throws {
+        if Task.isCancelled {
+            throw BuckiaError(.cancelled, "The upload was cancelled while its stream was read; nothing was stored.", operation: "upload")
+        }
     }
 
     /// Runs `send` for the parts in `head` (read already) and then each part of `size` bytes

@@ -233,21 +233,25 @@ final class SyncExecution: Sendable {
             }
             return (file, exact ? source : unverified)
         }
-        // Two providers elsewhere: a file of up to 8 MiB is streamed from one to the other
-        // where the destination sends a stream as it reads it, so no temporary file is written
-        // for it. The stream checks the bytes against the source's size and checksums before it
-        // ends, and the destination stores nothing from a stream that ends in an error, so
-        // damaged bytes are never committed. A larger file goes through a temporary file: a
-        // streamed one would hold the destination's parts in memory, times the transfers
-        // running at once (B2's 96 MiB parts, 5 in memory, 8 transfers: 3.75 GiB).
-        if to.provider.capabilities.supports(.streamingUploads), source.size <= Int64(StreamParts.inMemoryLimit) {
+        // Two providers elsewhere: where the destination sends a stream as it reads it, the
+        // file goes from one to the other as rclone copies between remotes, writing no
+        // temporary file. The stream checks the bytes against the source's size and checksums
+        // before it ends, and the destination stores nothing from a stream that ends in an
+        // error, so damaged bytes are never committed. The parts in memory come out of the
+        // process's upload budget (`UploadMemory`, shared by every transfer running at once),
+        // so eight large files to B2 wait for each other's parts instead of holding 3.75 GiB.
+        // What a streamed copy gives up: it cannot resume after a failure, and B2 stores no
+        // whole-file SHA-1 for a file sent in parts.
+        if to.provider.capabilities.supports(.streamingUploads) {
             let stream = try await from.provider.openRead(remotePath: sourceKey, options: read)
-            if stream.file.size <= Int64(StreamParts.inMemoryLimit) {
-                let options = UploadOptions(
-                    contentType: stream.file.contentType, modificationDate: stream.file.effectiveModificationDate, condition: condition)
+            let options = UploadOptions(
+                contentType: stream.file.contentType, modificationDate: stream.file.effectiveModificationDate, condition: condition)
+            do {
                 return (try await to.provider.upload(from: stream.bytes, remotePath: targetKey, options: options), exact ? source : unverified)
+            } catch {
+                stream.bytes.cancel()  // the source's connection goes now, not when the stream is freed
+                throw error
             }
-            stream.bytes.cancel()  // replaced by a larger version since the listing
         }
         // Otherwise through a private temporary file.
         return try await TemporaryFile.with { url in

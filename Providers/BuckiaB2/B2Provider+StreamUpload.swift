@@ -29,6 +29,11 @@ extension B2Provider {
         let account = try await session.account()
         let partSize = Int(clamping: max(settings.partSize, account.minimumPartSize))
         let parts = try StreamParts(stream, hashing: try options.verifyingAlgorithms())
+        // The first part's share of the process's upload memory, held until it is sent (as a
+        // small file, or handed to `sendAll`, which gives it back).
+        let reserved = try await partMemory.reserve(partSize)
+        var handedOver = false
+        defer { if !handedOver { partMemory.release(reserved) } }
         let head = try await parts.next(upTo: partSize) ?? Data()
         if try await parts.isAtEnd() {
             return try await uploadSmallData(head, key: remotePath, options: options)
@@ -43,6 +48,7 @@ extension B2Provider {
         guard let fileId = started.fileId else {
             throw BuckiaError(.corrupt, "B2 started a large file but gave no file id.", operation: "upload", path: remotePath.rawValue)
         }
+        handedOver = true
         do {
             let file = try await sendLargeFileParts(parts, head: head, partSize: partSize, fileId: fileId, key: remotePath, options: options)
             await uploadURLs.forget(fileId)
@@ -69,7 +75,9 @@ extension B2Provider {
     private func sendLargeFileParts(
         _ parts: StreamParts, head: Data, partSize: Int, fileId: String, key remotePath: ObjectKey, options: UploadOptions
     ) async throws -> RemoteFile {
-        let hashes = try await parts.sendAll(partsOf: partSize, startingWith: [consume head], width: settings.concurrency) { number, part in
+        let hashes = try await parts.sendAll(
+            partsOf: partSize, startingWith: [consume head], width: settings.concurrency, memory: partMemory
+        ) { number, part in
             guard number <= B2Provider.maximumParts else {
                 throw BuckiaError(
                     .invalidConfiguration,

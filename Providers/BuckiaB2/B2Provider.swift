@@ -30,6 +30,8 @@ public struct B2Provider: StorageProviderPlugin {
     /// The resolved connection settings.
     public let settings: B2Settings
     let client: HTTPClient
+    /// The budget streamed uploads' parts share with every provider of the same resources.
+    let partMemory: UploadMemory
     let session: B2Session
     let uploadURLs: B2UploadURLPool
     let counters = Locked(B2Statistics())
@@ -80,6 +82,13 @@ public struct B2Provider: StorageProviderPlugin {
         client = HTTPClient(configuration: configuration, transport: transport, resources: resources)
         session = B2Session(settings: settings, client: client)
         uploadURLs = B2UploadURLPool()
+        do {
+            partMemory = try resources.resource(SharedUploadMemory.self)
+        } catch {
+            // Resources already shut down: the transport fails every request with why, so
+            // no upload will hold a part; a budget of its own keeps the type whole.
+            partMemory = UploadMemory()
+        }
     }
 
     /// What this provider has done to keep going: authorizations, upload URLs fetched and

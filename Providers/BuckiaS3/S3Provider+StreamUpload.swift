@@ -24,6 +24,11 @@ extension S3Provider {
         options.modificationDate = options.modificationDate ?? now()
         let partSize = Int(clamping: settings.partSize)
         let parts = try StreamParts(stream, hashing: try options.verifyingAlgorithms())
+        // The first part's share of the process's upload memory, held until it is sent (by
+        // `uploadData`, or handed to `sendAll`, which gives it back).
+        let reserved = try await partMemory.reserve(partSize)
+        var handedOver = false
+        defer { if !handedOver { partMemory.release(reserved) } }
         let head = try await parts.next(upTo: partSize) ?? Data()
         if try await parts.isAtEnd() {
             // S3 checks a known MD5 (Content-MD5) and SHA-256 (the signed payload hash) itself;
@@ -32,8 +37,11 @@ extension S3Provider {
             return try await uploadData(head, remotePath: remotePath, options: options)
         }
         let uploadId = try await createMultipartUpload(remotePath, md5: nil, options: options)
+        handedOver = true
         do {
-            let etags = try await parts.sendAll(partsOf: partSize, startingWith: [consume head], width: settings.concurrency) { number, part in
+            let etags = try await parts.sendAll(
+                partsOf: partSize, startingWith: [consume head], width: settings.concurrency, memory: partMemory
+            ) { number, part in
                 guard number <= S3Provider.maximumParts else {
                     throw BuckiaError(
                         .invalidConfiguration,

@@ -22,6 +22,8 @@ public struct S3Provider: StorageProviderPlugin {
     /// The resolved connection settings.
     public let settings: S3Settings
     let client: HTTPClient
+    /// The budget streamed uploads' parts share with every provider of the same resources.
+    let partMemory: UploadMemory
     let signer: SigV4Signer
     let now: @Sendable () -> Date
     /// Whether a `learned` profile has found the server wants bare ETags
@@ -78,6 +80,13 @@ public struct S3Provider: StorageProviderPlugin {
         configuration.retryPolicy = retryPolicy
         settings.http.apply(to: &configuration)
         client = HTTPClient(configuration: configuration, transport: transport, resources: resources)
+        do {
+            partMemory = try resources.resource(SharedUploadMemory.self)
+        } catch {
+            // Resources already shut down: the transport fails every request with why, so
+            // no upload will hold a part; a budget of its own keeps the type whole.
+            partMemory = UploadMemory()
+        }
     }
 
     public func testConnection() async throws -> ConnectionStatus {

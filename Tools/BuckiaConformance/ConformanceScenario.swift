@@ -61,10 +61,11 @@ extension ConformanceScenario {
         return nil
     }
 
-    /// Runs the body, turning what it throws into an outcome.
+    /// Runs the body, turning what it throws into an outcome. It runs sharing
+    /// ``MemoryProbe``'s gate, so no memory measurement runs beside it.
     func outcome(in context: Context) async -> ScenarioOutcome {
         do {
-            try await body(context)
+            try await MemoryProbe.sharing { try await body(context) }
             return .passed
         } catch let failure as ConformanceFailure {
             return .failed(message: failure.description)

@@ -124,37 +124,57 @@ package final class StreamParts {
     /// running is read, then waits for a send to finish, so memory stays near `width + 1`
     /// parts however long the stream.
     ///
+    /// With `memory`, each part holds a reservation of `size` (at most the budget's limit)
+    /// from it while it is read and sent, so the streamed uploads of a process together stay
+    /// within one budget: a part that cannot be reserved is not read until another upload's
+    /// part is done. The caller reserved one for each part in `head`; from the call on,
+    /// `sendAll` hands every reservation back, whether it returns or throws.
+    ///
     /// - Returns: Each part's result, by number.
     /// - Throws: The first error of the stream or of a send; the other sends are cancelled.
     package func sendAll<Result: Sendable>(
-        partsOf size: Int, startingWith head: [Data], width: Int,
+        partsOf size: Int, startingWith head: [Data], width: Int, memory: UploadMemory? = nil,
         _ send: @escaping @Sendable (_ number: Int, _ part: Data) async throws -> Result
     ) async throws -> [Int: Result] {
-        try await withThrowingTaskGroup(of: (Int, Result).self) { group in
-            var results: [Int: Result] = [:]
-            var running = 0
-            var number = 1
-            var queued = head
-            while true {
-                let part: Data
-                if !queued.isEmpty {
-                    part = queued.removeFirst()
-                } else if let next = try await next(upTo: size) {
-                    part = next
-                } else {
-                    break
+        let each = memory.map { min(max(0, size), $0.limit) } ?? 0
+        // Reserved for parts not yet handed to a send: handed back here on every way out.
+        var unsent = each * head.count
+        do {
+            let results = try await withThrowingTaskGroup(of: (Int, Result).self) { group in
+                var results: [Int: Result] = [:]
+                var running = 0
+                var number = 1
+                var queued = head
+                while true {
+                    let part: Data
+                    if !queued.isEmpty {
+                        part = queued.removeFirst()
+                    } else {
+                        if let memory { unsent += try await memory.reserve(size) }
+                        guard let next = try await next(upTo: size) else { break }
+                        part = next
+                    }
+                    if running >= max(1, width), let (done, result) = try await group.next() {
+                        results[done] = result
+                        running -= 1
+                    }
+                    let current = number
+                    unsent -= each
+                    group.addTask {
+                        defer { memory?.release(each) }
+                        return (current, try await send(current, part))
+                    }
+                    running += 1
+                    number += 1
                 }
-                if running >= max(1, width), let (done, result) = try await group.next() {
-                    results[done] = result
-                    running -= 1
-                }
-                let current = number
-                group.addTask { (current, try await send(current, part)) }
-                running += 1
-                number += 1
+                while let (done, result) = try await group.next() { results[done] = result }
+                return results
             }
-            while let (done, result) = try await group.next() { results[done] = result }
+            memory?.release(unsent)
             return results
+        } catch {
+            memory?.release(unsent)
+            throw error
         }
     }
 }

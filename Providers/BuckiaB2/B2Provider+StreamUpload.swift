@@ -29,9 +29,12 @@ extension B2Provider {
         let account = try await session.account()
         let partSize = Int(clamping: max(settings.partSize, account.minimumPartSize))
         let parts = try StreamParts(stream, hashing: try options.verifyingAlgorithms())
-        // The first part's share of the process's upload memory, held until it is sent (as a
-        // small file, or handed to `sendAll`, which gives it back).
-        let reserved = try await partMemory.reserve(partSize)
+        // The first part's share of the process's upload memory, held until it is sent (by
+        // itself, or handed to `sendAll`, which gives it back). A stream that ends within a
+        // MiB needs none: waiting for a part's worth (B2's is 96 MiB) for a few bytes would
+        // hold back every small file of a sync behind the large ones.
+        let small = min(partSize, StreamParts.unreserved)
+        let reserved = try await parts.endsWithin(small) ? 0 : try await partMemory.reserve(partSize)
         var handedOver = false
         defer { if !handedOver { partMemory.release(reserved) } }
         let head = try await parts.next(upTo: partSize) ?? Data()

@@ -81,9 +81,14 @@ extension LocalProvider: LocalFileStore {
                     digests.update(chunk)
                     progress?.report(Int64(chunk.count))
                 }
+                // A stream often ends because its task was cancelled (a pipe's producer killed
+                // by the same Ctrl-C): what it handed out is then no whole object.
+                if Task.isCancelled {
+                    throw BuckiaError(.cancelled, "The upload was cancelled while its stream was read; nothing was stored.", operation: "upload", path: remotePath.rawValue)
+                }
                 try DigestSet.check(digests.finalize(), against: options.knownChecksums, key: remotePath)
                 if let modified = options.modificationDate { try output.setModificationDate(modified) }
-                if durable { try output.sync() }
+                if durable { try await output.syncOffThePool() }
                 try output.close()
             }
         }

@@ -25,8 +25,11 @@ extension S3Provider {
         let partSize = Int(clamping: settings.partSize)
         let parts = try StreamParts(stream, hashing: try options.verifyingAlgorithms())
         // The first part's share of the process's upload memory, held until it is sent (by
-        // `uploadData`, or handed to `sendAll`, which gives it back).
-        let reserved = try await partMemory.reserve(partSize)
+        // itself, or handed to `sendAll`, which gives it back). A stream that ends within a
+        // MiB needs none: waiting for a part's worth (B2's is 96 MiB) for a few bytes would
+        // hold back every small file of a sync behind the large ones.
+        let small = min(partSize, StreamParts.unreserved)
+        let reserved = try await parts.endsWithin(small) ? 0 : try await partMemory.reserve(partSize)
         var handedOver = false
         defer { if !handedOver { partMemory.release(reserved) } }
         let head = try await parts.next(upTo: partSize) ?? Data()

@@ -82,6 +82,45 @@ struct B2StreamUploadTests {
         await resources.shutdown()
     }
 
+    /// A stream that ends within a MiB is sent without reserving upload memory: otherwise
+    /// each small file of a sync would wait for a whole part's worth (B2's default is 96 MiB)
+    /// behind the large ones. A longer stream waits for its part's reservation.
+    @Test(
+        "A stream within a MiB is stored while all upload memory is held elsewhere; a longer one waits for it",
+        .timeLimit(.minutes(1)))
+    func smallStreamsNeedNoMemory() async throws {
+        let (_, _, emulator) = try await Self.providers()
+        defer { emulator.stop() }
+        let resources = SharedResources()
+        let memory = UploadMemory(limit: 1 << 20)
+        try resources.provide(SharedUploadMemory.self, memory)
+        let destination = B2Provider(
+            settings: try B2Settings.resolve(emulator.configuration(bucket: "buckia-target", options: SharedB2.smallParts), environment: [:]),
+            resources: resources)
+        let held = try await memory.reserve(memory.limit)
+        let small = Data((0..<30_000).map { UInt8(truncatingIfNeeded: $0 &* 3) })
+        let stored = try await destination.upload(
+            from: ByteStream.of(small, chunkSize: 7_000), remotePath: try ObjectKey("small.bin"), options: UploadOptions())
+        #expect(stored.size == Int64(small.count))
+        let large = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 5) })
+        let upload = Task {
+            try await destination.upload(from: ByteStream.of(large, chunkSize: 100_000), remotePath: try ObjectKey("large.bin"), options: UploadOptions())
+        }
+        // Polled every 5 ms, 30 s at most: a loop of yields here starved the task pool of a
+        // loaded test run (a million yields outlasted the time limit).
+        var polls = 0
+        while memory.waiting == 0, polls < 6_000 {
+            polls += 1
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(memory.waiting == 1, "the longer stream did not wait for upload memory")
+        memory.release(held)
+        #expect(try await upload.value.size == Int64(large.count))
+        #expect(try await destination.readData(remotePath: "large.bin") == large)
+        #expect(memory.available == memory.limit)
+        await resources.shutdown()
+    }
+
     @Test("A damaged byte from the source fails the file, and the destination keeps nothing of it, not even an unfinished large file", arguments: [
         3 * 1_048_576, 1_000,
     ])

@@ -44,6 +44,9 @@ struct MutantCase: Sendable, CustomTestStringConvertible {
             "stream: reads whole objects and ranges", "stream: uploads what a stream hands out",
         ]),
         over(memory: .commitsFailedStreams, "stores what a failed stream handed out", ["stream: uploads what a stream hands out"]),
+        over(memory: .commitsCancelledStreams, "stores what a cancelled upload's stream handed out", [
+            "stream: a cancelled upload stores nothing, even when its stream ends",
+        ]),
         MutantCase(what: "holds the whole stream before its upload starts", scenarios: ["stream: an upload is under way before the stream ends"]) { _ in
             .instance(StagedUploadProvider(base: try memory(), holdsWholeStream: false))
         } broken: { _ in

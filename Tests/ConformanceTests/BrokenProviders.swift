@@ -16,7 +16,7 @@ enum Breakage: String, CaseIterable, Sendable {
     case ignoresRange, wrongChecksums, publicURLWithoutCapability, tokenLivesTooLong, tokensWithoutCapability
     case foldsToNFC, staleListedEtags, restartsOnResume, keepsWholeSeconds, dropsWriteConditions
     case dropsReadConditions, dropsKnownChecksums, dropsMetadata, ignoresSetModificationTime, moveCopies
-    case fallbackMoveKeepsSource, unknownCapability, splicesVersions, commitsFailedStreams
+    case fallbackMoveKeepsSource, unknownCapability, splicesVersions, commitsFailedStreams, commitsCancelledStreams
 }
 
 /// An honest provider with one ``Breakage`` applied.
@@ -108,6 +108,11 @@ struct BrokenProvider: ForwardingStorageProvider {
             do {
                 for try await chunk in stream { data.append(chunk) }
             } catch {}
+            return try await base.uploadData(data, remotePath: mapped(remotePath), options: broken(options))
+        case .commitsCancelledStreams:
+            // Reads to the stream's end without asking whether the task was cancelled meanwhile.
+            var data = Data()
+            for try await chunk in stream { data.append(chunk) }
             return try await base.uploadData(data, remotePath: mapped(remotePath), options: broken(options))
         default:
             return try await base.upload(from: stream, remotePath: mapped(remotePath), options: broken(options))

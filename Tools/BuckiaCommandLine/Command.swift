@@ -145,7 +145,13 @@ enum Console {
                             let reason = String(cString: strerror(errno))
                             throw BuckiaError(.io, "Standard input could not be read (\(reason)); nothing was stored.", operation: "read standard input")
                         }
-                        guard count > 0 else { return nil }
+                        guard count > 0 else {
+                            // An end that comes with an interrupt is the producer dying of it.
+                            if ProcessEnd.signalArrived {
+                                throw BuckiaError(.cancelled, "Standard input ended as the process was interrupted; nothing was stored.", operation: "read standard input")
+                            }
+                            return nil
+                        }
                         return chunk.prefix(count)
                     }
                 }

@@ -49,6 +49,19 @@ enum ProcessEnd {
     /// The signal that asked a command to stop cleanly, if one has.
     static var interruption: Int32? { graceful.withLock { $0.signal } }
 
+    /// Whether SIGINT or SIGTERM has reached the process: taken by the watcher, or pending
+    /// for it. Standard input's end asks this first: a pipe's producer killed by the same
+    /// Ctrl-C ends the input at the moment the signal arrives, and that end is no whole input.
+    static var signalArrived: Bool {
+        if arrived.withLock({ $0 }) { return true }
+        var pending = sigset_t()
+        sigemptyset(&pending)
+        guard sigpending(&pending) == 0 else { return false }
+        return sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1
+    }
+
+    private static let arrived = Locked(false)
+
     /// Ends an interrupted process: nothing more from the command reaches the user's
     /// streams, the temporaries in progress are removed, one line says so, and the process
     /// exits with 128 + `signal` at once (`_exit`: no exit handlers run beside live threads).
@@ -90,7 +103,10 @@ enum ProcessEnd {
             var waited = signals
             var number: Int32 = 0
             while true {
-                if sigwait(&waited, &number) == 0 { interrupt(number) }
+                if sigwait(&waited, &number) == 0 {
+                    arrived.withLock { $0 = true }
+                    interrupt(number)
+                }
             }
         }
         watcher.name = "buckia-signals"

@@ -61,11 +61,10 @@ extension ConformanceScenario {
         return nil
     }
 
-    /// Runs the body, turning what it throws into an outcome. It runs sharing
-    /// ``MemoryProbe``'s gate, so no memory measurement runs beside it.
+    /// Runs the body, turning what it throws into an outcome.
     func outcome(in context: Context) async -> ScenarioOutcome {
         do {
-            try await MemoryProbe.sharing { try await body(context) }
+            try await body(context)
             return .passed
         } catch let failure as ConformanceFailure {
             return .failed(message: failure.description)

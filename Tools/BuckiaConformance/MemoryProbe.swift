@@ -18,11 +18,12 @@ public enum MemoryProbe {
     /// where memory cannot be read.
     ///
     /// Samples come from a dedicated thread, not from the shared task pool: transfers do
-    /// blocking I/O, and a sampler task could be starved exactly while memory peaks. It runs
-    /// ``exclusively(_:)``: resident memory is the whole process's, so nothing else that the
-    /// gate knows of runs beside it.
+    /// blocking I/O, and a sampler task could be starved exactly while memory peaks. Only one
+    /// measurement runs at a time per process, so two large transfers never add up.
     public static func peakRise(interval: Duration = .milliseconds(2), _ work: () async throws -> Void) async throws -> Int? {
-        try await exclusively {
+        await gate.acquire()
+        defer { gate.release() }
+        do {
             guard let baseline = residentBytes() else {
                 try await work()
                 return nil
@@ -43,124 +44,46 @@ public enum MemoryProbe {
         }
     }
 
-    /// Runs `body` while nothing else the gate knows of runs: no memory measurement, no other
-    /// `exclusively` body, and no conformance scenario (each runs ``sharing(_:)``).
+    /// Runs `body` while no memory measurement is running, and keeps measurements waiting
+    /// until it is done.
     ///
     /// Resident memory is per process: a test that allocates tens of MiB while a measurement
-    /// runs beside it would be blamed on the transfer being measured, and so would the
-    /// scenarios of every other backend the test runner runs at once (in one full run, a
-    /// 192 MiB copy was seen to raise it by 365 MiB). Wrap such tests in this. Called from a
-    /// scenario (which holds the gate shared), it lets go of the scenario's share while it
-    /// runs and takes it back after.
-    public static func exclusively<T>(_ body: () async throws -> T) async throws -> T {
-        if holdsExclusive { return try await body() }
-        let hold = sharedHold
-        if let hold, hold.suspend() { gate.releaseShared() }
-        await gate.acquireExclusive()
-        let outcome: Result<T, any Error>
-        do {
-            outcome = .success(try await $holdsExclusive.withValue(true) { try await body() })
-        } catch {
-            outcome = .failure(error)
-        }
-        gate.releaseExclusive()
-        if let hold, hold.resume() { await gate.acquireShared() }
-        return try outcome.get()
-    }
-
-    /// Runs `body` beside any number of other `sharing` bodies, but never beside an
-    /// ``exclusively(_:)`` one. The conformance runner runs every scenario this way.
-    public static func sharing<T>(_ body: () async throws -> T) async throws -> T {
-        if holdsExclusive || sharedHold != nil { return try await body() }
-        await gate.acquireShared()
-        let hold = SharedHold()
-        let outcome: Result<T, any Error>
-        do {
-            outcome = .success(try await $sharedHold.withValue(hold) { try await body() })
-        } catch {
-            outcome = .failure(error)
-        }
-        // Every `exclusively` inside took the share back before it returned.
-        gate.releaseShared()
-        return try outcome.get()
-    }
-
-    @TaskLocal private static var holdsExclusive = false
-    @TaskLocal private static var sharedHold: SharedHold?
-
-    /// A scenario's share of the gate, which `exclusively` calls in its tasks set aside while
-    /// they run: the first to start lets it go, the last to end takes it back.
-    private final class SharedHold: Sendable {
-        private let suspended = Locked(0)
-
-        /// Whether this is the first suspension (so the share is to be let go).
-        func suspend() -> Bool { suspended.withLock { $0 += 1; return $0 == 1 } }
-
-        /// Whether this was the last suspension (so the share is to be taken back).
-        func resume() -> Bool { suspended.withLock { $0 -= 1; return $0 == 0 } }
+    /// runs beside it would be blamed on the transfer being measured. Wrap such tests in this.
+    public static func exclusively<T>(_ body: () async throws -> T) async rethrows -> T {
+        await gate.acquire()
+        defer { gate.release() }
+        return try await body()
     }
 
     private static let gate = Gate()
 
-    /// Readers and writers: any number share it, one holds it alone; a writer waiting keeps
-    /// new readers out (measurements are few and short, scenarios many).
+    /// Lets one measurement run at a time; waiters resume in arrival order.
     private final class Gate: Sendable {
-        private struct State {
-            var readers = 0
-            var writer = false
-            var waitingWriters: [CheckedContinuation<Void, Never>] = []
-            var waitingReaders: [CheckedContinuation<Void, Never>] = []
-        }
+        private let state = Locked((busy: false, waiting: [CheckedContinuation<Void, Never>]()))
 
-        private let state = Locked(State())
-
-        func acquireShared() async {
+        func acquire() async {
             await withCheckedContinuation { continuation in
                 let now = state.withLock { state -> Bool in
-                    guard !state.writer, state.waitingWriters.isEmpty else {
-                        state.waitingReaders.append(continuation)
-                        return false
+                    if !state.busy {
+                        state.busy = true
+                        return true
                     }
-                    state.readers += 1
-                    return true
+                    state.waiting.append(continuation)
+                    return false
                 }
                 if now { continuation.resume() }
             }
         }
 
-        func releaseShared() {
+        func release() {
             let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                state.readers -= 1
-                guard state.readers == 0, !state.waitingWriters.isEmpty else { return nil }
-                state.writer = true
-                return state.waitingWriters.removeFirst()
+                guard !state.waiting.isEmpty else {
+                    state.busy = false
+                    return nil
+                }
+                return state.waiting.removeFirst()
             }
             next?.resume()
-        }
-
-        func acquireExclusive() async {
-            await withCheckedContinuation { continuation in
-                let now = state.withLock { state -> Bool in
-                    guard !state.writer, state.readers == 0 else {
-                        state.waitingWriters.append(continuation)
-                        return false
-                    }
-                    state.writer = true
-                    return true
-                }
-                if now { continuation.resume() }
-            }
-        }
-
-        func releaseExclusive() {
-            let next = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                if !state.waitingWriters.isEmpty { return [state.waitingWriters.removeFirst()] }
-                state.writer = false
-                state.readers += state.waitingReaders.count
-                defer { state.waitingReaders = [] }
-                return state.waitingReaders
-            }
-            for continuation in next { continuation.resume() }
         }
     }
 }

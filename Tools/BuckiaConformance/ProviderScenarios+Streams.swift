@@ -59,7 +59,50 @@ extension ProviderConformance {
             ) { context in
                 try await streamUploadUnderWay(context)
             },
+            ProviderScenario(
+                "stream: a cancelled upload stores nothing, even when its stream ends",
+                contract: "upload(from:) whose task is cancelled while it reads stores nothing, even when the stream then ends normally: a stream often ends because of the same cancellation (a pipe's producer killed by the same Ctrl-C), and what it handed out is then no whole object."
+            ) { context in
+                try await cancelledStreamUpload(context)
+            },
         ]
+    }
+
+    static func cancelledStreamUpload(_ context: ProviderScenarioContext) async throws {
+        let key = try context.key("stream-cancelled.bin")
+        // The stream waits, before its first chunk, until the test has cancelled the task;
+        // then it hands out three chunks and ends as if nothing happened.
+        let gate = Locked((open: false, waiting: [CheckedContinuation<Void, Never>]()))
+        let data = ProviderScenarioContext.pattern(count: 300, seed: 9)
+        let inner = stream(data, chunks: [100])
+        let first = Locked(true)
+        let waiting = ByteStream {
+            if first.withLock({ first in defer { first = false }; return first }) {
+                await withCheckedContinuation { continuation in
+                    let now = gate.withLock { gate -> Bool in
+                        if !gate.open { gate.waiting.append(continuation) }
+                        return gate.open
+                    }
+                    if now { continuation.resume() }
+                }
+            }
+            return try await inner.next()
+        }
+        let provider = context.provider
+        let upload = Task { try await provider.upload(from: waiting, remotePath: key, options: UploadOptions()) }
+        upload.cancel()
+        for continuation in gate.withLock({ gate -> [CheckedContinuation<Void, Never>] in
+            gate.open = true
+            defer { gate.waiting = [] }
+            return gate.waiting
+        }) { continuation.resume() }
+        do {
+            let stored = try await upload.value
+            throw ConformanceFailure("a cancelled upload stored \(stored.size) bytes at \(key.rawValue)")
+        } catch let error as BuckiaError {
+            try Expect.equal(error.code, .cancelled, "the cancelled upload's error")
+        }
+        try Expect.that(try await context.provider.stat(remotePath: key) == nil, "nothing is stored at \(key.rawValue)")
     }
 
     /// A stream of `data` in chunks whose sizes cycle through `sizes`, which throws

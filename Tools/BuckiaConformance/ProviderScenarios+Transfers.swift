@@ -30,20 +30,32 @@ extension ProviderConformance {
                 let source = context.scratch.appendingPathComponent("large.bin")
                 let digest = try writeLargeFile(source, size: largeFileSize)
                 let key = try context.key("large.bin")
-                let target = context.scratch.appendingPathComponent("large.copy")
-                let rise = try await MemoryProbe.peakRise {
-                    _ = try await context.provider.uploadFile(localURL: source, remotePath: key, options: UploadOptions())
-                    try? FileManager.default.removeItem(at: source)
-                    _ = try await context.provider.downloadFile(remotePath: key, localURL: target)
-                }
-                let copied = try Hashing.digests(ofFile: target, [.sha256])[.sha256]
-                try Expect.equal(copied, digest, "SHA-256 of the downloaded file")
-                guard let rise else {
-                    throw ConformanceSkip("cannot read resident memory here (/proc/self/statm); the transfer ran and its bytes were checked, its memory was not")
+                // Resident memory is the whole process's, and a test runner runs other tests
+                // beside this one (scenarios of other backends once raised it by 365 MiB while
+                // this copy ran). Up to three measurements, each a full upload and download:
+                // a transfer that holds the file fails every one; another test's allocation
+                // rarely lands on all three.
+                var rises: [Int] = []
+                for attempt in 0..<3 {
+                    let target = context.scratch.appendingPathComponent("large-\(attempt).copy")
+                    if attempt > 0 { _ = try writeLargeFile(source, size: largeFileSize) }
+                    let rise = try await MemoryProbe.peakRise {
+                        _ = try await context.provider.uploadFile(localURL: source, remotePath: key, options: UploadOptions())
+                        try? FileManager.default.removeItem(at: source)
+                        _ = try await context.provider.downloadFile(remotePath: key, localURL: target)
+                    }
+                    let copied = try Hashing.digests(ofFile: target, [.sha256])[.sha256]
+                    try Expect.equal(copied, digest, "SHA-256 of the downloaded file")
+                    try? FileManager.default.removeItem(at: target)
+                    guard let rise else {
+                        throw ConformanceSkip("cannot read resident memory here (/proc/self/statm); the transfer ran and its bytes were checked, its memory was not")
+                    }
+                    rises.append(rise)
+                    if rise < largeFileMemoryAllowance { break }
                 }
                 try Expect.that(
-                    rise < largeFileMemoryAllowance,
-                    "resident memory rose by \(rise / 1_048_576) MiB while streaming \(largeFileSize / 1_048_576) MiB")
+                    rises.contains { $0 < largeFileMemoryAllowance },
+                    "resident memory rose by \(rises.map { "\($0 / 1_048_576)" }.joined(separator: ", ")) MiB in \(rises.count) measurements while streaming \(largeFileSize / 1_048_576) MiB")
             },
             ProviderScenario(
                 "transfers: modification time kept", contract: "An uploaded file's modification time is stored and restored on download.",

@@ -80,6 +80,24 @@ package final class StreamParts {
         return part
     }
 
+    /// Whether the stream ends within `limit` more bytes, reading ahead as far as it takes
+    /// (at most `limit` bytes and a chunk are then held, and handed out by ``next(upTo:)``).
+    package func endsWithin(_ limit: Int) async throws -> Bool {
+        while pending.count <= limit {
+            guard !ended, let chunk = try await pull() else { return true }
+            if pending.isEmpty {
+                pending = chunk
+            } else {
+                pending.append(chunk)
+            }
+        }
+        return false
+    }
+
+    /// The most of a stream an upload reads before it reserves upload memory for a part: a
+    /// stream that ends within it (most files a sync streams) never waits for a part's worth.
+    package static let unreserved = 1 << 20
+
     /// Whether the stream has no byte left, reading ahead one chunk to find out.
     package func isAtEnd() async throws -> Bool {
         if !pending.isEmpty { return false }
@@ -151,7 +169,13 @@ package final class StreamParts {
                         part = queued.removeFirst()
                     } else {
                         if let memory { unsent += try await memory.reserve(size) }
-                        guard let next = try await next(upTo: size) else { break }
+                        guard let next = try await next(upTo: size) else {
+                            // No part after all: its reservation goes back now, not after the
+                            // last sends.
+                            memory?.release(each)
+                            unsent -= each
+                            break
+                        }
                         part = next
                     }
                     if running >= max(1, width), let (done, result) = try await group.next() {

@@ -223,7 +223,7 @@ public struct LocalProvider: StorageProviderPlugin {
         } catch {
             throw BuckiaError.wrapping(error, operation: "upload", path: localURL.path)
         }
-        defer { try? source.close() }
+        defer { source.closeAfterReading() }
         return try writeObject(remotePath, modified: modified, permissions: permissions, options: options) { output, digests in
             _ = try AtomicFile.pump(from: source, to: output) { digests.update($0) }
         }
@@ -256,7 +256,7 @@ public struct LocalProvider: StorageProviderPlugin {
 
     private func fetchFile(_ remotePath: ObjectKey, to localURL: URL, options: ReadOptions) throws -> DownloadResult {
         let (input, file) = try openObject(remotePath, ifMatch: options.ifMatch, operation: "download")
-        defer { try? input.close() }
+        defer { input.closeAfterReading() }
         do {
             let range = clamp(options.range, size: file.size)
             try AtomicFile.write(
@@ -280,7 +280,7 @@ public struct LocalProvider: StorageProviderPlugin {
     public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
         try await BlockingWork.run("copy") { [self] in
             let (input, file) = try openObject(source, operation: "copy")
-            defer { try? input.close() }
+            defer { input.closeAfterReading() }
             return try writeObject(destination, modified: file.modificationDate, options: UploadOptions()) { output, _ in
                 _ = try AtomicFile.pump(from: input, to: output)
             }
@@ -323,7 +323,7 @@ public struct LocalProvider: StorageProviderPlugin {
         if (clamp(options.range, size: file.size).map { Int64($0.count) } ?? file.size) <= Int64(Self.inlineLimit) {
             return try read(input, file, remotePath, options)
         }
-        try? input.close()
+        input.closeAfterReading()
         return try await BlockingWork.run("read") { [self] in
             let (input, file) = try openObject(remotePath, ifMatch: options.ifMatch, operation: "read")
             return try read(input, file, remotePath, options)
@@ -331,7 +331,7 @@ public struct LocalProvider: StorageProviderPlugin {
     }
 
     private func read(_ input: LocalFile, _ file: RemoteFile, _ remotePath: ObjectKey, _ options: ReadOptions) throws -> Data {
-        defer { try? input.close() }
+        defer { input.closeAfterReading() }
         do {
             let range = clamp(options.range, size: file.size) ?? 0..<file.size
             return try input.read(count: Int(range.count), at: range.lowerBound)
@@ -399,7 +399,7 @@ public struct LocalProvider: StorageProviderPlugin {
     public func checksum(remotePath: ObjectKey, algorithm: ChecksumAlgorithm) async throws -> String? {
         guard let hash = algorithm.hashAlgorithm else { return nil }
         let (input, _) = try openObject(remotePath, operation: "checksum")
-        defer { try? input.close() }
+        defer { input.closeAfterReading() }
         do {
             return try Hashing.digests(of: input, [hash])[hash]?.hex
         } catch {

@@ -41,12 +41,12 @@ extension ProviderConformance {
                     if attempt > 0 { _ = try writeLargeFile(source, size: largeFileSize) }
                     let rise = try await MemoryProbe.peakRise {
                         _ = try await context.provider.uploadFile(localURL: source, remotePath: key, options: UploadOptions())
-                        try? FileManager.default.removeItem(at: source)
+                        try FileManager.default.removeItem(at: source)
                         _ = try await context.provider.downloadFile(remotePath: key, localURL: target)
                     }
                     let copied = try Hashing.digests(ofFile: target, [.sha256])[.sha256]
                     try Expect.equal(copied, digest, "SHA-256 of the downloaded file")
-                    try? FileManager.default.removeItem(at: target)
+                    try FileManager.default.removeItem(at: target)
                     guard let rise else {
                         throw ConformanceSkip("cannot read resident memory here (/proc/self/statm); the transfer ran and its bytes were checked, its memory was not")
                     }

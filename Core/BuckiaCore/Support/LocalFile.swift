@@ -296,6 +296,14 @@ package final class LocalFile {
     }
 
     /// Closes the descriptor, reporting a failed close (which can mean lost writes).
+    /// Closes a file that was only read: a failed `close` of a descriptor that wrote nothing
+    /// loses nothing, so there is no error to report.
+    package func closeAfterReading() {
+        guard descriptor >= 0 else { return }
+        _ = systemClose(descriptor)
+        descriptor = -1
+    }
+
     package func close() throws {
         guard descriptor >= 0 else { return }
         let fd = descriptor

@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "BuckiaSQLite", targets: ["BuckiaSQLite"]),
         .library(name: "BuckiaSigV4", targets: ["BuckiaSigV4"]),
         .library(name: "BuckiaChunks", targets: ["BuckiaChunks"]),
+        .library(name: "BuckiaDatabase", targets: ["BuckiaDatabase"]),
         .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
         .library(name: "BuckiaS3", targets: ["BuckiaS3"]),
         .library(name: "BuckiaB2", targets: ["BuckiaB2"]),
@@ -72,6 +73,7 @@ let package = Package(
         .target(name: "BuckiaClient", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaLocal"], path: "Core/BuckiaClient"),
         .target(name: "BuckiaSync", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Core/BuckiaSync"),
         .target(name: "BuckiaChunks", dependencies: ["BuckiaCore"], path: "Core/BuckiaChunks"),
+        .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaSQLite", "CSQLite"], path: "Core/BuckiaDatabase"),
 
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
@@ -94,7 +96,7 @@ let package = Package(
             dependencies: [
                 "BuckiaCore", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
                 "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaB2", "BuckiaBunny", "BuckiaSigV4", "BuckiaSync",
-                "BuckiaChunks", "BuckiaChunkEngine",
+                "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDatabase",
             ],
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks"], path: "Tools/BuckiaConformance"),
@@ -137,6 +139,9 @@ let package = Package(
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(
             name: "BuckiaSQLiteEngineTests", dependencies: ["BuckiaSQLiteEngine"], path: "Tests/BuckiaSQLiteEngineTests"),
+        .testTarget(
+            name: "BuckiaDatabaseTests", dependencies: ["BuckiaDatabase", "BuckiaCore", "BuckiaSQLite", "BuckiaLocal", "BuckiaTestSupport"],
+            path: "Tests/BuckiaDatabaseTests"),
         .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory"], path: "Tests/BuckiaSyncTests"),
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),

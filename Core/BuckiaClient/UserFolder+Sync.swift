@@ -3,16 +3,6 @@ import BuckiaLocal
 import BuckiaSync
 import Foundation
 
-/// What applies inbound change files to the app's database: the seam the seed's
-/// "apply the changes to the local SQLite database" step plugs into.
-public protocol InboundChangeApplier: Sendable {
-    /// The newest change file already applied, or nil when none has been. Sync downloads
-    /// only files named after it.
-    func lastAppliedChange() async throws -> KSUID?
-    /// Applies newly downloaded change files, oldest first.
-    func apply(_ files: [URL]) async throws
-}
-
 /// What one run of the seed's folder sync did.
 public struct UserFolderSyncResult: Sendable {
     /// Inbound change files downloaded, oldest first.
@@ -24,9 +14,11 @@ public struct UserFolderSyncResult: Sendable {
 extension BuckiaClient {
     /// Runs the seed's folder sync for `folder`, against `<user-id>/` in this bucket:
     ///
-    /// 1. Lists `<user-id>/inbound/` after the last applied change (a start-after listing
-    ///    where the provider has one) and downloads only newer files, then hands them to
-    ///    `applier` (the database layer; without one they are only downloaded).
+    /// 1. Lists `<user-id>/inbound/` from where an unsettled change file can be (the
+    ///    applier's ``InboundHistory``; a start-after listing where the provider has one),
+    ///    downloads only files the applier has not settled, then has `applier` apply them (the
+    ///    database layer; without one they are only downloaded, after the newest one in the
+    ///    local `inbound/`).
     /// 2. Uploads `backup.sqlite` when it changed.
     /// 3. Uploads new files in `originals/` (when `includeOriginals`) and `reworked/`; files
     ///    already in the bucket are never overwritten.
@@ -37,7 +29,8 @@ extension BuckiaClient {
         events: @escaping @Sendable (SyncEvent) -> Void = { _ in }
     ) async throws -> UserFolderSyncResult {
         var result = UserFolderSyncResult()
-        result.inbound = try await downloadInbound(folder, after: try await applier?.lastAppliedChange() ?? newestLocalInbound(folder))
+        let history = try await applier?.inboundHistory() ?? newestLocalInbound(folder)
+        result.inbound = try await downloadInbound(folder, wanted: history)
         if let applier, !result.inbound.isEmpty { try await applier.apply(result.inbound) }
         let created = ["reworked/**"] + (includeOriginals ? ["originals/**"] : [])
         let options = SyncOptions(
@@ -47,25 +40,31 @@ extension BuckiaClient {
         return result
     }
 
-    /// The newest KSUID-named file already in the local inbound folder.
-    func newestLocalInbound(_ folder: UserFolder) throws -> KSUID? {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.inbound.path)) ?? []
-        return names.compactMap { KSUID(String($0.prefix(KSUID.textLength))) }.max()
+    /// Without an applier: files after the newest KSUID-named file already in the local
+    /// inbound folder, which are settled by being there.
+    func newestLocalInbound(_ folder: UserFolder) throws -> InboundHistory {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: folder.inbound.path)
+        } catch {
+            throw BuckiaError.wrapping(error, operation: "list local inbound", path: folder.inbound.path)
+        }
+        let ids = names.compactMap { KSUID(String($0.prefix(KSUID.textLength))) }
+        let newest = ids.max()
+        return InboundHistory(newest: newest, lateArrivalWindow: .zero, settled: Set(ids.filter { $0.timestamp == newest?.timestamp }))
     }
 
-    /// Downloads the remote inbound files named by a KSUID later than `last`, oldest first.
-    func downloadInbound(_ folder: UserFolder, after last: KSUID?) async throws -> [URL] {
+    /// Downloads the remote inbound files `history` wants, oldest first.
+    func downloadInbound(_ folder: UserFolder, wanted history: InboundHistory) async throws -> [URL] {
         let prefix = "\(folder.userId)/inbound/"
         var options = ListOptions(prefix: prefix)
-        // Names of later KSUIDs sort after this key ('~' is above every base-62 digit and every
-        // character an extension starts with); the last one's own files do not.
-        if let last, provider.capabilities.supports(.listStartAfter) { options.startAfter = prefix + last.description + "~" }
+        if let start = history.startAfter, provider.capabilities.supports(.listStartAfter) { options.startAfter = prefix + start.description }
         var wanted: [(KSUID, ObjectKey, String)] = []
         for try await entry in provider.list(options) {
             guard let file = entry.file, let name = file.path.dropping(prefix: prefix), !name.contains("/"),
                 let id = KSUID(String(name.prefix(KSUID.textLength)))
             else { continue }
-            if let last, id <= last { continue }
+            if !history.isWanted(id) { continue }
             wanted.append((id, file.path, name))
         }
         wanted.sort { $0.0 < $1.0 || ($0.0 == $1.0 && $0.2 < $1.2) }

@@ -83,6 +83,41 @@ public final class SQLiteConnection {
         try SQLiteConnection(path: ":memory:")
     }
 
+    /// Opens a private, read-only, in-memory copy of `bytes` (an SQLite database file's
+    /// contents) hardened for a file from someone else, before SQLite reads its schema:
+    ///
+    /// - `SQLITE_DBCONFIG_DEFENSIVE` (no writes to the schema, no `writable_schema`),
+    /// - `trusted_schema` off (no SQL function or virtual table runs from the schema),
+    /// - triggers and views disabled, `cell_size_check` on (b-tree cells are bounds-checked as
+    ///   they are read), no memory map.
+    ///
+    /// The file never touches the file system again: no `-wal` or `-journal` beside it is read,
+    /// and the bytes checked are the bytes read.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/corrupt`` when SQLite cannot read it.
+    public static func openUntrusted(_ bytes: Data, name: String) throws -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: ":memory:")
+        for (option, value) in [
+            (SQLITE_DBCONFIG_DEFENSIVE, Int32(1)), (SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0), (SQLITE_DBCONFIG_ENABLE_TRIGGER, 0),
+            (SQLITE_DBCONFIG_ENABLE_VIEW, 0),
+        ] {
+            let status = buckia_sqlite3_db_config_int(connection.handle, option, value, nil)
+            guard status == SQLITE_OK else { throw connection.error(status, operation: "harden") }
+        }
+        try connection.execute("PRAGMA trusted_schema = OFF; PRAGMA cell_size_check = ON; PRAGMA mmap_size = 0")
+        guard let buffer = sqlite3_malloc64(sqlite3_uint64(max(bytes.count, 1)))?.assumingMemoryBound(to: UInt8.self) else {
+            throw BuckiaError(.io, "Out of memory reading the database \(name).", operation: "open", path: name)
+        }
+        bytes.copyBytes(to: buffer, count: bytes.count)
+        // On failure SQLite frees the buffer itself (FREEONCLOSE).
+        let status = sqlite3_deserialize(
+            connection.handle, "main", buffer, Int64(bytes.count), Int64(bytes.count),
+            UInt32(SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY))
+        guard status == SQLITE_OK else { throw connection.error(status, operation: "open") }
+        try connection.execute("SELECT count(*) FROM sqlite_schema")
+        return connection
+    }
+
     deinit {
         statements.removeAll()
         sqlite3_close_v2(handle)

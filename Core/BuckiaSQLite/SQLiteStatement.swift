@@ -122,6 +122,22 @@ public struct SQLiteRow {
         return try body(UnsafeRawBufferPointer(start: start, count: start == nil ? 0 : count))
     }
 
+    /// SQLite's storage classes.
+    public enum StorageClass: Sendable {
+        case null, integer, real, text, blob
+    }
+
+    /// The storage class of column `index`'s value.
+    public func storageClass(_ index: Int) -> StorageClass {
+        switch sqlite3_column_type(statement.handle, Int32(index)) {
+        case SQLITE_INTEGER: .integer
+        case SQLITE_FLOAT: .real
+        case SQLITE_TEXT: .text
+        case SQLITE_BLOB: .blob
+        default: .null
+        }
+    }
+
     /// Column `index` as a ``SQLiteValue``.
     public func value(_ index: Int) -> SQLiteValue {
         switch sqlite3_column_type(statement.handle, Int32(index)) {

@@ -100,12 +100,12 @@ struct UserFolderTests {
         #expect(error?.code == .invalidConfiguration)
     }
 
-    /// Records what it is asked, and says which change it applied last.
+    /// Records what it is asked, and says which changes it settled.
     actor Applier: InboundChangeApplier {
-        let last: KSUID?
+        let history: InboundHistory
         var applied: [String] = []
-        init(last: KSUID?) { self.last = last }
-        func lastAppliedChange() async throws -> KSUID? { last }
+        init(history: InboundHistory) { self.history = history }
+        func inboundHistory() async throws -> InboundHistory { history }
         func apply(_ files: [URL]) async throws { applied += files.map(\.lastPathComponent) }
     }
 
@@ -124,7 +124,7 @@ struct UserFolderTests {
         try Self.write("new take", folder.originals.appendingPathComponent("new.mov"))
         try Self.write("small", folder.reworked.appendingPathComponent("new.mp4"))
 
-        let applier = Applier(last: ids[1])
+        let applier = Applier(history: InboundHistory(newest: ids[1], lateArrivalWindow: .zero, settled: [ids[1]]))
         let first = try await client.syncUserFolder(folder, applier: applier)
         #expect(first.inbound.map(\.lastPathComponent) == ["\(ids[2]).sqlite", "\(ids[3]).sqlite"], "only changes after the last applied, oldest first")
         #expect(await applier.applied == ["\(ids[2]).sqlite", "\(ids[3]).sqlite"])
@@ -144,6 +144,28 @@ struct UserFolderTests {
         #expect(third.uploads.uploaded == 1, "only the backup: originals are off")
         #expect(try String(contentsOf: bucket.appendingPathComponent("u5/backup.sqlite"), encoding: .utf8) == "db v2, longer")
         #expect(!FileManager.default.fileExists(atPath: bucket.appendingPathComponent("u5/originals/later.mov").path))
+    }
+
+    @Test("A change that arrives after a later one was applied is still downloaded inside the window; settled ones and older ones are not")
+    func lateArrival() async throws {
+        let bases = try Self.bases(under: FileManager.default.temporaryDirectory)
+        let (configuration, bucket) = try BuckiaClientTests.local()
+        defer { for folder in [bases.applicationSupport, bases.documents, bucket] { try? FileManager.default.removeItem(at: folder) } }
+        let client = try await BuckiaClient(configuration: configuration)
+        let base = 1_700_000_000.0
+        // Offsets from the newest applied change, in seconds: two hours before (outside the
+        // window), a minute before (late, unsettled), the same second (settled and not), after.
+        let old = try KSUID(date: Date(timeIntervalSince1970: base - 7200))
+        let late = try KSUID(date: Date(timeIntervalSince1970: base - 60))
+        let newest = try KSUID(date: Date(timeIntervalSince1970: base))
+        let sameSecond = try KSUID(date: Date(timeIntervalSince1970: base))
+        let later = try KSUID(date: Date(timeIntervalSince1970: base + 5))
+        for id in [old, late, newest, sameSecond, later] { try Self.write("change", bucket.appendingPathComponent("u6/inbound/\(id).sqlite")) }
+        let folder = try UserFolder.prepare(FolderStructureConfiguration(userId: "u6"), bases: bases)
+        let applier = Applier(history: InboundHistory(newest: newest, lateArrivalWindow: .seconds(3600), settled: [newest]))
+        let result = try await client.syncUserFolder(folder, applier: applier)
+        let expected = [late, sameSecond, later].sorted().map { "\($0).sqlite" }
+        #expect(result.inbound.map(\.lastPathComponent) == expected)
     }
 
     @Test("client.sync(options:) syncs a folder with a folder of the bucket, and a resync moves nothing")

@@ -7,6 +7,7 @@
 @_exported import BuckiaChunks
 @_exported import BuckiaClient
 @_exported import BuckiaCore
+@_exported import BuckiaDatabase
 @_exported import BuckiaDiskEngine
 @_exported import BuckiaLocal
 @_exported import BuckiaMemory

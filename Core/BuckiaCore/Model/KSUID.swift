@@ -31,6 +31,13 @@ public struct KSUID: Hashable, Comparable, Sendable, CustomStringConvertible {
         bytes = [UInt8(time >> 24), UInt8(truncatingIfNeeded: time >> 16), UInt8(truncatingIfNeeded: time >> 8), UInt8(truncatingIfNeeded: time)] + random
     }
 
+    /// A KSUID from its parts: `timestamp` in seconds since ``epoch``, and the first 16 bytes of
+    /// `payload`, zero-padded when shorter.
+    public init(timestamp: UInt32, payload: [UInt8]) {
+        let random = Array(payload.prefix(16)) + [UInt8](repeating: 0, count: max(0, 16 - payload.count))
+        bytes = [UInt8(timestamp >> 24), UInt8(truncatingIfNeeded: timestamp >> 16), UInt8(truncatingIfNeeded: timestamp >> 8), UInt8(truncatingIfNeeded: timestamp)] + random
+    }
+
     /// Parses the 27-character text form; nil for anything else.
     public init?(_ text: String) {
         let characters = Array(text.utf8)

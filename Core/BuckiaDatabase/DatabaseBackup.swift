@@ -1,0 +1,112 @@
+import BuckiaCore
+import BuckiaSQLite
+import CSQLite
+import Foundation
+
+/// How a backup copies a live database. Both give a consistent snapshot while other
+/// connections keep writing (in WAL mode they are not even blocked): each reads in one read
+/// transaction. Docs/Database.md has the measurements behind the default.
+public enum BackupMethod: String, Sendable, CaseIterable, Codable {
+    /// SQLite's online backup API, all pages in one step (a stepped backup restarts whenever
+    /// another connection writes, and may never finish): a page-for-page copy.
+    case onlineBackup
+    /// `VACUUM INTO`: a compacted copy, rebuilt row by row.
+    case vacuumInto
+}
+
+/// A backup that was written.
+public struct BackupResult: Hashable, Sendable {
+    /// The backup file.
+    public var url: URL
+    /// Its size in bytes.
+    public var size: Int64
+    /// How it was copied.
+    public var method: BackupMethod
+}
+
+package enum DatabaseBackup {
+    /// Copies the database at `source` to `destination` consistently: into a temporary beside
+    /// it, `quick_check`ed, in rollback-journal mode (one self-contained file), synced, renamed
+    /// over the old backup, and the folder synced. A failure leaves the old backup as it was.
+    package static func write(from source: URL, to destination: URL, method: BackupMethod) throws -> BackupResult {
+        guard FileManager.default.fileExists(atPath: source.path) else {
+            throw BuckiaError(.notFound, "There is no database at \(source.path) to back up.", operation: "backup", path: source.path)
+        }
+        let folder = destination.deletingLastPathComponent()
+        try LocalFile.createDirectories(folder.path)
+        try LocalFile.checkReplaceable(destination.path)
+        let temporary = folder.appendingPathComponent(Temporaries.makeName(), isDirectory: false)
+        try Temporaries.register(temporary.path)
+        defer {
+            unlink(temporary.path)
+            Temporaries.unregister(temporary.path)
+        }
+        do {
+            let database = try SQLiteConnection(path: source.path, mode: .readWrite(create: false))
+            switch method {
+            case .onlineBackup:
+                let copy = try SQLiteConnection(path: temporary.path)
+                try database.backup(to: copy, pagesPerStep: -1)
+                try copy.setJournalMode(.delete)
+            case .vacuumInto:
+                try database.run("VACUUM INTO ?", [.text(temporary.path)])
+                let copy = try SQLiteConnection(path: temporary.path, mode: .readWrite(create: false))
+                try copy.setJournalMode(.delete)
+            }
+        }
+        try check(temporary, operation: "backup")
+        let file = try LocalFile.openForReading(temporary)
+        defer { file.closeAfterReading() }
+        try file.sync()
+        let size = try file.status().size
+        guard rename(temporary.path, destination.path) == 0 else { throw BuckiaError.posix(errno, operation: "backup", path: destination.path) }
+        try DirectoryHandle(path: folder.path).sync()
+        return BackupResult(url: destination, size: size, method: method)
+    }
+
+    /// Refuses a database that fails `quick_check`.
+    static func check(_ url: URL, operation: String) throws {
+        let copy = try SQLiteConnection(path: url.path, mode: .readOnly)
+        let problems = try copy.quickCheck()
+        guard problems.isEmpty else {
+            throw BuckiaError(
+                .corrupt, "The database copy failed SQLite's quick_check (\(problems.prefix(3).joined(separator: "; "))); nothing was replaced.",
+                operation: operation, path: url.path)
+        }
+    }
+
+    /// Puts the backup at `backup` back as the database at `database`, atomically: into an
+    /// existing database with SQLite's backup API in one write transaction (other connections
+    /// see the old content or the restored one, and a WAL beside it stays consistent); where
+    /// there is no database yet, as a copy renamed into place. A backup that fails
+    /// `quick_check` is refused before anything changes.
+    package static func restore(from backup: URL, to database: URL) throws {
+        guard FileManager.default.fileExists(atPath: backup.path) else {
+            throw BuckiaError(.notFound, "There is no backup at \(backup.path) to restore.", operation: "restore", path: backup.path)
+        }
+        try check(backup, operation: "restore")
+        let source = try SQLiteConnection(path: backup.path, mode: .readOnly)
+        if FileManager.default.fileExists(atPath: database.path) {
+            let target = try SQLiteConnection(path: database.path, mode: .readWrite(create: false))
+            try source.backup(to: target, pagesPerStep: -1)
+            return
+        }
+        let folder = database.deletingLastPathComponent()
+        try LocalFile.createDirectories(folder.path)
+        let temporary = folder.appendingPathComponent(Temporaries.makeName(), isDirectory: false)
+        try Temporaries.register(temporary.path)
+        defer {
+            unlink(temporary.path)
+            Temporaries.unregister(temporary.path)
+        }
+        do {
+            let copy = try SQLiteConnection(path: temporary.path)
+            try source.backup(to: copy, pagesPerStep: -1)
+        }
+        let file = try LocalFile.openForReading(temporary)
+        defer { file.closeAfterReading() }
+        try file.sync()
+        guard link(temporary.path, database.path) == 0 else { throw BuckiaError.posix(errno, operation: "restore", path: database.path) }
+        try DirectoryHandle(path: folder.path).sync()
+    }
+}

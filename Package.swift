@@ -140,7 +140,7 @@ let package = Package(
         .testTarget(
             name: "BuckiaSQLiteEngineTests", dependencies: ["BuckiaSQLiteEngine"], path: "Tests/BuckiaSQLiteEngineTests"),
         .testTarget(
-            name: "BuckiaDatabaseTests", dependencies: ["BuckiaDatabase", "BuckiaCore", "BuckiaSQLite", "BuckiaLocal", "BuckiaTestSupport"],
+            name: "BuckiaDatabaseTests", dependencies: ["BuckiaDatabase", "BuckiaCore", "BuckiaSQLite", "BuckiaLocal", "BuckiaClient", "Buckia", "BuckiaTestSupport"],
             path: "Tests/BuckiaDatabaseTests"),
         .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory"], path: "Tests/BuckiaSyncTests"),
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),

@@ -76,6 +76,9 @@ extension BuckiaClient {
             }
             downloaded.append(folder.inbound.appendingPathComponent(name))
         }
+        // The receiving store's `.buckia` (its temporaries and lock) is not the user's: gone
+        // after a run that finished (a failed one leaves it for the next to tidy).
+        try store.removeWorkingFiles()
         return downloaded
     }
 }

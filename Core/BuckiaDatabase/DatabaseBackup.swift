@@ -28,6 +28,7 @@ package enum DatabaseBackup {
     /// Copies the database at `source` to `destination` consistently: into a temporary beside
     /// it, `quick_check`ed, in rollback-journal mode (one self-contained file), synced, renamed
     /// over the old backup, and the folder synced. A failure leaves the old backup as it was.
+    @discardableResult
     package static func write(from source: URL, to destination: URL, method: BackupMethod) throws -> BackupResult {
         guard FileManager.default.fileExists(atPath: source.path) else {
             throw BuckiaError(.notFound, "There is no database at \(source.path) to back up.", operation: "backup", path: source.path)

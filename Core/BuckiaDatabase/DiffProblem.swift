@@ -84,6 +84,36 @@ public enum DiffProblem: Hashable, Sendable, Error, CustomStringConvertible {
         }
     }
 
+    /// The case's name (`truncated`, `typeConflict`, …): what `buckia db` prints as the
+    /// reason in JSON, and what the corpus under Tests/Fixtures/Diffs expects.
+    public var kind: String {
+        switch self {
+        case .notSQLite: "notSQLite"
+        case .truncated: "truncated"
+        case .tooLarge: "tooLarge"
+        case .walMode: "walMode"
+        case .notUTF8: "notUTF8"
+        case .damaged: "damaged"
+        case .unsupportedFormat: "unsupportedFormat"
+        case .unexpectedObject: "unexpectedObject"
+        case .schemaTextWithTrailingStatement: "schemaTextWithTrailingStatement"
+        case .malformedManifest: "malformedManifest"
+        case .nameMismatch: "nameMismatch"
+        case .fromTheFuture: "fromTheFuture"
+        case .payloadHashMismatch: "payloadHashMismatch"
+        case .forbiddenName: "forbiddenName"
+        case .forbiddenType: "forbiddenType"
+        case .malformedDefinition: "malformedDefinition"
+        case .rowShapeMismatch: "rowShapeMismatch"
+        case .primaryKeyChanged: "primaryKeyChanged"
+        case .typeConflict: "typeConflict"
+        case .notNullWithoutDefault: "notNullWithoutDefault"
+        case .missingRequiredColumn: "missingRequiredColumn"
+        case .notAPlainTable: "notAPlainTable"
+        case .duplicateKSUID: "duplicateKSUID"
+        }
+    }
+
     /// The error code this problem is reported with.
     var code: BuckiaError.Code {
         switch self {

@@ -46,6 +46,11 @@ enum DB {
         return lines
     }
 
+    /// The rows of one table, as text.
+    static func dumpTable(_ url: URL, _ table: String) throws -> [String] {
+        try dump(url).filter { $0.hasPrefix("\(table): ") }
+    }
+
     /// The bytes of a file, and of its -wal and -journal if any.
     static func bytes(_ url: URL) throws -> [Data] {
         try [url.path, url.path + "-wal", url.path + "-journal"].map { path in

@@ -102,7 +102,7 @@ let package = Package(
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks"], path: "Tools/BuckiaConformance"),
         // Swift Testing glue in a module of its own, so the command line never links Testing.
         .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks"], path: "Tools/BuckiaConformanceTesting"),
-        .target(name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "CLinux"], path: "Tools/BuckiaCommandLine"),
+        .target(name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "CLinux"], path: "Tools/BuckiaCommandLine"),
         .executableTarget(name: "BuckiaCLI", dependencies: ["BuckiaCommandLine"], path: "Tools/BuckiaCLI"),
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
 
@@ -159,7 +159,7 @@ let package = Package(
             name: "ConformanceTests",
             dependencies: ["Buckia", "BuckiaConformance", "BuckiaConformanceTesting"],
             path: "Tests/ConformanceTests"),
-        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCommandLine", "Buckia", "BuckiaHTTP", "BuckiaTestSupport"], path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
+        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCommandLine", "Buckia", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaTestSupport"], path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
     ],
     swiftLanguageModes: [.v6]
 )

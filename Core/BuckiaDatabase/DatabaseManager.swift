@@ -125,22 +125,33 @@ public final class DatabaseManager: InboundChangeApplier {
         guard !userId.isEmpty, userId != ".", userId != "..", !userId.contains("/") else {
             throw BuckiaError(.invalidConfiguration, "A user id is one folder name (no '/', not '.' or '..').", operation: "send diff", path: userId)
         }
-        let limits = options.apply.limits
+        return try await Self.send(diff, toUserFolder: userId, through: provider, limits: options.apply.limits)
+    }
+
+    /// Sends `diff` to `<userFolder>/inbound/` through `provider` (see
+    /// ``send(_:to:through:)``); `userFolder` is the user's folder's path in the bucket.
+    @discardableResult
+    public static func send(_ diff: URL, toUserFolder userFolder: String, through provider: any StorageProvider, limits: DiffLimits = DiffLimits()) async throws -> ObjectKey {
         let summary = try await BlockingWork.run("check diff") { try DiffSummary(contentsOf: diff, limits: limits) }
-        let key = try ObjectKey("\(userId)/inbound/\(summary.manifest.id).\(DiffFormat.fileExtension)")
+        let key = try ObjectKey("\(userFolder)/inbound/\(summary.manifest.id).\(DiffFormat.fileExtension)")
+        func taken(_ cause: BuckiaError?) -> BuckiaError {
+            BuckiaError(.alreadyExists, "\(key) is already in the bucket; a diff is never overwritten.", operation: "send diff", path: key.description, cause: cause)
+        }
         var upload = UploadOptions(contentType: "application/vnd.sqlite3")
         if provider.capabilities.supports(.conditionalWrite) {
             upload.condition = .ifNoneMatch
         } else {
+            // Without a conditional write, a check first: a window remains between the two,
+            // which the KSUID's 128 random bits make a collision in all but theory.
             do {
                 _ = try await provider.stat(remotePath: key)
-                throw BuckiaError(.alreadyExists, "\(key) is already in the bucket; a diff is never overwritten.", operation: "send diff", path: key.description)
+                throw taken(nil)
             } catch let error as BuckiaError where error.code == .notFound {}
         }
         do {
             _ = try await provider.uploadFile(localURL: diff, remotePath: key, options: upload)
-        } catch let error as BuckiaError where error.code == .conditionNotMatch {
-            throw BuckiaError(.alreadyExists, "\(key) is already in the bucket; a diff is never overwritten.", operation: "send diff", path: key.description, cause: error)
+        } catch let error as BuckiaError where error.code == .conditionNotMatch || error.code == .alreadyExists {
+            throw taken(error)
         }
         return key
     }
@@ -230,21 +241,25 @@ public final class DatabaseManager: InboundChangeApplier {
 
 /// Where a database, its backup and its exchange stand (`buckia db status`).
 public struct DatabaseStatus: Sendable {
-    /// The database file and its size (nil when missing).
+    /// The database file.
     public var database: URL
+    /// Its size in bytes; nil when it does not exist.
     public var databaseSize: Int64?
-    /// The backup's size and modification time (nil when there is none).
+    /// The backup's size in bytes; nil when there is none (or no user folder was given).
     public var backupSize: Int64?
+    /// When the backup was last written.
     public var backupDate: Date?
-    /// How many diffs were applied, and the newest.
+    /// How many diffs were applied.
     public var appliedCount: Int
+    /// The newest applied diff.
     public var newestApplied: KSUID?
-    /// Diffs refused, with the reason.
+    /// Diffs refused, oldest first, with the reason.
     public var refused: [(id: KSUID, reason: String)]
-    /// Diff files in `inbound/` not yet processed.
+    /// Diff files in `inbound/` not yet processed (none without a user folder).
     public var pending: [URL]
 
-    init(database: URL, folder: UserFolder) throws {
+    /// Reads the status of `database`, and of the user folder `folder` when given.
+    public init(database: URL, folder: UserFolder? = nil) throws {
         self.database = database
         func size(_ url: URL) -> (Int64, Date)? {
             var info = stat()
@@ -252,10 +267,11 @@ public struct DatabaseStatus: Sendable {
             return (Int64(info.st_size), LocalFile.modificationDate(of: info))
         }
         databaseSize = size(database)?.0
-        backupSize = size(folder.backup)?.0
-        backupDate = size(folder.backup)?.1
+        backupSize = folder.flatMap { size($0.backup)?.0 }
+        backupDate = folder.flatMap { size($0.backup)?.1 }
         appliedCount = 0
         refused = []
+        pending = []
         if databaseSize != nil {
             let connection = try SQLiteConnection(path: database.path, mode: .readOnly)
             if try LocalTable.object(named: DiffApplier.appliedTable, in: connection) != nil {
@@ -268,7 +284,9 @@ public struct DatabaseStatus: Sendable {
                 }.compactMap { $0 }
             }
         }
-        pending = try FileManager.default.contentsOfDirectory(atPath: folder.inbound.path).filter { $0.hasSuffix(".sqlite") }.sorted()
-            .map { folder.inbound.appendingPathComponent($0, isDirectory: false) }
+        if let folder {
+            pending = try FileManager.default.contentsOfDirectory(atPath: folder.inbound.path).filter { $0.hasSuffix(".\(DiffFormat.fileExtension)") }.sorted()
+                .map { folder.inbound.appendingPathComponent($0, isDirectory: false) }
+        }
     }
 }

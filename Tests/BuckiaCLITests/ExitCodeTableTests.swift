@@ -22,6 +22,7 @@ struct ExitCodeTableTests {
         (6, "BUCKIA_REMOTE_X_PROVIDER=local BUCKIA_REMOTE_X_ROOT=/sys/kernel $B conformance x: > /dev/null"),
         (7, "mkdir t; echo ok > t/ok; echo bad > \"t/$(printf 'x\\377')\"; $B cp -r t default:t"),
         (8, "mkdir c; echo one > c/a; $B check c default:elsewhere"),
+        (9, "echo 'not a database' > 2AXfrFwpmbyRkQQRfHNHnkKvbm5.sqlite; $B db inspect 2AXfrFwpmbyRkQQRfHNHnkKvbm5.sqlite"),
         (130, interrupted(by: "INT")),
         (143, interrupted(by: "TERM")),
     ] as [(Int32, String)]).map { Example(status: $0.0, script: $0.1) }

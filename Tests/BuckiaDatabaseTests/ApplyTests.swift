@@ -108,4 +108,34 @@ struct ApplyTests {
         #expect(history.settled.count == 3, "both applied and the refused one")
         #expect(try await manager.processInboundChanges().isEmpty)
     }
+
+    @Test("A diff of two database files turns a copy of the old one into the new one, row for row")
+    func comparison() throws {
+        let folder = try DB.scratch("compare")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let old = folder.appendingPathComponent("old.sqlite"), new = folder.appendingPathComponent("new.sqlite")
+        let copy = folder.appendingPathComponent("copy.sqlite")
+        let rows = "INSERT INTO recordings VALUES (1, 'a', 'u1', 1.0, NULL), (2, 'b', NULL, 2.0, X'00'), (3, 'c', 'u1', 3.0, NULL); INSERT INTO shares VALUES (1, 'u2', 'viewer');"
+        try DB.make(old, rows)
+        try DB.make(copy, rows)
+        try DB.make(new, rows + """
+            UPDATE recordings SET title = 'b, renamed', thumbnail = NULL WHERE id = 2; DELETE FROM recordings WHERE id = 3;
+            INSERT INTO recordings VALUES (4, 'd', 'u2', 4.5, X'FF'); ALTER TABLE recordings ADD COLUMN rating INTEGER;
+            UPDATE recordings SET rating = 5 WHERE id = 1; CREATE TABLE tags (recording INTEGER, tag TEXT, PRIMARY KEY (recording, tag));
+            INSERT INTO tags VALUES (1, 'sunrise'), (4, 'city');
+            """)
+        let same = try DatabaseComparison.diff(from: old, to: copy, sender: "u1", in: folder, now: Self.now)
+        #expect(same == nil, "identical databases make no diff")
+        let file = try #require(try DatabaseComparison.diff(from: old, to: new, sender: "u1", in: folder, now: Self.now))
+        let summary = try DiffSummary(contentsOf: file, now: Self.now)
+        #expect(summary.tables.map { "\($0.definition.name) \($0.upserts)/\($0.deletes)" } == ["recordings 3/1", "tags 2/0"], "shares is unchanged and left out")
+        let connection = try SQLiteConnection(path: copy.path)
+        _ = try DiffApplier.apply(file, to: connection, options: ApplyOptions(), now: Self.now)
+        #expect(try DB.dump(copy) == DB.dump(new))
+        // What the format cannot carry is refused.
+        try connection.execute("DROP TABLE tags")
+        let error = #expect(throws: BuckiaError.self) { try DatabaseComparison.diff(from: new, to: copy, sender: "u1", in: folder, now: Self.now) }
+        #expect(error?.code == .unsupported)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).allSatisfy { !$0.hasPrefix(".buckia-") }, "no temporary left")
+    }
 }

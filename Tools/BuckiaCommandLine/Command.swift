@@ -22,7 +22,7 @@ struct Command: Sendable {
             let long = "--\(option.name)\(option.takesValue ? " VALUE" : "")"
             lines.append("  \(short)\(long.padding(toLength: 20, withPad: " ", startingAt: 0)) \(option.help)")
         }
-        lines += ["", "Exit status: 0 success, 1 failure, 2 usage, 3 not found, 4 denied, 5 configuration, 6 conformance failed, 7 partial, 8 check found differences."]
+        lines += ["", "Exit status: 0 success, 1 failure, 2 usage, 3 not found, 4 denied, 5 configuration, 6 conformance failed, 7 partial, 8 check found differences, 9 diff refused."]
         return lines.joined(separator: "\n")
     }
 }

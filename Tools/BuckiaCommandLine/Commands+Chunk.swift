@@ -201,7 +201,7 @@ extension CLI {
         return missing.isEmpty ? .success : .notFound
     }
 
-    private static func emitJSON(_ object: [String: Any]) {
+    static func emitJSON(_ object: [String: Any]) {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         Console.out(String(decoding: data, as: UTF8.self))
     }

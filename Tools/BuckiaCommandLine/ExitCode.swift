@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaDatabase
 import Foundation
 
 /// The process exit status, documented in Docs/CLI.md.
@@ -22,6 +23,9 @@ enum ExitCode: Int32 {
     case partial = 7
     /// `check` ran, and the two sides differ.
     case differences = 8
+    /// A diff file was refused (`db apply`, `db inspect`, `db send`): hostile, damaged, or in
+    /// conflict with the local schema; the database was not changed.
+    case refused = 9
     /// Interrupted (SIGINT, Ctrl-C), as a shell reports it: 128 + 2.
     case interrupted = 130
     /// Terminated (SIGTERM): 128 + 15.
@@ -40,7 +44,8 @@ enum ExitCode: Int32 {
 
     /// The exit status for an error.
     static func from(_ error: BuckiaError) -> ExitCode {
-        switch error.code {
+        if error.cause is DiffProblem { return .refused }
+        return switch error.code {
         case .notFound: .notFound
         case .unauthorized, .permissionDenied: .denied
         case .invalidConfiguration: .configuration

@@ -1,0 +1,83 @@
+import BuckiaCore
+import BuckiaSQLite
+import Foundation
+
+/// Diffs between two database files, as `sqldiff` makes them: what turns `old` into `new`.
+public enum DatabaseComparison {
+    /// Writes into `directory` the diff that turns the database `old` into `new`: for every
+    /// table of `new`, the rows that are not in `old` exactly as they are (upserts, every
+    /// column) and the keys of `old` that `new` no longer has (deletes). Tables Buckia keeps
+    /// for itself (`buckia_…`) are left out.
+    ///
+    /// - Returns: The diff file, or nil when the two hold the same rows.
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/unsupported`` for a change the format cannot
+    ///   carry: a table without a primary key, a table or column dropped, a key changed.
+    public static func diff(from old: URL, to new: URL, sender: String, in directory: URL, id: KSUID? = nil, now: Date = Date()) throws -> URL? {
+        let connection = try SQLiteConnection(path: new.path, mode: .readOnly)
+        let uri = "file:" + PercentEncoding.encode(old.path, keepingSlash: true) + "?mode=ro"
+        try connection.run("ATTACH DATABASE ? AS old", [.text(uri)])
+        func tables(_ schema: String) throws -> [String] {
+            try connection.query("SELECT name FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'buckia\\_%' ESCAPE '\\' ORDER BY name") {
+                $0.string(0) ?? ""
+            }
+        }
+        func unsupported(_ message: String) -> BuckiaError { BuckiaError(.unsupported, message, operation: "diff databases", path: new.path) }
+        let newTables = try tables("main"), oldTables = try tables("old")
+        if let dropped = oldTables.first(where: { table in !newTables.contains { $0.lowercased() == table.lowercased() } }) {
+            throw unsupported("The table \(dropped) is in the old database but not the new one; a diff cannot drop a table.")
+        }
+        let writer = try DiffWriter(directory: directory, sender: sender, id: try id ?? KSUID(date: now), createdAt: now)
+        var rows = 0
+        for table in newTables {
+            guard DiffRules.isPlainIdentifier(table) else { throw unsupported("The table name \(table.debugDescription) is not a plain identifier a diff can carry.") }
+            let definition = try TableDefinition.read(table, from: connection)
+            let key = definition.primaryKey
+            guard !key.isEmpty else { throw unsupported("The table \(table) has no primary key, so a diff cannot name its rows.") }
+            let q = DiffRules.quoted
+            let names = definition.columns.map { q($0.name) }
+            var common = names
+            if oldTables.contains(where: { $0.lowercased() == table.lowercased() }) {
+                let before = try connection.query("SELECT name, pk FROM pragma_table_info(?, 'old') ORDER BY cid", [.text(table)]) { (name: $0.string(0) ?? "", pk: $0.int64(1)) }
+                let oldKey = before.filter { $0.pk > 0 }.sorted { $0.pk < $1.pk }.map { $0.name.lowercased() }
+                guard oldKey == key.map({ $0.name.lowercased() }) else { throw unsupported("The primary key of \(table) changed between the two databases.") }
+                let newNames = Set(definition.columns.map { $0.name.lowercased() })
+                if let gone = before.first(where: { !newNames.contains($0.name.lowercased()) }) {
+                    throw unsupported("The column \(table).\(gone.name) is in the old database but not the new one; a diff cannot drop a column.")
+                }
+                common = before.map { q($0.name) }
+            } else {
+                common = []
+            }
+            let keyMatch = key.map { "o.\(q($0.name)) = n.\(q($0.name))" }.joined(separator: " AND ")
+            let selected = names.map { "n.\($0)" }.joined(separator: ", ")
+            let upserts: String
+            var deletes: String?
+            if common.isEmpty {
+                upserts = "SELECT \(selected) FROM main.\(q(table)) n"
+            } else {
+                // A row is unchanged when old has it with the same key and every common column
+                // the same, and every column new added is NULL.
+                let commonSet = Set(common.map { $0.lowercased() })
+                let unchanged = common.map { "o.\($0) IS n.\($0)" } + names.filter { !commonSet.contains($0.lowercased()) }.map { "n.\($0) IS NULL" }
+                upserts = "SELECT \(selected) FROM main.\(q(table)) n WHERE NOT EXISTS (SELECT 1 FROM old.\(q(table)) o WHERE \(keyMatch) AND \(unchanged.joined(separator: " AND ")))"
+                deletes = "SELECT \(key.map { "o.\(q($0.name))" }.joined(separator: ", ")) FROM old.\(q(table)) o WHERE NOT EXISTS (SELECT 1 FROM main.\(q(table)) n WHERE \(keyMatch))"
+            }
+            let changed = try connection.query("SELECT EXISTS (\(upserts))" + (deletes.map { " OR EXISTS (\($0))" } ?? "")) { $0.int64(0) != 0 }.first ?? false
+            guard changed else { continue }
+            let id = try writer.addTable(definition)
+            try connection.forEachRow(upserts) { row in
+                try writer.upsert((0..<names.count).map { row.value($0) }, into: id)
+                return true
+            }
+            if let deletes {
+                try connection.forEachRow(deletes) { row in
+                    try writer.delete((0..<key.count).map { row.value($0) }, from: id)
+                    return true
+                }
+            }
+            rows += 1
+        }
+        guard rows > 0 else { return nil }  // the writer's temporary goes with it
+        return try writer.finish()
+    }
+}

@@ -108,7 +108,7 @@ let package = Package(
 
         // MARK: Tests
         .target(
-            name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP"], path: "Tests/BuckiaTestSupport",
+            name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaClient"], path: "Tests/BuckiaTestSupport",
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore"], path: "Tests/BuckiaCoreTests"),
         .testTarget(
@@ -126,14 +126,14 @@ let package = Package(
             name: "BuckiaB2Tests",
             dependencies: [
                 "BuckiaB2", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaSync", "BuckiaLocal",
-                "BuckiaChunks",
+                "BuckiaChunks", "BuckiaClient",
             ],
             path: "Tests/BuckiaB2Tests"),
         .testTarget(
             name: "BuckiaS3Tests",
             dependencies: [
                 "BuckiaS3", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaLocal",
-                "BuckiaSync", "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDiskEngine",
+                "BuckiaSync", "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDiskEngine", "BuckiaClient",
             ],
             path: "Tests/BuckiaS3Tests", resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),

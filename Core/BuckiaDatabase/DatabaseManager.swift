@@ -143,10 +143,7 @@ public final class DatabaseManager: InboundChangeApplier {
         } else {
             // Without a conditional write, a check first: a window remains between the two,
             // which the KSUID's 128 random bits make a collision in all but theory.
-            do {
-                _ = try await provider.stat(remotePath: key)
-                throw taken(nil)
-            } catch let error as BuckiaError where error.code == .notFound {}
+            if try await provider.stat(remotePath: key) != nil { throw taken(nil) }
         }
         do {
             _ = try await provider.uploadFile(localURL: diff, remotePath: key, options: upload)

@@ -104,7 +104,7 @@ let package = Package(
         .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks"], path: "Tools/BuckiaConformanceTesting"),
         .target(name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "CLinux"], path: "Tools/BuckiaCommandLine"),
         .executableTarget(name: "BuckiaCLI", dependencies: ["BuckiaCommandLine"], path: "Tools/BuckiaCLI"),
-        .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
+        .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "BuckiaSQLite", "BuckiaDatabase", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
 
         // MARK: Tests
         .target(

@@ -7,8 +7,11 @@ import Foundation
 /// connections keep writing (in WAL mode they are not even blocked): each reads in one read
 /// transaction. Docs/Database.md has the measurements behind the default.
 public enum BackupMethod: String, Sendable, CaseIterable, Codable {
-    /// SQLite's online backup API, all pages in one step (a stepped backup restarts whenever
-    /// another connection writes, and may never finish): a page-for-page copy.
+    /// SQLite's online backup API, a page-for-page copy, in 16 MiB steps inside one read
+    /// transaction: one snapshot that other connections' writes never restart (a stepped
+    /// backup without it, as the `sqlite3` shell's `.backup`, starts over on every write and
+    /// under a steady writer does not finish), each step flushed to the device so an app's
+    /// commit never waits behind a gigabyte of dirty pages.
     case onlineBackup
     /// `VACUUM INTO`: a compacted copy, rebuilt row by row.
     case vacuumInto
@@ -25,11 +28,17 @@ public struct BackupResult: Hashable, Sendable {
 }
 
 package enum DatabaseBackup {
+    /// Pages copied between flushes: 16 MiB at 4 KiB pages.
+    static let pagesPerStep: Int32 = 4096
+
     /// Copies the database at `source` to `destination` consistently: into a temporary beside
     /// it, `quick_check`ed, in rollback-journal mode (one self-contained file), synced, renamed
     /// over the old backup, and the folder synced. A failure leaves the old backup as it was.
     @discardableResult
-    package static func write(from source: URL, to destination: URL, method: BackupMethod) throws -> BackupResult {
+    ///
+    /// - Parameter paced: Whether an online backup copies in steps inside one snapshot, flushing
+    ///   each step (false: one step, flushed at the end). Kept selectable for the benchmark.
+    package static func write(from source: URL, to destination: URL, method: BackupMethod, paced: Bool = true) throws -> BackupResult {
         guard FileManager.default.fileExists(atPath: source.path) else {
             throw BuckiaError(.notFound, "There is no database at \(source.path) to back up.", operation: "backup", path: source.path)
         }
@@ -47,7 +56,15 @@ package enum DatabaseBackup {
             switch method {
             case .onlineBackup:
                 let copy = try SQLiteConnection(path: temporary.path)
-                try database.backup(to: copy, pagesPerStep: -1)
+                // A private file until the rename: no journal, and its bytes flushed every step,
+                // so the copy never leaves more than a step's worth of dirty pages for the
+                // kernel to write at once (on ext4, an app's next fsync would wait behind them:
+                // a commit stalled for most of a second per GiB, Docs/Benchmarks.md).
+                try copy.setJournalMode(.off)
+                try copy.setSynchronous(.off)
+                let flusher = try LocalFile.openForReading(temporary)
+                defer { flusher.closeAfterReading() }
+                try database.backup(to: copy, pagesPerStep: paced ? pagesPerStep : -1, holdingSnapshot: true) { try flusher.syncData() }
                 try copy.setJournalMode(.delete)
             case .vacuumInto:
                 try database.run("VACUUM INTO ?", [.text(temporary.path)])
@@ -58,7 +75,7 @@ package enum DatabaseBackup {
         try check(temporary, operation: "backup")
         let file = try LocalFile.openForReading(temporary)
         defer { file.closeAfterReading() }
-        try file.sync()
+        try paced ? file.syncInSteps() : file.sync()
         let size = try file.status().size
         guard rename(temporary.path, destination.path) == 0 else { throw BuckiaError.posix(errno, operation: "backup", path: destination.path) }
         try DirectoryHandle(path: folder.path).sync()

@@ -82,7 +82,10 @@ extension DiffSummary {
 
 package enum DiffReader {
     /// Opens and checks a diff file (see ``DiffSummary/init(contentsOf:limits:now:)``).
-    package static func open(_ url: URL, limits: DiffLimits, now: Date) throws -> OpenedDiff {
+    ///
+    /// - Parameter verifyHash: false only for a caller that hashes the rows as it applies them
+    ///   and rolls back on a mismatch (``DiffApplier``), so the rows are read once.
+    package static func open(_ url: URL, limits: DiffLimits, now: Date, verifyHash: Bool = true) throws -> OpenedDiff {
         let path = url.path
         let bytes = try readBounded(url, limit: limits.maximumFileSize)
         try checkHeader(bytes, limit: limits.maximumFileSize, path: path)
@@ -93,7 +96,7 @@ package enum DiffReader {
             throw DiffProblem.damaged(error.message).error(path)
         }
         do {
-            return try read(connection, url: url, size: Int64(bytes.count), now: now, futureTolerance: limits.futureTolerance)
+            return try read(connection, url: url, size: Int64(bytes.count), now: now, futureTolerance: limits.futureTolerance, verifyHash: verifyHash)
         } catch let error as BuckiaError where !(error.cause is DiffProblem) {
             // SQLite failing to read what passed quick_check: damage in a place it does not look.
             throw DiffProblem.damaged(error.message).error(path)
@@ -143,7 +146,7 @@ package enum DiffReader {
         }
     }
 
-    static func read(_ connection: SQLiteConnection, url: URL, size: Int64, now: Date, futureTolerance: Duration) throws -> OpenedDiff {
+    static func read(_ connection: SQLiteConnection, url: URL, size: Int64, now: Date, futureTolerance: Duration, verifyHash: Bool) throws -> OpenedDiff {
         let path = url.path
         let problems = try connection.quickCheck()
         guard problems.isEmpty else { throw DiffProblem.damaged(problems.prefix(3).joined(separator: "; ")).error(path) }
@@ -198,10 +201,12 @@ package enum DiffReader {
             summaries.append(DiffTableSummary(definition: definition, upserts: upserts, deletes: deletes))
         }
 
-        let hash = try DiffHash.compute(
-            connection, manifest: (manifest.formatVersion, manifest.id.description, manifest.sender, Int64(manifest.createdAt.timeIntervalSince1970)),
-            tables: tables)
-        guard hash == manifest.payloadSHA256 else { throw DiffProblem.payloadHashMismatch.error(path) }
+        if verifyHash {
+            let hash = try DiffHash.compute(
+                connection, manifest: (manifest.formatVersion, manifest.id.description, manifest.sender, Int64(manifest.createdAt.timeIntervalSince1970)),
+                tables: tables)
+            guard hash == manifest.payloadSHA256 else { throw DiffProblem.payloadHashMismatch.error(path) }
+        }
         return OpenedDiff(
             connection: connection, summary: DiffSummary(manifest: manifest, tables: summaries, fileSize: size), tableIds: tables.map(\.id), url: url)
     }

@@ -78,41 +78,67 @@ package struct DiffHash {
         return hasher.finalize().hex
     }
 
+    /// Feeds the manifest's fields and the number of tables: what comes before the first table.
+    package mutating func manifest(version: Int64, ksuid: String, sender: String, createdAt: Int64, tables: Int) {
+        value(.integer(version))
+        value(.text(ksuid))
+        value(.text(sender))
+        value(.integer(createdAt))
+        integer(UInt64(tables))
+    }
+
+    /// Feeds a table's name and definition: what comes before its rows.
+    package mutating func table(_ definition: TableDefinition) {
+        value(.text(definition.name))
+        integer(UInt64(definition.columns.count))
+        for column in definition.columns {
+            value(.text(column.name))
+            value(.text(column.declaredType))
+            value(.integer(column.notNull ? 1 : 0))
+            value(.integer(column.defaultValue == nil ? 0 : 1))
+            value(column.defaultValue ?? .null)
+            value(.integer(Int64(column.primaryKeyPosition)))
+        }
+    }
+
+    /// Feeds one row (`marker` then its first `count` columns).
+    package mutating func row(_ row: SQLiteRow, count: Int, marker: UInt8) {
+        byte(marker)
+        for index in 0..<count { column(row, index) }
+    }
+
+    static let upsertRow: UInt8 = 0x10, upsertsEnd: UInt8 = 0x11, deleteRow: UInt8 = 0x20, deletesEnd: UInt8 = 0x21
+
+    /// The SELECT that reads table `id`'s upsert rows in order.
+    package static func upsertQuery(_ id: Int64, columns: Int) -> String {
+        "SELECT \((0..<columns).map { "c\($0)" }.joined(separator: ", ")) FROM \(DiffFormat.upsertTable(id)) ORDER BY rowid"
+    }
+
+    /// The SELECT that reads table `id`'s delete rows in order.
+    package static func deleteQuery(_ id: Int64, keys: Int) -> String {
+        "SELECT \((1...max(keys, 1)).map { "k\($0)" }.joined(separator: ", ")) FROM \(DiffFormat.deleteTable(id)) ORDER BY rowid"
+    }
+
     /// The hash of the diff open in `connection`.
     package static func compute(
         _ connection: SQLiteConnection, manifest: (version: Int64, ksuid: String, sender: String, createdAt: Int64), tables: [(id: Int64, definition: TableDefinition)]
     ) throws -> String {
         var hash = try DiffHash()
-        hash.value(.integer(manifest.version))
-        hash.value(.text(manifest.ksuid))
-        hash.value(.text(manifest.sender))
-        hash.value(.integer(manifest.createdAt))
-        hash.integer(UInt64(tables.count))
+        hash.manifest(version: manifest.version, ksuid: manifest.ksuid, sender: manifest.sender, createdAt: manifest.createdAt, tables: tables.count)
         for (id, definition) in tables {
-            hash.value(.text(definition.name))
-            hash.integer(UInt64(definition.columns.count))
-            for column in definition.columns {
-                hash.value(.text(column.name))
-                hash.value(.text(column.declaredType))
-                hash.value(.integer(column.notNull ? 1 : 0))
-                hash.value(.integer(column.defaultValue == nil ? 0 : 1))
-                hash.value(column.defaultValue ?? .null)
-                hash.value(.integer(Int64(column.primaryKeyPosition)))
-            }
+            hash.table(definition)
             let columns = definition.columns.count
-            try connection.forEachRow("SELECT \((0..<columns).map { "c\($0)" }.joined(separator: ", ")) FROM \(DiffFormat.upsertTable(id)) ORDER BY rowid") { row in
-                hash.byte(0x10)
-                for index in 0..<columns { hash.column(row, index) }
+            try connection.forEachRow(upsertQuery(id, columns: columns)) { row in
+                hash.row(row, count: columns, marker: upsertRow)
                 return true
             }
-            hash.byte(0x11)
+            hash.byte(upsertsEnd)
             let keys = definition.primaryKey.count
-            try connection.forEachRow("SELECT \((1...max(keys, 1)).map { "k\($0)" }.joined(separator: ", ")) FROM \(DiffFormat.deleteTable(id)) ORDER BY rowid") { row in
-                hash.byte(0x20)
-                for index in 0..<keys { hash.column(row, index) }
+            try connection.forEachRow(deleteQuery(id, keys: keys)) { row in
+                hash.row(row, count: keys, marker: deleteRow)
                 return true
             }
-            hash.byte(0x21)
+            hash.byte(deletesEnd)
         }
         return hash.finalize()
     }

@@ -26,7 +26,7 @@ import Darwin
 /// let values = try db.query("SELECT value FROM kv") { $0.data(0) }
 /// ```
 public final class SQLiteConnection {
-    let handle: OpaquePointer
+    package let handle: OpaquePointer
     /// The database file, or `:memory:`.
     public let path: String
     private var statements: [String: SQLiteStatement] = [:]

@@ -55,6 +55,21 @@ public final class SQLiteStatement {
         }
     }
 
+    /// Binds parameter `index` (from 1) to column `column` of `row`, a row of another
+    /// statement, as SQLite holds the value (`sqlite3_bind_value`): every storage class kept,
+    /// no Swift value made. For copying rows between databases.
+    public func bind(_ index: Int, column: Int, of row: SQLiteRow) throws {
+        let status = sqlite3_bind_value(handle, Int32(index), sqlite3_column_value(row.statement.handle, Int32(column)))
+        guard status == SQLITE_OK else { throw connection.error(status, operation: "bind", sql: sql) }
+    }
+
+    /// Runs the statement to its end with the values bound so far, then resets it (keeping
+    /// the bindings until the next bind).
+    public func run() throws {
+        defer { sqlite3_reset(handle) }
+        while try step() {}
+    }
+
     /// Advances to the next row; false when the statement is done.
     public func step() throws -> Bool {
         switch sqlite3_step(handle) {

@@ -37,6 +37,27 @@ static inline int buckia_syncfs(int fd) { return syncfs(fd); }
 static inline int buckia_syncfs(int fd) { (void)fd; sync(); return 0; }
 #endif
 
+/* Writes the byte range [offset, offset + count) of `fd` to the device and waits for it
+ * (Linux sync_file_range): flushing a large file in pieces, so the kernel never holds much of
+ * it dirty at once and another program's fsync does not wait behind all of it. Not a
+ * durability barrier (no metadata, no device cache flush): an fsync still ends the work.
+ * Elsewhere: fdatasync, or fsync where there is none. */
+#ifdef __linux__
+#ifndef SYNC_FILE_RANGE_WAIT_BEFORE
+#define SYNC_FILE_RANGE_WAIT_BEFORE 1
+#define SYNC_FILE_RANGE_WRITE 2
+#define SYNC_FILE_RANGE_WAIT_AFTER 4
+#endif
+int sync_file_range(int fd, off_t offset, off_t count, unsigned int flags);
+static inline int buckia_sync_range(int fd, long long offset, long long count) {
+    return sync_file_range(fd, (off_t)offset, (off_t)count, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+}
+#elif defined(__APPLE__)
+static inline int buckia_sync_range(int fd, long long offset, long long count) { (void)offset; (void)count; return fsync(fd); }
+#else
+static inline int buckia_sync_range(int fd, long long offset, long long count) { (void)offset; (void)count; return fdatasync(fd); }
+#endif
+
 /* Creates the file `name` (relative to `dirfd`) in `folder` already holding an exclusive
  * flock: it is created without a name (O_TMPFILE), locked, and only then linked under `name`,
  * so no other process ever sees it unlocked. Returns the descriptor, or -1 with errno set when

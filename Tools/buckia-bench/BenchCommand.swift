@@ -11,6 +11,7 @@ enum BenchCommand {
                buckia-bench cancel-storm --url URL [--transport libcurl|urlSession] [--rounds N]
                buckia-bench bunny-list [--folders F] [--per-folder N] [--repeat R] [--latency-ms MS]
                buckia-bench chunks [--size-mib M] [--change-mib C] [--average BYTES] [--depth D] [--folder DIR] [--compress]
+               buckia-bench database [--size-mib M] [--rows N] [--repeat R] [--folder DIR] [--sections backup,apply] [--writers normal,full] [--no-peers]
 
         Measures each key-value engine and, in the same run, the limits: raw SQLite C calls doing
         the same statements and raw open/write/close of one file per value. Every run uses a fresh
@@ -34,6 +35,11 @@ enum BenchCommand {
         chunks stores an M MiB random file as FastCDC chunks in a local chunk store and compares
         it with SHA-256 over the same bytes and a plain synced copy, then overwrites C MiB in the
         middle and stores it again, reporting the new chunk data and the process's peak RSS.
+
+        database backs up an M MiB database in WAL mode while a writer commits continuously
+        (Buckia's online backup and VACUUM INTO beside the sqlite3 shell's .backup and VACUUM
+        INTO), reporting each backup's time and the writer's longest commit; then applies an
+        N-row diff beside raw SQLite upserting the same rows in one transaction.
         """
 
     static func main(_ arguments: [String]) async -> Int32 {
@@ -43,6 +49,7 @@ enum BenchCommand {
         if arguments.first == "cancel-storm" { return await CancelStorm.run(Array(arguments.dropFirst())) }
         if arguments.first == "bunny-list" { return await BunnyListBench.run(Array(arguments.dropFirst())) }
         if arguments.first == "chunks" { return await ChunkBench.run(Array(arguments.dropFirst())) }
+        if arguments.first == "database" { return await DatabaseBench.run(Array(arguments.dropFirst())) }
         guard arguments.first == "engines" else {
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             return arguments.first == "--help" ? 0 : 2

@@ -34,23 +34,44 @@ package enum DatabaseBackup {
     /// Copies the database at `source` to `destination` consistently: into a temporary beside
     /// it, `quick_check`ed, in rollback-journal mode (one self-contained file), synced, renamed
     /// over the old backup, and the folder synced. A failure leaves the old backup as it was.
-    @discardableResult
     ///
     /// - Parameter paced: Whether an online backup copies in steps inside one snapshot, flushing
     ///   each step (false: one step, flushed at the end). Kept selectable for the benchmark.
+    @discardableResult
     package static func write(from source: URL, to destination: URL, method: BackupMethod, paced: Bool = true) throws -> BackupResult {
         guard FileManager.default.fileExists(atPath: source.path) else {
             throw BuckiaError(.notFound, "There is no database at \(source.path) to back up.", operation: "backup", path: source.path)
         }
         let folder = destination.deletingLastPathComponent()
-        try LocalFile.createDirectories(folder.path)
         try LocalFile.checkReplaceable(destination.path)
+        return try withTemporary(in: folder) { temporary in
+            try copy(source, to: temporary, method: method, paced: paced)
+            try check(temporary, operation: "backup")
+            let file = try LocalFile.openForReading(temporary)
+            defer { file.closeAfterReading() }
+            try paced ? file.syncInSteps() : file.sync()
+            let size = try file.status().size
+            guard rename(temporary.path, destination.path) == 0 else { throw BuckiaError.posix(errno, operation: "backup", path: destination.path) }
+            try DirectoryHandle(path: folder.path).sync()
+            return BackupResult(url: destination, size: size, method: method)
+        }
+    }
+
+    /// Runs `body` with the name of a new temporary in `folder` (made if missing), removed
+    /// afterwards unless `body` renamed it away.
+    static func withTemporary<Result>(in folder: URL, _ body: (URL) throws -> Result) throws -> Result {
+        try LocalFile.createDirectories(folder.path)
         let temporary = folder.appendingPathComponent(Temporaries.makeName(), isDirectory: false)
         try Temporaries.register(temporary.path)
         defer {
             unlink(temporary.path)
             Temporaries.unregister(temporary.path)
         }
+        return try body(temporary)
+    }
+
+    /// Copies the database `source` into the new file `temporary`.
+    static func copy(_ source: URL, to temporary: URL, method: BackupMethod, paced: Bool) throws {
         do {
             let database = try SQLiteConnection(path: source.path, mode: .readWrite(create: false))
             switch method {
@@ -72,14 +93,6 @@ package enum DatabaseBackup {
                 try copy.setJournalMode(.delete)
             }
         }
-        try check(temporary, operation: "backup")
-        let file = try LocalFile.openForReading(temporary)
-        defer { file.closeAfterReading() }
-        try paced ? file.syncInSteps() : file.sync()
-        let size = try file.status().size
-        guard rename(temporary.path, destination.path) == 0 else { throw BuckiaError.posix(errno, operation: "backup", path: destination.path) }
-        try DirectoryHandle(path: folder.path).sync()
-        return BackupResult(url: destination, size: size, method: method)
     }
 
     /// Refuses a database that fails `quick_check`.
@@ -110,21 +123,16 @@ package enum DatabaseBackup {
             return
         }
         let folder = database.deletingLastPathComponent()
-        try LocalFile.createDirectories(folder.path)
-        let temporary = folder.appendingPathComponent(Temporaries.makeName(), isDirectory: false)
-        try Temporaries.register(temporary.path)
-        defer {
-            unlink(temporary.path)
-            Temporaries.unregister(temporary.path)
+        try withTemporary(in: folder) { temporary in
+            do {
+                let copy = try SQLiteConnection(path: temporary.path)
+                try source.backup(to: copy, pagesPerStep: -1)
+            }
+            let file = try LocalFile.openForReading(temporary)
+            defer { file.closeAfterReading() }
+            try file.sync()
+            guard link(temporary.path, database.path) == 0 else { throw BuckiaError.posix(errno, operation: "restore", path: database.path) }
+            try DirectoryHandle(path: folder.path).sync()
         }
-        do {
-            let copy = try SQLiteConnection(path: temporary.path)
-            try source.backup(to: copy, pagesPerStep: -1)
-        }
-        let file = try LocalFile.openForReading(temporary)
-        defer { file.closeAfterReading() }
-        try file.sync()
-        guard link(temporary.path, database.path) == 0 else { throw BuckiaError.posix(errno, operation: "restore", path: database.path) }
-        try DirectoryHandle(path: folder.path).sync()
     }
 }

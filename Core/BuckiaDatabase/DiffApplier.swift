@@ -223,16 +223,7 @@ struct TablePlan {
         if case .incomingWins = policy {
             // The common case, row for row into one prepared statement, values bound as the
             // diff holds them: within a small factor of raw SQLite (Docs/Benchmarks.md).
-            let statement = try database.prepare(replace)
-            defer { statement.reset() }
-            try diff.forEachRow(source) { row in
-                hash.row(row, count: names.count, marker: DiffHash.upsertRow)
-                for index in 0..<names.count { try statement.bind(index + 1, column: index, of: row) }
-                try statement.run()
-                count += 1
-                return true
-            }
-            return count
+            return try Self.copyRows(diff, source, columns: names.count, into: database, replace, marker: DiffHash.upsertRow, hash: &hash)
         }
         try diff.forEachRow(source) { row in
             hash.row(row, count: names.count, marker: DiffHash.upsertRow)
@@ -271,12 +262,23 @@ struct TablePlan {
         let definition = table.definition
         let keys = definition.primaryKey.map { DiffRules.quoted($0.name) }
         let statement = "DELETE FROM \(DiffRules.quoted(definition.name)) WHERE " + keys.enumerated().map { "\($1) = ?\($0 + 1)" }.joined(separator: " AND ")
+        return try Self.copyRows(diff, DiffHash.deleteQuery(id, keys: keys.count), columns: keys.count, into: database, statement, marker: DiffHash.deleteRow, hash: &hash)
+    }
+
+    /// Runs `statement` on `database` once per row of `query` on the diff, its parameters bound
+    /// to the row's values as SQLite holds them, hashing each row: the fast path of upserts and
+    /// deletes.
+    ///
+    /// - Returns: The number of rows.
+    static func copyRows(
+        _ diff: SQLiteConnection, _ query: String, columns: Int, into database: SQLiteConnection, _ statement: String, marker: UInt8, hash: inout DiffHash
+    ) throws -> Int {
         var count = 0
         let prepared = try database.prepare(statement)
         defer { prepared.reset() }
-        try diff.forEachRow(DiffHash.deleteQuery(id, keys: keys.count)) { row in
-            hash.row(row, count: keys.count, marker: DiffHash.deleteRow)
-            for index in 0..<keys.count { try prepared.bind(index + 1, column: index, of: row) }
+        try diff.forEachRow(query) { row in
+            hash.row(row, count: columns, marker: marker)
+            for index in 0..<columns { try prepared.bind(index + 1, column: index, of: row) }
             try prepared.run()
             count += 1
             return true

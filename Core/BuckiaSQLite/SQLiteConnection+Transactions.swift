@@ -76,33 +76,11 @@ extension SQLiteConnection {
     /// Copies this database into `destination` with SQLite's online backup API, while this
     /// connection stays usable, `pagesPerStep` pages at a time (-1: all at once).
     public func backup(to destination: SQLiteConnection, pagesPerStep: Int32 = -1) throws {
-        guard let backup = sqlite3_backup_init(destination.handle, "main", handle, "main") else {
-            throw destination.error(sqlite3_errcode(destination.handle), operation: "backup")
-        }
-        var status: Int32
-        repeat {
-            status = sqlite3_backup_step(backup, pagesPerStep)
-            if status == SQLITE_BUSY || status == SQLITE_LOCKED { sqlite3_sleep(10) }
-        } while status == SQLITE_OK || status == SQLITE_BUSY || status == SQLITE_LOCKED
-        let finish = sqlite3_backup_finish(backup)
-        guard status == SQLITE_DONE, finish == SQLITE_OK else {
-            throw destination.error(status == SQLITE_DONE ? finish : status, operation: "backup")
-        }
+        try copyPages(to: destination, pagesPerStep: pagesPerStep) {}
     }
 
-    /// Copies this database into `destination` with SQLite's online backup API, `pagesPerStep`
-    /// pages at a time, inside one read transaction held on this connection for the whole copy:
-    /// one consistent snapshot that writes by other connections do not restart (a stepped
-    /// backup without it starts over whenever another connection writes, and under a steady
-    /// writer may never finish). `afterStep` runs between steps: to pace the copy, or to flush
-    /// what it wrote so far. In WAL mode other connections keep writing throughout; in
-    /// rollback-journal mode they wait for the copy to end.
-    public func backup(to destination: SQLiteConnection, pagesPerStep: Int32, holdingSnapshot: Bool, afterStep: () throws -> Void) throws {
-        guard holdingSnapshot else { return try backup(to: destination, pagesPerStep: pagesPerStep) }
-        try execute("BEGIN DEFERRED")
-        defer { if isInTransaction { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) } }
-        // A read starts the read transaction (and takes the WAL snapshot) now.
-        try execute("SELECT count(*) FROM sqlite_schema")
+    /// The backup loop: steps until done, waiting on a lock, running `afterStep` between steps.
+    private func copyPages(to destination: SQLiteConnection, pagesPerStep: Int32, afterStep: () throws -> Void) throws {
         guard let backup = sqlite3_backup_init(destination.handle, "main", handle, "main") else {
             throw destination.error(sqlite3_errcode(destination.handle), operation: "backup")
         }
@@ -123,6 +101,22 @@ extension SQLiteConnection {
         guard status == SQLITE_DONE, finish == SQLITE_OK else {
             throw destination.error(status == SQLITE_DONE ? finish : status, operation: "backup")
         }
+    }
+
+    /// Copies this database into `destination` with SQLite's online backup API, `pagesPerStep`
+    /// pages at a time, inside one read transaction held on this connection for the whole copy:
+    /// one consistent snapshot that writes by other connections do not restart (a stepped
+    /// backup without it starts over whenever another connection writes, and under a steady
+    /// writer may never finish). `afterStep` runs between steps: to pace the copy, or to flush
+    /// what it wrote so far. In WAL mode other connections keep writing throughout; in
+    /// rollback-journal mode they wait for the copy to end.
+    public func backup(to destination: SQLiteConnection, pagesPerStep: Int32, holdingSnapshot: Bool, afterStep: () throws -> Void) throws {
+        guard holdingSnapshot else { return try backup(to: destination, pagesPerStep: pagesPerStep) }
+        try execute("BEGIN DEFERRED")
+        defer { if isInTransaction { sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) } }
+        // A read starts the read transaction (and takes the WAL snapshot) now.
+        try execute("SELECT count(*) FROM sqlite_schema")
+        try copyPages(to: destination, pagesPerStep: pagesPerStep, afterStep: afterStep)
         try execute("COMMIT")
     }
 

@@ -146,12 +146,31 @@ struct UserFolderTests {
         #expect(!FileManager.default.fileExists(atPath: bucket.appendingPathComponent("u5/originals/later.mov").path))
     }
 
-    @Test("A change that arrives after a later one was applied is still downloaded inside the window; settled ones and older ones are not")
-    func lateArrival() async throws {
+    /// The local provider without start-after listings: sync then lists the whole inbound folder
+    /// and the window alone keeps old files out.
+    struct NoStartAfter: ForwardingStorageProvider {
+        let base: any StorageProvider
+        var capabilities: ProviderCapabilities {
+            var capabilities = base.capabilities
+            capabilities.features.remove(.listStartAfter)
+            return capabilities
+        }
+    }
+
+    @Test(
+        "A change that arrives after a later one was applied is still downloaded inside the window; settled ones and older ones are not",
+        arguments: [true, false])
+    func lateArrival(startAfter: Bool) async throws {
         let bases = try Self.bases(under: FileManager.default.temporaryDirectory)
         let (configuration, bucket) = try BuckiaClientTests.local()
         defer { for folder in [bases.applicationSupport, bases.documents, bucket] { try? FileManager.default.removeItem(at: folder) } }
-        let client = try await BuckiaClient(configuration: configuration)
+        var registry = ProviderRegistry.builtIn
+        try registry.register("local-without-start-after") { context in
+            NoStartAfter(base: try context.makeProvider(for: BuckiaConfiguration(provider: .local, bucketName: "local", options: configuration.options)))
+        }
+        let client = try await BuckiaClient(
+            configuration: startAfter ? configuration : BuckiaConfiguration(provider: "local-without-start-after", bucketName: "local"), registry: registry)
+        #expect(client.provider.capabilities.supports(.listStartAfter) == startAfter)
         let base = 1_700_000_000.0
         // Offsets from the newest applied change, in seconds: two hours before (outside the
         // window), a minute before (late, unsettled), the same second (settled and not), after.

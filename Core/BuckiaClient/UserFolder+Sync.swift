@@ -31,7 +31,9 @@ extension BuckiaClient {
         var result = UserFolderSyncResult()
         let history = try await applier?.inboundHistory() ?? newestLocalInbound(folder)
         result.inbound = try await downloadInbound(folder, wanted: history)
-        if let applier, !result.inbound.isEmpty { try await applier.apply(result.inbound) }
+        // Every run, not only when something arrived: a diff waiting on a local change (the
+        // app's migration) is retried.
+        if let applier { try await applier.apply(result.inbound) }
         let created = ["reworked/**"] + (includeOriginals ? ["originals/**"] : [])
         let options = SyncOptions(
             mode: .push, filter: try PathFilter(include: ["backup.sqlite"] + created), createOnly: try created.map(GlobPattern.init),
@@ -64,7 +66,8 @@ extension BuckiaClient {
             guard let file = entry.file, let name = file.path.dropping(prefix: prefix), !name.contains("/"),
                 let id = KSUID(String(name.prefix(KSUID.textLength)))
             else { continue }
-            if !history.isWanted(id) { continue }
+            // Not settled, but already here (a diff waiting on a local change): not fetched again.
+            if !history.isWanted(id) || FileManager.default.fileExists(atPath: folder.inbound.appendingPathComponent(name).path) { continue }
             wanted.append((id, file.path, name))
         }
         wanted.sort { $0.0 < $1.0 || ($0.0 == $1.0 && $0.2 < $1.2) }

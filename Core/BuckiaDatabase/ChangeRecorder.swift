@@ -121,8 +121,16 @@ public final class ChangeRecorder {
         guard !changed.isEmpty else { return nil }
         let writer = try DiffWriter(directory: directory, sender: sender, id: id, createdAt: createdAt)
         for table in changed {
+            // Plain tables only: a virtual table's shadow storage changes with it and is not sent.
+            guard try LocalTable.kind(of: table.table, in: connection) == "table" else { continue }
             let definition = try TableDefinition.read(table.table, from: connection)
             let key = definition.primaryKey
+            // SQLite reports a key's values in column order; the format wants key order
+            // (`PRIMARY KEY (b, a)` sends b first).
+            let columnOrder = try connection.query("SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY cid", [.text(definition.name)]) { $0.string(0) ?? "" }
+            let reorder = key.compactMap { column in columnOrder.firstIndex { $0.lowercased() == column.name.lowercased() } }
+            guard reorder.count == key.count else { continue }
+            func inKeyOrder(_ values: [SQLiteValue]) -> [SQLiteValue] { reorder.map { values[$0] } }
             let names = definition.columns.map { DiffRules.quoted($0.name) }
             let select = "SELECT \(names.joined(separator: ", ")) FROM \(DiffRules.quoted(definition.name)) WHERE "
                 + key.enumerated().map { "\(DiffRules.quoted($1.name)) IS ?\($0 + 1)" }.joined(separator: " AND ")
@@ -130,11 +138,11 @@ public final class ChangeRecorder {
             for values in table.upserts where values.count == key.count {
                 // A row inserted and then deleted is not in the changeset; one updated and then
                 // deleted is a delete. What is left is here now.
-                for row in try connection.query(select, values, { row in (0..<names.count).map { row.value($0) } }) {
+                for row in try connection.query(select, inKeyOrder(values), { row in (0..<names.count).map { row.value($0) } }) {
                     try writer.upsert(row, into: id)
                 }
             }
-            for values in table.deletes where values.count == key.count { try writer.delete(values, from: id) }
+            for values in table.deletes where values.count == key.count { try writer.delete(inKeyOrder(values), from: id) }
         }
         return try writer.finish()
     }

@@ -73,7 +73,8 @@ package enum DatabaseBackup {
     /// Copies the database `source` into the new file `temporary`.
     static func copy(_ source: URL, to temporary: URL, method: BackupMethod, paced: Bool) throws {
         do {
-            let database = try SQLiteConnection(path: source.path, mode: .readWrite(create: false))
+            // A backup may wait longer than an app's query for a busy writer to let go.
+            let database = try SQLiteConnection(path: source.path, mode: .readWrite(create: false), busyTimeout: .seconds(30))
             switch method {
             case .onlineBackup:
                 let copy = try SQLiteConnection(path: temporary.path)

@@ -16,10 +16,13 @@ public enum DatabaseComparison {
         let connection = try SQLiteConnection(path: new.path, mode: .readOnly)
         let uri = "file:" + PercentEncoding.encode(old.path, keepingSlash: true) + "?mode=ro"
         try connection.run("ATTACH DATABASE ? AS old", [.text(uri)])
+        // Plain tables only: not views, virtual tables or their shadow storage, not SQLite's or
+        // Buckia's own.
         func tables(_ schema: String) throws -> [String] {
-            try connection.query("SELECT name FROM \(schema).sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'buckia\\_%' ESCAPE '\\' ORDER BY name") {
-                $0.string(0) ?? ""
-            }
+            try connection.query(
+                "SELECT name FROM pragma_table_list WHERE schema = ? AND type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE 'buckia\\_%' ESCAPE '\\' ORDER BY name",
+                [.text(schema)]
+            ) { $0.string(0) ?? "" }
         }
         func unsupported(_ message: String) -> BuckiaError { BuckiaError(.unsupported, message, operation: "diff databases", path: new.path) }
         let newTables = try tables("main"), oldTables = try tables("old")
@@ -37,7 +40,7 @@ public enum DatabaseComparison {
             let names = definition.columns.map { q($0.name) }
             var common = names
             if oldTables.contains(where: { $0.lowercased() == table.lowercased() }) {
-                let before = try connection.query("SELECT name, pk FROM pragma_table_info(?, 'old') ORDER BY cid", [.text(table)]) { (name: $0.string(0) ?? "", pk: $0.int64(1)) }
+                let before = try connection.query("SELECT name, pk FROM pragma_table_xinfo(?, 'old') WHERE hidden = 0 ORDER BY cid", [.text(table)]) { (name: $0.string(0) ?? "", pk: $0.int64(1)) }
                 let oldKey = before.filter { $0.pk > 0 }.sorted { $0.pk < $1.pk }.map { $0.name.lowercased() }
                 guard oldKey == key.map({ $0.name.lowercased() }) else { throw unsupported("The primary key of \(table) changed between the two databases.") }
                 let newNames = Set(definition.columns.map { $0.name.lowercased() })
@@ -58,7 +61,9 @@ public enum DatabaseComparison {
                 // A row is unchanged when old has it with the same key and every common column
                 // the same, and every column new added is NULL.
                 let commonSet = Set(common.map { $0.lowercased() })
-                let unchanged = common.map { "o.\($0) IS n.\($0)" } + names.filter { !commonSet.contains($0.lowercased()) }.map { "n.\($0) IS NULL" }
+                // Compared as bytes and storage classes: a NOCASE column's 'bob' → 'Bob', or 1 → 1.0
+                // in an untyped one, is a change.
+                let unchanged = common.map { "(o.\($0) IS n.\($0) COLLATE BINARY AND typeof(o.\($0)) = typeof(n.\($0)))" } + names.filter { !commonSet.contains($0.lowercased()) }.map { "n.\($0) IS NULL" }
                 upserts = "SELECT \(selected) FROM main.\(q(table)) n WHERE NOT EXISTS (SELECT 1 FROM old.\(q(table)) o WHERE \(keyMatch) AND \(unchanged.joined(separator: " AND ")))"
                 deletes = "SELECT \(key.map { "o.\(q($0.name))" }.joined(separator: ", ")) FROM old.\(q(table)) o WHERE NOT EXISTS (SELECT 1 FROM main.\(q(table)) n WHERE \(keyMatch))"
             }

@@ -55,7 +55,8 @@ public final class DatabaseManager: InboundChangeApplier {
 
     static let refusedTable = "buckia_refused_changes"
     static let refusedSchema = """
-        CREATE TABLE IF NOT EXISTS buckia_refused_changes (ksuid TEXT PRIMARY KEY NOT NULL, reason TEXT NOT NULL, refused_at INTEGER NOT NULL)
+        CREATE TABLE IF NOT EXISTS buckia_refused_changes (ksuid TEXT PRIMARY KEY NOT NULL, reason TEXT NOT NULL, refused_at INTEGER NOT NULL, \
+        retryable INTEGER NOT NULL)
         """
 
     /// A manager for the user folder `folderStructure` describes and the database at
@@ -157,9 +158,11 @@ public final class DatabaseManager: InboundChangeApplier {
 
     /// Applies the diff files in the user folder's `inbound/`, oldest first, each exactly once.
     ///
-    /// A file already applied is skipped; a refused one (hostile, damaged, or in conflict with
-    /// the local schema) is recorded with its reason, renamed to `<name>.refused`, and does not
-    /// stop the others. I/O and locking failures stop the run and are thrown; what was applied
+    /// A file already applied is skipped. A refused one is recorded with its reason and does
+    /// not stop the others: one refused for what it holds (hostile, damaged) is renamed to
+    /// `<name>.refused` and settled; one refused for this database's state (a schema conflict,
+    /// a row a constraint refuses, a date ahead of this clock) stays, and is tried again on
+    /// every run until it applies. I/O and locking failures stop the run and are thrown; what was applied
     /// stays applied.
     ///
     /// - Returns: One entry per file applied (or found already applied), in order.
@@ -182,15 +185,23 @@ public final class DatabaseManager: InboundChangeApplier {
                     var change = try DiffApplier.apply(url, to: connection, options: options.apply, now: now)
                     change.file = url
                     applied.append(change)
+                    // Refused before for a local reason, applied now: no longer refused.
+                    if try LocalTable.object(named: Self.refusedTable, in: connection) != nil {
+                        try connection.run("DELETE FROM buckia_refused_changes WHERE ksuid = ?", [.text(id.description)])
+                    }
                     if !options.keepAppliedFiles { try Self.remove(url) }
                 } catch let error as BuckiaError where error.cause is DiffProblem {
+                    // A refusal the file earned is settled: recorded, set aside, never fetched
+                    // again. One that depends on this database (its schema, its rows, the clock)
+                    // is recorded as retryable and the file stays, to be tried on every run.
+                    let retryable = (error.cause as? DiffProblem)?.dependsOnLocalState ?? false
                     try connection.transaction {
                         try connection.execute(Self.refusedSchema)
                         try connection.run(
-                            "INSERT OR REPLACE INTO buckia_refused_changes VALUES (?, ?, ?)",
-                            [.text(id.description), .text(error.message), .integer(Int64(now.timeIntervalSince1970.rounded(.down)))])
+                            "INSERT OR REPLACE INTO buckia_refused_changes VALUES (?, ?, ?, ?)",
+                            [.text(id.description), .text(error.message), .integer(DiffRules.seconds(now)), .integer(retryable ? 1 : 0)])
                     }
-                    if !options.keepAppliedFiles {
+                    if !retryable, !options.keepAppliedFiles {
                         guard rename(url.path, url.path + ".refused") == 0 else { throw BuckiaError.posix(errno, operation: "set aside refused diff", path: url.path) }
                     }
                 }
@@ -209,12 +220,19 @@ public final class DatabaseManager: InboundChangeApplier {
         return try await BlockingWork.run("read applied changes") {
             guard FileManager.default.fileExists(atPath: database.path) else { return InboundHistory(newest: nil, lateArrivalWindow: window, settled: []) }
             let connection = try SQLiteConnection(path: database.path, mode: .readOnly)
-            let tables = try [DiffApplier.appliedTable, Self.refusedTable].filter { try LocalTable.object(named: $0, in: connection) != nil }
-            let newest = try tables.compactMap { table in try connection.query("SELECT max(ksuid) FROM \(table)") { $0.string(0).flatMap(KSUID.init) }.first ?? nil }.max()
+            let hasApplied = try LocalTable.object(named: DiffApplier.appliedTable, in: connection) != nil
+            let hasRefused = try LocalTable.object(named: Self.refusedTable, in: connection) != nil
+            // The newest *applied* change: a refused file's name is the sender's to choose, and
+            // one dated 2150 must not move the listing past every real change.
+            let newest = hasApplied ? try connection.query("SELECT max(ksuid) FROM buckia_applied_changes") { $0.string(0).flatMap(KSUID.init) }.first ?? nil : nil
             var history = InboundHistory(newest: newest, lateArrivalWindow: window, settled: [])
             let from = history.startAfter?.description ?? ""
-            for table in tables {
-                history.settled.formUnion(try connection.query("SELECT ksuid FROM \(table) WHERE ksuid > ?", [.text(from)]) { $0.string(0).flatMap(KSUID.init) }.compactMap { $0 })
+            if hasApplied {
+                history.settled.formUnion(try connection.query("SELECT ksuid FROM buckia_applied_changes WHERE ksuid > ?", [.text(from)]) { $0.string(0).flatMap(KSUID.init) }.compactMap { $0 })
+            }
+            if hasRefused {
+                history.settled.formUnion(
+                    try connection.query("SELECT ksuid FROM buckia_refused_changes WHERE ksuid > ? AND retryable = 0", [.text(from)]) { $0.string(0).flatMap(KSUID.init) }.compactMap { $0 })
             }
             return history
         }

@@ -120,32 +120,53 @@ package enum DiffApplier {
             for (table, id) in zip(diff.summary.tables, diff.tableIds) {
                 plans.append(try TablePlan(table, id: id, database: database, path: path))
             }
-            for plan in plans {
-                for statement in plan.schemaChanges { try database.execute(statement) }
-                if plan.creates { change.tablesCreated.append(plan.table.definition.name) }
-                change.columnsAdded += plan.added.map { "\(plan.table.definition.name).\($0)" }
-            }
             var hash = try DiffHash()
             hash.manifest(
                 version: manifest.formatVersion, ksuid: manifest.id.description, sender: manifest.sender,
-                createdAt: Int64(manifest.createdAt.timeIntervalSince1970), tables: plans.count)
-            for plan in plans {
-                hash.table(plan.table.definition)
-                change.upserted += try plan.upsert(from: diff.connection, into: database, policy: options.policy(for: plan.table.definition.name), hash: &hash)
-                hash.byte(DiffHash.upsertsEnd)
-                change.deleted += try plan.delete(from: diff.connection, in: database, hash: &hash)
-                hash.byte(DiffHash.deletesEnd)
+                createdAt: manifest.createdAtSeconds, tables: plans.count)
+            do {
+                for plan in plans {
+                    for statement in plan.schemaChanges { try database.execute(statement) }
+                    if plan.creates { change.tablesCreated.append(plan.table.definition.name) }
+                    change.columnsAdded += plan.added.map { "\(plan.table.definition.name).\($0)" }
+                }
+                try applyRows(plans, diff: diff, database: database, options: options, hash: &hash, change: &change)
+            } catch let error as BuckiaError where !(error.cause is DiffProblem) {
+                throw Self.refusal(error, path: path)
             }
             if !hashChecked, hash.finalize() != manifest.payloadSHA256 { throw DiffProblem.payloadHashMismatch.error(path) }
             try database.execute(appliedSchema)
             try database.run(
                 "INSERT INTO buckia_applied_changes VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    .text(manifest.id.description), .text(manifest.payloadSHA256), .text(manifest.sender), .integer(Int64(manifest.createdAt.timeIntervalSince1970)),
-                    .integer(Int64(now.timeIntervalSince1970.rounded(.down))), .integer(Int64(change.upserted)), .integer(Int64(change.deleted)),
+                    .text(manifest.id.description), .text(manifest.payloadSHA256), .text(manifest.sender), .integer(manifest.createdAtSeconds),
+                    .integer(DiffRules.seconds(now)), .integer(Int64(change.upserted)), .integer(Int64(change.deleted)),
                 ])
         }
         return change
+    }
+
+    /// The rows of every table, in order, hashed as they go.
+    static func applyRows(_ plans: [TablePlan], diff: OpenedDiff, database: SQLiteConnection, options: ApplyOptions, hash: inout DiffHash, change: inout AppliedChange) throws {
+        for plan in plans {
+            hash.table(plan.table.definition)
+            change.upserted += try plan.upsert(from: diff.connection, into: database, policy: options.policy(for: plan.table.definition.name), hash: &hash)
+            hash.byte(DiffHash.upsertsEnd)
+            change.deleted += try plan.delete(from: diff.connection, in: database, hash: &hash)
+            hash.byte(DiffHash.deletesEnd)
+        }
+    }
+
+    /// A failure while rows were applied, as the refusal it is: the local database refusing a
+    /// row (a constraint, a datatype, a NULL) or the diff failing to read is the diff's doing;
+    /// a lock, a full disk or an I/O error is not, and stays as it is.
+    static func refusal(_ error: BuckiaError, path: String) -> BuckiaError {
+        guard let result = error.cause as? SQLiteResultCode else { return error }
+        switch result.code {
+        case 19, 20, 25, 18, 1: return DiffProblem.rowRejected(result.message).error(path)  // CONSTRAINT, MISMATCH, RANGE, TOOBIG, ERROR
+        case 11, 26: return DiffProblem.damaged(result.message).error(path)  // CORRUPT, NOTADB
+        default: return error
+        }
     }
 }
 
@@ -162,8 +183,10 @@ struct TablePlan {
         self.id = id
         let definition = table.definition
         let name = definition.name
-        if let object = try LocalTable.object(named: name, in: database) {
-            guard object.type == "table", !object.sql.uppercased().hasPrefix("CREATE VIRTUAL") else { throw DiffProblem.notAPlainTable(name).error(path) }
+        if try LocalTable.object(named: name, in: database) != nil {
+            // Not a view, an index, a virtual table, or a virtual table's shadow storage (an
+            // FTS5 `_config` row written from outside breaks every later query of it).
+            guard try LocalTable.kind(of: name, in: database) == "table" else { throw DiffProblem.notAPlainTable(name).error(path) }
             let local = try LocalTable.columns(of: name, in: database)
             let localKey = local.map(\.definition).filter { $0.primaryKeyPosition > 0 }.sorted { $0.primaryKeyPosition < $1.primaryKeyPosition }.map { $0.name.lowercased() }
             guard localKey == definition.primaryKey.map({ $0.name.lowercased() }) else { throw DiffProblem.primaryKeyChanged(table: name).error(path) }

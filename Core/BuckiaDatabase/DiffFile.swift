@@ -11,7 +11,9 @@ public struct DiffManifest: Hashable, Sendable {
     /// The user who made it.
     public var sender: String
     /// When it was made, to the second.
-    public var createdAt: Date
+    public var createdAt: Date { Date(timeIntervalSince1970: TimeInterval(createdAtSeconds)) }
+    /// When it was made, in Unix seconds, as the file holds it.
+    public var createdAtSeconds: Int64
     /// SHA-256 of the content, lowercase hex.
     public var payloadSHA256: String
 }
@@ -168,8 +170,10 @@ package enum DiffReader {
             allowed.insert(DiffFormat.deleteTable(id))
         }
         for object in objects {
-            let isAutomaticIndex = object.type == "index" && object.name.hasPrefix("sqlite_autoindex_") && allowed.contains(object.table)
-            guard (object.type == "table" && allowed.contains(object.name)) || isAutomaticIndex else {
+            // An automatic index has no SQL text; a table is a plain CREATE TABLE (not virtual).
+            let isAutomaticIndex = object.type == "index" && object.name.hasPrefix("sqlite_autoindex_") && allowed.contains(object.table) && object.sql.isEmpty
+            let isTable = object.type == "table" && allowed.contains(object.name) && object.sql.uppercased().hasPrefix("CREATE TABLE")
+            guard isTable || isAutomaticIndex else {
                 throw DiffProblem.unexpectedObject(type: object.type, name: object.name).error(path)
             }
             guard !object.sql.contains(";") else { throw DiffProblem.schemaTextWithTrailingStatement(object.name).error(path) }
@@ -196,6 +200,11 @@ package enum DiffReader {
             guard deleteColumns == (1...keys).map({ "k\($0)" }) else {
                 throw DiffProblem.rowShapeMismatch("\(DiffFormat.deleteTable(id)) has the columns \(deleteColumns), not k1 to k\(keys)").error(path)
             }
+            // Rows are read in rowid order: a WITHOUT ROWID data table has none.
+            for data in [DiffFormat.upsertTable(id), DiffFormat.deleteTable(id)] {
+                let withoutRowid = try connection.query("SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", [.text(data)]) { $0.int64(0) }.first ?? 0
+                guard withoutRowid == 0 else { throw DiffProblem.rowShapeMismatch("\(data) is a WITHOUT ROWID table").error(path) }
+            }
             let upserts = try connection.query("SELECT count(*) FROM \(DiffFormat.upsertTable(id))") { Int($0.int64(0)) }.first ?? 0
             let deletes = try connection.query("SELECT count(*) FROM \(DiffFormat.deleteTable(id))") { Int($0.int64(0)) }.first ?? 0
             summaries.append(DiffTableSummary(definition: definition, upserts: upserts, deletes: deletes))
@@ -203,7 +212,7 @@ package enum DiffReader {
 
         if verifyHash {
             let hash = try DiffHash.compute(
-                connection, manifest: (manifest.formatVersion, manifest.id.description, manifest.sender, Int64(manifest.createdAt.timeIntervalSince1970)),
+                connection, manifest: (manifest.formatVersion, manifest.id.description, manifest.sender, manifest.createdAtSeconds),
                 tables: tables)
             guard hash == manifest.payloadSHA256 else { throw DiffProblem.payloadHashMismatch.error(path) }
         }
@@ -222,11 +231,15 @@ package enum DiffReader {
         guard case .text(let sender) = row.2, !sender.isEmpty, sender.utf8.count <= 256, !sender.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw DiffProblem.malformedManifest("sender is not a user id").error(path)
         }
-        guard case .integer(let created) = row.3 else { throw DiffProblem.malformedManifest("created_at is not an integer").error(path) }
+        // Unix seconds from 1970 to about the year 36812: a time, not a number that would
+        // overflow on its way through a Date.
+        guard case .integer(let created) = row.3, (0...(1 << 40)).contains(created) else {
+            throw DiffProblem.malformedManifest("created_at is not a time in Unix seconds").error(path)
+        }
         guard case .text(let sha) = row.4, sha.utf8.count == 64, sha.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
             throw DiffProblem.malformedManifest("payload_sha256 is not 64 lowercase hex digits").error(path)
         }
-        return DiffManifest(formatVersion: version, id: id, sender: sender, createdAt: Date(timeIntervalSince1970: TimeInterval(created)), payloadSHA256: sha)
+        return DiffManifest(formatVersion: version, id: id, sender: sender, createdAtSeconds: created, payloadSHA256: sha)
     }
 
     static func readTables(_ connection: SQLiteConnection, path: String) throws -> [(id: Int64, definition: TableDefinition)] {

@@ -1,5 +1,6 @@
 import BuckiaCore
 import BuckiaSQLite
+import CSQLite
 import Foundation
 
 /// The constants of the diff file format (Docs/Database.md describes it for writers in any
@@ -63,8 +64,27 @@ package enum DiffRules {
 
     /// Whether `type` is a plain declared type: words of letters, digits and `_`, optionally
     /// followed by one or two numbers in parentheses (`VARCHAR(20)`, `DECIMAL(10, 2)`).
+    ///
+    /// No word may be an SQL keyword: `INTEGER CHECK (0)`, `TEXT NOT NULL` or `INT REFERENCES t
+    /// ON DELETE CASCADE` have the shape of a type and would add a constraint to the column
+    /// Buckia creates (SQLite's own keyword list decides, `sqlite3_keyword_check`).
     package static func isPlainType(_ type: String) -> Bool {
-        type.isEmpty || (type.utf8.count <= 64 && type.wholeMatch(of: #/[A-Za-z_][A-Za-z0-9_]*( [A-Za-z_][A-Za-z0-9_]*)*( ?\( *[0-9]+ *(, *[0-9]+ *)?\))?/#) != nil)
+        if type.isEmpty { return true }
+        guard type.utf8.count <= 64, type.wholeMatch(of: #/[A-Za-z_][A-Za-z0-9_]*( [A-Za-z_][A-Za-z0-9_]*)*( ?\( *[0-9]+ *(, *[0-9]+ *)?\))?/#) != nil else {
+            return false
+        }
+        let words = type.prefix { $0 != "(" }.split(separator: " ")
+        return words.allSatisfy { word in
+            let text = String(word)
+            return sqlite3_keyword_check(text, Int32(text.utf8.count)) == 0
+        }
+    }
+
+    /// Unix seconds of `date`, rounded down; a date no `Int64` holds is clamped (never a trap).
+    package static func seconds(_ date: Date) -> Int64 {
+        let value = date.timeIntervalSince1970
+        guard value.isFinite else { return 0 }
+        return Int64(min(max(value, -1e15), 1e15).rounded(.down))
     }
 
     /// An identifier in double quotes, for SQL Buckia writes (only ever called on names that
@@ -87,6 +107,25 @@ package enum DiffRules {
             return "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
         case .blob(let data): return "X'" + Hex.encode(Array(data)) + "'"
         }
+    }
+
+    /// The value of a default written as a plain literal (`0`, `-1.5`, `'it''s'`, `X'AB'`,
+    /// `NULL`), or nil for anything else (an expression, `CURRENT_TIMESTAMP`).
+    package static func parseLiteral(_ sql: String) -> SQLiteValue? {
+        let text = sql.trimmingCharacters(in: .whitespaces)
+        if text.uppercased() == "NULL" { return .null }
+        if let integer = Int64(text) { return .integer(integer) }
+        if text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let real = Double(text), real.isFinite { return .real(real) }
+        if text.count >= 2, text.hasPrefix("'"), text.hasSuffix("'") {
+            let inner = text.dropFirst().dropLast()
+            // Every quote inside is doubled, or this is not one literal ('a' || 'b').
+            guard inner.replacingOccurrences(of: "''", with: "").firstIndex(of: "'") == nil else { return nil }
+            return .text(inner.replacingOccurrences(of: "''", with: "'"))
+        }
+        if text.count >= 3, text.uppercased().hasPrefix("X'"), text.hasSuffix("'"), let bytes = Hex.decode(String(text.dropFirst(2).dropLast())) {
+            return .blob(Data(bytes))
+        }
+        return nil
     }
 
     /// Checks a definition on its own: names, types, defaults, key positions, duplicates.

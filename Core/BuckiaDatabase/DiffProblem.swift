@@ -55,6 +55,19 @@ public enum DiffProblem: Hashable, Sendable, Error, CustomStringConvertible {
     case notAPlainTable(String)
     /// A diff with this KSUID and other content was already applied.
     case duplicateKSUID(String)
+    /// The local database refused a row (a constraint, a datatype, a NULL where one is not
+    /// allowed), so nothing of the diff was applied.
+    case rowRejected(String)
+
+    /// Whether the refusal comes from the local database's state rather than the file (its
+    /// schema, its rows, the clock), so the same file may apply later, after the app's own
+    /// migration or a clock fix: such a diff is retried, not settled for good.
+    public var dependsOnLocalState: Bool {
+        switch self {
+        case .primaryKeyChanged, .typeConflict, .notNullWithoutDefault, .missingRequiredColumn, .notAPlainTable, .fromTheFuture, .rowRejected: true
+        default: false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -81,6 +94,7 @@ public enum DiffProblem: Hashable, Sendable, Error, CustomStringConvertible {
         case .missingRequiredColumn(let table, let column): "the local column \(table).\(column) is NOT NULL without a default and the diff's rows do not give it"
         case .notAPlainTable(let name): "the local \(name) is not a plain table the diff can write"
         case .duplicateKSUID(let id): "a different diff with the KSUID \(id) was already applied"
+        case .rowRejected(let detail): "the local database refused one of its rows (\(detail))"
         }
     }
 
@@ -111,6 +125,7 @@ public enum DiffProblem: Hashable, Sendable, Error, CustomStringConvertible {
         case .missingRequiredColumn: "missingRequiredColumn"
         case .notAPlainTable: "notAPlainTable"
         case .duplicateKSUID: "duplicateKSUID"
+        case .rowRejected: "rowRejected"
         }
     }
 
@@ -119,7 +134,7 @@ public enum DiffProblem: Hashable, Sendable, Error, CustomStringConvertible {
         switch self {
         case .tooLarge: .invalidConfiguration
         case .duplicateKSUID: .conditionNotMatch
-        case .primaryKeyChanged, .typeConflict, .notNullWithoutDefault, .missingRequiredColumn, .notAPlainTable: .conditionNotMatch
+        case .primaryKeyChanged, .typeConflict, .notNullWithoutDefault, .missingRequiredColumn, .notAPlainTable, .rowRejected: .conditionNotMatch
         case .payloadHashMismatch: .checksumMismatch
         default: .corrupt
         }

@@ -22,7 +22,7 @@ package final class DiffWriter {
         self.directory = directory
         self.id = id
         self.sender = sender
-        self.createdAt = Int64(createdAt.timeIntervalSince1970.rounded(.down))
+        self.createdAt = DiffRules.seconds(createdAt)
         try LocalFile.createDirectories(directory.path)
         temporary = directory.appendingPathComponent(Temporaries.makeName(), isDirectory: false)
         try Temporaries.register(temporary.path)

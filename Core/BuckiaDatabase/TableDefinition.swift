@@ -75,12 +75,21 @@ public struct TableDefinition: Hashable, Sendable {
     /// - Throws: ``BuckiaCore/BuckiaError/Code/notFound`` when there is no such table.
     public static func read(_ table: String, from connection: SQLiteConnection, only: Set<String>? = nil) throws -> TableDefinition {
         try DiffRules.checkName(table, what: "table")
-        let columns = try LocalTable.columns(of: table, in: connection)
-        guard !columns.isEmpty else {
+        guard let kind = try LocalTable.kind(of: table, in: connection) else {
             throw BuckiaError(.notFound, "The database has no table \(table).", operation: "read table definition", path: connection.path)
         }
+        guard kind == "table" else {
+            throw BuckiaError(.unsupported, "\(table) is a \(kind) table, not a plain one; a diff carries plain tables only.", operation: "read table definition", path: connection.path)
+        }
         let wanted = only.map { Set($0.map { $0.lowercased() }) }
-        return TableDefinition(table, columns: columns.filter { wanted?.contains($0.definition.name.lowercased()) ?? true }.map(\.definition))
+        // Generated columns are computed by each side, never sent; a default goes with its
+        // column when it is a literal (an expression stays the sender's).
+        let columns = try LocalTable.columns(of: table, in: connection).filter { !$0.isGenerated }.map { column in
+            var definition = column.definition
+            definition.defaultValue = column.defaultSQL.flatMap(DiffRules.parseLiteral)
+            return definition
+        }
+        return TableDefinition(table, columns: columns.filter { wanted?.contains($0.name.lowercased()) ?? true })
     }
 }
 
@@ -90,8 +99,10 @@ struct LocalColumn {
     var definition: ColumnDefinition
     /// A generated (or hidden) column: it cannot be written.
     var isGenerated: Bool
+    /// Whether the column has a default.
+    var hasDefault: Bool { defaultSQL != nil }
     /// The default as SQL text, as the local schema has it (trusted: it is the app's own).
-    var hasDefault: Bool
+    var defaultSQL: String?
 }
 
 enum LocalTable {
@@ -101,8 +112,15 @@ enum LocalTable {
             LocalColumn(
                 definition: ColumnDefinition(
                     row.string(0) ?? "", type: row.string(1) ?? "", notNull: row.int64(2) != 0, default: nil, primaryKey: Int(clamping: row.int64(4))),
-                isGenerated: row.int64(5) != 0, hasDefault: !row.isNull(3))
+                isGenerated: row.int64(5) != 0, defaultSQL: row.string(3))
         }
+    }
+
+    /// What kind of table `name` is in the main database, as `pragma_table_list` says:
+    /// `table`, `view`, `virtual`, `shadow` (a virtual table's storage, written only by the
+    /// virtual table itself), or nil when there is none.
+    static func kind(of name: String, in connection: SQLiteConnection) throws -> String? {
+        try connection.query("SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ? COLLATE NOCASE", [.text(name)]) { $0.string(0) ?? "" }.first
     }
 
     /// What the local schema has under `name` (any case): nil, or its type and SQL text.

@@ -85,9 +85,15 @@ extension SQLiteConnection {
             throw destination.error(sqlite3_errcode(destination.handle), operation: "backup")
         }
         var status: Int32
+        var waits = 0
         repeat {
             status = sqlite3_backup_step(backup, pagesPerStep)
-            if status == SQLITE_BUSY || status == SQLITE_LOCKED { sqlite3_sleep(10) }
+            if status == SQLITE_BUSY || status == SQLITE_LOCKED {
+                // Another connection holds the lock: wait, but not for ever (30 s).
+                waits += 1
+                if waits > 3000 { break }
+                sqlite3_sleep(10)
+            }
             if status == SQLITE_OK {
                 do {
                     try afterStep()

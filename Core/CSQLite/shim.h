@@ -27,9 +27,21 @@ typedef struct buckia_session_api {
     int (*finalize)(void *);
 } buckia_session_api;
 
-/* Fills `api`; 1 when every function was found, 0 otherwise. */
+/* dladdr, which glibc declares only with _GNU_SOURCE; the layout is glibc's Dl_info. */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+typedef struct { const char *dli_fname; void *dli_fbase; const char *dli_sname; void *dli_saddr; } buckia_dl_info;
+extern int dladdr(const void *address, buckia_dl_info *info);
+#else
+typedef Dl_info buckia_dl_info;
+#endif
+
+/* Fills `api` from the library that holds the sqlite3_open_v2 Buckia calls (never another
+ * SQLite loaded beside it, whose session functions would not own Buckia's handles); 1 when
+ * every function was found, 0 otherwise. */
 static inline int buckia_load_session_api(buckia_session_api *api) {
-    void *self = dlopen(NULL, RTLD_NOW);
+    buckia_dl_info info;
+    if (!dladdr((const void *)sqlite3_open_v2, &info) || !info.dli_fname) return 0;
+    void *self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
     if (!self) return 0;
     api->create = (int (*)(sqlite3 *, const char *, void **))dlsym(self, "sqlite3session_create");
     api->attach = (int (*)(void *, const char *))dlsym(self, "sqlite3session_attach");

@@ -23,6 +23,8 @@ struct DiffCorpusTests {
         CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
         CREATE VIEW recent AS SELECT id, title FROM recordings;
         CREATE TABLE items (id INTEGER PRIMARY KEY, n INTEGER, twice INTEGER GENERATED ALWAYS AS (n * 2));
+        CREATE VIRTUAL TABLE docs USING fts5(body);
+        INSERT INTO docs VALUES ('searchable');
         INSERT INTO recordings VALUES (12, 'deleted by base', NULL, NULL, NULL), (99, 'untouched', 'u3', 9.0, NULL);
         """
 

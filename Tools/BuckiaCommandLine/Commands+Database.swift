@@ -70,6 +70,9 @@ extension CLI {
         case "apply":
             guard arguments.count >= 3 else { throw UsageError(description: "db apply takes DB and at least one DIFF.") }
             let database = try local(arguments[1])
+            guard FileManager.default.fileExists(atPath: database.path) else {
+                throw BuckiaError(.notFound, "There is no database at \(database.path).", operation: "db apply", path: database.path)
+            }
             let policy: RowConflictPolicy
             switch invocation.arguments.value("conflict") ?? "incoming" {
             case "incoming": policy = .incomingWins
@@ -120,7 +123,7 @@ extension CLI {
             let manifest = summary.manifest
             if json {
                 emitJSON([
-                    "ksuid": manifest.id.description, "sender": manifest.sender, "createdAt": Int(manifest.createdAt.timeIntervalSince1970),
+                    "ksuid": manifest.id.description, "sender": manifest.sender, "createdAt": manifest.createdAtSeconds,
                     "formatVersion": manifest.formatVersion, "payloadSHA256": manifest.payloadSHA256, "size": summary.fileSize,
                     "tables": summary.tables.map { table in
                         [

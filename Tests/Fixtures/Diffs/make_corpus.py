@@ -150,6 +150,19 @@ def main():
         case(label, "forbiddenName", tables=[recordings(columns=cols, upserts=[(1, "x")], deletes=[])])
     cols = [RECORDINGS[0], ("title", "TEXT) ; DROP TABLE recordings; --", False, NO_DEFAULT, 0)]
     case("declared_type_with_statement", "forbiddenType", tables=[recordings(columns=cols, upserts=[(1, "x")], deletes=[])])
+    for label, declared in [("type_with_check_constraint", "INTEGER CHECK (0)"), ("type_with_not_null", "TEXT NOT NULL"),
+                            ("type_with_references", "INTEGER REFERENCES recordings ON DELETE CASCADE")]:
+        cols = [RECORDINGS[0], ("flags", declared, False, NO_DEFAULT, 0)]
+        case(label, "forbiddenType", tables=[recordings(columns=cols, upserts=[(1, 1)], deletes=[])])
+    p = case("created_at_overflows_a_date", "malformedManifest"); edit(p, "UPDATE buckia_manifest SET created_at = 9223372036854775807;")
+    p = case("data_table_without_rowid", "rowShapeMismatch")
+    edit(p, "DROP TABLE buckia_delete_1; CREATE TABLE buckia_delete_1 (k1 PRIMARY KEY) WITHOUT ROWID; INSERT INTO buckia_delete_1 VALUES (12);", rehash=False)
+    cols = [("k", "", True, NO_DEFAULT, 1), ("v", "", False, NO_DEFAULT, 0)]
+    case("writes_a_virtual_tables_shadow_table", "notAPlainTable", tables=[{"name": "docs_config", "columns": cols, "upserts": [("version", 99)], "deletes": []}])
+    cols = [("id", "INTEGER", True, NO_DEFAULT, 1), ("body", "TEXT", False, NO_DEFAULT, 0)]
+    case("null_into_a_local_not_null_column", "rowRejected", tables=[{"name": "notes", "columns": cols, "upserts": [(1, None)], "deletes": []}])
+    cols = [("id", "INTEGER", True, NO_DEFAULT, 1), ("title", "TEXT", True, NO_DEFAULT, 0)]
+    case("text_into_an_integer_primary_key", "rowRejected", tables=[recordings(columns=cols, upserts=[("not a number", "x")], deletes=[])])
     cols = [RECORDINGS[0], ("title", "TEXT", 7, NO_DEFAULT, 0)]
     p = case("not_null_not_a_boolean", "malformedDefinition", tables=[recordings(columns=cols, upserts=[(1, "x")], deletes=[])])
     p = case("no_primary_key", "malformedDefinition"); edit(p, "UPDATE buckia_columns SET primary_key = 0;", rehash=False)

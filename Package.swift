@@ -32,6 +32,8 @@ let package = Package(
         .library(name: "BuckiaSigV4", targets: ["BuckiaSigV4"]),
         .library(name: "BuckiaChunks", targets: ["BuckiaChunks"]),
         .library(name: "BuckiaDatabase", targets: ["BuckiaDatabase"]),
+        .library(name: "BuckiaSecurity", targets: ["BuckiaSecurity"]),
+        .library(name: "BuckiaOAuth", targets: ["BuckiaOAuth"]),
         .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
         .library(name: "BuckiaS3", targets: ["BuckiaS3"]),
         .library(name: "BuckiaB2", targets: ["BuckiaB2"]),
@@ -74,13 +76,16 @@ let package = Package(
         .target(name: "BuckiaSync", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Core/BuckiaSync"),
         .target(name: "BuckiaChunks", dependencies: ["BuckiaCore"], path: "Core/BuckiaChunks"),
         .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaSQLite", "CSQLite"], path: "Core/BuckiaDatabase"),
+        .target(name: "BuckiaSecurity", dependencies: ["BuckiaCore", "COpenSSL"], path: "Core/BuckiaSecurity"),
+        // OAuth needs HTTP, which BuckiaSecurity does not: a target of its own keeps that one on BuckiaCore.
+        .target(name: "BuckiaOAuth", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaHTTP"], path: "Core/BuckiaOAuth"),
 
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
         .target(name: "BuckiaLocal", dependencies: ["BuckiaCore"], path: "Providers/BuckiaLocal"),
-        .target(name: "BuckiaS3", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSigV4"], path: "Providers/BuckiaS3"),
-        .target(name: "BuckiaB2", dependencies: ["BuckiaCore", "BuckiaHTTP"], path: "Providers/BuckiaB2"),
-        .target(name: "BuckiaBunny", dependencies: ["BuckiaCore", "BuckiaHTTP"], path: "Providers/BuckiaBunny"),
+        .target(name: "BuckiaS3", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSigV4", "BuckiaSecurity"], path: "Providers/BuckiaS3"),
+        .target(name: "BuckiaB2", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSecurity"], path: "Providers/BuckiaB2"),
+        .target(name: "BuckiaBunny", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSecurity"], path: "Providers/BuckiaBunny"),
 
         // MARK: Engines
         .target(name: "BuckiaMemoryEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaMemoryEngine"),
@@ -96,7 +101,7 @@ let package = Package(
             dependencies: [
                 "BuckiaCore", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
                 "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaB2", "BuckiaBunny", "BuckiaSigV4", "BuckiaSync",
-                "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDatabase",
+                "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDatabase", "BuckiaSecurity", "BuckiaOAuth",
             ],
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks"], path: "Tools/BuckiaConformance"),
@@ -126,7 +131,7 @@ let package = Package(
             name: "BuckiaB2Tests",
             dependencies: [
                 "BuckiaB2", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaSync", "BuckiaLocal",
-                "BuckiaChunks", "BuckiaClient",
+                "BuckiaChunks", "BuckiaClient", "BuckiaSecurity",
             ],
             path: "Tests/BuckiaB2Tests"),
         .testTarget(
@@ -142,6 +147,11 @@ let package = Package(
         .testTarget(
             name: "BuckiaDatabaseTests", dependencies: ["BuckiaDatabase", "BuckiaCore", "BuckiaSQLite", "BuckiaLocal", "BuckiaClient", "Buckia", "BuckiaTestSupport"],
             path: "Tests/BuckiaDatabaseTests"),
+        .testTarget(
+            name: "BuckiaSecurityTests", dependencies: ["BuckiaSecurity", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaSecurityTests"),
+        .testTarget(
+            name: "BuckiaOAuthTests", dependencies: ["BuckiaOAuth", "BuckiaSecurity", "BuckiaCore", "BuckiaHTTP", "BuckiaTestSupport"],
+            path: "Tests/BuckiaOAuthTests"),
         .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory"], path: "Tests/BuckiaSyncTests"),
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),

@@ -80,6 +80,14 @@ enum B2API {
         let authorizationToken: String
     }
 
+    /// b2_create_key's answer: the only time B2 shows the key itself.
+    struct CreatedKey: Decodable {
+        let applicationKeyId: String
+        let applicationKey: String
+        let capabilities: [String]
+        let expirationTimestamp: Int64?
+    }
+
     /// B2's error document: `{"status": 400, "code": "bad_request", "message": "..."}`.
     struct Failure: Decodable {
         let status: Int?

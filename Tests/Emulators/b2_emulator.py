@@ -20,7 +20,8 @@ b2_list_file_versions, b2_get_file_info, b2_download_file_by_name (GET and HEAD
 /file/BUCKET/NAME), b2_download_file_by_id, b2_delete_file_version, b2_hide_file,
 b2_copy_file, b2_start_large_file, b2_get_upload_part_url, b2_upload_part, b2_list_parts,
 b2_finish_large_file, b2_cancel_large_file, b2_list_unfinished_large_files,
-b2_get_download_authorization.
+b2_get_download_authorization, b2_create_key and b2_delete_key (restricted keys, with a bucket,
+a name prefix, capabilities and an expiry, enforced on every call they make).
 
 Control endpoints, for tests (never faulted, never counted):
 
@@ -221,7 +222,10 @@ def account_for(token):
             raise B2Error(401, "bad_auth_token", "Invalid authorization token")
         if entry["expires"] <= now():
             raise B2Error(401, "expired_auth_token", "Authorization token has expired")
-        return STATE.keys[entry["key_id"]]
+        key = STATE.keys.get(entry["key_id"])
+        if key is None or (key.get("expires") is not None and key["expires"] <= now()):
+            raise B2Error(401, "bad_auth_token", "The application key behind this token has expired or was deleted")
+        return key
 
 
 def require(key, capability, bucket_id=None, name=None):
@@ -514,6 +518,8 @@ class Handler(BaseHTTPRequestHandler):
             key = STATE.keys.get(key_id)
             if key is None or key["secret"] != secret:
                 raise B2Error(401, "unauthorized", "Invalid application key id or key")
+            if key.get("expires") is not None and key["expires"] <= now():
+                raise B2Error(401, "unauthorized", "The application key has expired")
             token = "4_" + uuid.uuid4().hex + uuid.uuid4().hex
             STATE.tokens[token] = {"key_id": key_id, "expires": now() + OPTIONS.auth_lifetime}
             STATE.stats["authorizations"] += 1
@@ -542,6 +548,57 @@ class Handler(BaseHTTPRequestHandler):
                     "absoluteMinimumPartSize": OPTIONS.min_part_size, "minimumPartSize": OPTIONS.recommended_part_size,
                     "s3ApiUrl": base}
         self.send_json(200, body)
+
+    def call_b2_create_key(self, parts, query, version, fault):
+        body = self.read_json()
+        key = self.account()
+        require(key, "writeKeys")
+        if body.get("accountId") != STATE.account_id:
+            raise B2Error(400, "bad_request", "accountId is required and must be the account's")
+        name = body.get("keyName")
+        if not isinstance(name, str) or not 1 <= len(name) <= 100 or not all(c.isascii() and (c.isalnum() or c == "-") for c in name):
+            raise B2Error(400, "bad_request", "keyName must be 1 to 100 letters, numbers and '-'")
+        capabilities = body.get("capabilities")
+        if not isinstance(capabilities, list) or not capabilities or any(c not in ALL_CAPABILITIES for c in capabilities):
+            raise B2Error(400, "bad_request", "capabilities must be a non-empty list of known capabilities")
+        bucket_id = body.get("bucketId")
+        prefix = body.get("namePrefix")
+        if prefix is not None and bucket_id is None:
+            raise B2Error(400, "bad_request", "namePrefix needs bucketId")
+        if bucket_id is not None:
+            bucket(bucket_id)
+            if any(c in ("listKeys", "writeKeys", "deleteKeys", "writeBuckets", "deleteBuckets") for c in capabilities):
+                raise B2Error(400, "bad_request", "a key restricted to a bucket cannot have account capabilities")
+        if key["bucket_id"] is not None or key["prefix"]:
+            raise B2Error(401, "unauthorized", "a restricted key cannot create keys")
+        duration = body.get("validDurationInSeconds")
+        if duration is not None and (not isinstance(duration, int) or not 1 <= duration < 1000 * 86400):
+            raise B2Error(400, "bad_request", "validDurationInSeconds must be a positive integer under 1000 days")
+        key_id = "005" + uuid.uuid4().hex[:21]
+        secret = "K005" + uuid.uuid4().hex + uuid.uuid4().hex[:3]
+        expires = now() + duration if duration is not None else None
+        with LOCK:
+            STATE.keys[key_id] = {"secret": secret, "bucket_id": bucket_id, "prefix": prefix or "",
+                                  "capabilities": list(capabilities), "expires": expires, "name": name}
+        self.send_json(200, {"accountId": STATE.account_id, "applicationKeyId": key_id, "applicationKey": secret,
+                             "keyName": name, "capabilities": capabilities, "bucketId": bucket_id, "namePrefix": prefix,
+                             "expirationTimestamp": int(expires * 1000) if expires is not None else None, "options": ["s3"]})
+
+    def call_b2_delete_key(self, parts, query, version, fault):
+        body = self.read_json()
+        key = self.account()
+        require(key, "deleteKeys")
+        with LOCK:
+            found = STATE.keys.pop(body.get("applicationKeyId"), None)
+            if found is None:
+                raise B2Error(400, "bad_request", "no such application key")
+            for token, entry in list(STATE.tokens.items()):
+                if entry["key_id"] == body.get("applicationKeyId"):
+                    del STATE.tokens[token]
+        self.send_json(200, {"accountId": STATE.account_id, "applicationKeyId": body.get("applicationKeyId"),
+                             "keyName": found.get("name", ""), "capabilities": found["capabilities"],
+                             "bucketId": found["bucket_id"], "namePrefix": found["prefix"] or None,
+                             "expirationTimestamp": None, "options": ["s3"]})
 
     def call_b2_list_buckets(self, parts, query, version, fault):
         body = self.read_json()

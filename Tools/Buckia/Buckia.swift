@@ -12,7 +12,9 @@
 @_exported import BuckiaLocal
 @_exported import BuckiaMemory
 @_exported import BuckiaMemoryEngine
+@_exported import BuckiaOAuth
 @_exported import BuckiaS3
+@_exported import BuckiaSecurity
 @_exported import BuckiaSQLiteEngine
 @_exported import BuckiaSync
 

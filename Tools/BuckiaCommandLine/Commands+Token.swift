@@ -3,21 +3,182 @@ import Foundation
 
 extension CLI {
     static let tokenCommand = Command(
-        name: "token", summary: "Check a signed Bunny CDN URL: whether it is valid, and why not.",
-        usage: "token verify URL [--remote NAME] [--ip ADDRESS] [--country CC] [--at UNIXTIME]", positionals: 2...2,
+        name: "token", summary: "Issue, inspect and verify Buckia user tokens; check signed Bunny CDN URLs.",
+        usage: "token keygen --key-id K [--algorithm EdDSA|HS256] | issue --user ID --grant PERMS:PREFIX... [--expires 24h] [--key-id K] | inspect TOKEN | verify TOKEN|URL | jwks",
+        positionals: 1...2,
         options: [
-            .value("remote", "Take the token key from this Bunny remote's credential tokenKey (else BUNNY_TOKEN_KEY)."),
-            .value("ip", "The client address the request comes from (for an address-bound URL)."),
-            .value("country", "The client's ISO country code, checked against the URL's country lists."),
-            .value("at", "Check as at this UNIX time instead of now."),
+            .value("key-id", "keygen, issue: the signing key's id (issue: the only saved key when left out)."),
+            .value("algorithm", "keygen: EdDSA (Ed25519, the default; verifiers need only the public key) or HS256 (a shared secret)."),
+            .value("user", "issue: the user id the token is for (its sub claim)."),
+            .value("grant", "issue: PERMS:PREFIX, such as read,list:u1/ or write:u1/inbound/; give it once per grant."),
+            .value("expires", "issue: how long the token is valid: 90s, 15m, 24h, 30d or seconds (default 24h, at most 366d)."),
+            .value("audience", "issue, verify: the audience (aud) the token names (default buckia)."),
+            .value("public-key", "verify: check with this JSON Web Key (text, or @FILE) instead of the saved keys."),
+            .value("remote", "verify URL: take the token key from this Bunny remote's credential tokenKey (else BUNNY_TOKEN_KEY)."),
+            .value("ip", "verify URL: the client address the request comes from (for an address-bound URL)."),
+            .value("country", "verify URL: the client's ISO country code, checked against the URL's country lists."),
+            .value("at", "verify: check as at this UNIX time instead of now."),
+            .flag("json", "Print one JSON object (issue, inspect, verify)."),
         ],
-        details: "Exit status 0 when the URL is valid, 1 when it is not (the reason is printed)."
+        details: """
+            Signing keys live in the secret store (secrets list shows them; see Docs/Security.md).
+            keygen creates one and prints its public key as a JSON Web Key (HS256 keys have none
+            to print). issue prints a JSON Web Token any JWT library can verify. inspect prints a
+            token's header and claims without checking anything. verify checks a Buckia token with
+            the saved keys (or --public-key), or a signed Bunny CDN URL: exit 0 when valid, 1 with
+            the reason when not. jwks prints the public keys of every saved EdDSA key, for verifiers.
+            """
     ) { invocation in
-        guard invocation.positionals[0] == "verify" else {
-            throw UsageError(description: "token has one subcommand: token verify URL")
+        let arguments = invocation.positionals
+        let json = invocation.arguments.flag("json")
+        let tokens = TokenManager(store: FileSecretStore.standard(environment: invocation.environment))
+        func only(_ count: Int) throws {
+            guard arguments.count == count else { throw UsageError(description: "token \(arguments[0]) takes \(count - 1) argument\(count == 2 ? "" : "s").") }
         }
-        guard let url = URL(string: invocation.positionals[1]), url.host != nil else {
-            throw UsageError(description: "\(invocation.positionals[1].debugDescription) is not a URL.")
+        switch arguments[0] {
+        case "keygen":
+            try only(1)
+            guard let keyId = invocation.arguments.value("key-id") else { throw UsageError(description: "token keygen needs --key-id ID.") }
+            let name = invocation.arguments.value("algorithm") ?? "EdDSA"
+            guard let algorithm = UserTokenAlgorithm.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) else {
+                throw UsageError(description: "--algorithm is EdDSA or HS256, not \(name.debugDescription).")
+            }
+            let key = try tokens.createSigningKey(algorithm, keyId: keyId)
+            if let jwk = try key.verificationKey().jwk {
+                Console.out(jwk)
+            } else {
+                Console.out("HS256 key \(keyId) saved; it is a shared secret, so there is no public key to print.")
+            }
+            return .success
+        case "issue":
+            try only(1)
+            guard let user = invocation.arguments.value("user") else { throw UsageError(description: "token issue needs --user ID.") }
+            let grants = try StorageGrants(invocation.arguments.all("grant").map(parseGrant))
+            guard !grants.grants.isEmpty else { throw UsageError(description: "token issue needs at least one --grant PERMS:PREFIX.") }
+            let lifetime = try parseDuration(invocation.arguments.value("expires") ?? "24h", maximum: 366 * 86_400)
+            let issued = try tokens.generateUserStorageToken(
+                userId: user, grants: grants, expiry: lifetime, keyId: invocation.arguments.value("key-id"),
+                audience: invocation.arguments.value("audience") ?? "buckia")
+            if json {
+                try printJSON([
+                    "token": issued.token.exposedValue, "kid": issued.keyId, "sub": issued.claims.subject, "jti": issued.claims.tokenId,
+                    "expires": issued.claims.expiresAt.formatted(.iso8601),
+                ])
+            } else {
+                Console.out(issued.token.exposedValue)
+            }
+            return .success
+        case "inspect":
+            try only(2)
+            let (algorithm, keyId, claims): (String, String, UserTokenClaims)
+            do {
+                (algorithm, keyId, claims) = try UserTokenVerifier.inspect(arguments[1])
+            } catch let refusal as UserTokenRefusal {
+                Console.out("not a Buckia token: \(refusal.detail)")
+                return .failure
+            }
+            if json {
+                try printJSON(claimsObject(claims, algorithm: algorithm, keyId: keyId, extra: ["verified": false]))
+            } else {
+                Console.out("NOT VERIFIED: inspect reads the token without checking its signature or times.")
+                describe(claims, algorithm: algorithm, keyId: keyId)
+            }
+            return .success
+        case "verify":
+            try only(2)
+            var now = Date()
+            if let text = invocation.arguments.value("at") {
+                guard let seconds = Int64(text) else { throw UsageError(description: "--at takes a UNIX time in seconds.") }
+                now = Date(timeIntervalSince1970: Double(seconds))
+            }
+            if arguments[1].hasPrefix("http://") || arguments[1].hasPrefix("https://") {
+                return try verifyBunnyURL(arguments[1], invocation: invocation, now: now)
+            }
+            let keys: [UserTokenVerificationKey]
+            if let given = invocation.arguments.value("public-key") {
+                let text = given.hasPrefix("@") ? try String(contentsOfFile: String(given.dropFirst()), encoding: .utf8) : given
+                keys = [try UserTokenVerificationKey(jwk: text)]
+            } else {
+                keys = try tokens.signingKeys().map { try $0.verificationKey() }
+                guard !keys.isEmpty else {
+                    throw BuckiaError(.invalidConfiguration, "No signing key is saved to verify with; give --public-key JWK, or create one with buckia token keygen.")
+                }
+            }
+            let fixedNow = now
+            let verifier = try UserTokenVerifier(keys: keys, audience: invocation.arguments.value("audience") ?? "buckia", clock: { fixedNow })
+            do {
+                let claims = try verifier.verify(arguments[1])
+                let (algorithm, keyId, _) = try UserTokenVerifier.inspect(arguments[1])
+                if json {
+                    try printJSON(claimsObject(claims, algorithm: algorithm, keyId: keyId, extra: ["valid": true]))
+                } else {
+                    Console.out("valid: Buckia token for \(claims.subject), expires \(claims.expiresAt.formatted(.iso8601))")
+                    describe(claims, algorithm: algorithm, keyId: keyId)
+                }
+                return .success
+            } catch let refusal as UserTokenRefusal {
+                if json {
+                    try printJSON(["valid": false, "reason": refusal.reason.rawValue, "detail": refusal.detail])
+                } else {
+                    Console.out("invalid (\(refusal.reason.rawValue)): \(refusal.detail)")
+                }
+                return .failure
+            }
+        case "jwks":
+            try only(1)
+            let jwks = try tokens.signingKeys().compactMap { try $0.verificationKey().jwk }
+            Console.out(#"{"keys":[\#(jwks.joined(separator: ","))]}"#)
+            return .success
+        default:
+            throw UsageError(description: "token has the subcommands keygen, issue, inspect, verify and jwks; see buckia token --help.")
+        }
+    }
+
+    /// `read,list:u1/` → read and list on `u1/`. The prefix may be empty (`read:`) for the whole bucket.
+    static func parseGrant(_ text: String) throws -> StorageGrant {
+        guard let colon = text.firstIndex(of: ":") else {
+            throw UsageError(description: "--grant takes PERMS:PREFIX, such as read,list:u1/; \(text.debugDescription) has no ':'.")
+        }
+        var permissions: StoragePermissions = []
+        for name in text[..<colon].split(separator: ",", omittingEmptySubsequences: false) {
+            guard let permission = StoragePermissions(name: String(name)) else {
+                throw UsageError(description: "--grant: \(String(name).debugDescription) is not a permission; use read, write, delete or list.")
+            }
+            permissions.insert(permission)
+        }
+        let grant = StorageGrant(permissions, prefix: String(text[text.index(after: colon)...]))
+        try StorageGrants([grant]).validate()
+        return grant
+    }
+
+    private static func claimsObject(_ claims: UserTokenClaims, algorithm: String, keyId: String, extra: [String: Any]) -> [String: Any] {
+        var object: [String: Any] = [
+            "alg": algorithm, "kid": keyId, "sub": claims.subject, "aud": claims.audience, "jti": claims.tokenId,
+            "iat": claims.issuedAt.formatted(.iso8601), "nbf": claims.notBefore.formatted(.iso8601), "exp": claims.expiresAt.formatted(.iso8601),
+            "grants": claims.grants.grants.map { ["prefix": $0.prefix, "allow": $0.permissions.names] },
+        ]
+        if let issuer = claims.issuer { object["iss"] = issuer }
+        return object.merging(extra) { $1 }
+    }
+
+    private static func describe(_ claims: UserTokenClaims, algorithm: String, keyId: String) {
+        Console.out("  user     \(claims.subject)")
+        Console.out("  key      \(keyId) (\(algorithm))")
+        Console.out("  valid    \(claims.notBefore.formatted(.iso8601)) to \(claims.expiresAt.formatted(.iso8601))")
+        Console.out("  audience \(claims.audience.joined(separator: ", "))")
+        for grant in claims.grants.grants {
+            Console.out("  grant    \(grant.permissions.names.joined(separator: ",")) on \(grant.prefix.isEmpty ? "everything" : grant.prefix)")
+        }
+    }
+
+    private static func printJSON(_ object: [String: Any]) throws {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        Console.out(String(decoding: data, as: UTF8.self))
+    }
+
+    private static func verifyBunnyURL(_ text: String, invocation: Invocation, now: Date) throws -> ExitCode {
+        guard let url = URL(string: text), url.host != nil else {
+            throw UsageError(description: "\(text.debugDescription) is not a URL.")
         }
         let key: Secret
         if let remote = invocation.arguments.value("remote") {
@@ -30,11 +191,6 @@ extension CLI {
             key = Secret(text)
         } else {
             throw BuckiaError(.invalidConfiguration, "No token key: give --remote NAME (a Bunny remote with the credential tokenKey) or set BUNNY_TOKEN_KEY.")
-        }
-        var now = Date()
-        if let text = invocation.arguments.value("at") {
-            guard let seconds = Int64(text) else { throw UsageError(description: "--at takes a UNIX time in seconds.") }
-            now = Date(timeIntervalSince1970: Double(seconds))
         }
         do {
             let token = try BunnyTokenFactory(securityKey: key).validate(url, now: now, ip: invocation.arguments.value("ip"), country: invocation.arguments.value("country"))
@@ -49,6 +205,42 @@ extension CLI {
         } catch let refusal as BunnyTokenRefusal {
             Console.out("invalid: \(refusal)")
             return .failure
+        }
+    }
+
+    static let secretsCommand = Command(
+        name: "secrets", summary: "List or delete what the secret store holds: names and dates, never values.",
+        usage: "secrets list | delete CONTEXT", positionals: 1...2,
+        options: [.flag("json", "Print one JSON object per secret.")],
+        details: """
+            The store is $XDG_CONFIG_HOME/buckia/secrets/secrets.json (mode 0600, folder 0700),
+            encrypted with BUCKIA_SECRETS_KEY (32 bytes, base64) or BUCKIA_SECRETS_PASSPHRASE
+            when either is set. Docs/Security.md describes it.
+            """
+    ) { invocation in
+        let store = FileSecretStore.standard(environment: invocation.environment)
+        let arguments = invocation.positionals
+        switch (arguments[0], arguments.count) {
+        case ("list", 1):
+            for entry in try store.entries() {
+                let expires = entry.expiresAt.map { $0.formatted(.iso8601) }
+                if invocation.arguments.flag("json") {
+                    var object: [String: Any] = ["context": entry.context, "saved": entry.savedAt.formatted(.iso8601)]
+                    if let expires { object["expires"] = expires }
+                    try printJSON(object)
+                } else {
+                    Console.out("\(entry.context)  saved \(entry.savedAt.formatted(.iso8601))\(expires.map { "  expires \($0)" } ?? "")")
+                }
+            }
+            return .success
+        case ("delete", 2):
+            guard try store.delete(arguments[1]) else {
+                throw BuckiaError(.notFound, "The secret store holds nothing under \(arguments[1]).", path: arguments[1])
+            }
+            Console.out("deleted \(arguments[1])")
+            return .success
+        default:
+            throw UsageError(description: "secrets has the subcommands list and delete CONTEXT.")
         }
     }
 }

@@ -1,10 +1,10 @@
 /// Finds a key that appears twice in one JSON object, which `JSONDecoder` and
 /// `JSONSerialization` silently resolve by keeping one of them: a configuration with
 /// `"root"` twice must be an error, not a guess.
-enum JSONDuplicateKeys {
+package enum JSONDuplicateKeys {
     /// The path of the first duplicated key (`remotes.a`), or nil when there is none or the text
     /// is not JSON (the decoder reports that).
-    static func first(in bytes: [UInt8]) -> String? {
+    package static func first(in bytes: [UInt8]) -> String? {
         var scanner = Scanner(bytes: bytes)
         return scanner.duplicate()
     }

@@ -1,0 +1,365 @@
+import BuckiaCore
+import BuckiaHTTP
+import BuckiaSecurity
+import Foundation
+
+/// Where to log in: an OAuth 2 / OpenID Connect issuer and this app's client id.
+public struct OAuthConfiguration: Sendable, Hashable {
+    /// The issuer; its `/.well-known/openid-configuration` names the endpoints.
+    public var issuer: URL
+    /// The OAuth client id of this app (a public client: there is no client secret on a device).
+    public var clientId: String
+    /// The scopes to ask for; `offline_access` is what earns a refresh token.
+    public var scopes: [String]
+    /// The secret-store context prefix the tokens are kept under (`oauth/<name>/…`).
+    public var name: String
+
+    /// Creates a configuration.
+    public init(issuer: URL, clientId: String, scopes: [String] = ["openid", "offline_access"], name: String) {
+        self.issuer = issuer
+        self.clientId = clientId
+        self.scopes = scopes
+        self.name = name
+    }
+
+    /// Okta's default authorization server for `domain` (`https://DOMAIN/oauth2/default`).
+    public static func okta(domain: String, clientId: String, name: String = "okta") throws -> OAuthConfiguration {
+        guard let issuer = URL(string: "https://\(domain)/oauth2/default"), issuer.host == domain else {
+            throw BuckiaError(.invalidConfiguration, "The Okta domain \(domain.debugDescription) is not a host name.")
+        }
+        return OAuthConfiguration(issuer: issuer, clientId: clientId, name: name)
+    }
+
+    /// The configuration an ``AuthenticationConfiguration`` of method `.okta` (credentials
+    /// `domain`, `clientId`) or `.oauth` (credentials `issuer`, `clientId`, optional `scopes`)
+    /// describes; the token context names the store entries (else `oauth`).
+    public init(_ authentication: AuthenticationConfiguration) throws {
+        let name = authentication.tokenContext ?? authentication.method.rawValue
+        func credential(_ key: String) throws -> String {
+            guard let value = authentication.credentials[key], !value.isEmpty else {
+                throw BuckiaError(.invalidConfiguration, "An \(authentication.method.rawValue) login needs the credential \(key) in authConfig.credentials.")
+            }
+            return value.exposedValue
+        }
+        switch authentication.method {
+        case .okta:
+            self = try .okta(domain: try credential("domain"), clientId: try credential("clientId"), name: name)
+        case .oauth:
+            guard let issuer = URL(string: try credential("issuer")), issuer.scheme != nil, issuer.host != nil else {
+                throw BuckiaError(.invalidConfiguration, "The credential issuer of an oauth login is not a URL.")
+            }
+            var configuration = OAuthConfiguration(issuer: issuer, clientId: try credential("clientId"), name: name)
+            if let scopes = authentication.credentials["scopes"]?.exposedValue { configuration.scopes = scopes.split(separator: " ").map(String.init) }
+            self = configuration
+        default:
+            throw BuckiaError(.invalidConfiguration, "Logging in needs authConfig.method okta or oauth, not \(authentication.method.rawValue).")
+        }
+        try SecretContext.check("oauth/\(name)/refresh")
+    }
+}
+
+/// What the device authorization endpoint answered (RFC 8628 §3.2): what to show the user.
+public struct DeviceAuthorization: Sendable, Hashable {
+    /// The code the user types.
+    public var userCode: String
+    /// Where the user types it.
+    public var verificationURI: URL
+    /// The same page with the code filled in, when the server offers one.
+    public var verificationURIComplete: URL?
+    /// When the device code stops working.
+    public var expiresAt: Date
+    /// How long to wait between polls.
+    public var interval: Duration
+}
+
+/// Why a login or a refresh failed, in terms a user can act on.
+public struct OAuthFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kinds of failure.
+    public enum Kind: String, Sendable, Hashable {
+        /// The refresh token is gone, revoked or spent: the user must log in again.
+        case loginRequired
+        /// The user refused the device login.
+        case accessDenied
+        /// The device code expired before the user approved it.
+        case expired
+        /// The server answered something that is not OAuth.
+        case malformed
+        /// The server refused for another reason (`error` and `error_description`).
+        case refused
+    }
+
+    /// The kind.
+    public var kind: Kind
+    /// The details (never a token).
+    public var detail: String
+
+    public var description: String {
+        switch kind {
+        case .loginRequired: "The login has ended (\(detail)); log in again (buckia login REMOTE)."
+        case .accessDenied: "The login was refused by the user (\(detail))."
+        case .expired: "The login code expired before it was approved (\(detail)); start the login again."
+        case .malformed: "The authorization server's answer is not OAuth: \(detail)."
+        case .refused: "The authorization server refused: \(detail)."
+        }
+    }
+
+    /// The failure as a ``BuckiaError`` (`unauthorized`, or `corrupt` for a malformed answer).
+    public var error: BuckiaError { BuckiaError(kind == .malformed ? .corrupt : .unauthorized, description, operation: "oauth") }
+}
+
+/// An OAuth 2 login kept in a ``SecretStore``: the device authorization grant (RFC 8628) to log
+/// in from a terminal, and access tokens refreshed shortly before they expire.
+///
+/// However many tasks ask ``accessToken()`` at once, one refresh request is in flight; every
+/// caller gets its result. A rotated refresh token is saved before the new access token is
+/// handed out, so a crash between the two never leaves only a spent refresh token behind.
+/// Token requests are never retried automatically: a refresh whose answer was lost may have
+/// rotated the token on the server, and presenting the old one again would look like theft
+/// (RFC 9700 §4.14.2). A failed refresh keeps the stored refresh token for the next attempt,
+/// unless the server says it is dead, which is ``OAuthFailure/Kind/loginRequired``.
+public actor OAuthSession {
+    /// The login's configuration.
+    public nonisolated let configuration: OAuthConfiguration
+    private let store: any SecretStore
+    private let http: HTTPClient
+    private let clock: @Sendable () -> Date
+    private let sleep: @Sendable (Duration) async throws -> Void
+    /// How long before expiry an access token is refreshed.
+    public nonisolated let refreshMargin: Duration
+
+    private var endpoints: Endpoints?
+    private var refreshing: Task<Secret, any Error>?
+    /// Callers inside ``accessToken()`` now: for tests that prove one refresh serves them all.
+    package private(set) var callersWaiting = 0
+
+    struct Endpoints: Sendable {
+        var token: URL
+        var device: URL?
+        var revocation: URL?
+    }
+
+    /// Creates a session. `clock` and `sleep` are injected so tests need not wait for time.
+    public init(
+        configuration: OAuthConfiguration, store: any SecretStore, http: HTTPClient = HTTPClient(), refreshMargin: Duration = .seconds(60),
+        clock: @escaping @Sendable () -> Date = { Date() }, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.http = http
+        self.refreshMargin = refreshMargin
+        self.clock = clock
+        self.sleep = sleep
+    }
+
+    var accessContext: String { "oauth/\(configuration.name)/access" }
+    var refreshContext: String { "oauth/\(configuration.name)/refresh" }
+
+    // MARK: Device login
+
+    /// Logs in with the device authorization grant: asks for a code, hands it to `present` (to
+    /// print or show), polls until the user approves (slowing down when told), and saves the
+    /// tokens.
+    ///
+    /// - Throws: ``OAuthFailure`` (`accessDenied`, `expired`, `refused`, `malformed`), or a
+    ///   ``BuckiaError`` for transport failures.
+    public func login(present: @Sendable (DeviceAuthorization) -> Void) async throws {
+        let endpoints = try await discover()
+        guard let deviceEndpoint = endpoints.device else {
+            throw OAuthFailure(kind: .refused, detail: "the issuer offers no device authorization endpoint")
+        }
+        let answer = try await post(deviceEndpoint, ["client_id": configuration.clientId, "scope": configuration.scopes.joined(separator: " ")])
+        guard answer.status == 200 else { throw failure(answer) }
+        let object = try answer.object()
+        guard let deviceCode = object["device_code"] as? String, let userCode = object["user_code"] as? String,
+              let uriText = object["verification_uri"] as? String, let uri = URL(string: uriText)
+        else { throw OAuthFailure(kind: .malformed, detail: "the device authorization lacks device_code, user_code or verification_uri") }
+        let lifetime = Self.seconds(object["expires_in"]) ?? 600
+        var interval = Duration.seconds(Self.seconds(object["interval"]) ?? 5)
+        let expiresAt = clock().addingTimeInterval(Double(lifetime))
+        present(DeviceAuthorization(
+            userCode: userCode, verificationURI: uri, verificationURIComplete: (object["verification_uri_complete"] as? String).flatMap(URL.init(string:)),
+            expiresAt: expiresAt, interval: interval))
+        while true {
+            try await sleep(interval)
+            guard clock() < expiresAt else { throw OAuthFailure(kind: .expired, detail: "no approval in \(lifetime) s") }
+            let poll = try await post(
+                endpoints.token, ["grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": deviceCode, "client_id": configuration.clientId])
+            if poll.status == 200 {
+                _ = try save(try poll.object())
+                return
+            }
+            switch try poll.errorCode() {
+            case "authorization_pending": continue
+            case "slow_down": interval += .seconds(5)  // RFC 8628 §3.5: every slow_down adds 5 s for good
+            case "access_denied": throw OAuthFailure(kind: .accessDenied, detail: "access_denied")
+            case "expired_token": throw OAuthFailure(kind: .expired, detail: "expired_token")
+            default: throw failure(poll)
+            }
+        }
+    }
+
+    // MARK: Access tokens
+
+    /// A live access token: the saved one while it has more than ``refreshMargin`` left, else a
+    /// refreshed one. Concurrent callers share one refresh.
+    ///
+    /// - Throws: ``OAuthFailure`` `loginRequired` when there is no login or the server ended it.
+    public func accessToken() async throws -> Secret {
+        callersWaiting += 1
+        defer { callersWaiting -= 1 }
+        if let stored = try store.load(accessContext), let expires = stored.expiresAt,
+           expires.timeIntervalSince(clock()) > Double(refreshMargin.components.seconds)
+        {
+            return stored.value
+        }
+        if let refreshing { return try await refreshing.value }
+        let task = Task { try await self.refresh() }
+        refreshing = task
+        defer { refreshing = nil }
+        return try await task.value
+    }
+
+    /// Refreshes now, whatever the access token's expiry (after a 401 from a resource server).
+    public func forceRefresh() async throws -> Secret {
+        if let refreshing { return try await refreshing.value }
+        let task = Task { try await self.refresh() }
+        refreshing = task
+        defer { refreshing = nil }
+        return try await task.value
+    }
+
+    private func refresh() async throws -> Secret {
+        guard let refreshToken = try store.load(refreshContext)?.value else {
+            throw OAuthFailure(kind: .loginRequired, detail: "there is no saved login for \(configuration.name)")
+        }
+        let endpoints = try await discover()
+        let answer = try await post(
+            endpoints.token, ["grant_type": "refresh_token", "refresh_token": refreshToken.exposedValue, "client_id": configuration.clientId])
+        guard answer.status == 200 else {
+            let code = try answer.errorCode()
+            if code == "invalid_grant" {
+                // The refresh token is dead: keeping it would only fail again.
+                try store.delete(refreshContext)
+                try store.delete(accessContext)
+                throw OAuthFailure(kind: .loginRequired, detail: "the server answered invalid_grant")
+            }
+            throw failure(answer)
+        }
+        return try save(try answer.object())
+    }
+
+    /// Saves a token answer: the refresh token first (when it rotated), then the access token.
+    private func save(_ object: [String: Any]) throws -> Secret {
+        guard let access = object["access_token"] as? String, !access.isEmpty else {
+            throw OAuthFailure(kind: .malformed, detail: "the token answer has no access_token")
+        }
+        if let type = object["token_type"] as? String, type.lowercased() != "bearer" {
+            throw OAuthFailure(kind: .malformed, detail: "the token type is \(type.debugDescription), not Bearer")
+        }
+        let lifetime = Self.seconds(object["expires_in"]) ?? 3600
+        let now = clock()
+        if let refresh = object["refresh_token"] as? String, !refresh.isEmpty {
+            try store.save(StoredSecret(value: Secret(refresh), savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]), for: refreshContext)
+        }
+        try store.save(
+            StoredSecret(value: Secret(access), expiresAt: now.addingTimeInterval(Double(lifetime)), savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]),
+            for: accessContext)
+        return Secret(access)
+    }
+
+    /// Forgets the login, and revokes the refresh token at the server when it offers revocation.
+    ///
+    /// - Returns: Whether there was a login to forget.
+    @discardableResult
+    public func logout(revoke: Bool = true) async throws -> Bool {
+        let refresh = try store.load(refreshContext)
+        if revoke, let refresh, let endpoint = try await discover().revocation {
+            // RFC 7009: the server answers 200 for a token it does not know too.
+            let answer = try await post(endpoint, ["token": refresh.value.exposedValue, "token_type_hint": "refresh_token", "client_id": configuration.clientId])
+            guard answer.status == 200 else { throw failure(answer) }
+        }
+        let hadAccess = try store.delete(accessContext)
+        let hadRefresh = try store.delete(refreshContext)
+        return hadAccess || hadRefresh
+    }
+
+    // MARK: HTTP
+
+    private func discover() async throws -> Endpoints {
+        if let endpoints { return endpoints }
+        try Self.checkSecure(configuration.issuer)
+        let url = configuration.issuer.appendingPathComponent(".well-known/openid-configuration")
+        let response = try await http.send(HTTPRequest(.get, url))
+        let object = try Answer(status: response.status, data: response.data).object()
+        guard let tokenText = object["token_endpoint"] as? String, let token = URL(string: tokenText) else {
+            throw OAuthFailure(kind: .malformed, detail: "the discovery document has no token_endpoint")
+        }
+        let found = Endpoints(
+            token: token, device: (object["device_authorization_endpoint"] as? String).flatMap(URL.init(string:)),
+            revocation: (object["revocation_endpoint"] as? String).flatMap(URL.init(string:)))
+        for endpoint in [found.token, found.device, found.revocation].compactMap({ $0 }) { try Self.checkSecure(endpoint) }
+        endpoints = found
+        return found
+    }
+
+    /// Tokens travel only over https, or to a server on this machine.
+    static func checkSecure(_ url: URL) throws {
+        let loopback = ["127.0.0.1", "::1", "localhost"].contains(url.host ?? "")
+        guard url.scheme == "https" || (url.scheme == "http" && loopback) else {
+            throw BuckiaError(.invalidConfiguration, "The OAuth endpoint \(url.absoluteString) is not https; tokens travel only over https (or to this machine).")
+        }
+    }
+
+    struct Answer {
+        var status: Int
+        var data: Data
+
+        func object() throws -> [String: Any] {
+            do {
+                try JSONValidation.validate(data, maximumDepth: 8)
+                if let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] { return object }
+            } catch {}
+            throw OAuthFailure(kind: .malformed, detail: "HTTP \(status) with a body that is not a JSON object")
+        }
+
+        func errorCode() throws -> String {
+            guard let code = try object()["error"] as? String else {
+                throw OAuthFailure(kind: .malformed, detail: "HTTP \(status) without an OAuth error code")
+            }
+            return code
+        }
+    }
+
+    private func failure(_ answer: Answer) -> OAuthFailure {
+        var object: [String: Any] = [:]
+        do {
+            object = try answer.object()
+        } catch {
+            return OAuthFailure(kind: .malformed, detail: "HTTP \(answer.status) with a body that is not a JSON object")
+        }
+        let code = object["error"] as? String ?? "HTTP \(answer.status)"
+        let description = (object["error_description"] as? String).map { ": \($0.prefix(200))" } ?? ""
+        return OAuthFailure(kind: .refused, detail: code + description)
+    }
+
+    /// POSTs a form, once (token requests are not idempotent), and returns any final answer.
+    private func post(_ url: URL, _ fields: [String: String]) async throws -> Answer {
+        let body = fields.sorted { $0.key < $1.key }.map { "\($0.key)=\(Self.formEncode($0.value))" }.joined(separator: "&")
+        var request = HTTPRequest(.post, url, body: .data(Data(body.utf8)), accepts: .all, retryPolicy: RetryPolicy.none)
+        request.headers.set("Content-Type", "application/x-www-form-urlencoded")
+        request.headers.set("Accept", "application/json")
+        let response = try await http.send(request)
+        return Answer(status: response.status, data: response.data)
+    }
+
+    static func formEncode(_ value: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+    }
+
+    static func seconds(_ value: Any?) -> Int64? {
+        guard let number = value as? NSNumber, number.doubleValue.isFinite, number.doubleValue >= 0, number.doubleValue <= 31_536_000 else { return nil }
+        return Int64(number.doubleValue)
+    }
+}

@@ -1,0 +1,237 @@
+import BuckiaCore
+import BuckiaHTTP
+import BuckiaSecurity
+import BuckiaTestSupport
+import Foundation
+import Testing
+
+@testable import BuckiaOAuth
+
+/// A clock the test moves by hand, and a sleep that records instead of waiting.
+final class ManualTime: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current = Date(timeIntervalSince1970: 1_800_000_000)
+    private var slept: [Duration] = []
+    var onSleep: (@Sendable (Int) async throws -> Void)?
+
+    var now: Date { lock.withLock { current } }
+    var sleeps: [Duration] { lock.withLock { slept } }
+    func advance(_ seconds: Double) { lock.withLock { current = current.addingTimeInterval(seconds) } }
+    var clock: @Sendable () -> Date { { self.now } }
+    var sleep: @Sendable (Duration) async throws -> Void {
+        { duration in
+            let count = self.lock.withLock {
+                self.slept.append(duration)
+                self.current = self.current.addingTimeInterval(Double(duration.components.seconds))
+                return self.slept.count
+            }
+            try await self.onSleep?(count)
+        }
+    }
+}
+
+@Suite("OAuth login and refresh against the emulator")
+struct OAuthSessionTests {
+    func session(_ emulator: OAuthEmulator, store: any SecretStore, time: ManualTime) -> OAuthSession {
+        OAuthSession(
+            configuration: OAuthConfiguration(issuer: emulator.issuer, clientId: emulator.clientId, name: "test"), store: store,
+            http: HTTPClient(configuration: .init(retryPolicy: .none)), clock: time.clock, sleep: time.sleep)
+    }
+
+    /// Logs in, approving after `pendingPolls` polls, with `slowDowns` slow_down answers first.
+    func login(_ session: OAuthSession, _ emulator: OAuthEmulator, time: ManualTime, pendingPolls: Int = 2) async throws -> DeviceAuthorization {
+        let shown = Locked<DeviceAuthorization?>(nil)
+        time.onSleep = { count in
+            if count == pendingPolls + 1, let code = shown.withLock({ $0?.userCode }) {
+                try await emulator.control("approve", ["user_code": code, "sub": "alice"])
+            }
+        }
+        try await session.login { authorization in shown.withLock { $0 = authorization } }
+        return try #require(shown.withLock { $0 })
+    }
+
+    /// A fresh emulator and a session logged in to it.
+    func loggedIn(rotate: Bool = true) async throws -> (OAuthEmulator, InMemorySecretStore, ManualTime, OAuthSession) {
+        let emulator = try await OAuthEmulator.start(rotate: rotate)
+        let store = InMemorySecretStore()
+        let time = ManualTime()
+        let session = session(emulator, store: store, time: time)
+        do {
+            _ = try await login(session, emulator, time: time)
+        } catch {
+            emulator.stop()
+            throw error
+        }
+        return (emulator, store, time, session)
+    }
+
+    @Test("Device login: the code is shown, polls wait the interval, and the tokens are saved")
+    func deviceLogin() async throws {
+        let emulator = try await OAuthEmulator.start()
+        defer { emulator.stop() }
+        let store = InMemorySecretStore()
+        let time = ManualTime()
+        let session = session(emulator, store: store, time: time)
+        let shown = try await login(session, emulator, time: time, pendingPolls: 2)
+        #expect(shown.userCode.count == 9)
+        #expect(shown.verificationURI.absoluteString.hasPrefix(emulator.issuer.absoluteString))
+        #expect(time.sleeps == [.seconds(5), .seconds(5), .seconds(5)])
+        #expect(try await emulator.tokenRequests("urn:ietf:params:oauth:grant-type:device_code") == 3)
+        let access = try await session.accessToken()
+        #expect(try await emulator.accepts(access.exposedValue))
+        #expect(try store.load("oauth/test/refresh") != nil)
+        #expect(try store.load("oauth/test/access")?.expiresAt == time.now.addingTimeInterval(300))
+    }
+
+    @Test("slow_down adds five seconds to the interval for good (RFC 8628 §3.5)")
+    func slowDown() async throws {
+        let emulator = try await OAuthEmulator.start()
+        defer { emulator.stop() }
+        try await emulator.control("slow-down", ["count": 2])
+        let time = ManualTime()
+        let session = session(emulator, store: InMemorySecretStore(), time: time)
+        _ = try await login(session, emulator, time: time, pendingPolls: 3)
+        #expect(time.sleeps == [.seconds(5), .seconds(10), .seconds(15), .seconds(15)])
+    }
+
+    @Test("A refused device login and an expired code are typed failures")
+    func refusedLogin() async throws {
+        let emulator = try await OAuthEmulator.start()
+        defer { emulator.stop() }
+        let time = ManualTime()
+        let shown = Locked<String?>(nil)
+        time.onSleep = { count in
+            if count == 1, let code = shown.withLock({ $0 }) { try await emulator.control("deny", ["user_code": code]) }
+        }
+        let denied = await #expect(throws: OAuthFailure.self) {
+            try await session(emulator, store: InMemorySecretStore(), time: time).login { authorization in shown.withLock { $0 = authorization.userCode } }
+        }
+        #expect(denied?.kind == .accessDenied)
+
+        let later = ManualTime()
+        later.onSleep = { _ in later.advance(700) }
+        let expired = await #expect(throws: OAuthFailure.self) {
+            try await session(emulator, store: InMemorySecretStore(), time: later).login { _ in }
+        }
+        #expect(expired?.kind == .expired)
+    }
+
+    @Test("A token near expiry is refreshed once for 50 concurrent callers, and the rotated refresh token is saved")
+    func singleRefresh() async throws {
+        let (emulator, store, time, session) = try await loggedIn()
+        defer { emulator.stop() }
+        let first = try await session.accessToken()
+        let firstRefresh = try #require(try store.load("oauth/test/refresh")).value
+        #expect(try await emulator.tokenRequests("refresh_token") == 0)
+
+        time.advance(300 - 30)  // inside the 60 s margin
+        try await emulator.control("hold", ["grant": "refresh_token"])
+        let tokens = try await withThrowingTaskGroup(of: Secret.self) { group in
+            for _ in 0..<50 { group.addTask { try await session.accessToken() } }
+            // Release the held refresh only once every caller is inside accessToken(): a session
+            // without one shared refresh would have sent 50 by then.
+            var rounds = 0
+            while true {
+                let inside = await session.callersWaiting
+                let held = try await emulator.stats()["held"] as? Int ?? 0
+                if inside == 50 && held >= 1 { break }
+                rounds += 1
+                #expect(rounds < 10_000, "the callers never all arrived")
+                if rounds >= 10_000 { break }
+                await Task.yield()
+            }
+            try await emulator.control("hold")
+            var all: [Secret] = []
+            for try await token in group { all.append(token) }
+            return all
+        }
+        #expect(try await emulator.tokenRequests("refresh_token") == 1)
+        #expect(Set(tokens.map(\.exposedValue)).count == 1)
+        #expect(tokens[0] != first)
+        #expect(try await emulator.accepts(tokens[0].exposedValue))
+        let rotated = try #require(try store.load("oauth/test/refresh")).value
+        #expect(rotated != firstRefresh)
+    }
+
+    @Test("A revoked login is loginRequired, says to log in again, and forgets the dead tokens")
+    func revoked() async throws {
+        let (emulator, store, time, session) = try await loggedIn()
+        defer { emulator.stop() }
+        try await emulator.control("revoke-all")
+        time.advance(3600)
+        let failure = await #expect(throws: OAuthFailure.self) { try await session.accessToken() }
+        #expect(failure?.kind == .loginRequired)
+        #expect(failure?.description.contains("log in again") == true)
+        #expect(try store.entries().isEmpty)
+    }
+
+    @Test("A spent refresh token presented again revokes the login (rotation's theft detection)")
+    func reuseDetection() async throws {
+        let (emulator, store, time, session) = try await loggedIn()
+        defer { emulator.stop() }
+        let spent = try #require(try store.load("oauth/test/refresh"))
+        time.advance(3600)
+        _ = try await session.accessToken()
+        // Put the spent token back, as a store restored from an old backup would.
+        try store.save(spent, for: "oauth/test/refresh")
+        try store.delete("oauth/test/access")
+        // Within the server's reuse grace it still refreshes (a retry after a lost answer)…
+        _ = try await session.accessToken()
+        // …after it, it is theft, and the login ends.
+        try store.save(spent, for: "oauth/test/refresh")
+        try store.delete("oauth/test/access")
+        try await emulator.control("advance-clock", ["seconds": 31])
+        #expect((await #expect(throws: OAuthFailure.self) { try await session.accessToken() })?.kind == .loginRequired)
+    }
+
+    @Test("A stalled token endpoint times out without losing the saved refresh token, and the retry succeeds within the server's reuse grace")
+    func stall() async throws {
+        let emulator = try await OAuthEmulator.start()
+        defer { emulator.stop() }
+        let store = InMemorySecretStore()
+        let time = ManualTime()
+        let quick = OAuthSession(
+            configuration: OAuthConfiguration(issuer: emulator.issuer, clientId: emulator.clientId, name: "test"), store: store,
+            // The client's own policy retries timeouts: the session must not let it, for a token request.
+            http: HTTPClient(configuration: .init(timeout: .seconds(1))), clock: time.clock, sleep: time.sleep)
+        _ = try await login(quick, emulator, time: time)
+        let saved = try #require(try store.load("oauth/test/refresh"))
+        time.advance(3600)
+        try await emulator.control("stall", ["seconds": 3, "count": 1])
+        await #expect(throws: BuckiaError.self) { try await quick.accessToken() }
+        #expect(try store.load("oauth/test/refresh") == saved)
+        #expect(try await emulator.accepts(try await quick.accessToken().exposedValue))
+    }
+
+    @Test("Without rotation the refresh token stays; logout revokes it at the server")
+    func logout() async throws {
+        let (emulator, store, time, session) = try await loggedIn(rotate: false)
+        defer { emulator.stop() }
+        let refresh = try #require(try store.load("oauth/test/refresh")).value
+        time.advance(3600)
+        let access = try await session.accessToken()
+        #expect(try store.load("oauth/test/refresh")?.value == refresh)
+        #expect(try await session.logout())
+        #expect(try store.entries().isEmpty)
+        #expect(try await !emulator.accepts(access.exposedValue))
+        #expect((await #expect(throws: OAuthFailure.self) { try await session.accessToken() })?.kind == .loginRequired)
+    }
+
+    @Test("Plain http to a host other than this machine is refused before anything is sent")
+    func insecure() async throws {
+        let session = OAuthSession(
+            configuration: OAuthConfiguration(issuer: URL(string: "http://id.example")!, clientId: "c", name: "test"), store: InMemorySecretStore())
+        #expect((await #expect(throws: BuckiaError.self) { try await session.login { _ in } })?.code == .invalidConfiguration)
+    }
+
+    @Test("Okta and oauth authentication configurations name the issuer")
+    func configurations() throws {
+        let okta = try OAuthConfiguration(.okta(domain: "dev-1.okta.com", clientId: "abc"))
+        #expect(okta.issuer.absoluteString == "https://dev-1.okta.com/oauth2/default")
+        let oauth = try OAuthConfiguration(
+            AuthenticationConfiguration(method: .oauth, credentials: ["issuer": "https://id.example", "clientId": "c", "scopes": "openid email"], tokenContext: "work"))
+        #expect(oauth.scopes == ["openid", "email"] && oauth.name == "work")
+        #expect(throws: BuckiaError.self) { try OAuthConfiguration(.apiKey("k")) }
+        #expect(throws: BuckiaError.self) { try OAuthConfiguration(.okta(domain: "a/b", clientId: "c")) }
+    }
+}

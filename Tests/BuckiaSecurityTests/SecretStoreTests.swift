@@ -1,0 +1,288 @@
+import BuckiaCore
+import Foundation
+import Testing
+
+@testable import BuckiaSecurity
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A folder removed when the test ends.
+final class ScratchFolder: @unchecked Sendable {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-secrets-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// The stores every scenario runs over.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case memory, file, fileWithKey, fileWithPassphrase
+    var testDescription: String { rawValue }
+
+    static let key = Secret(Data(repeating: 7, count: 32).base64EncodedString())
+
+    func make(_ folder: URL) -> any SecretStore {
+        switch self {
+        case .memory: InMemorySecretStore()
+        case .file: FileSecretStore(folder: folder.appendingPathComponent("s"))
+        case .fileWithKey: FileSecretStore(folder: folder.appendingPathComponent("s"), encryption: .key(Self.key))
+        case .fileWithPassphrase: FileSecretStore(folder: folder.appendingPathComponent("s"), encryption: .passphrase("correct horse battery staple"))
+        }
+    }
+}
+
+private let savedAt = Date(timeIntervalSince1970: 1_800_000_000)
+
+@Suite("Secret stores")
+struct SecretStoreTests {
+    @Test("Save, load, replace, list and delete", arguments: StoreKind.allCases)
+    func lifecycle(_ kind: StoreKind) throws {
+        let scratch = try ScratchFolder()
+        let store = kind.make(scratch.url)
+        #expect(try store.load("a") == nil)
+        #expect(try store.entries().isEmpty)
+        let first = StoredSecret(value: "s3cr3t-one", expiresAt: savedAt.addingTimeInterval(60), savedAt: savedAt, metadata: ["algorithm": "EdDSA"])
+        try store.save(first, for: "a")
+        try store.save(StoredSecret(value: "s3cr3t-two", savedAt: savedAt), for: "remote:b2/applicationKey")
+        #expect(try store.load("a") == first)
+        try store.save(StoredSecret(value: "s3cr3t-three", savedAt: savedAt.addingTimeInterval(5)), for: "a")
+        #expect(try store.load("a")?.value == "s3cr3t-three")
+        #expect(try store.load("a")?.expiresAt == nil)
+        #expect(try store.entries().map(\.context) == ["a", "remote:b2/applicationKey"])
+        #expect(try store.delete("a"))
+        #expect(try !store.delete("a"))
+        #expect(try store.load("a") == nil)
+        #expect(try store.load("remote:b2/applicationKey")?.value == "s3cr3t-two")
+    }
+
+    @Test("A reopened file store reads what an earlier instance saved", arguments: [StoreKind.file, .fileWithKey, .fileWithPassphrase])
+    func persistence(_ kind: StoreKind) throws {
+        let scratch = try ScratchFolder()
+        try kind.make(scratch.url).save(StoredSecret(value: "persisted", expiresAt: savedAt, savedAt: savedAt), for: "ctx")
+        let reopened = kind.make(scratch.url)
+        #expect(try reopened.load("ctx") == StoredSecret(value: "persisted", expiresAt: savedAt, savedAt: savedAt))
+    }
+
+    @Test("Bad context names are refused", arguments: ["", "a b", "a\nb", "../x", "a/../b", "/a", "a/", "a//b", "./a", String(repeating: "a", count: 201), "caf\u{E9}"])
+    func contextNames(_ context: String) throws {
+        let scratch = try ScratchFolder()
+        for kind in StoreKind.allCases {
+            let store = kind.make(scratch.url)
+            #expect(throws: BuckiaError.self) { try store.save(StoredSecret(value: "x", savedAt: savedAt), for: context) }
+            #expect(throws: BuckiaError.self) { try store.load(context) }
+        }
+    }
+
+    @Test("The file store's folder is 0700 and its file 0600")
+    func modes() throws {
+        let scratch = try ScratchFolder()
+        let store = FileSecretStore(folder: scratch.url.appendingPathComponent("nested/secrets"))
+        try store.save(StoredSecret(value: "x", savedAt: savedAt), for: "a")
+        var info = stat()
+        #expect(stat(store.folder.path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o700)
+        #expect(stat(store.file.path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: store.folder.path).sorted()
+        #expect(leftovers == ["secrets.json", "secrets.lock"])
+    }
+
+    @Test("A folder or file others can read is refused, as ssh does")
+    func permissiveModes() throws {
+        let scratch = try ScratchFolder()
+        let store = FileSecretStore(folder: scratch.url.appendingPathComponent("s"))
+        try store.save(StoredSecret(value: "x", savedAt: savedAt), for: "a")
+        chmod(store.file.path, 0o644)
+        let fileError = #expect(throws: BuckiaError.self) { try store.load("a") }
+        #expect(fileError?.code == .permissionDenied)
+        #expect(fileError?.message.contains("chmod 600") == true)
+        chmod(store.file.path, 0o600)
+        chmod(store.folder.path, 0o755)
+        let folderError = #expect(throws: BuckiaError.self) { try store.load("a") }
+        #expect(folderError?.message.contains("chmod 700") == true)
+        chmod(store.folder.path, 0o700)
+        #expect(try store.load("a")?.value == "x")
+    }
+
+    @Test("A symbolic link in place of the file is not followed")
+    func symlink() throws {
+        let scratch = try ScratchFolder()
+        let store = FileSecretStore(folder: scratch.url.appendingPathComponent("s"))
+        try store.save(StoredSecret(value: "x", savedAt: savedAt), for: "a")
+        let elsewhere = scratch.url.appendingPathComponent("elsewhere.json")
+        try FileManager.default.moveItem(at: store.file, to: elsewhere)
+        try FileManager.default.createSymbolicLink(at: store.file, withDestinationURL: elsewhere)
+        #expect(throws: BuckiaError.self) { try store.load("a") }
+    }
+
+    @Test("An encrypted file holds no secret, context name or metadata in the clear", arguments: [StoreKind.fileWithKey, .fileWithPassphrase])
+    func encryptedAtRest(_ kind: StoreKind) throws {
+        let scratch = try ScratchFolder()
+        let store = kind.make(scratch.url) as! FileSecretStore
+        try store.save(StoredSecret(value: "TOPSECRETVALUE", savedAt: savedAt, metadata: ["endpoint": "https://id.example"]), for: "oauth/refresh")
+        let text = try String(contentsOf: store.file, encoding: .utf8)
+        for clear in ["TOPSECRETVALUE", "oauth/refresh", "id.example", Data("TOPSECRETVALUE".utf8).base64EncodedString()] {
+            #expect(!text.contains(clear))
+        }
+        #expect(text.contains("AES-256-GCM"))
+    }
+
+    @Test("A wrong key or passphrase, no key, or a plain file under a key is refused and changes nothing")
+    func wrongKeys() throws {
+        let scratch = try ScratchFolder()
+        let folder = scratch.url.appendingPathComponent("s")
+        try FileSecretStore(folder: folder, encryption: .passphrase("right")).save(StoredSecret(value: "x", savedAt: savedAt), for: "a")
+        let before = try Data(contentsOf: folder.appendingPathComponent("secrets.json"))
+        let attempts: [FileSecretStore.Encryption] = [.passphrase("wrong"), .none, .key(StoreKind.key)]
+        for encryption in attempts {
+            let store = FileSecretStore(folder: folder, encryption: encryption)
+            let error = #expect(throws: BuckiaError.self) { try store.load("a") }
+            #expect(error?.code == .permissionDenied)
+            #expect(throws: BuckiaError.self) { try store.save(StoredSecret(value: "y", savedAt: savedAt), for: "b") }
+        }
+        #expect(try Data(contentsOf: folder.appendingPathComponent("secrets.json")) == before)
+
+        let plainFolder = scratch.url.appendingPathComponent("plain")
+        try FileSecretStore(folder: plainFolder).save(StoredSecret(value: "x", savedAt: savedAt), for: "a")
+        #expect((#expect(throws: BuckiaError.self) { try FileSecretStore(folder: plainFolder, encryption: .key(StoreKind.key)).load("a") })?.code == .permissionDenied)
+        #expect(throws: BuckiaError.self) { try FileSecretStore(folder: scratch.url.appendingPathComponent("k"), encryption: .key("c2hvcnQ=")).save(StoredSecret(value: "x", savedAt: savedAt), for: "a") }
+    }
+
+    /// Edits the store file's JSON with `change`.
+    func edit(_ store: FileSecretStore, _ change: (inout [String: Any]) -> Void) throws {
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: store.file)) as? [String: Any])
+        change(&object)
+        try JSONSerialization.data(withJSONObject: object).write(to: store.file)
+        chmod(store.file.path, 0o600)
+    }
+
+    @Test("A sealed file that was altered — a bit of the box, a lowered scrypt cost, another salt — does not open")
+    func tamperedSeal() throws {
+        let scratch = try ScratchFolder()
+        let store = StoreKind.fileWithPassphrase.make(scratch.url) as! FileSecretStore
+        try store.save(StoredSecret(value: "x", savedAt: savedAt), for: "a")
+        let original = try Data(contentsOf: store.file)
+        let changes: [(inout [String: Any]) -> Void] = [
+            { object in
+                var sealed = Data(base64Encoded: object["sealed"] as! String)!
+                sealed[20] ^= 1
+                object["sealed"] = sealed.base64EncodedString()
+            },
+            { object in
+                var info = object["encryption"] as! [String: Any]
+                info["n"] = 1 << 14
+                object["encryption"] = info
+            },
+            { object in
+                var info = object["encryption"] as! [String: Any]
+                info["salt"] = Data(repeating: 1, count: 16).base64EncodedString()
+                object["encryption"] = info
+            },
+        ]
+        for change in changes {
+            try original.write(to: store.file)
+            try edit(store, change)
+            let fresh = StoreKind.fileWithPassphrase.make(scratch.url)
+            #expect((#expect(throws: BuckiaError.self) { try fresh.load("a") })?.code == .permissionDenied)
+        }
+    }
+
+    @Test(
+        "A damaged store file is a typed error that says what to do, never a silent empty store",
+        arguments: [
+            "", "{", "[]", #"{"format":"other","version":1,"entries":{}}"#, #"{"format":"buckia-secrets","version":2,"entries":{}}"#,
+            #"{"format":"buckia-secrets","version":1}"#, #"{"format":"buckia-secrets","version":1,"entries":{"a b":{"value":"x","savedAt":0}}}"#,
+            #"{"format":"buckia-secrets","version":1,"entries":{"a":{"value":"x","savedAt":1e300}}}"#,
+            #"{"format":"buckia-secrets","version":1,"entries":{"a":{"value":"x","savedAt":0}},"entries":{}}"#,
+            #"{"format":"buckia-secrets","version":1,"encryption":{"cipher":"AES-256-GCM","kdf":"scrypt","salt":"AAAAAAAAAAAAAAAAAAAAAA==","n":4294967296,"r":8,"p":1},"sealed":"AAAA"}"#,
+        ])
+    func damaged(_ text: String) throws {
+        let scratch = try ScratchFolder()
+        let passphrase = text.contains("scrypt")
+        let store = FileSecretStore(folder: scratch.url.appendingPathComponent("s"), encryption: passphrase ? .passphrase("p") : .none)
+        try store.save(StoredSecret(value: "x", savedAt: savedAt), for: "seed")
+        try Data(text.utf8).write(to: store.file)
+        chmod(store.file.path, 0o600)
+        let error = #expect(throws: BuckiaError.self) { try store.load("a") }
+        #expect(error?.code == .corrupt)
+        #expect(error?.message.contains("Move it aside") == true)
+        #expect(throws: BuckiaError.self) { try store.save(StoredSecret(value: "y", savedAt: savedAt), for: "b") }
+        #expect(try String(contentsOf: store.file, encoding: .utf8) == text)
+    }
+
+    @Test("Eight threads saving 25 secrets each into one file lose none of them")
+    func concurrentWriters() async throws {
+        let scratch = try ScratchFolder()
+        let folder = scratch.url.appendingPathComponent("s")
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<8 {
+                group.addTask {
+                    let store = FileSecretStore(folder: folder)  // its own instance, as another process would have
+                    for index in 0..<25 { try store.save(StoredSecret(value: Secret("v\(writer)-\(index)"), savedAt: savedAt), for: "w\(writer)-\(index)") }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let entries = try FileSecretStore(folder: folder).entries()
+        #expect(entries.count == 200)
+    }
+
+    @Test("A stored secret prints no value")
+    func redaction() {
+        let stored = StoredSecret(value: "TOPSECRETVALUE", expiresAt: savedAt, savedAt: savedAt)
+        var dumped = ""
+        dump(stored, to: &dumped)
+        for text in ["\(stored)", String(reflecting: stored), dumped] { #expect(!text.contains("TOPSECRETVALUE")) }
+    }
+
+    @Test("The standard store lives under XDG_CONFIG_HOME, else ~/.config, and takes its encryption from the environment")
+    func standardFolder() {
+        #expect(FileSecretStore.defaultFolder(environment: ["XDG_CONFIG_HOME": "/x/cfg", "HOME": "/h"]).path == "/x/cfg/buckia/secrets")
+        #expect(FileSecretStore.defaultFolder(environment: ["HOME": "/h"]).path == "/h/.config/buckia/secrets")
+        if case .passphrase = FileSecretStore.Encryption.fromEnvironment(["BUCKIA_SECRETS_PASSPHRASE": "p"]) {} else { Issue.record("passphrase not taken") }
+        if case .key = FileSecretStore.Encryption.fromEnvironment(["BUCKIA_SECRETS_KEY": "k", "BUCKIA_SECRETS_PASSPHRASE": "p"]) {} else { Issue.record("key not preferred") }
+        if case .none = FileSecretStore.Encryption.fromEnvironment([:]) {} else { Issue.record("encryption from nothing") }
+    }
+}
+
+@Suite("TokenManager")
+struct TokenManagerTests {
+    @Test("Tokens by context, with expiry: an expired token is not handed out")
+    func tokens() throws {
+        let clock = TestClock()
+        let manager = TokenManager(store: InMemorySecretStore(), clock: clock.source)
+        try manager.saveToken("tok", for: "user-u1", expiresAt: clock.now.addingTimeInterval(60), metadata: ["scope": "sync"])
+        #expect(try manager.getToken(for: "user-u1") == "tok")
+        clock.advance(60)
+        #expect(try manager.getToken(for: "user-u1") == nil)
+        #expect(try manager.storedToken(for: "user-u1")?.metadata == ["scope": "sync"])
+        try manager.deleteToken(for: "user-u1")
+        try manager.deleteToken(for: "user-u1")
+        #expect(try manager.storedToken(for: "user-u1") == nil)
+    }
+
+    @Test("The seed's sync token: issued from a saved key, verified by the manager's verifier")
+    func userStorageToken() throws {
+        let scratch = try ScratchFolder()
+        let clock = TestClock()
+        let folder = scratch.url.appendingPathComponent("secrets")
+        let manager = TokenManager(store: FileSecretStore(folder: folder), clock: clock.source)
+        #expect(throws: BuckiaError.self) { try manager.generateUserStorageToken(userId: "u1", grants: [], expiry: .seconds(60)) }
+        try manager.createSigningKey(keyId: "2026-11")
+        #expect((#expect(throws: BuckiaError.self) { try manager.createSigningKey(keyId: "2026-11") })?.code == .alreadyExists)
+        let sync: StorageGrants = [StoragePermissions.readOnly.restrictToPath("u1/"), StoragePermissions.write.restrictToPath("u1/inbound/")]
+        let token = try manager.generateUserStorageToken(userId: "u1", grants: sync, expiry: .seconds(86_400))
+        let reopened = TokenManager(store: FileSecretStore(folder: folder), clock: clock.source)
+        let claims = try reopened.verifier().verify(token.token.exposedValue)
+        #expect(claims.grants == sync)
+        try manager.createSigningKey(.hs256, keyId: "2026-12")
+        #expect(throws: BuckiaError.self) { try manager.generateUserStorageToken(userId: "u1", grants: sync, expiry: .seconds(60)) }
+        let second = try manager.generateUserStorageToken(userId: "u1", grants: sync, expiry: .seconds(60), keyId: "2026-12")
+        #expect(try reopened.verifier().verify(second.token.exposedValue).subject == "u1")
+        #expect(throws: BuckiaError.self) { try manager.generateUserStorageToken(userId: "u1", grants: [StoragePermissions.all.restrictToPath("../")], expiry: .seconds(60), keyId: "2026-12") }
+    }
+}

@@ -41,3 +41,20 @@ struct BunnyCDNGrantTests {
         #expect(factory.inexpressible(grants).map(\.grant) == [grants.grants[0], grants.grants[1]])
     }
 }
+
+@Suite("TokenManager.generateBunnyToken")
+struct TokenManagerBunnyTests {
+    @Test("Signs with the key saved in the store, and says where the key must be when it is missing")
+    func generate() throws {
+        let manager = TokenManager(store: InMemorySecretStore())
+        let url = try #require(URL(string: "https://zone.b-cdn.net/videos/intro.mp4"))
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect((#expect(throws: BuckiaError.self) { try manager.generateBunnyToken(for: url, expiry: .seconds(60), now: now) })?.code == .notFound)
+        try manager.saveToken("zone-token-key", for: TokenManager.bunnyTokenKeyContext)
+        let signed = try manager.generateBunnyToken(for: url, expiry: .seconds(60), countries: ["CA"], now: now)
+        let token = try BunnyTokenFactory(securityKey: "zone-token-key").validate(signed, now: now, country: "CA")
+        #expect(token.expires == now.addingTimeInterval(60))
+        #expect(throws: BunnyTokenRefusal.self) { try BunnyTokenFactory(securityKey: "zone-token-key").validate(signed, now: now, country: "US") }
+        #expect(throws: BunnyTokenRefusal.self) { try BunnyTokenFactory(securityKey: "another").validate(signed, now: now, country: "CA") }
+    }
+}

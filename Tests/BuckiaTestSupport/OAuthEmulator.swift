@@ -52,6 +52,14 @@ public final class OAuthEmulator: Sendable {
         ((try await stats())["token"] as? [String: Any])?[grant] as? Int ?? 0
     }
 
+    /// Whether `refreshToken` still refreshes (it is spent by the answer when tokens rotate).
+    public func refreshes(_ refreshToken: String) async throws -> Bool {
+        let body = "grant_type=refresh_token&client_id=\(clientId)&refresh_token=" + (refreshToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        var request = HTTPRequest(.post, issuer.appendingPathComponent("token"), body: .data(Data(body.utf8)), accepts: .all, retryPolicy: RetryPolicy.none)
+        request.headers.set("Content-Type", "application/x-www-form-urlencoded")
+        return try await HTTPClient().send(request).status == 200
+    }
+
     /// Whether `accessToken` opens the userinfo endpoint now.
     public func accepts(_ accessToken: String) async throws -> Bool {
         var request = HTTPRequest(.get, issuer.appendingPathComponent("userinfo"), accepts: .all, retryPolicy: RetryPolicy.none)

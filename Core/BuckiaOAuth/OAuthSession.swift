@@ -129,8 +129,12 @@ public actor OAuthSession {
 
     private var endpoints: Endpoints?
     private var refreshing: Task<Secret, any Error>?
+    /// Bumped by login and logout: a refresh that began before one of them saves nothing.
+    private var generation = 0
     /// Callers inside ``accessToken()`` now: for tests that prove one refresh serves them all.
     package private(set) var callersWaiting = 0
+    /// Logins and logouts waiting for a refresh in flight to end: for tests of that order.
+    package private(set) var settling = 0
 
     struct Endpoints: Sendable {
         var token: URL
@@ -163,18 +167,22 @@ public actor OAuthSession {
     /// - Throws: ``OAuthFailure`` (`accessDenied`, `expired`, `refused`, `malformed`), or a
     ///   ``BuckiaError`` for transport failures.
     public func login(present: @Sendable (DeviceAuthorization) -> Void) async throws {
+        await settleRefresh()
+        generation += 1
         let endpoints = try await discover()
         guard let deviceEndpoint = endpoints.device else {
             throw OAuthFailure(kind: .refused, detail: "the issuer offers no device authorization endpoint")
         }
         let answer = try await post(deviceEndpoint, ["client_id": configuration.clientId, "scope": configuration.scopes.joined(separator: " ")])
-        guard answer.status == 200 else { throw failure(answer) }
+        guard answer.status == 200 else { throw failure(answer, sent: []) }
         let object = try answer.object()
         guard let deviceCode = object["device_code"] as? String, let userCode = object["user_code"] as? String,
               let uriText = object["verification_uri"] as? String, let uri = URL(string: uriText)
         else { throw OAuthFailure(kind: .malformed, detail: "the device authorization lacks device_code, user_code or verification_uri") }
-        let lifetime = Self.seconds(object["expires_in"]) ?? 600
-        var interval = Duration.seconds(Self.seconds(object["interval"]) ?? 5)
+        // A device code lives at most 30 minutes here, and polls are at least a second apart,
+        // whatever the server says (an interval of 0 would poll in a tight loop).
+        let lifetime = min(Self.seconds(object["expires_in"]) ?? 600, 1800)
+        var interval = Duration.seconds(max(Self.seconds(object["interval"]) ?? 5, 1))
         let expiresAt = clock().addingTimeInterval(Double(lifetime))
         present(DeviceAuthorization(
             userCode: userCode, verificationURI: uri, verificationURIComplete: (object["verification_uri_complete"] as? String).flatMap(URL.init(string:)),
@@ -193,25 +201,37 @@ public actor OAuthSession {
             case "slow_down": interval += .seconds(5)  // RFC 8628 §3.5: every slow_down adds 5 s for good
             case "access_denied": throw OAuthFailure(kind: .accessDenied, detail: "access_denied")
             case "expired_token": throw OAuthFailure(kind: .expired, detail: "expired_token")
-            default: throw failure(poll)
+            default: throw failure(poll, sent: [Secret(deviceCode)])
             }
         }
     }
 
     // MARK: Access tokens
 
-    /// A live access token: the saved one while it has more than ``refreshMargin`` left, else a
-    /// refreshed one. Concurrent callers share one refresh.
+    /// A live access token: the saved one while it has more than ``refreshMargin`` left (or half
+    /// its lifetime, for tokens that live less than twice the margin), else a refreshed one.
+    /// Concurrent callers share one refresh.
     ///
     /// - Throws: ``OAuthFailure`` `loginRequired` when there is no login or the server ended it.
     public func accessToken() async throws -> Secret {
         callersWaiting += 1
         defer { callersWaiting -= 1 }
-        if let stored = try store.load(accessContext), let expires = stored.expiresAt,
-           expires.timeIntervalSince(clock()) > Double(refreshMargin.components.seconds)
-        {
-            return stored.value
+        if let stored = try store.load(accessContext), let expires = stored.expiresAt {
+            let margin = min(Double(refreshMargin.components.seconds), expires.timeIntervalSince(stored.savedAt) / 2)
+            if expires.timeIntervalSince(clock()) > margin { return stored.value }
         }
+        return try await sharedRefresh()
+    }
+
+    /// A token to use instead of `rejected`, which a resource server refused (401): the saved
+    /// one when it is already another (a refresh happened since), else a refreshed one. Many
+    /// requests refused at once cause one refresh, not one each.
+    public func replacement(for rejected: Secret) async throws -> Secret {
+        if let stored = try store.load(accessContext), stored.value != rejected { return stored.value }
+        return try await sharedRefresh()
+    }
+
+    private func sharedRefresh() async throws -> Secret {
         if let refreshing { return try await refreshing.value }
         let task = Task { try await self.refresh() }
         refreshing = task
@@ -219,31 +239,45 @@ public actor OAuthSession {
         return try await task.value
     }
 
-    /// Refreshes now, whatever the access token's expiry (after a 401 from a resource server).
-    public func forceRefresh() async throws -> Secret {
-        if let refreshing { return try await refreshing.value }
-        let task = Task { try await self.refresh() }
-        refreshing = task
-        defer { refreshing = nil }
-        return try await task.value
+    /// Waits for a refresh in flight to end, whatever its outcome: login and logout must not
+    /// race one.
+    private func settleRefresh() async {
+        guard let refreshing else { return }
+        settling += 1
+        defer { settling -= 1 }
+        do {
+            _ = try await refreshing.value
+        } catch {
+            // Its failure is its callers' to see; here only its end matters.
+        }
     }
 
-    private func refresh() async throws -> Secret {
+    private func refresh(retried: Bool = false) async throws -> Secret {
+        let generation = self.generation
         guard let refreshToken = try store.load(refreshContext)?.value else {
             throw OAuthFailure(kind: .loginRequired, detail: "there is no saved login for \(configuration.name)")
         }
         let endpoints = try await discover()
         let answer = try await post(
             endpoints.token, ["grant_type": "refresh_token", "refresh_token": refreshToken.exposedValue, "client_id": configuration.clientId])
+        guard generation == self.generation else {
+            throw OAuthFailure(kind: .loginRequired, detail: "the login changed (a logout or a new login) while the refresh was in flight")
+        }
         guard answer.status == 200 else {
             let code = try answer.errorCode()
             if code == "invalid_grant" {
+                // Another process sharing the store may have rotated the token meanwhile: then
+                // this one is spent, not the login. Try once more with what is saved now.
+                if let current = try store.load(refreshContext)?.value, current != refreshToken {
+                    if !retried { return try await refresh(retried: true) }
+                    throw failure(answer, sent: [refreshToken])
+                }
                 // The refresh token is dead: keeping it would only fail again.
                 try store.delete(refreshContext)
                 try store.delete(accessContext)
                 throw OAuthFailure(kind: .loginRequired, detail: "the server answered invalid_grant")
             }
-            throw failure(answer)
+            throw failure(answer, sent: [refreshToken])
         }
         return try save(try answer.object())
     }
@@ -272,11 +306,13 @@ public actor OAuthSession {
     /// - Returns: Whether there was a login to forget.
     @discardableResult
     public func logout(revoke: Bool = true) async throws -> Bool {
+        await settleRefresh()
+        generation += 1
         let refresh = try store.load(refreshContext)
         if revoke, let refresh, let endpoint = try await discover().revocation {
             // RFC 7009: the server answers 200 for a token it does not know too.
             let answer = try await post(endpoint, ["token": refresh.value.exposedValue, "token_type_hint": "refresh_token", "client_id": configuration.clientId])
-            guard answer.status == 200 else { throw failure(answer) }
+            guard answer.status == 200 else { throw failure(answer, sent: [refresh.value]) }
         }
         let hadAccess = try store.delete(accessContext)
         let hadRefresh = try store.delete(refreshContext)
@@ -330,15 +366,22 @@ public actor OAuthSession {
         }
     }
 
-    private func failure(_ answer: Answer) -> OAuthFailure {
+    /// The refusal in an answer, its description cut to 200 characters, stripped of control
+    /// characters (a terminal's escapes) and of any secret this request sent (some servers echo it).
+    private func failure(_ answer: Answer, sent: [Secret]) -> OAuthFailure {
         var object: [String: Any] = [:]
         do {
             object = try answer.object()
         } catch {
             return OAuthFailure(kind: .malformed, detail: "HTTP \(answer.status) with a body that is not a JSON object")
         }
-        let code = object["error"] as? String ?? "HTTP \(answer.status)"
-        let description = (object["error_description"] as? String).map { ": \($0.prefix(200))" } ?? ""
+        func clean(_ text: String) -> String {
+            var result = String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control }).prefix(200))
+            for secret in sent where !secret.isEmpty { result = result.replacingOccurrences(of: secret.exposedValue, with: "<REDACTED>") }
+            return result
+        }
+        let code = (object["error"] as? String).map(clean) ?? "HTTP \(answer.status)"
+        let description = (object["error_description"] as? String).map { ": " + clean($0) } ?? ""
         return OAuthFailure(kind: .refused, detail: code + description)
     }
 

@@ -92,12 +92,13 @@ package enum PassphraseKey {
         var memory: UInt64 { 128 * r * n + 128 * r * p + (1 << 20) }
 
         /// Refuses costs that are too weak to protect anything or so large that they would exhaust
-        /// memory (a hostile file can name any numbers).
+        /// memory or time before the seal is even checked (a hostile file can name any numbers):
+        /// N a power of two from 2¹⁴, r from 1 to 32, 128·N·r at most 256 MiB, p from 1 to 4.
         func check() throws {
-            guard n >= 1 << 14, n <= 1 << 20, n & (n - 1) == 0, r >= 1, r <= 32, p >= 1, p <= 16 else {
+            guard n >= 1 << 14, n <= 1 << 21, n & (n - 1) == 0, r >= 1, r <= 32, 128 * n * r <= 256 << 20, p >= 1, p <= 4 else {
                 throw BuckiaError(
                     .corrupt,
-                    "The secret store names scrypt costs N=\(n), r=\(r), p=\(p); Buckia accepts N a power of two from 2^14 to 2^20, r 1–32 and p 1–16.")
+                    "The secret store names scrypt costs N=\(n), r=\(r), p=\(p); Buckia accepts N a power of two from 2^14, r 1–32 with 128·N·r at most 256 MiB, and p 1–4.")
             }
         }
     }

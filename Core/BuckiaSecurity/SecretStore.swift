@@ -58,6 +58,18 @@ public protocol SecretStore: Sendable {
     func delete(_ context: String) throws -> Bool
     /// Every context with its dates, sorted by name.
     func entries() throws -> [SecretEntry]
+    /// Saves `secret` under `context` only if nothing is there, as one step that a concurrent
+    /// save cannot slip into; returns whether it saved. Stores that cannot do that atomically
+    /// keep the default, which checks and then saves.
+    func saveIfAbsent(_ secret: StoredSecret, for context: String) throws -> Bool
+}
+
+extension SecretStore {
+    public func saveIfAbsent(_ secret: StoredSecret, for context: String) throws -> Bool {
+        guard try load(context) == nil else { return false }
+        try save(secret, for: context)
+        return true
+    }
 }
 
 /// The rules for context names, shared by every store.
@@ -103,6 +115,15 @@ public final class InMemorySecretStore: SecretStore {
     public func delete(_ context: String) throws -> Bool {
         try SecretContext.check(context)
         return secrets.withLock { $0.removeValue(forKey: context) != nil }
+    }
+
+    public func saveIfAbsent(_ secret: StoredSecret, for context: String) throws -> Bool {
+        try SecretContext.check(context)
+        return secrets.withLock { secrets in
+            guard secrets[context] == nil else { return false }
+            secrets[context] = secret
+            return true
+        }
     }
 
     public func entries() throws -> [SecretEntry] {
@@ -190,6 +211,17 @@ public final class FileSecretStore: SecretStore {
         return existed
     }
 
+    public func saveIfAbsent(_ secret: StoredSecret, for context: String) throws -> Bool {
+        try SecretContext.check(context)
+        var saved = false
+        try update { entries in
+            guard entries[context] == nil else { return }
+            entries[context] = secret
+            saved = true
+        }
+        return saved
+    }
+
     public func entries() throws -> [SecretEntry] {
         try withLock(exclusive: false) {
             try read().map { SecretEntry(context: $0.key, expiresAt: $0.value.expiresAt, savedAt: $0.value.savedAt) }.sorted { $0.context < $1.context }
@@ -233,6 +265,18 @@ public final class FileSecretStore: SecretStore {
             throw BuckiaError(.invalidConfiguration, "The secret store's folder \(path) is not a folder (a link or a file is there).", path: path)
         }
         try Self.checkPrivate(info, path: path, what: "folder", mode: "700")
+        // Whoever may rename entries of the parent could swap the folder after this check: the
+        // parent must be the user's or root's, and others may write to it only if it is sticky.
+        let parent = folder.deletingLastPathComponent().path
+        var parentInfo = stat()
+        guard stat(parent, &parentInfo) == 0 else { throw BuckiaError.posix(errno, operation: "open the secret store", path: parent) }
+        let sticky = parentInfo.st_mode & S_ISVTX != 0
+        guard parentInfo.st_uid == geteuid() || parentInfo.st_uid == 0, parentInfo.st_mode & 0o022 == 0 || sticky else {
+            throw BuckiaError(
+                .permissionDenied,
+                "The folder \(parent) holding the secret store can be changed by other users, who could swap the store for their own; keep the store in a folder only you can write (chmod go-w \(parent)).",
+                path: parent)
+        }
     }
 
     private static func checkPrivate(_ info: stat, path: String, what: String, mode: String) throws {

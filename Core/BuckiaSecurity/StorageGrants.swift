@@ -198,9 +198,12 @@ public struct StorageGrants: Sendable, Hashable, Codable, ExpressibleByArrayLite
         }
     }
 
-    /// The grants with `prefix` in front of each one's prefix: a token scoped to one user's folder.
+    /// The grants with the folder `prefix` in front of each one's prefix: a token scoped to one
+    /// user's folder. A `/` is added to a prefix that lacks one, so `users/u1` never makes
+    /// `users/u1docs/`.
     public func nested(under prefix: String) -> StorageGrants {
-        StorageGrants(grants.map { StorageGrant($0.permissions, prefix: prefix + $0.prefix) })
+        let folder = prefix.isEmpty || prefix.hasSuffix("/") ? prefix : prefix + "/"
+        return StorageGrants(grants.map { StorageGrant($0.permissions, prefix: folder + $0.prefix) })
     }
 }
 
@@ -300,11 +303,19 @@ package enum KeyScreen {
     }
 
     /// Why a grant's prefix grants nothing, or nil when it is a good prefix.
+    ///
+    /// A prefix must also be its own NFKC form (which is NFC too): two grants spelt differently
+    /// but alike after normalisation (`ａdmin/` and `admin/`, `cafe\u{301}/` and `café/`) would
+    /// be one folder on a backend that normalises, so only the one spelling is accepted.
     package static func unsafetyOfGrant(_ prefix: String) -> String? {
         if prefix.isEmpty { return nil }
         // A grant names whole segments: check it as a key (without its trailing slash).
         let body = prefix.utf8.last == slash ? String(decoding: prefix.utf8.dropLast(), as: UTF8.self) : prefix
-        return unsafety(of: body, asPrefix: false)
+        if let reason = unsafety(of: body, asPrefix: false) { return reason }
+        guard prefix.utf8.elementsEqual(prefix.precomposedStringWithCompatibilityMapping.utf8) else {
+            return "is not in Unicode NFKC form (\(prefix.precomposedStringWithCompatibilityMapping.debugDescription)); a normalising backend would fold it into that spelling"
+        }
+        return nil
     }
 
     /// Whether `prefix` covers `key` segment by segment. For a listing, `key` is a listing

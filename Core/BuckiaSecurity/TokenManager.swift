@@ -38,8 +38,20 @@ public final class TokenManager: Sendable {
     // MARK: Tokens by context
 
     /// Saves `token` under `context`, with when it expires and facts about it that are not secret.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a context under
+    ///   ``signingKeyPrefix``: what is saved there verifies tokens, so only
+    ///   ``createSigningKey(_:keyId:)`` writes it.
     public func saveToken(_ token: Secret, for context: String, expiresAt: Date? = nil, metadata: [String: String] = [:]) throws {
+        try Self.refuseReserved(context)
         try store.save(StoredSecret(value: token, expiresAt: expiresAt, savedAt: clock(), metadata: metadata), for: context)
+    }
+
+    private static func refuseReserved(_ context: String) throws {
+        guard !context.hasPrefix(signingKeyPrefix) else {
+            throw BuckiaError(
+                .invalidConfiguration, "The context \(context) is reserved for signing keys; create one with createSigningKey (buckia token keygen).")
+        }
     }
 
     /// Saves `token` under `context`.
@@ -60,8 +72,19 @@ public final class TokenManager: Sendable {
     }
 
     /// Deletes the token under `context`; deleting one that is not there is not an error.
+    /// Signing keys are deleted with ``deleteSigningKey(keyId:)``.
     public func deleteToken(for context: String) throws {
+        try Self.refuseReserved(context)
         try store.delete(context)
+    }
+
+    /// Deletes the signing key `keyId`: every token it signed stops verifying.
+    ///
+    /// - Returns: Whether there was such a key.
+    @discardableResult
+    public func deleteSigningKey(keyId: String) throws -> Bool {
+        try UserTokenKeyID.check(keyId)
+        return try store.delete(Self.signingKeyPrefix + keyId)
     }
 
     // MARK: User storage tokens
@@ -73,13 +96,14 @@ public final class TokenManager: Sendable {
     @discardableResult
     public func createSigningKey(_ algorithm: UserTokenAlgorithm = .edDSA, keyId: String) throws -> UserTokenSigningKey {
         try UserTokenKeyID.check(keyId)
-        guard try store.load(Self.signingKeyPrefix + keyId) == nil else {
+        let key = try UserTokenSigningKey.generate(algorithm, keyId: keyId)
+        // One step: two keygens racing for one id cannot both believe they won.
+        guard try store.saveIfAbsent(
+            StoredSecret(value: key.encoded, savedAt: clock(), metadata: ["algorithm": algorithm.rawValue]), for: Self.signingKeyPrefix + keyId)
+        else {
             throw BuckiaError(
                 .alreadyExists, "A signing key with the id \(keyId) is saved already; choose another id to rotate keys (tokens name their key by id).")
         }
-        let key = try UserTokenSigningKey.generate(algorithm, keyId: keyId)
-        try store.save(
-            StoredSecret(value: key.encoded, savedAt: clock(), metadata: ["algorithm": algorithm.rawValue]), for: Self.signingKeyPrefix + keyId)
         return key
     }
 
@@ -93,10 +117,16 @@ public final class TokenManager: Sendable {
         return try UserTokenSigningKey(keyId: keyId, algorithm: algorithm, encoded: stored.value)
     }
 
-    /// Every saved signing key, by id.
+    /// Every saved signing key, by id. An entry under the prefix whose name is not a key id
+    /// (only another program could have written it) is not a key, and is left out.
     public func signingKeys() throws -> [UserTokenSigningKey] {
         try store.entries().compactMap { entry in
             guard let keyId = entry.context.utf8Dropping(prefix: Self.signingKeyPrefix) else { return nil }
+            do {
+                try UserTokenKeyID.check(keyId)
+            } catch {
+                return nil
+            }
             return try signingKey(keyId: keyId)
         }
     }

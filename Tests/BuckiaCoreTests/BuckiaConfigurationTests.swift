@@ -86,6 +86,9 @@ struct BuckiaConfigurationTests {
         BadConfiguration(name: "not an object", json: "[1, 2]", path: nil, mentions: "must be a JSON object"),
         BadConfiguration(name: "a bare number", json: "1.5", path: nil, mentions: "must be a JSON object"),
         BadConfiguration(name: "a key given twice", json: #"{"provider": "local", "options": {"root": "/a", "root": "/b"}}"#, path: "options.root", mentions: "given twice"),
+        BadConfiguration(
+            name: "a key given twice, once escaped", json: #"{"provider": "local", "options": {"root": "/a", "r\u006fot": "/b"}}"#, path: "options.root",
+            mentions: "given twice"),
         BadConfiguration(name: "zero concurrency", json: #"{"provider": "s3", "maxConcurrentOperations": 0}"#,
                          path: "maxConcurrentOperations", mentions: "maxConcurrentOperations"),
         BadConfiguration(name: "too much concurrency", json: #"{"provider": "s3", "maxConcurrentOperations": 1025}"#,

@@ -94,6 +94,56 @@ struct OAuthSessionTests {
         #expect(time.sleeps == [.seconds(5), .seconds(10), .seconds(15), .seconds(15)])
     }
 
+    @Test("A server interval of 0 still waits a second between polls")
+    func zeroInterval() async throws {
+        let emulator = try await OAuthEmulator.start(interval: 0)
+        defer { emulator.stop() }
+        let time = ManualTime()
+        _ = try await login(session(emulator, store: InMemorySecretStore(), time: time), emulator, time: time, pendingPolls: 2)
+        #expect(time.sleeps == [.seconds(1), .seconds(1), .seconds(1)])
+    }
+
+    @Test("A logout while a refresh is in flight wins: the refresh's answer is not saved after it")
+    func logoutDuringRefresh() async throws {
+        let (emulator, store, time, session) = try await loggedIn()
+        defer { emulator.stop() }
+        time.advance(3600)
+        try await emulator.control("hold", ["grant": "refresh_token"])
+        let refreshing = Task { try await session.accessToken() }
+        var rounds = 0
+        while (try await emulator.stats()["held"] as? Int ?? 0) < 1, rounds < 10_000 {
+            rounds += 1
+            await Task.yield()
+        }
+        let logout = Task { try await session.logout(revoke: false) }
+        // Release the refresh only once the logout is waiting for it.
+        while await session.settling < 1, rounds < 20_000 {
+            rounds += 1
+            await Task.yield()
+        }
+        #expect(rounds < 20_000, "the logout never waited for the refresh")
+        try await emulator.control("hold")
+        _ = try await refreshing.value
+        #expect(try await logout.value)
+        #expect(try store.entries().isEmpty)
+    }
+
+    @Test("Many requests refused with one token cause one refresh")
+    func replacement() async throws {
+        let (emulator, _, _, session) = try await loggedIn()
+        defer { emulator.stop() }
+        let rejected = try await session.accessToken()
+        let replacements = try await withThrowingTaskGroup(of: Secret.self) { group in
+            for _ in 0..<10 { group.addTask { try await session.replacement(for: rejected) } }
+            var all: [Secret] = []
+            for try await token in group { all.append(token) }
+            return all
+        }
+        #expect(Set(replacements.map(\.exposedValue)).count == 1)
+        #expect(replacements[0] != rejected)
+        #expect(try await emulator.tokenRequests("refresh_token") == 1)
+    }
+
     @Test("A refused device login and an expired code are typed failures")
     func refusedLogin() async throws {
         let emulator = try await OAuthEmulator.start()

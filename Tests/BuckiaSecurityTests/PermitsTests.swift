@@ -165,11 +165,12 @@ struct PermitsTests {
 
     @Test(
         "A grant whose prefix breaks the key rules grants nothing and does not validate",
-        arguments: ["../", "u1/../", "u1//", "/u1/", "u1\\", "u1/%2e%2e/", "u1./", "a\u{0}/"])
+        arguments: ["../", "u1/../", "u1//", "/u1/", "u1\\", "u1/%2e%2e/", "u1./", "a\u{0}/", "\u{FF41}dmin/", "cafe\u{301}/", "\u{212A}/"])
     func badGrant(_ prefix: String) {
         let bad: StorageGrants = [StoragePermissions.all.restrictToPath(prefix)]
         #expect(throws: BuckiaError.self) { try bad.validate() }
         #expect(!bad.permits(.read, key: "u1/a"))
+        #expect(!bad.permits(.read, key: prefix + "x"))
         #expect(!bad.permits(.list, key: prefix))
     }
 
@@ -196,5 +197,7 @@ struct PermitsTests {
         #expect(scoped.permits(.write, key: "u7/inbound/a"))
         #expect(!scoped.permits(.write, key: "u7/a"))
         #expect(!scoped.permits(.read, key: "u70/a"))
+        let unslashed = ([StoragePermissions.read.restrictToPath("docs/")] as StorageGrants).nested(under: "users/u1")
+        #expect(unslashed.grants.map(\.prefix) == ["users/u1/docs/"])
     }
 }

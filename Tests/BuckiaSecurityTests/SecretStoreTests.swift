@@ -108,6 +108,36 @@ struct SecretStoreTests {
         #expect(try store.load("a")?.value == "x")
     }
 
+    @Test("A store in a folder others may write is refused, unless the folder is sticky, as /tmp is")
+    func writableParent() throws {
+        let scratch = try ScratchFolder()
+        let parent = scratch.url.appendingPathComponent("shared")
+        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+        let store = FileSecretStore(folder: parent.appendingPathComponent("secrets"))
+        chmod(parent.path, 0o777)
+        let error = #expect(throws: BuckiaError.self) { try store.save(StoredSecret(value: "x", savedAt: savedAt), for: "a") }
+        #expect(error?.code == .permissionDenied)
+        #expect(error?.message.contains("chmod go-w") == true)
+        chmod(parent.path, 0o1777)
+        try store.save(StoredSecret(value: "x", savedAt: savedAt), for: "a")
+        #expect(try store.load("a")?.value == "x")
+    }
+
+    @Test("saveIfAbsent saves once however many threads race for one name", arguments: [StoreKind.memory, .file])
+    func saveIfAbsent(_ kind: StoreKind) async throws {
+        let scratch = try ScratchFolder()
+        let store = kind.make(scratch.url)
+        let wins = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<8 {
+                group.addTask { try store.saveIfAbsent(StoredSecret(value: Secret("v\(index)"), savedAt: savedAt), for: "only") }
+            }
+            var wins = 0
+            for try await won in group where won { wins += 1 }
+            return wins
+        }
+        #expect(wins == 1)
+    }
+
     @Test("A symbolic link in place of the file is not followed")
     func symlink() throws {
         let scratch = try ScratchFolder()
@@ -199,6 +229,8 @@ struct SecretStoreTests {
             #"{"format":"buckia-secrets","version":1,"entries":{"a":{"value":"x","savedAt":1e300}}}"#,
             #"{"format":"buckia-secrets","version":1,"entries":{"a":{"value":"x","savedAt":0}},"entries":{}}"#,
             #"{"format":"buckia-secrets","version":1,"encryption":{"cipher":"AES-256-GCM","kdf":"scrypt","salt":"AAAAAAAAAAAAAAAAAAAAAA==","n":4294967296,"r":8,"p":1},"sealed":"AAAA"}"#,
+            #"{"format":"buckia-secrets","version":1,"encryption":{"cipher":"AES-256-GCM","kdf":"scrypt","salt":"AAAAAAAAAAAAAAAAAAAAAA==","n":1048576,"r":8,"p":1},"sealed":"AAAA"}"#,
+            #"{"format":"buckia-secrets","version":1,"encryption":{"cipher":"AES-256-GCM","kdf":"scrypt","salt":"AAAAAAAAAAAAAAAAAAAAAA==","n":32768,"r":8,"p":16},"sealed":"AAAA"}"#,
         ])
     func damaged(_ text: String) throws {
         let scratch = try ScratchFolder()
@@ -284,5 +316,10 @@ struct TokenManagerTests {
         let second = try manager.generateUserStorageToken(userId: "u1", grants: sync, expiry: .seconds(60), keyId: "2026-12")
         #expect(try reopened.verifier().verify(second.token.exposedValue).subject == "u1")
         #expect(throws: BuckiaError.self) { try manager.generateUserStorageToken(userId: "u1", grants: [StoragePermissions.all.restrictToPath("../")], expiry: .seconds(60), keyId: "2026-12") }
+        // What is saved under the signing-key prefix verifies tokens: only createSigningKey writes it.
+        #expect(throws: BuckiaError.self) { try manager.saveToken("planted", for: "buckia.signing-key/evil", metadata: ["algorithm": "HS256"]) }
+        #expect(throws: BuckiaError.self) { try manager.deleteToken(for: "buckia.signing-key/2026-11") }
+        #expect(try manager.deleteSigningKey(keyId: "2026-11"))
+        #expect(throws: UserTokenRefusal.self) { try reopened.verifier().verify(token.token.exposedValue) }
     }
 }

@@ -162,6 +162,7 @@ struct UserTokenTests {
 
     static let malformedPayloads: [(String, String)] = [
         (#"{"sub":"u1","iat":1800000000,"exp":1800000600,"jti":"x","aud":"buckia","grants":[],"exp":1900000000}"#, "exp twice"),
+        (#"{"sub":"u1","iat":1800000000,"exp":1800000600,"jti":"x","aud":"buckia","grants":[],"\u0065xp":1900000000}"#, "exp twice, once escaped"),
         (#"{"sub":"u1","iat":1800000000,"exp":true,"jti":"x","aud":"buckia","grants":[]}"#, "exp is a boolean"),
         (#"{"sub":"u1","iat":1800000000,"exp":"1800000600","jti":"x","aud":"buckia","grants":[]}"#, "exp is a string"),
         (#"{"sub":"u1","iat":1800000000,"exp":1e300,"jti":"x","aud":"buckia","grants":[]}"#, "exp past year 9999"),

@@ -177,9 +177,8 @@ extension CLI {
     }
 
     private static func verifyBunnyURL(_ text: String, invocation: Invocation, now: Date) throws -> ExitCode {
-        guard let url = URL(string: text), url.host != nil else {
-            throw UsageError(description: "\(text.debugDescription) is not a URL.")
-        }
+        // The text is not echoed: a signed URL is a bearer credential.
+        guard let url = URL(string: text), url.host != nil else { throw UsageError(description: "The argument is not a URL Buckia can read.") }
         let key: Secret
         if let remote = invocation.arguments.value("remote") {
             let (provider, _) = try invocation.provider(named: remote.hasSuffix(":") ? String(remote.dropLast()) : remote)

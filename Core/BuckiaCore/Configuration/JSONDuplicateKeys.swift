@@ -1,3 +1,5 @@
+import Foundation
+
 /// Finds a key that appears twice in one JSON object, which `JSONDecoder` and
 /// `JSONSerialization` silently resolve by keeping one of them: a configuration with
 /// `"root"` twice must be an error, not a guess.
@@ -83,18 +85,26 @@ package enum JSONDuplicateKeys {
             }
         }
 
-        /// A string's raw bytes (escapes kept as written, which is enough to compare keys that
-        /// are spelt alike; `"a"` and `"\u0061"` count as different, as the decoder would not).
+        /// A string's bytes with its escapes decoded, as the decoder reads it: `"exp"` and
+        /// `"\u0065xp"` are the same key, and so a duplicate.
         mutating func string() throws -> [UInt8] {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw Malformed() }
             index += 1
             let start = index
+            var escaped = false
             while index < bytes.count, bytes[index] != UInt8(ascii: "\"") {
+                if bytes[index] == UInt8(ascii: "\\") { escaped = true }
                 index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
             }
             guard index < bytes.count else { throw Malformed() }
             defer { index += 1 }
-            return Array(bytes[start..<index])
+            let raw = Array(bytes[(start - 1)...index])
+            guard escaped else { return Array(raw.dropFirst().dropLast()) }
+            do {
+                return Array(try JSONDecoder().decode(String.self, from: Data(raw)).utf8)
+            } catch {
+                throw Malformed()
+            }
         }
     }
 }

@@ -219,6 +219,11 @@ struct SecretStoreTests {
             let fresh = StoreKind.fileWithPassphrase.make(scratch.url)
             #expect((#expect(throws: BuckiaError.self) { try fresh.load("a") })?.code == .permissionDenied)
         }
+        // The store that saved holds the derived key for the file's salt and reuses it: a lowered
+        // cost cannot change that key, so only the seal's associated data can notice it.
+        try original.write(to: store.file)
+        try edit(store, changes[1])
+        #expect((#expect(throws: BuckiaError.self) { try store.load("a") })?.code == .permissionDenied)
     }
 
     @Test(

@@ -10,7 +10,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def run(command):
-    return subprocess.run(command, cwd=ROOT, shell=True, capture_output=True, text=True)
+    return subprocess.run(command, cwd=ROOT, shell=True, executable="/bin/bash", capture_output=True, text=True)
 
 
 def main(mutants, argv):
@@ -31,9 +31,13 @@ def main(mutants, argv):
             if "error:" in build.stdout:
                 outcome = "does not compile (update the mutant): " + build.stdout.strip().splitlines()[-1]
             else:
-                test = run(f"swift test --skip-build --filter '{tests}' 2>&1 | tail -3")
-                failed = "failed" in test.stdout or "error" in test.stdout.lower()
-                outcome = "caught" if failed else "NOT CAUGHT"
+                # Bounded: a mutant that makes a test hang is reported as such, not waited for.
+                test = run(f"timeout 600 swift test --skip-build --filter '{tests}' 2>&1 | tail -3; echo \"status ${{PIPESTATUS[0]}}\"")
+                if "status 124" in test.stdout:
+                    outcome = "caught (the tests hung: timed out after 600 s)"
+                else:
+                    failed = "failed" in test.stdout or "error" in test.stdout.lower()
+                    outcome = "caught" if failed else "NOT CAUGHT"
         finally:
             open(full, "w", encoding="utf-8").write(original)
         results.append((name, tests, outcome))
@@ -42,4 +46,4 @@ def main(mutants, argv):
     print("\n| mutant | tests | result |\n|---|---|---|")
     for name, tests, outcome in results:
         print(f"| {name} | `{tests}` | {outcome} |")
-    return 0 if all(outcome == "caught" for _, _, outcome in results) else 1
+    return 0 if all(outcome.startswith("caught") for _, _, outcome in results) else 1

@@ -34,6 +34,7 @@ let package = Package(
         .library(name: "BuckiaDatabase", targets: ["BuckiaDatabase"]),
         .library(name: "BuckiaSecurity", targets: ["BuckiaSecurity"]),
         .library(name: "BuckiaOAuth", targets: ["BuckiaOAuth"]),
+        .library(name: "BuckiaGateway", targets: ["BuckiaGateway"]),
         .library(name: "BuckiaLocal", targets: ["BuckiaLocal"]),
         .library(name: "BuckiaS3", targets: ["BuckiaS3"]),
         .library(name: "BuckiaB2", targets: ["BuckiaB2"]),
@@ -79,6 +80,8 @@ let package = Package(
         .target(name: "BuckiaSecurity", dependencies: ["BuckiaCore", "COpenSSL"], path: "Core/BuckiaSecurity"),
         // OAuth needs HTTP, which BuckiaSecurity does not: a target of its own keeps that one on BuckiaCore.
         .target(name: "BuckiaOAuth", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaHTTP"], path: "Core/BuckiaOAuth"),
+        // The S3 gateway (`buckia serve s3`): SigV4 checked, Buckia grants enforced.
+        .target(name: "BuckiaGateway", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaSigV4"], path: "Core/BuckiaGateway"),
 
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
@@ -149,6 +152,9 @@ let package = Package(
             path: "Tests/BuckiaDatabaseTests"),
         .testTarget(
             name: "BuckiaSecurityTests", dependencies: ["BuckiaSecurity", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaSecurityTests"),
+        .testTarget(
+            name: "BuckiaGatewayTests", dependencies: ["BuckiaGateway", "BuckiaSecurity", "BuckiaSigV4", "BuckiaCore", "BuckiaTestSupport"],
+            path: "Tests/BuckiaGatewayTests"),
         .testTarget(
             name: "BuckiaOAuthTests", dependencies: ["BuckiaOAuth", "BuckiaSecurity", "BuckiaCore", "BuckiaHTTP", "BuckiaTestSupport"],
             path: "Tests/BuckiaOAuthTests"),

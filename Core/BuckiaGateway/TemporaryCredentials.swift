@@ -1,0 +1,128 @@
+import BuckiaCore
+import BuckiaSecurity
+import BuckiaSigV4
+import Foundation
+
+/// S3 credentials as AWS STS returns them — an access key id, a secret access key and a session
+/// token — scoped by Buckia grants and enforced by `buckia serve s3`.
+///
+/// The session token is a Buckia user token (a JWT) whose grants are the credential's scope; the
+/// access key id names the token (`BK` and its `jti`); the secret is HMAC-SHA256 of the token id
+/// under the gateway's derivation key. The gateway keeps no per-user state: from the token a
+/// request carries it checks the token, rebuilds the secret and checks the request's signature.
+/// Every S3 client signs with them unchanged (`x-amz-security-token`).
+public struct TemporaryS3Credentials: Sendable, Hashable, CustomStringConvertible {
+    /// The access key id (`BK…`).
+    public var accessKeyId: String
+    /// The secret access key.
+    public var secretAccessKey: Secret
+    /// The session token: the signed grants.
+    public var sessionToken: Secret
+    /// When they stop working.
+    public var expiresAt: Date
+
+    /// As ``BuckiaSigV4/AWSCredentials``, to sign with.
+    public var awsCredentials: AWSCredentials {
+        AWSCredentials(accessKeyId: accessKeyId, secretAccessKey: secretAccessKey, sessionToken: sessionToken)
+    }
+
+    public var description: String { "TemporaryS3Credentials(\(accessKeyId), expires \(expiresAt.formatted(.iso8601)), <REDACTED>)" }
+}
+
+/// The gateway's keys: the one that signs session tokens (and its verification keys, old ones
+/// included while they rotate out) and the one secrets are derived with.
+public struct GatewayKeys: Sendable {
+    /// Signs new session tokens.
+    public var signingKey: UserTokenSigningKey
+    /// Checks session tokens: the signing key's and any being rotated out.
+    public var verificationKeys: [UserTokenVerificationKey]
+    /// Derives each credential's secret from its token id; at least 32 bytes.
+    public var derivationKey: Secret
+    /// The audience session tokens name, so a token meant for something else is refused here.
+    public static let audience = "buckia-s3-gateway"
+
+    /// Creates the key set.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidConfiguration`` for a derivation key under 32 bytes.
+    public init(signingKey: UserTokenSigningKey, derivationKey: Secret, previousKeys: [UserTokenVerificationKey] = []) throws {
+        guard derivationKey.exposedValue.utf8.count >= 32 else {
+            throw BuckiaError(.invalidConfiguration, "The gateway's derivation key must be at least 32 bytes.")
+        }
+        self.signingKey = signingKey
+        self.verificationKeys = [try signingKey.verificationKey()] + previousKeys
+        self.derivationKey = derivationKey
+    }
+
+    /// The secret for the credential whose token id is `tokenId`.
+    func secret(forTokenId tokenId: String) -> Secret {
+        Secret(HMAC.sha256(key: Array(derivationKey.exposedValue.utf8), message: Data("buckia-s3-secret/v1/\(tokenId)".utf8)).hex)
+    }
+
+    static func accessKeyId(forTokenId tokenId: String) -> String { "BK" + tokenId }
+
+    /// Temporary credentials for `userId` with `grants`, valid for `lifetime` (at most 12 hours,
+    /// STS's longest session).
+    public func issue(userId: String, grants: StorageGrants, lifetime: Duration, clock: @escaping @Sendable () -> Date = { Date() }) throws -> TemporaryS3Credentials {
+        guard lifetime <= .seconds(43_200) else {
+            throw BuckiaError(.invalidConfiguration, "Temporary S3 credentials last at most 12 hours; \(lifetime) was asked for.")
+        }
+        let issued = try UserTokenIssuer(key: signingKey, audience: Self.audience, clock: clock).issue(userId: userId, grants: grants, lifetime: lifetime)
+        return TemporaryS3Credentials(
+            accessKeyId: Self.accessKeyId(forTokenId: issued.claims.tokenId), secretAccessKey: secret(forTokenId: issued.claims.tokenId),
+            sessionToken: issued.token, expiresAt: issued.claims.expiresAt)
+    }
+}
+
+/// Who a verified request comes from, and what it may do.
+public struct GatewayPrincipal: Sendable, Hashable {
+    /// The user (a session token's `sub`), or the static key's id.
+    public var name: String
+    /// What it may do.
+    public var grants: StorageGrants
+}
+
+/// Checks requests for the gateway: a static key pair with full access, or temporary
+/// credentials whose session token carries the grants.
+public struct GatewayAuthenticator: Sendable {
+    private let keys: GatewayKeys?
+    private let staticKeys: [String: Secret]
+    private let clock: @Sendable () -> Date
+
+    /// An authenticator over `keys` (for temporary credentials) and static key pairs (id → secret).
+    public init(keys: GatewayKeys?, staticKeys: [String: Secret] = [:], clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.keys = keys
+        self.staticKeys = staticKeys
+        self.clock = clock
+    }
+
+    /// The principal a request is signed by.
+    ///
+    /// - Throws: ``BuckiaSigV4/SigV4Refusal`` with the S3 error code to answer.
+    public func authenticate(_ request: SigV4Request) throws(SigV4Refusal) -> GatewayPrincipal {
+        let authorization = try SigV4Verifier.parse(request)
+        let now = clock()
+        if let token = authorization.sessionToken {
+            guard let keys else { throw SigV4Refusal("InvalidToken", "This gateway issues no temporary credentials.") }
+            let claims: UserTokenClaims
+            do {
+                let verifier = try UserTokenVerifier(keys: keys.verificationKeys, audience: GatewayKeys.audience, leeway: .seconds(60), clock: { now })
+                claims = try verifier.verify(token)
+            } catch let refusal as UserTokenRefusal {
+                if refusal.reason == .expired { throw SigV4Refusal("ExpiredToken", "The provided token has expired.") }
+                throw SigV4Refusal("InvalidToken", "The provided token is malformed or otherwise invalid (\(refusal.reason.rawValue)).")
+            } catch {
+                throw SigV4Refusal("InvalidToken", "The provided token cannot be checked.")
+            }
+            guard authorization.accessKeyId == GatewayKeys.accessKeyId(forTokenId: claims.tokenId) else {
+                throw SigV4Refusal("InvalidAccessKeyId", "The access key id does not belong to the session token sent with it.")
+            }
+            try SigV4Verifier.verify(request, authorization, secret: keys.secret(forTokenId: claims.tokenId), now: now)
+            return GatewayPrincipal(name: claims.subject, grants: claims.grants)
+        }
+        guard let secret = staticKeys[authorization.accessKeyId] else {
+            throw SigV4Refusal("InvalidAccessKeyId", "The AWS access key id you provided does not exist in our records.")
+        }
+        try SigV4Verifier.verify(request, authorization, secret: secret, now: now)
+        return GatewayPrincipal(name: authorization.accessKeyId, grants: .everything)
+    }
+}

@@ -1,0 +1,622 @@
+import BuckiaCore
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The bounds an ``HTTPServer`` holds every client to.
+public struct HTTPServerLimits: Sendable {
+    /// The longest request line (method, target, version), in bytes: longer is `414`.
+    public var requestLineBytes = 16 * 1024
+    /// The most bytes of header fields: more is `431`.
+    public var headerBytes = 64 * 1024
+    /// The most header fields: more is `431`.
+    public var headerCount = 128
+    /// Connections served at once; one more is answered `503` and closed.
+    public var maximumConnections = 256
+    /// How long a client may take to send a request's head, and may stall sending its body.
+    public var readTimeout: Duration = .seconds(30)
+    /// How long a kept-alive connection may wait for its next request.
+    public var idleTimeout: Duration = .seconds(60)
+
+    /// The defaults.
+    public init() {}
+}
+
+/// A request head as the server read it.
+public struct HTTPServerRequest: Sendable {
+    /// The method token.
+    public var method: String
+    /// The request target as sent (`/bucket/key?query`).
+    public var target: String
+    /// `HTTP/1.1` or `HTTP/1.0`.
+    public var version: String
+    /// Every header field in order; names as sent.
+    public var headers: [(name: String, value: String)]
+
+    /// Every value of `name` (case-insensitive).
+    public func values(_ name: String) -> [String] {
+        let lower = name.lowercased()
+        return headers.filter { $0.name.lowercased() == lower }.map(\.value)
+    }
+}
+
+/// A response: status, headers, and a body held in memory or streamed.
+public struct HTTPServerResponse: Sendable {
+    /// How the body is produced.
+    public enum Body: Sendable {
+        /// Bytes in memory.
+        case data(Data)
+        /// `length` bytes (chunked when nil) written by `produce` through the writer it is given.
+        case stream(length: Int64?, produce: @Sendable (HTTPBodyWriter) throws -> Void)
+    }
+
+    /// The status code.
+    public var status: Int
+    /// Header fields; the server adds `Content-Length` or `Transfer-Encoding`, `Date` and `Connection`.
+    public var headers: [(name: String, value: String)]
+    /// The body.
+    public var body: Body
+
+    /// Creates a response.
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: Body = .data(Data())) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// Answers requests. It runs on the connection's own thread (never the cooperative pool), so it
+/// may block: read the body as it arrives, wait for a backend.
+public protocol HTTPServerHandler: Sendable {
+    /// The response to `request`, reading its body from `body` as needed.
+    func respond(to request: HTTPServerRequest, body: HTTPRequestBody) throws -> HTTPServerResponse
+}
+
+/// An HTTP/1.1 server on POSIX sockets, for `buckia serve s3`: keep-alive, `Content-Length` and
+/// chunked bodies both ways, `Expect: 100-continue`, bounded connections, limits on the request
+/// line and header fields, read and idle timeouts, and a graceful stop. Plain HTTP only: put a
+/// TLS proxy in front for anything but loopback.
+///
+/// One thread per connection, up to ``HTTPServerLimits/maximumConnections``: the handler may block
+/// without starving anything else, and memory stays bounded by the connection count.
+public final class HTTPServer: @unchecked Sendable {
+    /// The port it listens on.
+    public let port: UInt16
+    /// The address it listens on.
+    public let host: String
+    private let listener: Int32
+    private let handler: any HTTPServerHandler
+    private let limits: HTTPServerLimits
+    private let state = Locked(State())
+
+    private struct State {
+        var stopping = false
+        var connections: [Int32: Bool] = [:]  // descriptor → busy with a request
+    }
+
+    /// Starts listening on `host:port` (port 0 picks a free one) and serving `handler`.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError`` when the address cannot be bound.
+    public init(host: String = "127.0.0.1", port: UInt16 = 0, limits: HTTPServerLimits = HTTPServerLimits(), handler: any HTTPServerHandler) throws {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+            throw BuckiaError(.invalidConfiguration, "\(host) is not an IPv4 address to listen on.")
+        }
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw BuckiaError.posix(errno, operation: "listen", path: host) }
+        var one: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(descriptor, 1024) == 0 else {
+            let code = errno
+            close(descriptor)
+            throw BuckiaError.posix(code, operation: "listen on \(host):\(port)", path: host)
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+        self.port = UInt16(bigEndian: actual.sin_port)
+        self.host = host
+        self.listener = descriptor
+        self.handler = handler
+        self.limits = limits
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "buckia-accept"
+        thread.start()
+    }
+
+    /// Stops: no new connections; requests in flight finish (their responses say
+    /// `Connection: close`); idle connections close. Waits at most `timeout` for them.
+    ///
+    /// - Returns: Whether every connection ended within `timeout`.
+    @discardableResult
+    public func stop(timeout: Duration = .seconds(30)) -> Bool {
+        let idle: [Int32] = state.withLock { state in
+            state.stopping = true
+            return state.connections.filter { !$0.value }.map(\.key)
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for descriptor in idle { shutdown(descriptor, Int32(SHUT_RD)) }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if state.withLock({ $0.connections.isEmpty }) { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    /// Connections open now.
+    public var connectionCount: Int { state.withLock { $0.connections.count } }
+
+    /// Connections inside a request now (head read, response not yet written).
+    public var busyConnectionCount: Int { state.withLock { $0.connections.values.filter { $0 }.count } }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return  // the listener was closed: stopping
+            }
+            let admitted: Bool = state.withLock { state in
+                guard !state.stopping, state.connections.count < limits.maximumConnections else { return false }
+                state.connections[client] = false
+                return true
+            }
+            guard admitted else {
+                Self.sendAll(client, Array("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+                close(client)
+                continue
+            }
+            let thread = Thread { [self] in
+                serve(client)
+                state.withLock { _ = $0.connections.removeValue(forKey: client) }
+                close(client)
+            }
+            thread.name = "buckia-http"
+            thread.start()
+        }
+    }
+
+    // MARK: One connection
+
+    private func serve(_ descriptor: Int32) {
+        let connection = Connection(descriptor: descriptor, limits: limits)
+        var first = true
+        while true {
+            connection.setTimeout(first ? limits.readTimeout : limits.idleTimeout)
+            first = false
+            let head: HTTPServerRequest
+            switch connection.readHead() {
+            case .closed: return
+            case .refused(let status, let reason):
+                connection.respondAndClose(status: status, reason: reason)
+                return
+            case .request(let request):
+                head = request
+            }
+            connection.setTimeout(limits.readTimeout)
+            let busy = state.withLock { state -> Bool in
+                guard !state.stopping else { return false }
+                state.connections[descriptor] = true
+                return true
+            }
+            guard busy else {
+                connection.respondAndClose(status: 503, reason: "the server is stopping")
+                return
+            }
+            let keepAlive = serveOne(head, connection)
+            let stopping = state.withLock { state -> Bool in
+                state.connections[descriptor] = false
+                return state.stopping
+            }
+            if !keepAlive || stopping { return }
+        }
+    }
+
+    /// Serves one request; returns whether the connection may carry another.
+    private func serveOne(_ request: HTTPServerRequest, _ connection: Connection) -> Bool {
+        let body: HTTPRequestBody
+        do {
+            body = try HTTPRequestBody(request: request, connection: connection)
+        } catch let refusal as HTTPRefusal {
+            connection.respondAndClose(status: refusal.status, reason: refusal.reason)
+            return false
+        } catch {
+            connection.respondAndClose(status: 400, reason: "the request cannot be read")
+            return false
+        }
+        let wantsClose = request.values("connection").contains { $0.lowercased().contains("close") }
+            || (request.version == "HTTP/1.0" && !request.values("connection").contains { $0.lowercased().contains("keep-alive") })
+        var response: HTTPServerResponse
+        do {
+            response = try handler.respond(to: request, body: body)
+        } catch let refusal as HTTPRefusal {
+            response = HTTPServerResponse(status: refusal.status, body: .data(Data((refusal.reason + "\n").utf8)))
+        } catch {
+            response = HTTPServerResponse(status: 500, body: .data(Data("internal error\n".utf8)))
+        }
+        // A body the handler did not read to its end: drain a little, else the connection cannot be reused.
+        let reusable = !wantsClose && !body.failed && body.drain(upTo: 1 << 20)
+        let stopping = state.withLock { $0.stopping }
+        return connection.write(response, method: request.method, close: !reusable || stopping) && reusable && !stopping
+    }
+
+    static func sendAll(_ descriptor: Int32, _ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Connection.sendAll(descriptor, $0) }
+    }
+}
+
+/// A refusal a handler (or the body reader) throws to answer with `status`.
+public struct HTTPRefusal: Error, Sendable {
+    /// The status to answer.
+    public var status: Int
+    /// Why, for the body and the log.
+    public var reason: String
+
+    /// Creates a refusal.
+    public init(status: Int, reason: String) {
+        self.status = status
+        self.reason = reason
+    }
+}
+
+/// Writes a streamed response body.
+public final class HTTPBodyWriter: @unchecked Sendable {
+    fileprivate let connection: Connection
+    fileprivate let chunked: Bool
+    fileprivate var remaining: Int64?
+
+    fileprivate init(connection: Connection, chunked: Bool, length: Int64?) {
+        self.connection = connection
+        self.chunked = chunked
+        self.remaining = length
+    }
+
+    /// Sends `bytes`.
+    ///
+    /// - Throws: ``HTTPRefusal`` when the client has gone, or more bytes than the promised length.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        guard !bytes.isEmpty else { return }
+        if let remaining {
+            guard Int64(bytes.count) <= remaining else { throw HTTPRefusal(status: 500, reason: "the body is longer than its Content-Length") }
+            self.remaining = remaining - Int64(bytes.count)
+        }
+        if chunked {
+            guard connection.send(Array((String(bytes.count, radix: 16) + "\r\n").utf8)) else { throw HTTPRefusal(status: 499, reason: "the client closed") }
+        }
+        guard Connection.sendAll(connection.descriptor, bytes), !chunked || connection.send(Array("\r\n".utf8)) else {
+            throw HTTPRefusal(status: 499, reason: "the client closed")
+        }
+    }
+
+    /// Sends `data`.
+    public func write(_ data: Data) throws {
+        try data.withUnsafeBytes { try write($0) }
+    }
+}
+
+/// A request body as it arrives: `Content-Length` bytes, or chunked, read on demand.
+public final class HTTPRequestBody: @unchecked Sendable {
+    private enum Framing {
+        case none
+        case length(remaining: Int64)
+        case chunked(remainingInChunk: Int64, finished: Bool)
+    }
+
+    private let connection: Connection
+    private var framing: Framing
+    private var continueOwed: Bool
+    /// Whether reading failed (the client stopped or sent a malformed chunk); the connection is done.
+    public private(set) var failed = false
+    /// The declared length, when the body has one.
+    public let declaredLength: Int64?
+
+    fileprivate init(request: HTTPServerRequest, connection: Connection) throws {
+        self.connection = connection
+        let lengths = request.values("content-length")
+        let encodings = request.values("transfer-encoding")
+        if !encodings.isEmpty {
+            guard lengths.isEmpty else { throw HTTPRefusal(status: 400, reason: "a request may not have both Content-Length and Transfer-Encoding") }
+            guard encodings.count == 1, encodings[0].trimmingCharacters(in: .whitespaces).lowercased() == "chunked" else {
+                throw HTTPRefusal(status: 501, reason: "only the chunked transfer coding is supported")
+            }
+            framing = .chunked(remainingInChunk: 0, finished: false)
+            declaredLength = nil
+        } else if !lengths.isEmpty {
+            let values = Set(lengths.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } })
+            guard values.count == 1, let text = values.first, !text.isEmpty, text.utf8.allSatisfy({ (48...57).contains($0) }), text.utf8.count <= 18,
+                  let length = Int64(text)
+            else { throw HTTPRefusal(status: 400, reason: "the Content-Length is not one number") }
+            framing = length == 0 ? .none : .length(remaining: length)
+            declaredLength = length
+        } else {
+            framing = .none
+            declaredLength = 0
+        }
+        continueOwed = request.values("expect").contains { $0.lowercased() == "100-continue" } && request.version == "HTTP/1.1"
+    }
+
+    /// Up to `maximum` bytes of the body, or nil at its end.
+    ///
+    /// - Throws: ``HTTPRefusal`` (400) when the client stops before the end or sends a malformed chunk.
+    public func read(upTo maximum: Int) throws -> Data? {
+        if continueOwed {
+            continueOwed = false
+            guard connection.send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return try fail("the client closed") }
+        }
+        switch framing {
+        case .none:
+            return nil
+        case .length(let remaining):
+            let wanted = Int(min(Int64(maximum), remaining))
+            guard let bytes = connection.readSome(upTo: wanted) else { return try fail("the client stopped \(remaining) bytes before the end of the body") }
+            let left = remaining - Int64(bytes.count)
+            framing = left == 0 ? .none : .length(remaining: left)
+            return bytes
+        case .chunked(let remainingInChunk, let finished):
+            if finished { return nil }
+            var left = remainingInChunk
+            if left == 0 {
+                guard let line = connection.readLine(limit: 1024) else { return try fail("a chunk size line is missing or too long") }
+                let sizeText = line.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+                guard !sizeText.isEmpty, sizeText.utf8.count <= 15, let size = Int64(sizeText, radix: 16), size >= 0 else {
+                    return try fail("a chunk size is not hexadecimal")
+                }
+                if size == 0 {
+                    // Trailer fields (aws-chunked checksums arrive here), then the blank line.
+                    var trailerBytes = 0
+                    while true {
+                        guard let trailer = connection.readLine(limit: 8192) else { return try fail("the chunked body's trailer is cut short") }
+                        if trailer.isEmpty { break }
+                        trailerBytes += trailer.utf8.count
+                        guard trailerBytes <= 65_536 else { return try fail("the trailer is too long") }
+                    }
+                    framing = .chunked(remainingInChunk: 0, finished: true)
+                    return nil
+                }
+                left = size
+            }
+            let wanted = Int(min(Int64(maximum), left))
+            guard let bytes = connection.readSome(upTo: wanted) else { return try fail("the client stopped inside a chunk") }
+            left -= Int64(bytes.count)
+            if left == 0 {
+                guard let end = connection.readLine(limit: 2), end.isEmpty else { return try fail("a chunk does not end with CRLF") }
+            }
+            framing = .chunked(remainingInChunk: left, finished: false)
+            return bytes
+        }
+    }
+
+    /// Reads and discards what is left, up to `limit` bytes; returns whether the body ended.
+    func drain(upTo limit: Int) -> Bool {
+        if continueOwed { return false }  // never asked for: the client has not sent it, and will not
+        var read = 0
+        while read <= limit {
+            do {
+                guard let bytes = try self.read(upTo: 64 * 1024) else { return true }
+                read += bytes.count
+            } catch {
+                return false
+            }
+        }
+        return false
+    }
+
+    private func fail(_ reason: String) throws -> Data? {
+        failed = true
+        throw HTTPRefusal(status: 400, reason: reason)
+    }
+}
+
+/// One client connection: buffered reads with limits, whole writes.
+fileprivate final class Connection: @unchecked Sendable {
+    let descriptor: Int32
+    let limits: HTTPServerLimits
+    private var buffer: [UInt8] = []
+    private var start = 0
+
+    init(descriptor: Int32, limits: HTTPServerLimits) {
+        self.descriptor = descriptor
+        self.limits = limits
+    }
+
+    enum Head {
+        case request(HTTPServerRequest)
+        case refused(Int, String)
+        case closed
+    }
+
+    func setTimeout(_ duration: Duration) {
+        var time = timeval(tv_sec: Int(duration.components.seconds), tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Drops the bytes already consumed, so the buffer holds only what is unread.
+    private func compact() {
+        guard start > 0 else { return }
+        buffer.removeFirst(start)
+        start = 0
+    }
+
+    /// Reads more bytes into the buffer; false at end of stream, on error or timeout.
+    private func fill() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = recv(descriptor, &chunk, chunk.count, 0)
+            if count > 0 {
+                buffer += chunk[0..<count]
+                return true
+            }
+            if count < 0 && errno == EINTR { continue }
+            return false
+        }
+    }
+
+    /// A line without its CRLF, or nil when the stream ends first or it is longer than `limit`.
+    func readLine(limit: Int) -> String? {
+        var scanned = start
+        while true {
+            while scanned + 1 < buffer.count {
+                if buffer[scanned] == 13 && buffer[scanned + 1] == 10 {
+                    let line = String(decoding: buffer[start..<scanned], as: UTF8.self)
+                    start = scanned + 2
+                    return line
+                }
+                scanned += 1
+            }
+            if buffer.count - start > limit + 2 { return nil }
+            guard fill() else { return nil }
+        }
+    }
+
+    /// Up to `count` bytes, or nil when the stream ends first.
+    func readSome(upTo count: Int) -> Data? {
+        if start == buffer.count {
+            compact()
+            guard fill() else { return nil }
+        }
+        let taken = min(count, buffer.count - start)
+        let bytes = Data(buffer[start..<(start + taken)])
+        start += taken
+        return bytes
+    }
+
+    func readHead() -> Head {
+        compact()
+        // Blank lines before a request line are allowed (RFC 9112 §2.2).
+        var requestLine = ""
+        var sawAnything = false
+        repeat {
+            guard let line = readLine(limit: limits.requestLineBytes) else {
+                if buffer.count - start > limits.requestLineBytes { return .refused(414, "the request line is longer than \(limits.requestLineBytes) bytes") }
+                return sawAnything ? .refused(400, "the request head is cut short") : .closed
+            }
+            sawAnything = true
+            requestLine = line
+        } while requestLine.isEmpty
+        let parts = requestLine.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, parts[0].utf8.allSatisfy(Self.isTokenByte), parts[1].hasPrefix("/") || parts[1] == "*",
+              parts[2] == "HTTP/1.1" || parts[2] == "HTTP/1.0"
+        else { return .refused(400, "the request line is not METHOD TARGET HTTP/1.x") }
+        var headers: [(name: String, value: String)] = []
+        var headerBytes = 0
+        while true {
+            guard let line = readLine(limit: limits.headerBytes) else {
+                return buffer.count - start > limits.headerBytes ? .refused(431, "the header fields are too large") : .refused(400, "the request head is cut short")
+            }
+            if line.isEmpty { break }
+            headerBytes += line.utf8.count + 2
+            guard headerBytes <= limits.headerBytes else { return .refused(431, "the header fields are larger than \(limits.headerBytes) bytes") }
+            guard headers.count < limits.headerCount else { return .refused(431, "more than \(limits.headerCount) header fields") }
+            guard let colon = line.firstIndex(of: ":"), !line[..<colon].isEmpty, line[..<colon].utf8.allSatisfy(Self.isTokenByte) else {
+                return .refused(400, "a header field is malformed (or folded)")
+            }
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+            guard !value.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) else {
+                return .refused(400, "a header value holds a control character")
+            }
+            headers.append((String(line[..<colon]), value))
+        }
+        let hosts = headers.filter { $0.name.lowercased() == "host" }
+        if parts[2] == "HTTP/1.1" && hosts.count != 1 { return .refused(400, "an HTTP/1.1 request needs exactly one Host header") }
+        return .request(HTTPServerRequest(method: String(parts[0]), target: String(parts[1]), version: String(parts[2]), headers: headers))
+    }
+
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+    }
+
+    func send(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { Self.sendAll(descriptor, $0) } }
+
+    static func sendAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset < bytes.count, let base = bytes.baseAddress {
+            #if os(Linux)
+            let sent = Glibc.send(descriptor, base + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            #else
+            let sent = Darwin.send(descriptor, base + offset, bytes.count - offset, 0)
+            #endif
+            if sent < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += sent
+        }
+        return true
+    }
+
+    func respondAndClose(status: Int, reason: String) {
+        let body = reason + "\n"
+        let head = "HTTP/1.1 \(status) \(Self.phrase(status))\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+        _ = send(Array((head + body).utf8))
+    }
+
+    /// Writes `response`; returns whether it all went out.
+    func write(_ response: HTTPServerResponse, method: String, close: Bool) -> Bool {
+        var head = "HTTP/1.1 \(response.status) \(Self.phrase(response.status))\r\n"
+        for (name, value) in response.headers {
+            // A CR or LF in a value would split the response: such a header is dropped.
+            guard !name.contains(where: { $0 == "\r" || $0 == "\n" }), !value.contains(where: { $0 == "\r" || $0 == "\n" }) else { continue }
+            head += "\(name): \(value)\r\n"
+        }
+        let noBody = method == "HEAD" || response.status == 204 || response.status == 304
+        switch response.body {
+        case .data(let data):
+            if !response.headers.contains(where: { $0.name.lowercased() == "content-length" }) { head += "Content-Length: \(data.count)\r\n" }
+            if close { head += "Connection: close\r\n" }
+            guard send(Array((head + "\r\n").utf8)) else { return false }
+            if noBody || data.isEmpty { return true }
+            return data.withUnsafeBytes { Self.sendAll(descriptor, $0) }
+        case .stream(let length, let produce):
+            if let length { head += "Content-Length: \(length)\r\n" } else if !noBody { head += "Transfer-Encoding: chunked\r\n" }
+            if close || (length == nil && noBody) { head += "Connection: close\r\n" }
+            guard send(Array((head + "\r\n").utf8)) else { return false }
+            if noBody { return true }
+            let writer = HTTPBodyWriter(connection: self, chunked: length == nil, length: length)
+            do {
+                try produce(writer)
+            } catch {
+                return false  // a body cut short: the connection closes, so the client sees it
+            }
+            if let remaining = writer.remaining, remaining != 0 { return false }
+            if length == nil { return send(Array("0\r\n\r\n".utf8)) }
+            return true
+        }
+    }
+
+    static func phrase(_ status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 200: "OK"
+        case 204: "No Content"
+        case 206: "Partial Content"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 409: "Conflict"
+        case 411: "Length Required"
+        case 412: "Precondition Failed"
+        case 413: "Content Too Large"
+        case 414: "URI Too Long"
+        case 416: "Range Not Satisfiable"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 503: "Service Unavailable"
+        default: "Status"
+        }
+    }
+}

@@ -104,7 +104,7 @@ let package = Package(
             dependencies: [
                 "BuckiaCore", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
                 "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaB2", "BuckiaBunny", "BuckiaSigV4", "BuckiaSync",
-                "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDatabase", "BuckiaSecurity", "BuckiaOAuth",
+                "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDatabase", "BuckiaSecurity", "BuckiaOAuth", "BuckiaGateway",
             ],
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks"], path: "Tools/BuckiaConformance"),
@@ -175,7 +175,9 @@ let package = Package(
             name: "ConformanceTests",
             dependencies: ["Buckia", "BuckiaConformance", "BuckiaConformanceTesting"],
             path: "Tests/ConformanceTests"),
-        .testTarget(name: "BuckiaCLITests", dependencies: ["BuckiaCommandLine", "Buckia", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaTestSupport"], path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
+        .testTarget(
+            name: "BuckiaCLITests", dependencies: ["BuckiaCommandLine", "Buckia", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaSigV4", "BuckiaTestSupport"],
+            path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -126,3 +126,55 @@ public struct GatewayAuthenticator: Sendable {
         return GatewayPrincipal(name: authorization.accessKeyId, grants: .everything)
     }
 }
+
+extension GatewayKeys {
+    /// The secret-store context of the gateway's derivation key.
+    public static let derivationKeyContext = "buckia.gateway/derivation-key"
+
+    /// The gateway's keys as kept in `tokens`' store: the signing key `keyId` (the only saved one
+    /// when nil) and the derivation key, created on first use when `create` is set.
+    ///
+    /// `buckia token issue --s3` and `buckia serve s3` read the same keys, so credentials one
+    /// issues the other accepts.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/notFound`` when a key is missing and `create` is false.
+    public static func stored(in tokens: TokenManager, keyId: String? = nil, create: Bool) throws -> GatewayKeys {
+        let signingKeys = try tokens.signingKeys()
+        let signingKey: UserTokenSigningKey
+        if let keyId {
+            guard let found = signingKeys.first(where: { $0.keyId == keyId }) else {
+                throw BuckiaError(.notFound, "No signing key \(keyId) is saved; create one with buckia token keygen --key-id \(keyId).")
+            }
+            signingKey = found
+        } else {
+            guard signingKeys.count == 1, let only = signingKeys.first else {
+                throw BuckiaError(
+                    .invalidConfiguration,
+                    signingKeys.isEmpty ? "No signing key is saved; create one with buckia token keygen --key-id ID." : "\(signingKeys.count) signing keys are saved; say which one with --key-id.")
+            }
+            signingKey = only
+        }
+        if create {
+            let fresh = StoredSecret(value: Secret(Data(try SecureRandom.bytes(count: 32)).base64EncodedString()), savedAt: Date())
+            _ = try tokens.store.saveIfAbsent(fresh, for: derivationKeyContext)
+        }
+        guard let derivation = try tokens.store.load(derivationKeyContext)?.value else {
+            throw BuckiaError(.notFound, "The gateway's derivation key is not saved; issue temporary credentials once (buckia token issue --s3) to create it.")
+        }
+        let previous = try signingKeys.filter { $0.keyId != signingKey.keyId }.map { try $0.verificationKey() }
+        return try GatewayKeys(signingKey: signingKey, derivationKey: derivation, previousKeys: previous)
+    }
+}
+
+extension TemporaryS3Credentials {
+    /// The credentials as the AWS CLI's and SDKs' `credential_process` reads them (version 1), so
+    /// `credential_process = buckia token issue … --s3` in `~/.aws/config` signs every request with them.
+    public func credentialProcessJSON() throws -> String {
+        let object: [String: Any] = [
+            "Version": 1, "AccessKeyId": accessKeyId, "SecretAccessKey": secretAccessKey.exposedValue, "SessionToken": sessionToken.exposedValue,
+            "Expiration": expiresAt.formatted(.iso8601),
+        ]
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+}

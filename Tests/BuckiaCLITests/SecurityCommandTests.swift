@@ -1,4 +1,5 @@
 import Buckia
+import BuckiaSigV4
 import Foundation
 import Testing
 
@@ -129,5 +130,37 @@ struct SecurityCommandTests {
             for secret in Self.fakeSecrets + signingKeys { #expect(!text.contains(secret), "\(file.path) holds a secret") }
             if file.lastPathComponent == "secrets.json" { #expect(text.contains("AES-256-GCM") && !text.contains("signing-key")) }
         }
+    }
+}
+
+@Suite("buckia token issue --s3")
+struct S3CredentialCommandTests {
+    @Test("Prints credential_process JSON whose credentials sign requests the gateway attributes to the user and grants")
+    func credentialProcess() throws {
+        let harness = try CLIHarness()
+        #expect(try harness.run("token", "keygen", "--key-id", "gw-1").status == 0)
+        let issued = try harness.run("token", "issue", "--user", "alice", "--grant", "read,list:alice/", "--grant", "write:alice/inbound/", "--s3", "--expires", "2h")
+        #expect(issued.status == 0, "\(issued.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(issued.stdout.utf8)) as? [String: Any])
+        #expect(object["Version"] as? Int == 1)
+        let accessKeyId = try #require(object["AccessKeyId"] as? String)
+        let secret = try #require(object["SecretAccessKey"] as? String)
+        let token = try #require(object["SessionToken"] as? String)
+        #expect(accessKeyId.hasPrefix("BK"))
+        #expect((object["Expiration"] as? String).flatMap { try? Date($0, strategy: .iso8601) }.map { abs($0.timeIntervalSinceNow - 7200) < 120 } == true)
+        #expect(try harness.run("token", "issue", "--user", "alice", "--grant", "read:alice/", "--s3", "--expires", "13h").status == 2)
+
+        // The gateway, with the keys from the same store, accepts a request signed with them.
+        let store = FileSecretStore(folder: harness.home.appendingPathComponent("config/buckia/secrets"))
+        let keys = try GatewayKeys.stored(in: TokenManager(store: store), create: false)
+        let signer = SigV4Signer(
+            credentials: AWSCredentials(accessKeyId: accessKeyId, secretAccessKey: Secret(secret), sessionToken: Secret(token)), region: "us-east-1", service: "s3")
+        let url = try #require(URL(string: "http://127.0.0.1:9000/alice/inbound/x.sqlite"))
+        let headers = signer.sign(method: "PUT", url: url, headers: [:], payloadHash: SigV4Signer.unsignedPayload, date: Date())
+        let request = SigV4Request(method: "PUT", target: "/alice/inbound/x.sqlite", headers: [("host", "127.0.0.1:9000")] + headers.map { (name: $0.key, value: $0.value) })
+        let principal = try GatewayAuthenticator(keys: keys).authenticate(request)
+        #expect(principal.name == "alice")
+        #expect(principal.grants.permits(.write, key: "alice/inbound/x.sqlite"))
+        #expect(!principal.grants.permits(.write, key: "alice/x.sqlite"))
     }
 }

@@ -9,6 +9,7 @@
 @_exported import BuckiaCore
 @_exported import BuckiaDatabase
 @_exported import BuckiaDiskEngine
+@_exported import BuckiaGateway
 @_exported import BuckiaLocal
 @_exported import BuckiaMemory
 @_exported import BuckiaMemoryEngine

@@ -4,7 +4,7 @@ import Foundation
 extension CLI {
     static let tokenCommand = Command(
         name: "token", summary: "Issue, inspect and verify Buckia user tokens; check signed Bunny CDN URLs.",
-        usage: "token keygen --key-id K [--algorithm EdDSA|HS256] | issue --user ID --grant PERMS:PREFIX... [--expires 24h] [--key-id K] | inspect TOKEN | verify TOKEN|URL | jwks",
+        usage: "token keygen --key-id K [--algorithm EdDSA|HS256] | issue --user ID --grant PERMS:PREFIX... [--expires 24h] [--key-id K] [--s3] | inspect TOKEN | verify TOKEN|URL | jwks",
         positionals: 1...2,
         options: [
             .value("key-id", "keygen, issue: the signing key's id (issue: the only saved key when left out)."),
@@ -13,6 +13,7 @@ extension CLI {
             .value("grant", "issue: PERMS:PREFIX, such as read,list:u1/ or write:u1/inbound/; give it once per grant."),
             .value("expires", "issue: how long the token is valid: 90s, 15m, 24h, 30d or seconds (default 24h, at most 366d)."),
             .value("audience", "issue, verify: the audience (aud) the token names (default buckia)."),
+            .flag("s3", "issue: temporary S3 credentials for buckia serve s3 instead, printed as credential_process JSON (at most 12h)."),
             .value("public-key", "verify: check with this JSON Web Key (text, or @FILE) instead of the saved keys."),
             .value("remote", "verify URL: take the token key from this Bunny remote's credential tokenKey (else BUNNY_TOKEN_KEY)."),
             .value("ip", "verify URL: the client address the request comes from (for an address-bound URL)."),
@@ -55,6 +56,12 @@ extension CLI {
             guard let user = invocation.arguments.value("user") else { throw UsageError(description: "token issue needs --user ID.") }
             let grants = try StorageGrants(invocation.arguments.all("grant").map(parseGrant))
             guard !grants.grants.isEmpty else { throw UsageError(description: "token issue needs at least one --grant PERMS:PREFIX.") }
+            if invocation.arguments.flag("s3") {
+                let lifetime = try parseDuration(invocation.arguments.value("expires") ?? "1h", maximum: 43_200)
+                let keys = try GatewayKeys.stored(in: tokens, keyId: invocation.arguments.value("key-id"), create: true)
+                Console.out(try keys.issue(userId: user, grants: grants, lifetime: lifetime).credentialProcessJSON())
+                return .success
+            }
             let lifetime = try parseDuration(invocation.arguments.value("expires") ?? "24h", maximum: 366 * 86_400)
             let issued = try tokens.generateUserStorageToken(
                 userId: user, grants: grants, expiry: lifetime, keyId: invocation.arguments.value("key-id"),

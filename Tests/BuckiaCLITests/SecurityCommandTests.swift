@@ -139,7 +139,9 @@ struct S3CredentialCommandTests {
     func credentialProcess() throws {
         let harness = try CLIHarness()
         #expect(try harness.run("token", "keygen", "--key-id", "gw-1").status == 0)
+        let before = Date()
         let issued = try harness.run("token", "issue", "--user", "alice", "--grant", "read,list:alice/", "--grant", "write:alice/inbound/", "--s3", "--expires", "2h")
+        let after = Date()
         #expect(issued.status == 0, "\(issued.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(issued.stdout.utf8)) as? [String: Any])
         #expect(object["Version"] as? Int == 1)
@@ -147,7 +149,9 @@ struct S3CredentialCommandTests {
         let secret = try #require(object["SecretAccessKey"] as? String)
         let token = try #require(object["SessionToken"] as? String)
         #expect(accessKeyId.hasPrefix("BK"))
-        #expect((object["Expiration"] as? String).flatMap { try? Date($0, strategy: .iso8601) }.map { abs($0.timeIntervalSinceNow - 7200) < 120 } == true)
+        // Two hours from when the command ran: between the times before and after it (whole seconds).
+        let expiration = try Date(try #require(object["Expiration"] as? String), strategy: .iso8601)
+        #expect(expiration >= before.addingTimeInterval(7200 - 1) && expiration <= after.addingTimeInterval(7200))
         #expect(try harness.run("token", "issue", "--user", "alice", "--grant", "read:alice/", "--s3", "--expires", "13h").status == 2)
 
         // The gateway, with the keys from the same store, accepts a request signed with them.

@@ -139,21 +139,7 @@ extension GatewayKeys {
     ///
     /// - Throws: ``BuckiaCore/BuckiaError/Code/notFound`` when a key is missing and `create` is false.
     public static func stored(in tokens: TokenManager, keyId: String? = nil, create: Bool) throws -> GatewayKeys {
-        let signingKeys = try tokens.signingKeys()
-        let signingKey: UserTokenSigningKey
-        if let keyId {
-            guard let found = signingKeys.first(where: { $0.keyId == keyId }) else {
-                throw BuckiaError(.notFound, "No signing key \(keyId) is saved; create one with buckia token keygen --key-id \(keyId).")
-            }
-            signingKey = found
-        } else {
-            guard signingKeys.count == 1, let only = signingKeys.first else {
-                throw BuckiaError(
-                    .invalidConfiguration,
-                    signingKeys.isEmpty ? "No signing key is saved; create one with buckia token keygen --key-id ID." : "\(signingKeys.count) signing keys are saved; say which one with --key-id.")
-            }
-            signingKey = only
-        }
+        let signingKey = try tokens.signingKey(selecting: keyId)
         if create {
             let fresh = StoredSecret(value: Secret(Data(try SecureRandom.bytes(count: 32)).base64EncodedString()), savedAt: Date())
             _ = try tokens.store.saveIfAbsent(fresh, for: derivationKeyContext)
@@ -161,7 +147,7 @@ extension GatewayKeys {
         guard let derivation = try tokens.store.load(derivationKeyContext)?.value else {
             throw BuckiaError(.notFound, "The gateway's derivation key is not saved; issue temporary credentials once (buckia token issue --s3) to create it.")
         }
-        let previous = try signingKeys.filter { $0.keyId != signingKey.keyId }.map { try $0.verificationKey() }
+        let previous = try tokens.signingKeys().filter { $0.keyId != signingKey.keyId }.map { try $0.verificationKey() }
         return try GatewayKeys(signingKey: signingKey, derivationKey: derivation, previousKeys: previous)
     }
 }

@@ -131,27 +131,33 @@ public final class TokenManager: Sendable {
         }
     }
 
+    /// The saved signing key `keyId`, or the only saved key when `keyId` is nil: the choice every
+    /// issuer makes (user tokens here, the gateway's temporary credentials).
+    ///
+    /// - Throws: ``BuckiaError/Code/notFound`` when `keyId` is not saved;
+    ///   ``BuckiaError/Code/invalidConfiguration`` when it is nil and there is not exactly one key.
+    public func signingKey(selecting keyId: String?) throws -> UserTokenSigningKey {
+        if let keyId {
+            guard let found = try signingKey(keyId: keyId) else {
+                throw BuckiaError(.notFound, "No signing key \(keyId) is saved; create one first (buckia token keygen --key-id \(keyId)).")
+            }
+            return found
+        }
+        let keys = try signingKeys()
+        guard keys.count == 1, let only = keys.first else {
+            throw BuckiaError(
+                .invalidConfiguration,
+                keys.isEmpty ? "No signing key is saved; create one first (buckia token keygen --key-id ID)." : "\(keys.count) signing keys are saved; say which one signs (--key-id).")
+        }
+        return only
+    }
+
     /// The seed's `generateUserStorageToken`: a token for `userId` with `grants`, valid for
     /// `expiry`, signed with the saved key `keyId` (the only saved key when nil).
     public func generateUserStorageToken(
         userId: String, grants: StorageGrants, expiry: Duration, keyId: String? = nil, audience: String = "buckia"
     ) throws -> IssuedUserToken {
-        let key: UserTokenSigningKey
-        if let keyId {
-            guard let found = try signingKey(keyId: keyId) else {
-                throw BuckiaError(.notFound, "No signing key \(keyId) is saved; create one first (buckia token keygen --key-id \(keyId)).")
-            }
-            key = found
-        } else {
-            let keys = try signingKeys()
-            guard keys.count == 1, let only = keys.first else {
-                throw BuckiaError(
-                    .invalidConfiguration,
-                    keys.isEmpty ? "No signing key is saved; create one first (buckia token keygen --key-id ID)." : "\(keys.count) signing keys are saved; say which one signs (keyId).")
-            }
-            key = only
-        }
-        return try UserTokenIssuer(key: key, audience: audience, clock: clock).issue(userId: userId, grants: grants, lifetime: expiry)
+        try UserTokenIssuer(key: try signingKey(selecting: keyId), audience: audience, clock: clock).issue(userId: userId, grants: grants, lifetime: expiry)
     }
 
     /// A verifier that accepts tokens signed by any saved key.

@@ -81,7 +81,7 @@ let package = Package(
         // OAuth needs HTTP, which BuckiaSecurity does not: a target of its own keeps that one on BuckiaCore.
         .target(name: "BuckiaOAuth", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaHTTP"], path: "Core/BuckiaOAuth"),
         // The S3 gateway (`buckia serve s3`): SigV4 checked, Buckia grants enforced.
-        .target(name: "BuckiaGateway", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaSigV4"], path: "Core/BuckiaGateway"),
+        .target(name: "BuckiaGateway", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaSigV4", "CLinux"], path: "Core/BuckiaGateway"),
 
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
@@ -153,8 +153,12 @@ let package = Package(
         .testTarget(
             name: "BuckiaSecurityTests", dependencies: ["BuckiaSecurity", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaSecurityTests"),
         .testTarget(
-            name: "BuckiaGatewayTests", dependencies: ["BuckiaGateway", "BuckiaSecurity", "BuckiaSigV4", "BuckiaCore", "BuckiaTestSupport"],
-            path: "Tests/BuckiaGatewayTests"),
+            name: "BuckiaGatewayTests",
+            dependencies: [
+                "BuckiaGateway", "BuckiaSecurity", "BuckiaSigV4", "BuckiaCore", "BuckiaTestSupport", "BuckiaS3", "BuckiaLocal", "BuckiaMemory",
+                "BuckiaB2", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "CLinux",
+            ],
+            path: "Tests/BuckiaGatewayTests", exclude: ["Clients"]),
         .testTarget(
             name: "BuckiaOAuthTests", dependencies: ["BuckiaOAuth", "BuckiaSecurity", "BuckiaCore", "BuckiaHTTP", "BuckiaTestSupport"],
             path: "Tests/BuckiaOAuthTests"),

@@ -1,4 +1,5 @@
 import BuckiaCore
+import CLinux
 import Foundation
 
 #if canImport(Glibc)
@@ -128,8 +129,10 @@ public final class HTTPServer: @unchecked Sendable {
         self.listener = descriptor
         self.handler = handler
         self.limits = limits
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "buckia-accept"
+        let thread = Thread { [self] in
+            buckia_name_thread("buckia-accept")
+            acceptLoop()
+        }
         thread.start()
     }
 
@@ -178,11 +181,11 @@ public final class HTTPServer: @unchecked Sendable {
                 continue
             }
             let thread = Thread { [self] in
+                buckia_name_thread("buckia-http")
                 serve(client)
                 state.withLock { _ = $0.connections.removeValue(forKey: client) }
                 close(client)
             }
-            thread.name = "buckia-http"
             thread.start()
         }
     }

@@ -99,6 +99,12 @@ public struct GatewayAuthenticator: Sendable {
     ///
     /// - Throws: ``BuckiaSigV4/SigV4Refusal`` with the S3 error code to answer.
     public func authenticate(_ request: SigV4Request) throws(SigV4Refusal) -> GatewayPrincipal {
+        try authenticateRequest(request).principal
+    }
+
+    /// The principal, what its signature claims, and the secret it was checked with (which a
+    /// streamed body's chunk signatures are checked with too).
+    package func authenticateRequest(_ request: SigV4Request) throws(SigV4Refusal) -> GatewayAuthentication {
         let authorization = try SigV4Verifier.parse(request)
         let now = clock()
         if let token = authorization.sessionToken {
@@ -116,15 +122,23 @@ public struct GatewayAuthenticator: Sendable {
             guard authorization.accessKeyId == GatewayKeys.accessKeyId(forTokenId: claims.tokenId) else {
                 throw SigV4Refusal("InvalidAccessKeyId", "The access key id does not belong to the session token sent with it.")
             }
-            try SigV4Verifier.verify(request, authorization, secret: keys.secret(forTokenId: claims.tokenId), now: now)
-            return GatewayPrincipal(name: claims.subject, grants: claims.grants)
+            let secret = keys.secret(forTokenId: claims.tokenId)
+            try SigV4Verifier.verify(request, authorization, secret: secret, now: now)
+            return GatewayAuthentication(principal: GatewayPrincipal(name: claims.subject, grants: claims.grants), authorization: authorization, secret: secret)
         }
         guard let secret = staticKeys[authorization.accessKeyId] else {
             throw SigV4Refusal("InvalidAccessKeyId", "The AWS access key id you provided does not exist in our records.")
         }
         try SigV4Verifier.verify(request, authorization, secret: secret, now: now)
-        return GatewayPrincipal(name: authorization.accessKeyId, grants: .everything)
+        return GatewayAuthentication(principal: GatewayPrincipal(name: authorization.accessKeyId, grants: .everything), authorization: authorization, secret: secret)
     }
+}
+
+/// A verified request: who, what the signature claims, and the secret that checked it.
+package struct GatewayAuthentication: Sendable {
+    package var principal: GatewayPrincipal
+    package var authorization: SigV4Authorization
+    package var secret: Secret
 }
 
 extension GatewayKeys {

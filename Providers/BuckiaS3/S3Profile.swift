@@ -33,6 +33,8 @@ public struct S3Profile: Sendable, Hashable {
         case gcs
         /// moto, the Python mock Buckia's tests run against.
         case moto
+        /// A Buckia gateway (`buckia serve s3`): ETags are its backend's version tags, not MD5s.
+        case buckia
         /// Any other S3-compatible server: AWS's documented behaviour, with the ETag form learned.
         case generic
 
@@ -46,6 +48,7 @@ public struct S3Profile: Sendable, Hashable {
             case .wasabi: "Wasabi"
             case .gcs: "Google Cloud Storage (XML API)"
             case .moto: "moto"
+            case .buckia: "a Buckia gateway (buckia serve s3)"
             case .generic: "an S3-compatible server"
             }
         }
@@ -83,6 +86,9 @@ public struct S3Profile: Sendable, Hashable {
     public var etagIsMD5: Bool
     /// Whether virtual-hosted addressing (`bucket.host`) is the default; otherwise path style.
     public var virtualHostedByDefault: Bool
+    /// Whether `x-amz-meta-*` metadata is stored and returned (``BuckiaCore/Capability/userMetadata``):
+    /// a gateway in front of a backend that keeps none answers `NotImplemented` instead.
+    public var userMetadata: Bool
     /// The smallest part but the last, in bytes.
     public var minimumPartSize: Int64
     /// The most parts one upload may have.
@@ -92,7 +98,8 @@ public struct S3Profile: Sendable, Hashable {
     public static func of(_ vendor: Vendor) -> S3Profile {
         var profile = S3Profile(
             vendor: vendor, conditionETags: .quoted, conditionalWrites: true, conditionalReads: true, deleteObjects: true,
-            verifiesContentMD5: true, etagIsMD5: true, virtualHostedByDefault: false, minimumPartSize: 5 << 20, maximumParts: 10_000)
+            verifiesContentMD5: true, etagIsMD5: true, virtualHostedByDefault: false, userMetadata: true, minimumPartSize: 5 << 20,
+            maximumParts: 10_000)
         switch vendor {
         case .aws:
             profile.virtualHostedByDefault = true
@@ -107,6 +114,8 @@ public struct S3Profile: Sendable, Hashable {
             profile.deleteObjects = false
         case .moto:
             profile.verifiesContentMD5 = false
+        case .buckia:
+            profile.etagIsMD5 = false
         case .generic:
             profile.conditionETags = .learned
         }

@@ -33,17 +33,20 @@ public struct S3Provider: StorageProviderPlugin {
     public var capabilities: ProviderCapabilities {
         var features: Set<Capability> = [
             .readWithRange, .listStartAfter, .pagedListing, .presign, .streamingTransfers, .multipartUpload, .serverSideCopy,
-            .preservesModificationTime, .persistent, .userMetadata, .setModificationTime, .resumableListing, .unfinishedUploads,
-            .streamingUploads,
+            .preservesModificationTime, .persistent, .setModificationTime, .resumableListing, .unfinishedUploads, .streamingUploads,
         ]
+        if settings.profile.userMetadata { features.insert(.userMetadata) }
         if settings.profile.conditionalWrites { features.insert(.conditionalWrite) }
         if settings.profile.conditionalReads { features.insert(.conditionalRead) }
         if settings.isPublic { features.insert(.publicURL) }
         if settings.verifiesContentMD5 { features.insert(.verifiesKnownChecksums) }
         // A single-part upload's ETag is its MD5 and comes in the listing; a multipart
-        // upload's MD5 is only in its metadata, so the worst case costs a HEAD.
+        // upload's MD5 is only in its metadata, so the worst case costs a HEAD. A server whose
+        // ETags are not MD5s and that keeps no metadata (a gateway in front of a folder) can
+        // report no MD5 at all.
+        let md5: [ChecksumAlgorithm: ChecksumCost] = settings.profile.etagIsMD5 || settings.profile.userMetadata ? [.md5: .stat] : [:]
         return ProviderCapabilities(
-            features: features, checksums: [.md5: .stat], listedFields: [.serverModified, .etag],
+            features: features, checksums: md5, listedFields: [.serverModified, .etag],
             // The default maximum object size (2^53): AWS and S3-compatible stores have raised
             // their limits before (MinIO allows 50 TiB), and the bound is there against sizes no
             // object can have, not against a store's current policy.

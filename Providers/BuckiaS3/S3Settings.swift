@@ -54,7 +54,7 @@ public struct S3Settings: Sendable {
     /// accept any value, so the provider does not declare ``BuckiaCore/Capability/verifiesKnownChecksums``.
     public var verifiesContentMD5: Bool
     /// What this server does differently (option `vendor`), with the options that override a
-    /// row of it (`conditionalWrites`, `etagIsMD5`, `verifiesContentMD5`) applied.
+    /// row of it (`conditionalWrites`, `etagIsMD5`, `verifiesContentMD5`, `userMetadata`) applied.
     public var profile: S3Profile = .of(.generic)
     /// Timeouts, retries and the CA file for this remote (``BuckiaHTTP/HTTPRemoteOptions``).
     public var http = HTTPRemoteOptions()
@@ -63,6 +63,7 @@ public struct S3Settings: Sendable {
     public static let knownOptions: Set<String> = Set([
         "region", "endpoint", "addressingStyle", "allowHTTP", "profile", "partSizeMiB", "multipartThresholdMiB",
         "publicBucket", "stateDirectory", "etagIsMD5", "verifiesContentMD5", "vendor", "conditionalWrites",
+        "userMetadata",
     ]).union(HTTPRemoteOptions.names)
 
     /// Resolves settings from a configuration, the environment and the shared AWS files.
@@ -97,6 +98,7 @@ public struct S3Settings: Sendable {
         profile.conditionalWrites = try configuration.flag("conditionalWrites", default: profile.conditionalWrites)
         profile.etagIsMD5 = try configuration.flag("etagIsMD5", default: profile.etagIsMD5)
         profile.verifiesContentMD5 = try configuration.flag("verifiesContentMD5", default: profile.verifiesContentMD5)
+        profile.userMetadata = try configuration.flag("userMetadata", default: profile.userMetadata)
         let usesPathStyle: Bool
         switch options["addressingStyle"] ?? "auto" {
         case "path": usesPathStyle = true

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaSigV4
 import BuckiaHTTP
 import Foundation
 import Testing

@@ -4,26 +4,27 @@ import Foundation
 import FoundationXML
 #endif
 
-/// A parsed XML element: the small tree S3's responses need.
-struct XMLNode: Sendable {
-    var name: String
-    var text: String = ""
-    var children: [XMLNode] = []
+/// A parsed XML element: the small tree S3's bodies need, both the responses Buckia's S3
+/// provider reads and the requests its gateway reads.
+package struct XMLNode: Sendable {
+    package var name: String
+    package var text: String = ""
+    package var children: [XMLNode] = []
 
     /// The first child named `name`.
-    func child(_ name: String) -> XMLNode? { children.first { $0.name == name } }
+    package func child(_ name: String) -> XMLNode? { children.first { $0.name == name } }
 
     /// Every child named `name`.
-    func children(_ name: String) -> [XMLNode] { children.filter { $0.name == name } }
+    package func children(_ name: String) -> [XMLNode] { children.filter { $0.name == name } }
 
     /// The text of the first child named `name`.
-    func value(_ name: String) -> String? { child(name)?.text }
+    package func value(_ name: String) -> String? { child(name)?.text }
 
     /// Parses a document.
     ///
     /// - Throws: ``BuckiaCore/BuckiaError/Code/corrupt`` for malformed, truncated or empty XML
     ///   (`XMLParser.parse()` alone returns true for some of those).
-    static func parse(_ data: Data, what: String) throws -> XMLNode {
+    package static func parse(_ data: Data, what: String, from sender: String = "server") throws -> XMLNode {
         let builder = TreeBuilder()
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
@@ -31,7 +32,7 @@ struct XMLNode: Sendable {
         let finished = parser.parse()
         if builder.tooDeep {
             throw BuckiaError(
-                .corrupt, "The server's \(what) response nests elements deeper than \(maximumDepth) levels; no S3 answer does, so it is refused.",
+                .corrupt, "The \(sender)'s \(what) body nests elements deeper than \(maximumDepth) levels; no S3 body does, so it is refused.",
                 operation: what)
         }
         guard finished, parser.parserError == nil, let root = builder.root, builder.stack.isEmpty else {
@@ -39,7 +40,7 @@ struct XMLNode: Sendable {
             // say where the document breaks instead.
             let reason = parser.parserError == nil
                 ? "the document is empty or incomplete" : "it breaks at line \(parser.lineNumber), column \(parser.columnNumber)"
-            throw BuckiaError(.corrupt, "The server's \(what) response is not valid XML: \(reason).", operation: what)
+            throw BuckiaError(.corrupt, "The \(sender)'s \(what) body is not valid XML: \(reason).", operation: what)
         }
         return root
     }
@@ -47,7 +48,7 @@ struct XMLNode: Sendable {
     /// The deepest nesting of elements a response may have. S3's deepest answers nest four;
     /// a hostile one nested 70,000 deep would otherwise build (and free) a tree recursively
     /// until the stack overflows.
-    static let maximumDepth = 32
+    package static let maximumDepth = 32
 
     /// Builds the tree from parser events; text arrives in pieces and CDATA separately.
     private final class TreeBuilder: NSObject, XMLParserDelegate {
@@ -84,8 +85,8 @@ struct XMLNode: Sendable {
 }
 
 extension String {
-    /// The text with the five XML special characters escaped, for request bodies.
-    var xmlEscaped: String {
+    /// The text with the five XML special characters escaped, for request and response bodies.
+    package var xmlEscaped: String {
         var output = ""
         for character in self {
             switch character {

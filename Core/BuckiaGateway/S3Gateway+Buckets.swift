@@ -1,0 +1,250 @@
+import BuckiaCore
+import BuckiaSecurity
+import BuckiaSigV4
+import Foundation
+
+extension S3Gateway {
+    // MARK: - Buckets
+
+    func listBuckets(_ context: RequestContext) throws -> HTTPServerResponse {
+        let root = options.root
+        let folders = try Blocking.wait { [provider] in
+            var names: [String] = []
+            for try await entry in provider.list(ListOptions(prefix: root, recursive: false)) {
+                if case .directory(let prefix) = entry, let name = prefix.utf8Dropping(prefix: root), name.hasSuffix("/") {
+                    names.append(String(name.dropLast()))
+                }
+            }
+            return names
+        }
+        let created = state.withLock { $0.knownBuckets }
+        var names = Set(folders).union(created).filter { bucketVisible(context.principal, $0) }
+        names = names.filter { name in
+            do {
+                try Self.checkBucketName(name)
+                return true
+            } catch {
+                return false
+            }
+        }
+        let owner = (context.principal?.name ?? "").xmlText
+        var xml = "<ListAllMyBucketsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>\(owner)</ID><DisplayName>\(owner)</DisplayName></Owner><Buckets>"
+        for name in names.sorted(by: { $0.utf8Precedes($1) }) {
+            xml += "<Bucket><Name>\(name.xmlText)</Name><CreationDate>\(Self.isoDate(Date(timeIntervalSince1970: 0)))</CreationDate></Bucket>"
+        }
+        return Self.xml(xml + "</Buckets></ListAllMyBucketsResult>")
+    }
+
+    /// S3's rules for a new bucket's name: 3 to 63 lowercase letters, digits, `.` and `-`,
+    /// starting and ending with a letter or digit.
+    static func checkNewBucketName(_ name: String) throws {
+        let bytes = Array(name.utf8)
+        func alphanumeric(_ byte: UInt8) -> Bool { (97...122).contains(byte) || (48...57).contains(byte) }
+        guard (3...63).contains(bytes.count), let first = bytes.first, let last = bytes.last, alphanumeric(first), alphanumeric(last),
+              bytes.allSatisfy({ alphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") }), !name.contains("..")
+        else { throw S3Failure("InvalidBucketName", "The specified bucket is not valid.") }
+    }
+
+    func createBucket(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
+        guard coversBucket(context.principal, context.bucket, .write) else {
+            throw S3Failure("AccessDenied", "Access Denied: creating a bucket needs a grant to write the whole of it.")
+        }
+        try Self.checkNewBucketName(context.bucket)
+        // The optional CreateBucketConfiguration names a region; any is accepted.
+        let upload = try S3UploadBody(context, body: body, maximumSize: 64 * 1024)
+        while try upload.next() != nil {}
+        context.bytesIn = upload.count
+        do {
+            try requireBucket(context.bucket)
+            throw S3Failure("BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.")
+        } catch let failure as S3Failure where failure.code == "NoSuchBucket" {
+            _ = state.withLock { $0.knownBuckets.insert(context.bucket) }
+            return HTTPServerResponse(status: 200, headers: [("Location", "/" + context.bucket)])
+        }
+    }
+
+    func deleteBucket(_ context: RequestContext) throws -> HTTPServerResponse {
+        guard coversBucket(context.principal, context.bucket, .delete) else {
+            throw S3Failure("AccessDenied", "Access Denied: deleting a bucket needs a grant to delete the whole of it.")
+        }
+        try requireBucket(context.bucket)
+        let prefix = options.root + context.bucket + "/"
+        let empty = try Blocking.wait { [provider] in
+            var iterator = provider.list(ListOptions(prefix: prefix, recursive: true, pageSize: 1)).makeAsyncIterator()
+            return try await iterator.next() == nil
+        }
+        guard empty else { throw S3Failure("BucketNotEmpty", "The bucket you tried to delete is not empty.") }
+        let pending = state.withLock { state in state.uploads.values.contains { $0.bucket == context.bucket } }
+        guard !pending else { throw S3Failure("BucketNotEmpty", "The bucket you tried to delete has unfinished multipart uploads.") }
+        _ = state.withLock { $0.knownBuckets.remove(context.bucket) }
+        return HTTPServerResponse(status: 204)
+    }
+
+    // MARK: - Listing
+
+    /// How a listing is limited by the grants.
+    enum ListingScope {
+        /// The whole prefix may be listed.
+        case whole
+        /// Only the entries under these prefixes (relative to the root) may be shown.
+        case within([String])
+    }
+
+    /// What the principal may see of a listing of `prefix` (relative to the root): all of it,
+    /// the parts under its list grants, or nothing (`AccessDenied`).
+    func listingScope(_ context: RequestContext, prefix: String) throws -> ListingScope {
+        guard let principal = context.principal else { throw S3Failure("AccessDenied", "Access Denied") }
+        let decision = principal.grants.decide(.list, key: prefix)
+        if decision == .permitted { return .whole }
+        if case .refused(let refusal) = decision, refusal.kind == .unsafeKey {
+            throw S3Failure("AccessDenied", "Access Denied: \(refusal.reason).")
+        }
+        // Grants that list a folder inside the requested prefix: show that folder's entries.
+        let inner = principal.grants.grants.filter { grant in
+            grant.permissions.contains(.list) && grant.prefix.utf8HasPrefix(prefix) && principal.grants.permits(.list, key: grant.prefix)
+        }.map(\.prefix)
+        guard !inner.isEmpty else { throw S3Failure("AccessDenied", "Access Denied: no grant allows listing \(prefix.debugDescription).") }
+        return .within(inner)
+    }
+
+    func listObjects(_ context: RequestContext) throws -> HTTPServerResponse {
+        let version2 = context.query["list-type"] == "2"
+        if let listType = context.query["list-type"], listType != "2" { throw S3Failure("InvalidArgument", "list-type must be 2.") }
+        let prefix = context.query["prefix"] ?? ""
+        let delimiter = context.query["delimiter"].flatMap { $0.isEmpty ? nil : $0 }
+        if let delimiter, delimiter != "/" { throw S3Failure.notImplemented("a delimiter other than /") }
+        let urlEncoded: Bool
+        switch context.query["encoding-type"] {
+        case nil: urlEncoded = false
+        case "url": urlEncoded = true
+        default: throw S3Failure("InvalidArgument", "Invalid Encoding Method specified in Request")
+        }
+        var maxKeys = 1000
+        if let text = context.query["max-keys"] {
+            guard text.utf8.count <= 9, text.utf8.allSatisfy({ (48...57).contains($0) }), let value = Int(text) else {
+                throw S3Failure("InvalidArgument", "max-keys must be a non-negative number.")
+            }
+            maxKeys = min(value, 1000)
+        }
+        var start: String?
+        if version2 {
+            if let token = context.query["continuation-token"] {
+                guard let bytes = Base64URL.decode(token), Base64URL.encode(bytes) == token, let key = String(data: bytes, encoding: .utf8) else {
+                    throw S3Failure("InvalidArgument", "The continuation token provided is incorrect")
+                }
+                start = key
+            } else if let after = context.query["start-after"], !after.isEmpty {
+                start = after
+            }
+        } else if let marker = context.query["marker"], !marker.isEmpty {
+            start = marker
+        }
+
+        try requireBucketVisible(context)
+        let bucketPrefix = context.bucket + "/"
+        let scope = try listingScope(context, prefix: bucketPrefix + prefix)
+        try requireBucket(context.bucket)
+
+        let page = try collect(
+            bucketPrefix: bucketPrefix, prefix: prefix, recursive: delimiter == nil, start: start, maxKeys: maxKeys, scope: scope)
+        func encode(_ text: String) -> String { (urlEncoded ? Self.urlEncode(text) : text).xmlText }
+        var xml = "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>\(context.bucket.xmlText)</Name><Prefix>\(encode(prefix))</Prefix>"
+        if version2 {
+            xml += "<KeyCount>\(page.entries.count)</KeyCount>"
+            if let token = context.query["continuation-token"] { xml += "<ContinuationToken>\(token.xmlText)</ContinuationToken>" }
+            if let after = context.query["start-after"] { xml += "<StartAfter>\(encode(after))</StartAfter>" }
+            if page.truncated, let last = page.entries.last { xml += "<NextContinuationToken>\(Base64URL.encode(Data(last.name.utf8)))</NextContinuationToken>" }
+        } else {
+            xml += "<Marker>\(encode(context.query["marker"] ?? ""))</Marker>"
+            if page.truncated, let last = page.entries.last { xml += "<NextMarker>\(encode(last.name))</NextMarker>" }
+        }
+        xml += "<MaxKeys>\(maxKeys)</MaxKeys>"
+        if let delimiter { xml += "<Delimiter>\(encode(delimiter))</Delimiter>" }
+        if urlEncoded { xml += "<EncodingType>url</EncodingType>" }
+        xml += "<IsTruncated>\(page.truncated)</IsTruncated>"
+        var prefixes = ""
+        for entry in page.entries {
+            if let file = entry.file {
+                let modified = file.serverModified ?? file.modificationDate ?? Date(timeIntervalSince1970: 0)
+                xml += "<Contents><Key>\(encode(entry.name))</Key><LastModified>\(Self.isoDate(modified))</LastModified>"
+                xml += "<ETag>\(Self.etag(of: file).xmlText)</ETag><Size>\(file.size)</Size><StorageClass>STANDARD</StorageClass></Contents>"
+            } else {
+                prefixes += "<CommonPrefixes><Prefix>\(encode(entry.name))</Prefix></CommonPrefixes>"
+            }
+        }
+        return Self.xml(xml + prefixes + "</ListBucketResult>")
+    }
+
+    /// One entry of a listing answer: a key (with its object) or a common prefix, relative to the bucket.
+    struct ListedEntry {
+        var name: String
+        var file: RemoteFile?
+    }
+
+    /// Up to `maxKeys` entries after `start`, and whether more follow.
+    func collect(bucketPrefix: String, prefix: String, recursive: Bool, start: String?, maxKeys: Int, scope: ListingScope) throws -> (
+        entries: [ListedEntry], truncated: Bool
+    ) {
+        let root = options.root
+        let full = root + bucketPrefix + prefix
+        do {
+            try ObjectKey.validatePrefix(full)
+        } catch {
+            return ([], false)  // no addressable key starts with it
+        }
+        let startKey = start.map { root + bucketPrefix + $0 }
+        let listOptions = ListOptions(
+            prefix: full, recursive: recursive, startAfter: startKey.flatMap { $0.utf8Precedes(full) ? nil : $0 }, pageSize: min(1000, maxKeys + 1))
+        let shown: @Sendable (String, Bool) -> Bool = { relative, isFolder in
+            switch scope {
+            case .whole: return true
+            case .within(let granted):
+                // An entry under a granted folder, or a folder on the way to one.
+                return granted.contains { relative.utf8HasPrefix($0) || (isFolder && $0.utf8HasPrefix(relative)) }
+            }
+        }
+        return try Blocking.wait { [provider] in
+            var entries: [ListedEntry] = []
+            var truncated = false
+            for try await entry in provider.list(listOptions) {
+                let name: String
+                let file: RemoteFile?
+                switch entry {
+                case .object(let object):
+                    name = object.path.rawValue
+                    file = object
+                case .directory(let folder):
+                    name = folder
+                    file = nil
+                case .unaddressable:
+                    continue
+                }
+                if let startKey, !startKey.utf8Precedes(name) { continue }
+                guard let relativeToRoot = name.utf8Dropping(prefix: root), let relative = relativeToRoot.utf8Dropping(prefix: bucketPrefix),
+                      shown(relativeToRoot, file == nil)
+                else { continue }
+                if entries.count == maxKeys {
+                    truncated = true
+                    break
+                }
+                entries.append(ListedEntry(name: relative, file: file))
+            }
+            return (entries, truncated)
+        }
+    }
+
+    /// Percent-encodes all but the unreserved characters and `/`, as `encoding-type=url` asks.
+    static func urlEncode(_ text: String) -> String {
+        var output = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"), UInt8(ascii: "/"):
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                output += String(format: "%%%02X", byte)
+            }
+        }
+        return output
+    }
+}

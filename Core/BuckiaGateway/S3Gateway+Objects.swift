@@ -1,0 +1,365 @@
+import BuckiaCore
+import BuckiaSecurity
+import BuckiaSigV4
+import Foundation
+
+extension S3Gateway {
+    // MARK: - Reading
+
+    func getObject(_ context: RequestContext, head: Bool) throws -> HTTPServerResponse {
+        let key = try remoteKey(context, for: .read)
+        if let part = context.query["partNumber"], part != "1" { throw S3Failure.notImplemented("partNumber other than 1") }
+        guard let file = try Blocking.wait({ [provider] in try await provider.stat(remotePath: key) }) else {
+            throw S3Failure("NoSuchKey", "The specified key does not exist.")
+        }
+        let etag = Self.etag(of: file)
+        if let notModified = try checkConditions(context, file: file, etag: etag, prefix: "") { return notModified }
+        var headers = objectHeaders(file, etag: etag)
+        headers.append(("Accept-Ranges", "bytes"))
+        for (parameter, header) in Self.responseOverrides {
+            if let value = context.query[parameter] {
+                headers.removeAll { $0.name.lowercased() == header.lowercased() }
+                headers.append((header, value))
+            }
+        }
+        var range: Range<Int64>?
+        var status = 200
+        if let text = try context.header("range"), let requested = try Self.parseRange(text, size: file.size) {
+            range = requested
+            status = 206
+            headers.append(("Content-Range", "bytes \(requested.lowerBound)-\(requested.upperBound - 1)/\(file.size)"))
+        }
+        let length = range.map { $0.upperBound - $0.lowerBound } ?? file.size
+        if head {
+            headers.append(("Content-Length", String(length)))
+            return HTTPServerResponse(status: status, headers: headers)
+        }
+        if length == 0 {
+            return HTTPServerResponse(status: status, headers: headers)
+        }
+        let conditional = provider.capabilities.supports(.conditionalRead) ? file.etag : nil
+        let stream = try Blocking.wait { [provider, range] in
+            try await provider.openRead(remotePath: key, options: ReadOptions(range: range, ifMatch: conditional))
+        }
+        let bytes = stream.bytes
+        return HTTPServerResponse(
+            status: status, headers: headers,
+            body: .stream(length: length) { writer in
+                defer { bytes.cancel() }
+                while let chunk = try Blocking.wait({ try await bytes.next() }) {
+                    try writer.write(chunk)
+                }
+            })
+    }
+
+    /// The query parameters that override a GET's response headers.
+    static let responseOverrides: [(String, String)] = [
+        ("response-content-type", "Content-Type"), ("response-content-language", "Content-Language"), ("response-expires", "Expires"),
+        ("response-cache-control", "Cache-Control"), ("response-content-disposition", "Content-Disposition"),
+        ("response-content-encoding", "Content-Encoding"),
+    ]
+
+    /// An object's ETag as S3 clients see it: the backend's own tag, quoted, or one made from
+    /// what is known of the object, never a bare MD5 unless it is one.
+    static func etag(of file: RemoteFile) -> String {
+        if let tag = file.etag, !tag.isEmpty {
+            let stripped = tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
+            return stripped.hasPrefix("\"") ? stripped : "\"\(stripped)\""
+        }
+        if let md5 = file.checksums[.md5] { return "\"\(md5)\"" }
+        let seconds = file.effectiveModificationDate.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded()) } ?? 0
+        return "\"\(String(file.size, radix: 16))-\(String(seconds, radix: 16))\""
+    }
+
+    /// A tag as a condition names it, compared without quotes or a weak marker.
+    static func bareTag(_ tag: String) -> String {
+        var text = tag.trimmingCharacters(in: .whitespaces)
+        if text.hasPrefix("W/") { text = String(text.dropFirst(2)) }
+        if text.hasPrefix("\""), text.hasSuffix("\""), text.count >= 2 { text = String(text.dropFirst().dropLast()) }
+        return text
+    }
+
+    /// Whether a list of tags (`If-Match: "a", "b"` or `*`) names `etag`.
+    static func tagsMatch(_ header: String, _ etag: String) -> Bool {
+        let wanted = bareTag(etag)
+        return header.split(separator: ",").contains { candidate in
+            let tag = bareTag(String(candidate))
+            return tag == "*" || tag == wanted
+        }
+    }
+
+    func objectHeaders(_ file: RemoteFile, etag: String) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = [
+            ("ETag", etag), ("Content-Type", file.contentType ?? "binary/octet-stream"),
+        ]
+        if let modified = file.serverModified ?? file.modificationDate { headers.append(("Last-Modified", Self.httpDate(modified))) }
+        if let modified = file.modificationDate { headers.append(("x-amz-meta-mtime", Self.formatMtime(modified))) }
+        if let md5 = file.checksums[.md5], let bytes = Hex.decode(md5) { headers.append(("x-amz-meta-md5chksum", Data(bytes).base64EncodedString())) }
+        for (name, value) in file.metadata.sorted(by: { $0.key < $1.key }) where !Self.reservedMetadata.contains(name.lowercased()) {
+            headers.append(("x-amz-meta-\(name)", value))
+        }
+        return headers
+    }
+
+    /// The metadata names the gateway reads itself (rclone's): the modification time and the MD5.
+    static let reservedMetadata: Set<String> = ["mtime", "md5chksum"]
+
+    /// rclone's `mtime` metadata: decimal seconds since 1970, to the microsecond.
+    static func formatMtime(_ date: Date) -> String {
+        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let sign = micros < 0 ? "-" : ""
+        let magnitude = micros.magnitude
+        let fraction = String(magnitude % 1_000_000)
+        return "\(sign)\(magnitude / 1_000_000).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"
+    }
+
+    static func parseMtime(_ text: String) -> Date? {
+        guard !text.isEmpty, text.utf8.count <= 32, text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-") }),
+              let seconds = Double(text), seconds.isFinite, abs(seconds) < 1e11
+        else { return nil }
+        return Date(timeIntervalSince1970: seconds)
+    }
+
+    /// The conditional headers of a read (`prefix` "") or of a copy's source
+    /// (`x-amz-copy-source-`), evaluated as S3 does: a response to send instead (304), nil to
+    /// go on, or a `PreconditionFailed` thrown.
+    func checkConditions(_ context: RequestContext, file: RemoteFile, etag: String, prefix: String) throws -> HTTPServerResponse? {
+        let modified = file.serverModified ?? file.modificationDate
+        let ifMatch = try context.header(prefix + "if-match")
+        let ifNoneMatch = try context.header(prefix + "if-none-match")
+        let ifModifiedSince = try context.header(prefix + "if-modified-since").flatMap(Self.parseHTTPDate)
+        let ifUnmodifiedSince = try context.header(prefix + "if-unmodified-since").flatMap(Self.parseHTTPDate)
+        let precondition = S3Failure("PreconditionFailed", "At least one of the pre-conditions you specified did not hold.")
+        if let ifMatch {
+            guard Self.tagsMatch(ifMatch, etag) else { throw precondition }
+        } else if let ifUnmodifiedSince, let modified, modified.timeIntervalSince(ifUnmodifiedSince) >= 1 {
+            throw precondition
+        }
+        let notModified = HTTPServerResponse(status: 304, headers: [("ETag", etag)] + (modified.map { [("Last-Modified", Self.httpDate($0))] } ?? []))
+        if let ifNoneMatch {
+            if Self.tagsMatch(ifNoneMatch, etag) {
+                if prefix.isEmpty { return notModified }
+                throw precondition
+            }
+        } else if let ifModifiedSince, let modified, modified.timeIntervalSince(ifModifiedSince) < 1 {
+            if prefix.isEmpty { return notModified }
+            throw precondition
+        }
+        return nil
+    }
+
+    /// A `Range: bytes=…` header against an object of `size` bytes: the range, nil to send the
+    /// whole object (a form S3 ignores), or `InvalidRange` when nothing of it is in the object.
+    static func parseRange(_ text: String, size: Int64) throws -> Range<Int64>? {
+        let value = text.trimmingCharacters(in: .whitespaces)
+        guard value.hasPrefix("bytes="), !value.contains(",") else { return nil }
+        let spec = value.dropFirst("bytes=".count)
+        guard let dash = spec.firstIndex(of: "-") else { return nil }
+        let first = spec[..<dash]
+        let last = spec[spec.index(after: dash)...]
+        func number(_ text: Substring) -> Int64? {
+            guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ (48...57).contains($0) }) else { return nil }
+            return Int64(text)
+        }
+        let unsatisfiable = S3Failure("InvalidRange", "The requested range is not satisfiable.")
+        if first.isEmpty {
+            guard let suffix = number(last) else { return nil }
+            guard suffix > 0, size > 0 else { throw unsatisfiable }
+            return max(0, size - suffix)..<size
+        }
+        guard let start = number(first) else { return nil }
+        guard start < size else { throw unsatisfiable }
+        if last.isEmpty { return start..<size }
+        guard let end = number(last), end >= start else { return nil }
+        return start..<(min(end, size - 1) + 1)
+    }
+
+    // MARK: - Writing
+
+    /// The upload options a PUT or a multipart start asks for: type, metadata, mtime, condition.
+    func uploadOptions(_ context: RequestContext) throws -> UploadOptions {
+        var options = UploadOptions()
+        options.contentType = try context.header("content-type")
+        for (name, value) in context.request.headers {
+            let lower = name.lowercased()
+            guard lower.hasPrefix("x-amz-meta-") else { continue }
+            let key = String(lower.dropFirst("x-amz-meta-".count))
+            switch key {
+            case "mtime":
+                guard let date = Self.parseMtime(value) else { throw S3Failure("InvalidArgument", "x-amz-meta-mtime is not a number of seconds.") }
+                options.modificationDate = date
+            case "md5chksum":
+                guard let bytes = Data(base64Encoded: value), bytes.count == 16 else {
+                    throw S3Failure("InvalidArgument", "x-amz-meta-md5chksum is not a base64 MD5.")
+                }
+                options.knownChecksums[.md5] = Hex.encode(bytes)
+            default:
+                guard options.metadata.updateValue(value, forKey: key) == nil else {
+                    throw S3Failure("InvalidArgument", "The metadata \(key) is sent twice.")
+                }
+            }
+        }
+        if !options.metadata.isEmpty && !provider.capabilities.supports(.userMetadata) {
+            throw S3Failure.notImplemented("user metadata (x-amz-meta-*), which this gateway's backend does not store")
+        }
+        let ifNoneMatch = try context.header("if-none-match")
+        let ifMatch = try context.header("if-match")
+        if ifNoneMatch != nil || ifMatch != nil {
+            guard provider.capabilities.supports(.conditionalWrite) else {
+                throw S3Failure.notImplemented("conditional writes, which this gateway's backend does not make")
+            }
+            if let ifNoneMatch {
+                guard ifNoneMatch.trimmingCharacters(in: .whitespaces) == "*", ifMatch == nil else {
+                    throw S3Failure.notImplemented("If-None-Match other than * on a write")
+                }
+                options.condition = .ifNoneMatch
+            } else if let ifMatch {
+                options.condition = .ifMatch(try backendTag(ifMatch))
+            }
+        }
+        for unsupported in ["x-amz-server-side-encryption", "x-amz-object-lock-mode", "x-amz-website-redirect-location", "x-amz-tagging"]
+        where !context.request.values(unsupported).isEmpty {
+            throw S3Failure.notImplemented(unsupported)
+        }
+        return options
+    }
+
+    /// The backend's form of a tag a client names in `If-Match`: quoted, as the gateway hands
+    /// tags out (``etag(of:)``).
+    func backendTag(_ tag: String) throws -> String {
+        let bare = Self.bareTag(tag)
+        guard !bare.isEmpty, bare != "*" else { throw S3Failure.notImplemented("If-Match: * on a write") }
+        return "\"\(bare)\""
+    }
+
+    func putObject(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
+        let key = try remoteKey(context, for: .write)
+        try requireBucket(context.bucket)
+        var options = try uploadOptions(context)
+        let upload = try S3UploadBody(context, body: body, maximumSize: self.options.maximumPartSize)
+        if let known = options.knownChecksums[.md5] { options.knownChecksums = [.md5: known] }
+        let stored = try streamUpload(upload) { [provider, options] stream in
+            try await provider.upload(from: stream, remotePath: key, options: options)
+        }
+        context.bytesIn = upload.count
+        var headers: [(name: String, value: String)] = [("ETag", Self.etag(of: stored))]
+        if let checked = upload.checkedChecksum { headers.append((checked.name, checked.value)) }
+        return HTTPServerResponse(status: 200, headers: headers)
+    }
+
+    func deleteObject(_ context: RequestContext) throws -> HTTPServerResponse {
+        let key = try remoteKey(context, for: .delete)
+        try Blocking.wait { [provider] in try await provider.deleteFile(remotePath: key) }
+        return HTTPServerResponse(status: 204)
+    }
+
+    func copyObject(_ context: inout RequestContext) throws -> HTTPServerResponse {
+        guard let sourceHeader = try context.header("x-amz-copy-source") else { throw S3Failure("InvalidArgument", "x-amz-copy-source is missing.") }
+        var sourceText = sourceHeader
+        if let question = sourceText.firstIndex(of: "?") {
+            guard sourceText[question...].hasPrefix("?versionId=null") || sourceText[question...] == "?" else {
+                throw S3Failure.notImplemented("copying a version")
+            }
+            sourceText = String(sourceText[..<question])
+        }
+        guard let decoded = sourceText.removingPercentEncoding else { throw S3Failure("InvalidArgument", "x-amz-copy-source cannot be decoded.") }
+        let trimmed = decoded.hasPrefix("/") ? decoded.dropFirst() : decoded[...]
+        guard let slash = trimmed.firstIndex(of: "/"), slash > trimmed.startIndex, trimmed.index(after: slash) < trimmed.endIndex else {
+            throw S3Failure("InvalidArgument", "x-amz-copy-source must be bucket/key.")
+        }
+        let sourceBucket = String(trimmed[..<slash])
+        try Self.checkBucketName(sourceBucket)
+        let source = try remoteKey(context, bucket: sourceBucket, key: String(trimmed[trimmed.index(after: slash)...]), for: .read)
+        let destination = try remoteKey(context, for: .write)
+        try requireBucket(context.bucket)
+        guard let file = try Blocking.wait({ [provider] in try await provider.stat(remotePath: source) }) else {
+            throw S3Failure("NoSuchKey", "The specified key does not exist.")
+        }
+        _ = try checkConditions(context, file: file, etag: Self.etag(of: file), prefix: "x-amz-copy-source-")
+        let directive = try context.header("x-amz-metadata-directive")?.uppercased() ?? "COPY"
+        guard directive == "COPY" || directive == "REPLACE" else { throw S3Failure("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE.") }
+        var options = directive == "REPLACE" ? try uploadOptions(context) : UploadOptions()
+        options.knownChecksums = [:]
+        if directive == "COPY" {
+            options = UploadOptions(contentType: file.contentType, modificationDate: file.modificationDate, metadata: file.metadata)
+            if let condition = try uploadOptions(context).condition { options.condition = condition }
+        }
+        let provider = self.provider
+        let capabilities = provider.capabilities
+        let stored: RemoteFile
+        if source == destination && directive == "COPY" {
+            throw S3Failure(
+                "InvalidRequest",
+                "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
+        } else if source == destination, options.metadata == file.metadata, options.condition == nil, let date = options.modificationDate,
+                  capabilities.supports(.setModificationTime)
+        {
+            stored = try Blocking.wait { try await provider.setModificationTime(remotePath: source, to: date) }
+        } else if directive == "COPY", options.condition == nil, capabilities.supports(.serverSideCopy) {
+            stored = try Blocking.wait { try await provider.copyFile(from: source, to: destination) }
+        } else {
+            let conditional = capabilities.supports(.conditionalRead) ? file.etag : nil
+            let finalOptions = options
+            stored = try Blocking.wait {
+                let read = try await provider.openRead(remotePath: source, options: ReadOptions(ifMatch: conditional))
+                return try await provider.upload(from: read.bytes, remotePath: destination, options: finalOptions)
+            }
+        }
+        let modified = stored.serverModified ?? stored.modificationDate ?? options.modificationDate ?? Date()
+        return Self.xml(
+            "<CopyObjectResult><LastModified>\(Self.isoDate(modified))</LastModified><ETag>\(Self.etag(of: stored).xmlText)</ETag></CopyObjectResult>")
+    }
+
+    func deleteObjects(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
+        let upload = try S3UploadBody(context, body: body, maximumSize: 2 << 20)
+        var data = Data()
+        while let chunk = try upload.next() { data.append(chunk) }
+        context.bytesIn = upload.count
+        let document = try Self.parseXML(data, what: "DeleteObjects")
+        guard document.name == "Delete" else { throw S3Failure("MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema.") }
+        let objects = document.children("Object")
+        guard objects.count <= 1000 else { throw S3Failure("MalformedXML", "A DeleteObjects request may name at most 1,000 keys.") }
+        let quiet = document.value("Quiet")?.lowercased() == "true"
+        var deleted: [String] = []
+        var errors: [(key: String, code: String, message: String)] = []
+        var allowed: [(String, ObjectKey)] = []
+        for object in objects {
+            guard let name = object.value("Key") else { throw S3Failure("MalformedXML", "An Object element has no Key.") }
+            if object.value("VersionId") != nil {
+                errors.append((name, "NotImplemented", "Versions are not implemented."))
+                continue
+            }
+            do {
+                allowed.append((name, try remoteKey(context, key: name, for: .delete)))
+            } catch let failure as S3Failure {
+                errors.append((name, failure.code, failure.message))
+            }
+        }
+        let keys = allowed.map(\.1)
+        if !keys.isEmpty {
+            do {
+                try Blocking.wait { [provider] in try await provider.deleteFiles(keys) }
+                deleted = allowed.map(\.0)
+            } catch {
+                let failure = S3Failure(error)
+                errors += allowed.map { ($0.0, failure.code, failure.message) }
+            }
+        }
+        var xml = "<DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        if !quiet {
+            for name in deleted { xml += "<Deleted><Key>\(name.xmlText)</Key></Deleted>" }
+        }
+        for error in errors {
+            xml += "<Error><Key>\(error.key.xmlText)</Key><Code>\(error.code.xmlText)</Code><Message>\(error.message.xmlText)</Message></Error>"
+        }
+        return Self.xml(xml + "</DeleteResult>")
+    }
+
+    static func parseXML(_ data: Data, what: String) throws -> XMLNode {
+        do {
+            return try XMLNode.parse(data, what: what, from: "client")
+        } catch {
+            throw S3Failure("MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema.")
+        }
+    }
+}

@@ -1,0 +1,582 @@
+import BuckiaCore
+import BuckiaSecurity
+import BuckiaSigV4
+import CLinux
+import Foundation
+
+/// How an ``S3Gateway`` serves its remote.
+public struct S3GatewayOptions: Sendable {
+    /// The folder of the remote whose subfolders are the buckets (`""`: the remote's root).
+    public var root: String = ""
+    /// The region the gateway names in `GetBucketLocation`; requests signed for any region are accepted.
+    public var region = "us-east-1"
+    /// Where the parts of multipart uploads wait for their completion: a private folder the
+    /// gateway creates and removes (under the system's temporary folder when nil).
+    public var stagingDirectory: URL?
+    /// The largest single PUT or part, in bytes (S3's 5 GiB).
+    public var maximumPartSize: Int64 = 5 << 30
+    /// The smallest part but the last of a multipart upload (S3's 5 MiB).
+    public var minimumPartSize: Int64 = 5 << 20
+    /// Called once per request, after its response, with what the access log records.
+    public var log: (@Sendable (S3AccessLogEntry) -> Void)?
+    /// The clock signatures and conditions are checked against.
+    public var clock: @Sendable () -> Date = { Date() }
+
+    /// The defaults.
+    public init() {}
+}
+
+/// One request as the access log records it: never a signature, a token or a query string.
+public struct S3AccessLogEntry: Sendable, Hashable, Codable {
+    /// When the request arrived.
+    public var time: Date
+    /// The user (a session token's subject), the static key's id, or `-` when unauthenticated.
+    public var principal: String
+    /// The S3 operation (`GetObject`, `ListObjectsV2`, …), or `-` when the request was refused
+    /// before one was chosen.
+    public var operation: String
+    /// The method.
+    public var method: String
+    /// The bucket and key, decoded (no query string: presigned URLs carry credentials in it).
+    public var resource: String
+    /// The status answered.
+    public var status: Int
+    /// The S3 error code, when the answer is an error.
+    public var errorCode: String?
+    /// How the body was signed: `signed` (its SHA-256), `UNSIGNED-PAYLOAD`, or the streaming
+    /// form (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`, …); `-` when the request was not authenticated.
+    public var payload: String
+    /// Body bytes received (decoded) and sent.
+    public var bytesIn: Int64
+    public var bytesOut: Int64
+    /// How long the request took, in milliseconds.
+    public var milliseconds: Double
+
+    /// The entry as one line of text.
+    public var line: String {
+        let stamp = time.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+        return "\(stamp) \(principal) \(operation) \(method) \(resource.debugDescription) \(status)\(errorCode.map { " " + $0 } ?? "") in=\(bytesIn) out=\(bytesOut) \(String(format: "%.1f", milliseconds))ms"
+    }
+}
+
+/// An S3 API in front of any ``BuckiaCore/StorageProvider``, which enforces Buckia grants on
+/// every request: `buckia serve s3`.
+///
+/// The remote's top-level folders are the buckets, as `rclone serve s3` has them. Requests are
+/// signed with SigV4 by a static key pair (full access) or by temporary credentials whose
+/// session token carries the grants (``GatewayAuthenticator``); every key an operation touches
+/// is checked with ``BuckiaSecurity/StorageGrants/permits(_:key:)`` before the backend sees it,
+/// and listings show only what the grants allow to list. Bodies stream through the backend's
+/// own transfers with memory bounded per request; a body whose signature, length or checksum
+/// fails is never stored. What the gateway does not implement answers `NotImplemented`.
+///
+/// Serve it with ``HTTPServer``:
+///
+/// ```swift
+/// let gateway = try S3Gateway(provider: provider, authenticator: authenticator)
+/// let server = try HTTPServer(port: 8333, handler: gateway)
+/// ```
+public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
+    let provider: any StorageProvider
+    let authenticator: GatewayAuthenticator
+    let options: S3GatewayOptions
+    let staging: URL
+    let state = Locked(GatewayState())
+
+    struct GatewayState {
+        /// Buckets created here that may have no object yet, and buckets seen to exist.
+        var knownBuckets: Set<String> = []
+        var uploads: [String: MultipartUpload] = [:]
+    }
+
+    /// A gateway for `provider`.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError`` when the staging folder cannot be made, or the root
+    ///   is not a folder key.
+    public init(provider: any StorageProvider, authenticator: GatewayAuthenticator, options: S3GatewayOptions = S3GatewayOptions()) throws {
+        var options = options
+        if !options.root.isEmpty && !options.root.hasSuffix("/") { options.root += "/" }
+        try ObjectKey.validatePrefix(options.root)
+        self.provider = provider
+        self.authenticator = authenticator
+        self.options = options
+        let parent = options.stagingDirectory ?? FileManager.default.temporaryDirectory
+        staging = parent.appendingPathComponent("buckia-gateway-\(UUID().uuidString)", isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw BuckiaError.wrapping(error, operation: "serve s3", path: staging.path)
+        }
+    }
+
+    /// Removes the staging folder and the parts of unfinished multipart uploads.
+    public func close() throws {
+        state.withLock { $0.uploads.removeAll() }
+        do {
+            try FileManager.default.removeItem(at: staging)
+        } catch {
+            throw BuckiaError.wrapping(error, operation: "serve s3", path: staging.path)
+        }
+    }
+
+    // MARK: - Requests
+
+    public func respond(to request: HTTPServerRequest, body: HTTPRequestBody) throws -> HTTPServerResponse {
+        let started = options.clock()
+        let began = ContinuousClock.now
+        var context = RequestContext(request: request)
+        var response: HTTPServerResponse
+        do {
+            response = try handle(&context, body: body)
+        } catch {
+            let failure = S3Failure(error)
+            context.errorCode = failure.code
+            response = failure.response(resource: context.resource, requestId: context.requestId)
+        }
+        response.headers.append(("x-amz-request-id", context.requestId))
+        response.headers.append(("Server", "Buckia"))
+        if let log = options.log {
+            let sent: Int64
+            switch response.body {
+            case .data(let data): sent = Int64(data.count)
+            case .stream(let length, _): sent = length ?? -1
+            }
+            let elapsed = ContinuousClock.now - began
+            let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+            log(
+                S3AccessLogEntry(
+                    time: started, principal: context.principal?.name ?? "-", operation: context.operation, method: request.method,
+                    resource: context.resource, status: response.status, errorCode: context.errorCode,
+                    payload: context.authentication.map { $0.authorization.payloadHash.utf8.count == 64 ? "signed" : $0.authorization.payloadHash } ?? "-",
+                    bytesIn: context.bytesIn, bytesOut: sent,
+                    milliseconds: milliseconds))
+        }
+        return response
+    }
+
+    /// What one request carries through its handling.
+    struct RequestContext {
+        let request: HTTPServerRequest
+        let requestId = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16))
+        var principal: GatewayPrincipal?
+        var authentication: GatewayAuthentication?
+        var operation = "-"
+        var resource = "/"
+        var errorCode: String?
+        var bytesIn: Int64 = 0
+        var bucket = ""
+        var key = ""
+        var query: [String: String] = [:]
+
+        init(request: HTTPServerRequest) { self.request = request }
+
+        /// The header `name` when sent once; a repeated one is refused.
+        func header(_ name: String) throws -> String? {
+            let values = request.values(name)
+            guard values.count <= 1 else { throw S3Failure("InvalidArgument", "The header \(name) is sent more than once.") }
+            return values.first
+        }
+    }
+
+    private func handle(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
+        let target = context.request.target
+        let question = target.firstIndex(of: "?")
+        let rawPath = question.map { String(target[..<$0]) } ?? target
+        guard rawPath.hasPrefix("/"), let path = rawPath.removingPercentEncoding else {
+            throw S3Failure("InvalidURI", "The request path could not be parsed.")
+        }
+        var query: [String: String] = [:]
+        if let question {
+            for pair in target[target.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true) {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard let name = String(parts[0]).removingPercentEncoding,
+                      let value = (parts.count > 1 ? String(parts[1]) : "").removingPercentEncoding
+                else { throw S3Failure("InvalidURI", "The query string could not be parsed.") }
+                guard query.updateValue(value, forKey: name) == nil else { throw S3Failure("InvalidArgument", "The query names \(name) twice.") }
+            }
+        }
+        context.query = query
+        let trimmed = path.dropFirst()
+        if let slash = trimmed.firstIndex(of: "/") {
+            context.bucket = String(trimmed[..<slash])
+            context.key = String(trimmed[trimmed.index(after: slash)...])
+        } else {
+            context.bucket = String(trimmed)
+        }
+        context.resource = path
+
+        let signed = SigV4Request(method: context.request.method, target: target, headers: context.request.headers)
+        let authentication: GatewayAuthentication
+        do {
+            authentication = try authenticator.authenticateRequest(signed)
+        } catch {
+            throw S3Failure(error.code, error.message, status: error.status)
+        }
+        context.authentication = authentication
+        context.principal = authentication.principal
+
+        let method = context.request.method
+        if context.bucket.isEmpty {
+            guard method == "GET" else { throw S3Failure.notImplemented("\(method) on the service") }
+            context.operation = "ListBuckets"
+            return try listBuckets(context)
+        }
+        try Self.checkBucketName(context.bucket)
+        if context.key.isEmpty {
+            return try bucketRequest(&context, body: body)
+        }
+        return try objectRequest(&context, body: body)
+    }
+
+    /// The subresources of a bucket request this gateway reads; any other is `NotImplemented`.
+    private static let bucketQueries: Set<String> = [
+        "list-type", "prefix", "delimiter", "marker", "start-after", "continuation-token", "max-keys", "encoding-type", "fetch-owner", "uploads",
+        "delete", "location", "key-marker", "upload-id-marker", "max-uploads", "x-id",
+    ]
+
+    private func bucketRequest(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
+        let method = context.request.method
+        try Self.refuseUnknownQueries(context.query, known: Self.bucketQueries)
+        switch method {
+        case "GET" where context.query["location"] != nil:
+            context.operation = "GetBucketLocation"
+            try requireBucketVisible(context)
+            try requireBucket(context.bucket)
+            let constraint = options.region == "us-east-1" ? "" : options.region.xmlText
+            return Self.xml("<LocationConstraint xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\(constraint)</LocationConstraint>")
+        case "GET" where context.query["uploads"] != nil:
+            context.operation = "ListMultipartUploads"
+            return try listUploads(context)
+        case "GET":
+            context.operation = context.query["list-type"] == "2" ? "ListObjectsV2" : "ListObjects"
+            return try listObjects(context)
+        case "HEAD":
+            context.operation = "HeadBucket"
+            try requireBucketVisible(context)
+            try requireBucket(context.bucket)
+            return HTTPServerResponse(status: 200, headers: [("x-amz-bucket-region", options.region)])
+        case "PUT":
+            context.operation = "CreateBucket"
+            return try createBucket(&context, body: body)
+        case "DELETE":
+            context.operation = "DeleteBucket"
+            return try deleteBucket(context)
+        case "POST" where context.query["delete"] != nil:
+            context.operation = "DeleteObjects"
+            return try deleteObjects(&context, body: body)
+        default:
+            throw S3Failure.notImplemented("\(method) on a bucket")
+        }
+    }
+
+    /// The subresources of an object request this gateway reads; any other is `NotImplemented`.
+    private static let objectQueries: Set<String> = [
+        "uploadId", "partNumber", "uploads", "x-id", "max-parts", "part-number-marker", "response-content-type", "response-content-language",
+        "response-expires", "response-cache-control", "response-content-disposition", "response-content-encoding",
+        "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token",
+    ]
+
+    private func objectRequest(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
+        let method = context.request.method
+        try Self.refuseUnknownQueries(context.query, known: Self.objectQueries)
+        let uploadId = context.query["uploadId"]
+        switch method {
+        case "GET" where uploadId != nil:
+            context.operation = "ListParts"
+            return try listParts(context, uploadId: uploadId ?? "")
+        case "GET", "HEAD":
+            context.operation = method == "GET" ? "GetObject" : "HeadObject"
+            return try getObject(context, head: method == "HEAD")
+        case "PUT" where uploadId != nil:
+            context.operation = "UploadPart"
+            return try uploadPart(&context, uploadId: uploadId ?? "", body: body)
+        case "PUT" where context.request.values("x-amz-copy-source").isEmpty == false:
+            context.operation = "CopyObject"
+            return try copyObject(&context)
+        case "PUT":
+            context.operation = "PutObject"
+            return try putObject(&context, body: body)
+        case "DELETE" where uploadId != nil:
+            context.operation = "AbortMultipartUpload"
+            return try abortUpload(context, uploadId: uploadId ?? "")
+        case "DELETE":
+            context.operation = "DeleteObject"
+            return try deleteObject(context)
+        case "POST" where context.query["uploads"] != nil:
+            context.operation = "CreateMultipartUpload"
+            return try createUpload(&context)
+        case "POST" where uploadId != nil:
+            context.operation = "CompleteMultipartUpload"
+            return try completeUpload(&context, uploadId: uploadId ?? "", body: body)
+        default:
+            throw S3Failure.notImplemented("\(method) on an object")
+        }
+    }
+
+    private static func refuseUnknownQueries(_ query: [String: String], known: Set<String>) throws {
+        if let unknown = query.keys.sorted().first(where: { !known.contains($0) }) {
+            throw S3Failure.notImplemented("the ?\(unknown) subresource")
+        }
+    }
+
+    /// S3's bucket name rules, loosened to what a folder name may be: 1 to 255 bytes of a valid
+    /// key segment. Creating one holds to S3's rules (``checkNewBucketName(_:)``).
+    static func checkBucketName(_ name: String) throws {
+        let refusal = S3Failure("InvalidBucketName", "The bucket name is not valid here.", status: 400)
+        guard !name.isEmpty, name.utf8.count <= 255, !name.contains("/") else { throw refusal }
+        do {
+            _ = try ObjectKey(name)
+        } catch {
+            throw refusal
+        }
+    }
+
+    // MARK: - Keys and grants
+
+    /// The remote's key for `key` in `bucket`, checked against the principal's grants for
+    /// `operation` first, then against the key rules.
+    func remoteKey(_ context: RequestContext, bucket: String? = nil, key: String? = nil, for operation: StorageOperation) throws -> ObjectKey {
+        let bucket = bucket ?? context.bucket
+        let key = key ?? context.key
+        let granted = bucket + "/" + key
+        try authorize(context, operation, granted)
+        do {
+            return try ObjectKey(options.root + granted)
+        } catch {
+            throw S3Failure("InvalidArgument", "The key cannot be stored by this gateway's backend: \(BuckiaError.wrapping(error, operation: "key").message)")
+        }
+    }
+
+    /// Throws `AccessDenied` unless the grants allow `operation` on `key` (relative to the root).
+    func authorize(_ context: RequestContext, _ operation: StorageOperation, _ key: String) throws {
+        guard let principal = context.principal else { throw S3Failure("AccessDenied", "Access Denied") }
+        if case .refused(let refusal) = principal.grants.decide(operation, key: key) {
+            throw S3Failure("AccessDenied", "Access Denied: \(refusal.reason).", status: 403)
+        }
+    }
+
+    /// Whether any of the principal's grants reaches into `bucket`.
+    func bucketVisible(_ principal: GatewayPrincipal?, _ bucket: String) -> Bool {
+        guard let principal else { return false }
+        return principal.grants.grants.contains { grant in
+            !grant.permissions.isEmpty && (grant.prefix.isEmpty || grant.prefix == bucket || grant.prefix.hasPrefix(bucket + "/"))
+        }
+    }
+
+    func requireBucketVisible(_ context: RequestContext) throws {
+        guard bucketVisible(context.principal, context.bucket) else { throw S3Failure("AccessDenied", "Access Denied: no grant reaches into this bucket.") }
+    }
+
+    /// Whether a grant with `permission` covers the whole bucket.
+    func coversBucket(_ principal: GatewayPrincipal?, _ bucket: String, _ permission: StoragePermissions) -> Bool {
+        guard let principal else { return false }
+        return principal.grants.grants.contains { grant in
+            grant.permissions.contains(permission) && (grant.prefix.isEmpty || grant.prefix == bucket || grant.prefix == bucket + "/")
+        }
+    }
+
+    /// Throws `NoSuchBucket` unless the bucket exists (a folder of the remote, or made here).
+    func requireBucket(_ bucket: String) throws {
+        if state.withLock({ $0.knownBuckets.contains(bucket) }) { return }
+        let prefix = options.root + bucket + "/"
+        let found = try Blocking.wait { [provider] in
+            var iterator = provider.list(ListOptions(prefix: prefix, recursive: false, pageSize: 1)).makeAsyncIterator()
+            return try await iterator.next() != nil
+        }
+        guard found else { throw S3Failure("NoSuchBucket", "The specified bucket does not exist.", status: 404) }
+        _ = state.withLock { $0.knownBuckets.insert(bucket) }
+    }
+
+    // MARK: - Responses
+
+    static let xmlHeader = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+
+    static func xml(_ body: String, status: Int = 200) -> HTTPServerResponse {
+        HTTPServerResponse(status: status, headers: [("Content-Type", "application/xml")], body: .data(Data((xmlHeader + body).utf8)))
+    }
+
+    /// S3's `Last-Modified` form (RFC 9110's IMF-fixdate).
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+
+    /// An HTTP date in any of RFC 9110's three forms, or nil.
+    static func parseHTTPDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        for format in ["EEE, dd MMM yyyy HH:mm:ss 'GMT'", "EEEE, dd-MMM-yy HH:mm:ss 'GMT'", "EEE MMM d HH:mm:ss yyyy"] {
+            formatter.dateFormat = format
+            if let date = formatter.date(from: text) { return date }
+        }
+        return nil
+    }
+
+    /// S3's listing time form: ISO 8601 with milliseconds, in UTC.
+    static func isoDate(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+}
+
+/// Runs async work from a thread of the HTTP server's own (never a pool thread) and waits.
+enum Blocking {
+    static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+        let outcome = Locked<Result<T, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task(executorPreference: GatewayExecutor.shared) {
+            let result: Result<T, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        guard let result = outcome.withLock({ $0 }) else {
+            throw BuckiaError(.io, "The gateway lost the result of a backend call.")
+        }
+        return try result.get()
+    }
+}
+
+/// The threads the gateway's backend calls run on: a task executor of its own, so a gateway
+/// serves even while the rest of the process keeps every thread of the cooperative pool busy
+/// or blocked (an app that embeds it, a test run beside it). Each connection's thread waits
+/// for its call; the call itself, and the default actors it touches, run here.
+final class GatewayExecutor: TaskExecutor, @unchecked Sendable {
+    /// One executor for every gateway of the process; its threads live as long as the process.
+    static let shared = GatewayExecutor(threads: max(4, ProcessInfo.processInfo.activeProcessorCount * 2))
+
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var next = 0
+
+    private init(threads: Int) {
+        for index in 0..<threads {
+            // Named from inside (Foundation's Thread.name does not reliably reach the thread on
+            // Linux), and short: Linux keeps 15 bytes of a name.
+            let thread = Thread { [self] in
+                buckia_name_thread("buckia-gw-\(index)")
+                self.work()
+            }
+            thread.start()
+        }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func work() {
+        while true {
+            condition.lock()
+            while next == jobs.count { condition.wait() }
+            let job = jobs[next]
+            next += 1
+            if next == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                next = 0
+            } else if next > 1024 {
+                jobs.removeFirst(next)
+                next = 0
+            }
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
+
+/// An S3 error answer: the code, the message and the status.
+struct S3Failure: Error {
+    var code: String
+    var message: String
+    var status: Int
+
+    init(_ code: String, _ message: String, status: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.status = status ?? S3Failure.defaultStatus(code)
+    }
+
+    static func notImplemented(_ what: String) -> S3Failure {
+        S3Failure("NotImplemented", "A header or subresource you provided implies functionality that is not implemented: \(what).", status: 501)
+    }
+
+    static func defaultStatus(_ code: String) -> Int {
+        switch code {
+        case "AccessDenied", "SignatureDoesNotMatch", "InvalidAccessKeyId", "RequestTimeTooSkewed": 403
+        case "NoSuchKey", "NoSuchBucket", "NoSuchUpload": 404
+        case "BucketNotEmpty", "BucketAlreadyOwnedByYou", "BucketAlreadyExists", "OperationAborted": 409
+        case "PreconditionFailed": 412
+        case "InvalidRange": 416
+        case "NotImplemented": 501
+        case "ServiceUnavailable", "SlowDown": 503
+        case "InternalError": 500
+        case "MethodNotAllowed": 405
+        case "MissingContentLength": 411
+        default: 400
+        }
+    }
+
+    /// The answer for any error a handler throws: its own, or a backend's mapped to S3's codes.
+    init(_ error: any Error) {
+        if let failure = error as? S3Failure {
+            self = failure
+        } else if let refusal = error as? SigV4Refusal {
+            self.init(refusal.code, refusal.message, status: refusal.status)
+        } else if let refusal = error as? HTTPRefusal {
+            self.init(refusal.status == 400 ? "IncompleteBody" : "InternalError", refusal.reason, status: refusal.status)
+        } else if let refusal = error as? AccessRefusal {
+            self.init("AccessDenied", "Access Denied: \(refusal.reason).", status: 403)
+        } else {
+            let wrapped = BuckiaError.wrapping(error, operation: "serve s3")
+            switch wrapped.code {
+            case .notFound: self.init("NoSuchKey", "The specified key does not exist.")
+            case .conditionNotMatch: self.init("PreconditionFailed", "At least one of the pre-conditions you specified did not hold.")
+            case .checksumMismatch: self.init("BadDigest", wrapped.message)
+            case .unsupported: self.init("NotImplemented", wrapped.message, status: 501)
+            case .invalidPath, .invalidConfiguration: self.init("InvalidArgument", wrapped.message)
+            case .permissionDenied, .unauthorized: self.init("AccessDenied", "The gateway's backend refused: \(wrapped.message)", status: 403)
+            case .rateLimited: self.init("SlowDown", "Please reduce your request rate.", status: 503)
+            case .transient: self.init("ServiceUnavailable", "The gateway's backend is unavailable; try again.", status: 503)
+            case .alreadyExists: self.init("PreconditionFailed", wrapped.message)
+            default: self.init("InternalError", "The gateway's backend failed: \(wrapped.message)", status: 500)
+            }
+        }
+    }
+
+    func response(resource: String, requestId: String) -> HTTPServerResponse {
+        let body =
+            "<Error><Code>\(code.xmlText)</Code><Message>\(message.xmlText)</Message><Resource>\(S3Gateway.urlEncode(resource).xmlText)</Resource><RequestId>\(requestId)</RequestId></Error>"
+        return S3Gateway.xml(body, status: status)
+    }
+}
+
+extension String {
+    /// The text for an XML element: the five special characters escaped, and the characters
+    /// XML 1.0 cannot hold as text (C0 controls, CR, U+FFFE, U+FFFF) written as character
+    /// references, as S3 writes them; `encoding-type=url` is the form every XML parser reads.
+    var xmlText: String {
+        var output = ""
+        for scalar in unicodeScalars {
+            switch scalar {
+            case "&": output += "&amp;"
+            case "<": output += "&lt;"
+            case ">": output += "&gt;"
+            case "\"": output += "&quot;"
+            case "'": output += "&apos;"
+            case "\t", "\n": output.unicodeScalars.append(scalar)
+            case _ where scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF:
+                output += "&#x\(String(scalar.value, radix: 16, uppercase: true));"
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        return output
+    }
+}

@@ -1,0 +1,381 @@
+import BuckiaCore
+import BuckiaSigV4
+import Foundation
+
+/// An upload's body as the gateway reads it: the bytes a client meant, decoded from
+/// `aws-chunked` when it is streamed that way, with every check the request asks for made as
+/// they pass — the signed payload hash, each chunk's signature, `Content-MD5`, the
+/// `x-amz-checksum-*` value (in a header or in the trailer), the declared length. The last
+/// check happens before ``next()`` returns nil, so a consumer that stores only a stream that
+/// ended normally never stores a body that failed one.
+final class S3UploadBody {
+    private enum Mode {
+        case plain
+        case chunked(signed: Bool, trailer: Bool)
+    }
+
+    private let body: HTTPRequestBody
+    private let mode: Mode
+    private var chunkVerifier: SigV4ChunkVerifier?
+    private let expectedLength: Int64?
+    private let payloadHash: String?
+    private let contentMD5: [UInt8]?
+    /// The `x-amz-checksum-*` algorithm and its expected value (nil until the trailer brings it).
+    private var checksumName: String?
+    private var checksumValue: String?
+    private let digests: DigestSet
+    private var crc32: UInt32 = 0
+    private(set) var count: Int64 = 0
+    private var buffer = Data()
+    private var chunkLeft: Int64 = 0
+    private var chunkHasher: DigestHasher?
+    private var chunkSignature = ""
+    private var finished = false
+    /// The MD5 of the bytes, once they have all been read.
+    private(set) var md5: Digest?
+    /// The checksum header (name and base64 value) the client sent, once checked.
+    private(set) var checkedChecksum: (name: String, value: String)?
+
+    static let checksumNames = ["x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-sha1", "x-amz-checksum-sha256"]
+
+    /// Reads `body` as the request in `context` declares it.
+    ///
+    /// - Throws: ``S3Failure`` for a body the request's headers describe wrongly or not at all.
+    init(_ context: S3Gateway.RequestContext, body: HTTPRequestBody, maximumSize: Int64) throws {
+        self.body = body
+        guard let authentication = context.authentication else { throw S3Failure("AccessDenied", "Access Denied") }
+        let declaredHash = authentication.authorization.payloadHash
+        switch declaredHash {
+        case "STREAMING-AWS4-HMAC-SHA256-PAYLOAD": mode = .chunked(signed: true, trailer: false)
+        case "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER": mode = .chunked(signed: true, trailer: true)
+        case "STREAMING-UNSIGNED-PAYLOAD-TRAILER": mode = .chunked(signed: false, trailer: true)
+        default: mode = .plain
+        }
+        if case .chunked(let signed, _) = mode {
+            guard let decoded = try context.header("x-amz-decoded-content-length"), !decoded.isEmpty, decoded.utf8.count <= 18,
+                  decoded.utf8.allSatisfy({ (48...57).contains($0) }), let length = Int64(decoded)
+            else { throw S3Failure("MissingContentLength", "A streamed upload needs x-amz-decoded-content-length.", status: 411) }
+            expectedLength = length
+            if signed {
+                guard !authentication.authorization.isPresigned else { throw S3Failure("InvalidArgument", "A presigned URL cannot stream signed chunks.") }
+                chunkVerifier = SigV4ChunkVerifier(authorization: authentication.authorization, secret: authentication.secret)
+            }
+        } else {
+            expectedLength = body.declaredLength
+        }
+        if let expectedLength, expectedLength > maximumSize {
+            throw S3Failure("EntityTooLarge", "Your proposed upload exceeds the maximum allowed size (\(maximumSize) bytes).")
+        }
+        payloadHash = declaredHash.utf8.count == 64 ? declaredHash : nil
+        if let text = try context.header("content-md5") {
+            guard let bytes = Data(base64Encoded: text), bytes.count == 16 else {
+                throw S3Failure("InvalidDigest", "The Content-MD5 you specified was invalid.")
+            }
+            contentMD5 = Array(bytes)
+        } else {
+            contentMD5 = nil
+        }
+        let sent = try Self.checksumNames.compactMap { name in try context.header(name).map { (name, $0) } }
+        guard sent.count <= 1 else { throw S3Failure("InvalidRequest", "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.") }
+        if let (name, value) = sent.first {
+            checksumName = name
+            checksumValue = value
+        }
+        if let trailer = try context.header("x-amz-trailer") {
+            let name = trailer.trimmingCharacters(in: .whitespaces).lowercased()
+            guard case .chunked(_, true) = mode else { throw S3Failure("InvalidRequest", "x-amz-trailer needs a streamed body with a trailer.") }
+            guard Self.checksumNames.contains(name), checksumName == nil else {
+                throw S3Failure("InvalidRequest", "The trailer may carry one x-amz-checksum-* value, and only when no header does.")
+            }
+            checksumName = name
+        }
+        var algorithms: [HashAlgorithm] = [.md5]
+        if payloadHash != nil { algorithms.append(.sha256) }
+        switch checksumName {
+        case "x-amz-checksum-sha1": algorithms.append(.sha1)
+        case "x-amz-checksum-sha256" where payloadHash == nil: algorithms.append(.sha256)
+        case "x-amz-checksum-crc32c": algorithms.append(.crc32c)
+        default: break
+        }
+        digests = try DigestSet(algorithms)
+    }
+
+    /// The next decoded bytes, or nil once every byte has arrived and every check held.
+    ///
+    /// - Throws: ``S3Failure`` (`IncompleteBody`, `SignatureDoesNotMatch`, `BadDigest`,
+    ///   `XAmzContentSHA256Mismatch`, `InvalidRequest`) or the connection's ``HTTPRefusal``.
+    func next() throws -> Data? {
+        if finished { return nil }
+        let chunk: Data?
+        switch mode {
+        case .plain: chunk = try body.read(upTo: 256 * 1024)
+        case .chunked(let signed, let trailer): chunk = try nextChunked(signed: signed, trailer: trailer)
+        }
+        guard let chunk, !chunk.isEmpty else {
+            try finish()
+            return nil
+        }
+        count += Int64(chunk.count)
+        if let expectedLength, count > expectedLength {
+            throw S3Failure("IncompleteBody", "The body is longer than its declared length.")
+        }
+        digests.update(chunk)
+        if checksumName == "x-amz-checksum-crc32" { crc32 = CRC32.checksum(chunk, seed: crc32) }
+        return chunk
+    }
+
+    private func finish() throws {
+        finished = true
+        if let expectedLength, count != expectedLength {
+            throw S3Failure("IncompleteBody", "You did not provide the number of bytes specified by the Content-Length HTTP header (\(count) of \(expectedLength)).")
+        }
+        let computed = digests.finalize()
+        md5 = computed[.md5]
+        if let payloadHash, computed[.sha256]?.hex != payloadHash {
+            throw S3Failure("XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.")
+        }
+        if let contentMD5, computed[.md5]?.bytes != contentMD5 {
+            throw S3Failure("BadDigest", "The Content-MD5 you specified did not match what we received.")
+        }
+        if let checksumName {
+            guard let checksumValue else { throw S3Failure("IncompleteBody", "The trailer did not carry the \(checksumName) it announced.") }
+            let actual: [UInt8]
+            switch checksumName {
+            case "x-amz-checksum-crc32": actual = withUnsafeBytes(of: crc32.bigEndian, Array.init)
+            case "x-amz-checksum-crc32c": actual = computed[.crc32c]?.bytes ?? []
+            case "x-amz-checksum-sha1": actual = computed[.sha1]?.bytes ?? []
+            default: actual = computed[.sha256]?.bytes ?? []
+            }
+            guard let expected = Data(base64Encoded: checksumValue) else {
+                throw S3Failure("InvalidRequest", "The value of \(checksumName) is not base64.")
+            }
+            guard Array(expected) == actual else {
+                let algorithm = checksumName.dropFirst("x-amz-checksum-".count).uppercased()
+                throw S3Failure("BadDigest", "The \(algorithm) you specified did not match the calculated checksum.")
+            }
+            checkedChecksum = (checksumName, checksumValue)
+        }
+    }
+
+    // MARK: - aws-chunked
+
+    private func nextChunked(signed: Bool, trailer: Bool) throws -> Data? {
+        if chunkLeft == 0 {
+            let line = try readLine(limit: 4096, what: "a chunk header")
+            let parts = line.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
+            let sizeText = parts[0].trimmingCharacters(in: .whitespaces)
+            guard !sizeText.isEmpty, sizeText.utf8.count <= 15, let size = Int64(sizeText, radix: 16), size >= 0 else {
+                throw S3Failure("InvalidRequest", "A chunk of the aws-chunked body has no size.")
+            }
+            if signed {
+                guard parts.count == 2, parts[1].hasPrefix("chunk-signature=") else {
+                    throw S3Failure("InvalidRequest", "A chunk of a signed aws-chunked body has no chunk-signature.")
+                }
+                chunkSignature = String(parts[1].dropFirst("chunk-signature=".count))
+                chunkHasher = try DigestHasher(.sha256)
+            }
+            if size == 0 {
+                if signed { try verifyChunk() }
+                try readTrailer(signed: signed && trailer)
+                guard try fill() == false else { throw S3Failure("InvalidRequest", "Bytes follow the end of the aws-chunked body.") }
+                return nil
+            }
+            chunkLeft = size
+        }
+        if buffer.isEmpty {
+            guard try fill() else { throw S3Failure("IncompleteBody", "The body ended inside a chunk.") }
+        }
+        let take = Int(min(Int64(buffer.count), chunkLeft))
+        let bytes = buffer.prefix(take)
+        buffer.removeFirst(take)
+        chunkLeft -= Int64(take)
+        chunkHasher?.update(bytes)
+        if chunkLeft == 0 {
+            guard try readLine(limit: 2, what: "a chunk's end").isEmpty else { throw S3Failure("InvalidRequest", "A chunk does not end with CRLF.") }
+            if signed { try verifyChunk() }
+        }
+        return Data(bytes)
+    }
+
+    private func verifyChunk() throws {
+        guard var verifier = chunkVerifier, let hasher = chunkHasher else { return }
+        try verifier.verifyChunk(sha256: hasher.finalize(), signature: chunkSignature)
+        chunkVerifier = verifier
+        chunkHasher = nil
+    }
+
+    private func readTrailer(signed: Bool) throws {
+        var fields: [(name: String, value: String)] = []
+        var signature: String?
+        var bytes = 0
+        while true {
+            let line = try readLine(limit: 8192, what: "the trailer")
+            if line.isEmpty { break }
+            bytes += line.utf8.count
+            guard bytes <= 16_384, fields.count < 16, let colon = line.firstIndex(of: ":") else {
+                throw S3Failure("InvalidRequest", "The aws-chunked trailer is malformed.")
+            }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            if name == "x-amz-trailer-signature" {
+                signature = value
+            } else {
+                fields.append((name, value))
+            }
+        }
+        if signed {
+            guard var verifier = chunkVerifier, let signature else {
+                throw S3Failure("SignatureDoesNotMatch", "The trailer of a signed aws-chunked body carries no x-amz-trailer-signature.")
+            }
+            try verifier.verifyTrailer(fields, signature: signature)
+            chunkVerifier = verifier
+        }
+        for (name, value) in fields where name.hasPrefix("x-amz-checksum-") {
+            guard name == checksumName, checksumValue == nil else {
+                throw S3Failure("InvalidRequest", "The trailer carries \(name), which x-amz-trailer did not announce.")
+            }
+            checksumValue = value
+        }
+    }
+
+    /// Appends what the connection has; false at the body's end.
+    private func fill() throws -> Bool {
+        guard let more = try body.read(upTo: 256 * 1024), !more.isEmpty else { return false }
+        buffer.append(more)
+        return true
+    }
+
+    private func readLine(limit: Int, what: String) throws -> String {
+        while true {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let lineEnd = newline > buffer.startIndex && buffer[buffer.index(before: newline)] == UInt8(ascii: "\r") ? buffer.index(before: newline) : newline
+                guard lineEnd - buffer.startIndex <= limit else { throw S3Failure("InvalidRequest", "\(what) of the aws-chunked body is too long.") }
+                let line = String(decoding: buffer[buffer.startIndex..<lineEnd], as: UTF8.self)
+                buffer.removeSubrange(buffer.startIndex...newline)
+                return line
+            }
+            guard buffer.count <= limit + 2 else { throw S3Failure("InvalidRequest", "\(what) of the aws-chunked body is too long.") }
+            guard try fill() else { throw S3Failure("IncompleteBody", "The body ended inside \(what).") }
+        }
+    }
+}
+
+/// Hands an upload's bytes from the connection's thread to the backend's upload task, a few
+/// chunks at a time: the thread blocks while the task is behind (backpressure), and the task
+/// waits while the client is slow.
+final class BodyPipe: @unchecked Sendable {
+    private let lock = NSLock()
+    private var chunks: [Data] = []
+    private var end: Result<Void, any Error>?
+    private var closed = false
+    private var waiter: CheckedContinuation<Data?, any Error>?
+    private let slots: DispatchSemaphore
+
+    init(capacity: Int = 4) {
+        slots = DispatchSemaphore(value: capacity)
+    }
+
+    /// The stream the backend reads.
+    var stream: ByteStream {
+        ByteStream(next: { [self] in try await self.next() }, onCancel: { [self] in self.close() })
+    }
+
+    /// Hands over `data`, waiting for room; false when the reader has gone.
+    func push(_ data: Data) -> Bool {
+        slots.wait()
+        lock.lock()
+        if closed {
+            lock.unlock()
+            slots.signal()
+            return false
+        }
+        if let waiter {
+            self.waiter = nil
+            lock.unlock()
+            slots.signal()
+            waiter.resume(returning: data)
+            return true
+        }
+        chunks.append(data)
+        lock.unlock()
+        return true
+    }
+
+    /// Ends the stream: normally, or with `error`.
+    func finish(_ error: (any Error)?) {
+        lock.lock()
+        end = error.map { .failure($0) } ?? .success(())
+        let waiter = self.waiter
+        self.waiter = nil
+        lock.unlock()
+        if let waiter {
+            if let error { waiter.resume(throwing: error) } else { waiter.resume(returning: nil) }
+        }
+    }
+
+    private func next() async throws -> Data? {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data?, any Error>) in
+            lock.lock()
+            if !chunks.isEmpty {
+                let data = chunks.removeFirst()
+                lock.unlock()
+                slots.signal()
+                continuation.resume(returning: data)
+            } else if let end {
+                lock.unlock()
+                switch end {
+                case .success: continuation.resume(returning: nil)
+                case .failure(let error): continuation.resume(throwing: error)
+                }
+            } else if closed {
+                lock.unlock()
+                continuation.resume(returning: nil)
+            } else {
+                waiter = continuation
+                lock.unlock()
+            }
+        }
+    }
+
+    private func close() {
+        lock.lock()
+        closed = true
+        chunks.removeAll()
+        let waiter = self.waiter
+        self.waiter = nil
+        lock.unlock()
+        slots.signal()
+        waiter?.resume(returning: nil)
+    }
+}
+
+extension S3Gateway {
+    /// Streams `upload`'s bytes into `store` (which reads them as a ``ByteStream`` and stores
+    /// them only if the stream ends normally) and returns what `store` returns.
+    func streamUpload<T: Sendable>(_ upload: S3UploadBody, into store: @escaping @Sendable (ByteStream) async throws -> T) throws -> T {
+        let pipe = BodyPipe()
+        let outcome = Locked<Result<T, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let stream = pipe.stream
+        Task(executorPreference: GatewayExecutor.shared) {
+            let result: Result<T, any Error>
+            do { result = .success(try await store(stream)) } catch { result = .failure(error) }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        var readFailure: (any Error)?
+        do {
+            while let chunk = try upload.next() {
+                guard pipe.push(chunk) else { break }
+            }
+        } catch {
+            readFailure = error
+        }
+        pipe.finish(readFailure)
+        done.wait()
+        // The body's own failure says more than the backend's report of the stream ending.
+        if let readFailure { throw readFailure }
+        guard let result = outcome.withLock({ $0 }) else { throw BuckiaError(.io, "The gateway lost the result of an upload.") }
+        return try result.get()
+    }
+}

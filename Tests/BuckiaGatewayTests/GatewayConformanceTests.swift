@@ -1,0 +1,64 @@
+import BuckiaConformance
+import BuckiaConformanceTesting
+import BuckiaCore
+import BuckiaLocal
+import BuckiaMemory
+import BuckiaS3
+import Foundation
+import Testing
+
+/// Buckia's own S3 provider, pointed at `buckia serve s3`, through every provider and sync
+/// scenario: the gateway in front of a local folder (in this process, so the bounded-memory
+/// scenario measures client and gateway together) and in front of memory (the `buckia serve
+/// s3` command in a process of its own, since a memory backend holds what it stores). A
+/// scenario the gateway's backend cannot support is skipped by the capability the S3 profile
+/// declares (`vendor: buckia`, and `userMetadata: false` over a local folder), never in the test.
+@Suite("S3 gateway conformance")
+struct GatewayConformanceTests {
+    enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
+        case local, memory
+        var description: String { rawValue }
+
+        func start() throws -> any GatewayEndpoint {
+            switch self {
+            case .local: return try GatewayHarness()
+            case .memory:
+                let capabilities = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)).capabilities
+                return try GatewayProcess(remoteJSON: #"{"provider": "memory"}"#, capabilities: capabilities)
+            }
+        }
+    }
+
+    /// Runs `body` with a fresh gateway over `backend`, stopped after it.
+    static func withGateway(_ backend: Backend, _ body: (any GatewayEndpoint) async throws -> Void) async throws {
+        let gateway = try backend.start()
+        defer {
+            if let harness = gateway as? GatewayHarness { harness.stop() }
+            if let process = gateway as? GatewayProcess { process.stop() }
+        }
+        try await body(gateway)
+    }
+
+    @Test("s3 provider through the gateway", arguments: Backend.allCases, ProviderConformance.scenarios)
+    func provider(_ backend: Backend, _ scenario: ProviderScenario) async throws {
+        try await Self.withGateway(backend) { harness in
+            let bucket = freshBucket()
+            try await harness.createBucket(bucket)
+            let configuration = harness.s3Configuration(bucket: bucket)
+            try await scenario.check(.plugin(S3Provider.self, configuration: configuration, environment: ["HOME": "/nonexistent"], resources: .tests))
+        }
+    }
+
+    @Test("local folder ↔ s3 through the gateway", arguments: Backend.allCases, SyncConformance.scenarios)
+    func sync(_ backend: Backend, _ scenario: SyncScenario) async throws {
+        try await Self.withGateway(backend) { harness in
+            let bucket = freshBucket()
+            try await harness.createBucket(bucket)
+            let remote = try S3Provider(
+                settings: S3Settings.resolve(harness.s3Configuration(bucket: bucket), environment: [:], home: "/nonexistent"), resources: .tests)
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-gateway-sync-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            try await scenario.check(local: LocalProvider(root: folder), remote: remote, subject: "local ↔ s3 via gateway over \(backend)")
+        }
+    }
+}

@@ -1,0 +1,189 @@
+import BuckiaCore
+import BuckiaGateway
+import BuckiaLocal
+import BuckiaMemory
+import BuckiaSecurity
+import BuckiaSigV4
+import BuckiaTestSupport
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A running gateway a test talks to: in this process (``GatewayHarness``) or as
+/// `buckia serve s3` (``GatewayProcess``).
+protocol GatewayEndpoint: Sendable {
+    var endpoint: URL { get }
+    var accessKeyId: String { get }
+    var secretAccessKey: Secret { get }
+    /// What the backend behind the gateway supports.
+    var backendCapabilities: ProviderCapabilities { get }
+}
+
+/// A gateway on 127.0.0.1 in front of a provider, with one static key pair and keys for
+/// temporary credentials; stopped (and its staging folder removed) by ``stop()``.
+final class GatewayHarness: GatewayEndpoint, @unchecked Sendable {
+    let provider: any StorageProvider
+    let gateway: S3Gateway
+    let server: HTTPServer
+    let keys: GatewayKeys
+    let accessKeyId = "GATEWAYADMIN"
+    let secretAccessKey = Secret("gateway-admin-secret-\(UUID().uuidString)")
+    let log = Locked<[S3AccessLogEntry]>([])
+    private let folder: URL?
+
+    var endpoint: URL { URL(string: "http://127.0.0.1:\(server.port)")! }
+    var backendCapabilities: ProviderCapabilities { provider.capabilities }
+
+    /// A gateway over `provider`, or over a fresh local folder when nil.
+    init(provider: (any StorageProvider)? = nil, limits: HTTPServerLimits = HTTPServerLimits()) throws {
+        if let provider {
+            self.provider = provider
+            folder = nil
+        } else {
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-gateway-root-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            self.provider = try LocalProvider(root: root)
+            folder = root
+        }
+        keys = try GatewayKeys(signingKey: UserTokenSigningKey.generate(keyId: "gw"), derivationKey: Secret(String(repeating: "k", count: 40)))
+        let authenticator = GatewayAuthenticator(keys: keys, staticKeys: [accessKeyId: secretAccessKey])
+        var options = S3GatewayOptions()
+        let log = self.log
+        options.log = { entry in log.withLock { $0.append(entry) } }
+        gateway = try S3Gateway(provider: self.provider, authenticator: authenticator, options: options)
+        server = try HTTPServer(limits: limits, handler: gateway)
+    }
+
+    /// The local folder the gateway serves, when it serves one.
+    var root: URL? { folder }
+
+    func stop() {
+        _ = server.stop(timeout: .seconds(10))
+        try? gateway.close()
+        if let folder { try? FileManager.default.removeItem(at: folder) }
+    }
+
+    /// Temporary credentials for `user` with `grants`.
+    func credentials(user: String = "alice", grants: StorageGrants, lifetime: Duration = .seconds(3600)) throws -> TemporaryS3Credentials {
+        try keys.issue(userId: user, grants: grants, lifetime: lifetime)
+    }
+
+}
+
+extension GatewayEndpoint {
+    /// Creates `bucket` through the gateway with the static key pair.
+    func createBucket(_ bucket: String) async throws {
+        let (status, body) = try await send("PUT", "/\(bucket)")
+        guard status == 200 else { throw BuckiaError(.io, "CreateBucket \(bucket) answered \(status): \(String(decoding: body, as: UTF8.self))") }
+    }
+
+    /// Sends a request signed with the static key pair (or `credentials`) through URLSession.
+    func send(
+        _ method: String, _ target: String, body: Data = Data(), headers: [String: String] = [:], credentials: AWSCredentials? = nil
+    ) async throws -> (Int, Data) {
+        guard let url = URL(string: endpoint.absoluteString + target) else { throw BuckiaError(.invalidPath, "bad target \(target)") }
+        let signer = SigV4Signer(
+            credentials: credentials ?? AWSCredentials(accessKeyId: accessKeyId, secretAccessKey: secretAccessKey), region: "us-east-1", service: "s3")
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        let signed = signer.sign(method: method, url: url, headers: headers, payloadHash: Hashing.sha256Hex(body), date: Date())
+        for (name, value) in signed { request.setValue(value, forHTTPHeaderField: name) }
+        if !body.isEmpty { request.httpBody = body }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+
+    /// The configuration of Buckia's own S3 provider on `bucket` of this gateway.
+    func s3Configuration(bucket: String, credentials: TemporaryS3Credentials? = nil) -> BuckiaConfiguration {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-state-\(UUID().uuidString)")
+        var options = [
+            "endpoint": endpoint.absoluteString, "region": "us-east-1", "stateDirectory": state.path, "vendor": "buckia", "allowHTTP": "true",
+            "addressingStyle": "path",
+        ]
+        if !backendCapabilities.supports(.userMetadata) { options["userMetadata"] = "false" }
+        if !backendCapabilities.supports(.conditionalWrite) { options["conditionalWrites"] = "false" }
+        let auth: AuthenticationConfiguration
+        if let credentials {
+            auth = .awsSignature(
+                accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey.exposedValue,
+                sessionToken: credentials.sessionToken.exposedValue)
+        } else {
+            auth = .awsSignature(accessKeyId: accessKeyId, secretAccessKey: secretAccessKey.exposedValue)
+        }
+        return BuckiaConfiguration(provider: .s3, bucketName: bucket, authConfig: auth, options: options)
+    }
+}
+
+/// A bucket name no other test uses.
+func freshBucket() -> String { "b-" + UUID().uuidString.lowercased().prefix(18) }
+
+/// `buckia serve s3` in a process of its own, in front of a remote from `configuration`, with
+/// one static key pair; stopped with SIGTERM by ``stop()``.
+final class GatewayProcess: GatewayEndpoint, @unchecked Sendable {
+    let process: Process
+    let home: URL
+    let port: Int
+    let accessKeyId = "GATEWAYADMIN"
+    let secretAccessKey = Secret("gateway-admin-secret-\(UUID().uuidString)")
+    let backendCapabilities: ProviderCapabilities
+
+    var endpoint: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// Starts `buckia serve s3 REMOTE:` for the remote `configuration` (JSON of one remote).
+    init(remoteJSON: String, capabilities: ProviderCapabilities, arguments: [String] = []) throws {
+        backendCapabilities = capabilities
+        home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-gateway-process-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let config = home.appendingPathComponent("config.json")
+        try Data(#"{"remotes": {"served": \#(remoteJSON)}}"#.utf8).write(to: config)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
+        process.arguments = ["serve", "s3", "served:", "--config", config.path, "--addr", "127.0.0.1:0", "--auth-key", "\(accessKeyId),\(secretAccessKey.exposedValue)"]
+            + arguments
+        process.environment = ["HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "PATH": "/usr/bin:/bin"]
+        let errors = home.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        var found: Int?
+        for _ in 0..<200 where found == nil {
+            let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
+            if let range = text.range(of: "at http://127.0.0.1:") {
+                found = Int(text[range.upperBound...].prefix { $0.isNumber })
+            } else {
+                usleep(50_000)
+            }
+        }
+        guard let found else {
+            process.terminate()
+            throw BuckiaError(.io, "buckia serve s3 did not say where it listens: \((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
+        }
+        port = found
+    }
+
+    /// Stops the server with SIGTERM; returns its exit status and what it wrote to standard error.
+    @discardableResult
+    func stop() -> (Int32, String) {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+        let text = (try? String(contentsOf: home.appendingPathComponent("stderr"), encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(at: home)
+        return (process.terminationStatus, text)
+    }
+}
+
+/// Runs a peer tool on a thread of its own, never one of the cooperative pool's: the gateway in
+/// this process needs the pool to answer the tool while the test waits for it.
+func runTool(_ executable: String, _ arguments: [String], environment: [String: String] = [:], limit: Duration = .seconds(120)) async throws -> ToolRun.Result {
+    try await offPool { try ToolRun.run(executable, arguments, environment: environment, limit: limit) }
+}
+
+/// Runs blocking work (a raw socket, a child process) on a thread of its own.
+func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
+}

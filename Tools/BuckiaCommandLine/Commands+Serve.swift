@@ -1,0 +1,133 @@
+import Buckia
+import Foundation
+
+extension CLI {
+    static let serveCommand = Command(
+        name: "serve", summary: "Serve a remote over the S3 API, enforcing the grants of temporary credentials.",
+        usage: "serve s3 REMOTE:[PATH] [--addr 127.0.0.1:8333] [--auth-key ID,SECRET]... [--token-key KEY_ID] [--json]",
+        positionals: 2...2,
+        options: [
+            .value("addr", "The IPv4 address and port to listen on (default 127.0.0.1:8333; port 0 picks a free one)."),
+            .value("auth-key", "A static key pair ID,SECRET with full access, as rclone serve s3 has them; give it once per pair."),
+            .value("token-key", "The saved signing key that temporary credentials are checked with (default: the only one saved)."),
+            .value("region", "The region GetBucketLocation names (default us-east-1); requests signed for any region are accepted."),
+            .value("max-connections", "Connections served at once (default 256); one more is answered 503."),
+            .flag("json", "Write the access log as one JSON object per request."),
+        ],
+        details: """
+            The remote's top-level folders (under PATH) are the buckets. Clients sign with SigV4:
+            with a static key pair (--auth-key), or with temporary credentials from
+            buckia token issue --s3, whose grants are enforced on every request and listing.
+            Temporary credentials are accepted once the secret store holds the gateway's keys
+            (the first buckia token issue --s3 creates them). One access-log line per request goes
+            to standard output, never a secret. SIGINT or SIGTERM stops accepting, lets requests
+            in flight finish, and removes the parts of unfinished multipart uploads. Plain HTTP:
+            serve on loopback, or put a TLS proxy in front (Docs/Gateway.md).
+            """
+    ) { invocation in
+        let arguments = invocation.positionals
+        guard arguments[0] == "s3" else { throw UsageError(description: "serve has one protocol, s3: buckia serve s3 REMOTE:[PATH].") }
+        guard case .remote(let name, let path) = Location(arguments[1]) else {
+            throw UsageError(description: "serve s3 serves a configured remote: give REMOTE:[PATH], not a local path.")
+        }
+        var host = "127.0.0.1"
+        var port: UInt16 = 8333
+        if let address = invocation.arguments.value("addr") {
+            guard let colon = address.lastIndex(of: ":"), let number = UInt16(address[address.index(after: colon)...]) else {
+                throw UsageError(description: "--addr is HOST:PORT, such as 127.0.0.1:8333.")
+            }
+            host = colon == address.startIndex ? "127.0.0.1" : String(address[..<colon])
+            port = number
+        }
+        var staticKeys: [String: Secret] = [:]
+        for pair in invocation.arguments.all("auth-key") {
+            guard let comma = pair.firstIndex(of: ","), comma != pair.startIndex, pair.index(after: comma) != pair.endIndex else {
+                throw UsageError(description: "--auth-key is ID,SECRET.")
+            }
+            staticKeys[String(pair[..<comma])] = Secret(String(pair[pair.index(after: comma)...]))
+        }
+        let tokens = TokenManager(store: FileSecretStore.standard(environment: invocation.environment))
+        var keys: GatewayKeys?
+        let keyId = invocation.arguments.value("token-key")
+        let saved = try tokens.signingKeys()
+        if keyId != nil || !saved.isEmpty {
+            do {
+                keys = try GatewayKeys.stored(in: tokens, keyId: keyId, create: false)
+            } catch let error as BuckiaError where error.code == .notFound && keyId == nil {
+                keys = nil  // no temporary credentials have been issued yet: static keys only
+            }
+        }
+        guard keys != nil || !staticKeys.isEmpty else {
+            throw BuckiaError(
+                .invalidConfiguration,
+                "serve s3 has no credentials to accept: give --auth-key ID,SECRET, or issue temporary credentials once with buckia token issue --s3.")
+        }
+        var limits = HTTPServerLimits()
+        if let text = invocation.arguments.value("max-connections") {
+            guard let count = Int(text), (1...10_000).contains(count) else { throw UsageError(description: "--max-connections is 1 to 10000.") }
+            limits.maximumConnections = count
+        }
+        let (provider, _) = try invocation.provider(named: name)
+        var options = S3GatewayOptions()
+        options.root = path.folderPrefix
+        options.region = invocation.arguments.value("region") ?? "us-east-1"
+        let json = invocation.arguments.flag("json")
+        options.log = { entry in
+            if json {
+                let encoder = JSONEncoder()
+                encoder.dateEncodingStrategy = .iso8601
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                do {
+                    Console.out(String(decoding: try encoder.encode(entry), as: UTF8.self))
+                } catch {
+                    Console.error("buckia: an access-log entry could not be encoded: \(error)")
+                }
+            } else {
+                Console.out(entry.line)
+            }
+        }
+        let authenticator = GatewayAuthenticator(keys: keys, staticKeys: staticKeys)
+        let gateway = try S3Gateway(provider: provider, authenticator: authenticator, options: options)
+        let server: HTTPServer
+        do {
+            server = try HTTPServer(host: host, port: port, limits: limits, handler: gateway)
+        } catch {
+            try gateway.close()
+            throw error
+        }
+        Console.error("buckia: serving \(name):\(path) over S3 at http://\(host):\(server.port)\(keys == nil ? "" : " (temporary credentials accepted)")")
+        let stopped = StopSignal()
+        await ProcessEnd.stoppingCleanly("the server", stop: { stopped.fire() }) {
+            await stopped.wait()
+        }
+        let finished = server.stop(timeout: .seconds(10))
+        try gateway.close()
+        Console.error("buckia: stopped serving\(finished ? "" : "; requests still running after 10 s were cut off")")
+        return .success
+    }
+}
+
+/// Fired once from a signal's thread; awaited by the command.
+private final class StopSignal: Sendable {
+    private let state = Locked<(fired: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    func fire() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.fired = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.fired { return true }
+                state.waiter = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}

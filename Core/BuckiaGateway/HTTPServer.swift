@@ -16,7 +16,9 @@ public struct HTTPServerLimits: Sendable {
     public var headerBytes = 64 * 1024
     /// The most header fields: more is `431`.
     public var headerCount = 128
-    /// Connections served at once; one more is answered `503` and closed.
+    /// Connections served at once. One more closes the connection idle the longest (one
+    /// waiting for a request or still sending its head) to make room; only when every
+    /// connection is inside a request is the newcomer answered `503` and closed.
     public var maximumConnections = 256
     /// How long a client may take to send a request's head, and may stall sending its body.
     public var readTimeout: Duration = .seconds(30)
@@ -97,6 +99,12 @@ public final class HTTPServer: @unchecked Sendable {
     private struct State {
         var stopping = false
         var connections: [Int32: Bool] = [:]  // descriptor → busy with a request
+        /// When each connection last became idle (a counter, not a clock): the oldest idle one
+        /// makes room when every place is taken.
+        var idleSince: [Int32: UInt64] = [:]
+        var tick: UInt64 = 0
+        /// Connections told to close to make room, not yet gone.
+        var evicted: Set<Int32> = []
     }
 
     /// Starts listening on `host:port` (port 0 picks a free one) and serving `handler`.
@@ -171,8 +179,22 @@ public final class HTTPServer: @unchecked Sendable {
                 return  // the listener was closed: stopping
             }
             let admitted: Bool = state.withLock { state in
-                guard !state.stopping, state.connections.count < limits.maximumConnections else { return false }
+                guard !state.stopping else { return false }
+                if state.connections.count - state.evicted.count >= limits.maximumConnections {
+                    // Every place is taken. The connection idle the longest (waiting for a
+                    // request, or sending its head) makes room: a client that opens connections
+                    // and sends nothing cannot shut others out. Only when every one is inside a
+                    // request is the newcomer refused. The descriptor is shut down while the lock
+                    // is held, so it cannot have been closed and reused meanwhile.
+                    guard let oldest = state.idleSince.filter({ !state.evicted.contains($0.key) }).min(by: { $0.value < $1.value })?.key else {
+                        return false
+                    }
+                    state.evicted.insert(oldest)
+                    shutdown(oldest, Int32(SHUT_RDWR))
+                }
                 state.connections[client] = false
+                state.tick += 1
+                state.idleSince[client] = state.tick
                 return true
             }
             guard admitted else {
@@ -183,7 +205,11 @@ public final class HTTPServer: @unchecked Sendable {
             let thread = Thread { [self] in
                 buckia_name_thread("buckia-http")
                 serve(client)
-                state.withLock { _ = $0.connections.removeValue(forKey: client) }
+                state.withLock { state in
+                    state.connections.removeValue(forKey: client)
+                    state.idleSince.removeValue(forKey: client)
+                    state.evicted.remove(client)
+                }
                 close(client)
             }
             thread.start()
@@ -209,8 +235,9 @@ public final class HTTPServer: @unchecked Sendable {
             }
             connection.setTimeout(limits.readTimeout)
             let busy = state.withLock { state -> Bool in
-                guard !state.stopping else { return false }
+                guard !state.stopping, !state.evicted.contains(descriptor) else { return false }
                 state.connections[descriptor] = true
+                state.idleSince.removeValue(forKey: descriptor)
                 return true
             }
             guard busy else {
@@ -220,6 +247,8 @@ public final class HTTPServer: @unchecked Sendable {
             let keepAlive = serveOne(head, connection)
             let stopping = state.withLock { state -> Bool in
                 state.connections[descriptor] = false
+                state.tick += 1
+                state.idleSince[descriptor] = state.tick
                 return state.stopping
             }
             if !keepAlive || stopping { return }

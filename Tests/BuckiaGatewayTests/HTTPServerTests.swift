@@ -26,7 +26,7 @@ struct EchoHandler: HTTPServerHandler {
 }
 
 /// A blocking client on a raw socket, to send exactly the bytes a test needs.
-final class RawClient {
+final class RawClient: @unchecked Sendable {
     let descriptor: Int32
 
     init(port: UInt16) throws {
@@ -177,24 +177,48 @@ struct HTTPServerTests {
         #expect(answer.contains("HTTP/1.1 400 "))
     }
 
-    @Test("Connections beyond the limit get 503 while the others stay open; closing them frees room")
+    @Test("Past the limit, with every connection inside a request, a newcomer gets 503; closing them frees room")
     func connectionLimit() throws {
         var limits = HTTPServerLimits()
         limits.maximumConnections = 16
         let server = try HTTPServer(limits: limits, handler: EchoHandler())
         defer { server.stop() }
-        var idle = try (0..<16).map { _ in try RawClient(port: server.port) }
-        // Each accepted connection is registered before the next is accepted, so the 17th is the one refused.
+        // Each holds a request open: its body is promised and not yet sent.
+        var busy = try (0..<16).map { _ in try RawClient(port: server.port) }
+        for client in busy { client.send("PUT /held HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc") }
         var rounds = 0
-        while server.connectionCount < 16, rounds < 10_000 { rounds += 1; usleep(1000) }
+        while server.busyConnectionCount < 16, rounds < 10_000 { rounds += 1; usleep(1000) }
+        #expect(server.busyConnectionCount == 16)
         let refused = try RawClient(port: server.port)
         #expect(refused.readAll().hasPrefix("HTTP/1.1 503 "))
-        idle.removeAll()
+        busy.removeAll()
         rounds = 0
         while server.connectionCount > 0, rounds < 10_000 { rounds += 1; usleep(1000) }
         let admitted = try RawClient(port: server.port)
         admitted.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         #expect(admitted.readAll().hasPrefix("HTTP/1.1 200 OK"))
+    }
+
+    @Test("Idle connections cannot shut others out: past the limit the one idle the longest is closed to make room")
+    func idleEviction() throws {
+        var limits = HTTPServerLimits()
+        limits.maximumConnections = 16
+        let server = try HTTPServer(limits: limits, handler: EchoHandler())
+        defer { server.stop() }
+        let idle = try (0..<16).map { _ in try RawClient(port: server.port) }
+        var rounds = 0
+        while server.connectionCount < 16, rounds < 10_000 { rounds += 1; usleep(1000) }
+        // Forty more clients, each served in turn although sixteen idle ones came first.
+        for index in 0..<40 {
+            let client = try RawClient(port: server.port)
+            client.send("GET /\(index) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            #expect(client.readAll().hasPrefix("HTTP/1.1 200 OK"), "client \(index)")
+        }
+        // The first idle connection was closed to make room (it reads the end), and the server
+        // never held more than its limit and the one leaving.
+        var byte: UInt8 = 0
+        #expect(recv(idle[0].descriptor, &byte, 1, Int32(MSG_DONTWAIT)) == 0, "the oldest idle connection is still open")
+        #expect(server.connectionCount <= 17)
     }
 
     @Test("stop() lets a request in flight finish with Connection: close, closes idle connections, and refuses new ones")

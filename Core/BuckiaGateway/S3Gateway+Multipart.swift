@@ -69,7 +69,7 @@ extension S3Gateway {
         else { throw S3Failure("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.") }
         let upload = try self.upload(uploadId, context)
         guard !upload.completing else { throw S3Failure("NoSuchUpload", "The multipart upload is being completed.") }
-        let body = try S3UploadBody(context, body: body, maximumSize: options.maximumPartSize)
+        let body = try S3UploadBody(context, body: body, maximumSize: options.maximumPartSize, computeMD5: true)
         let temporary = upload.folder.appendingPathComponent(".part-\(number)-\(Hex.encode(try SecureRandom.bytes(count: 8)))")
         let final = upload.folder.appendingPathComponent("part-\(number)-\(Hex.encode(try SecureRandom.bytes(count: 8)))")
         do {

@@ -67,7 +67,7 @@ extension S3Gateway {
             return stripped.hasPrefix("\"") ? stripped : "\"\(stripped)\""
         }
         if let md5 = file.checksums[.md5] { return "\"\(md5)\"" }
-        let seconds = file.effectiveModificationDate.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded()) } ?? 0
+        let seconds = file.effectiveModificationDate.map(Self.microseconds) ?? 0
         return "\"\(String(file.size, radix: 16))-\(String(seconds, radix: 16))\""
     }
 
@@ -106,11 +106,18 @@ extension S3Gateway {
 
     /// rclone's `mtime` metadata: decimal seconds since 1970, to the microsecond.
     static func formatMtime(_ date: Date) -> String {
-        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let micros = microseconds(date)
         let sign = micros < 0 ? "-" : ""
         let magnitude = micros.magnitude
         let fraction = String(magnitude % 1_000_000)
         return "\(sign)\(magnitude / 1_000_000).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"
+    }
+
+    /// Microseconds since 1970, clamped: a backend's date past any calendar is not trapped on.
+    static func microseconds(_ date: Date) -> Int64 {
+        let value = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        guard value.isFinite else { return 0 }
+        return Int64(exactly: value) ?? (value < 0 ? -Int64(1) << 62 : Int64(1) << 62)
     }
 
     static func parseMtime(_ text: String) -> Date? {
@@ -135,14 +142,16 @@ extension S3Gateway {
         } else if let ifUnmodifiedSince, let modified, modified.timeIntervalSince(ifUnmodifiedSince) >= 1 {
             throw precondition
         }
-        let notModified = HTTPServerResponse(status: 304, headers: [("ETag", etag)] + (modified.map { [("Last-Modified", Self.httpDate($0))] } ?? []))
+        func notModified() -> HTTPServerResponse {
+            HTTPServerResponse(status: 304, headers: [("ETag", etag)] + (modified.map { [("Last-Modified", Self.httpDate($0))] } ?? []))
+        }
         if let ifNoneMatch {
             if Self.tagsMatch(ifNoneMatch, etag) {
-                if prefix.isEmpty { return notModified }
+                if prefix.isEmpty { return notModified() }
                 throw precondition
             }
         } else if let ifModifiedSince, let modified, modified.timeIntervalSince(ifModifiedSince) < 1 {
-            if prefix.isEmpty { return notModified }
+            if prefix.isEmpty { return notModified() }
             throw precondition
         }
         return nil
@@ -236,8 +245,9 @@ extension S3Gateway {
         let key = try remoteKey(context, for: .write)
         try requireBucket(context.bucket)
         var options = try uploadOptions(context)
-        let upload = try S3UploadBody(context, body: body, maximumSize: self.options.maximumPartSize)
-        if let known = options.knownChecksums[.md5] { options.knownChecksums = [.md5: known] }
+        // A declared MD5 is checked in the pass that reads the body, not in another by the backend.
+        let upload = try S3UploadBody(context, body: body, maximumSize: self.options.maximumPartSize, declaredMD5: options.knownChecksums[.md5])
+        options.knownChecksums = [:]
         let stored = try streamUpload(upload) { [provider, options] stream in
             try await provider.upload(from: stream, remotePath: key, options: options)
         }
@@ -262,7 +272,7 @@ extension S3Gateway {
             }
             sourceText = String(sourceText[..<question])
         }
-        guard let decoded = sourceText.removingPercentEncoding else { throw S3Failure("InvalidArgument", "x-amz-copy-source cannot be decoded.") }
+        guard let decoded = Self.percentDecoded(sourceText[...]) else { throw S3Failure("InvalidArgument", "x-amz-copy-source cannot be decoded.") }
         let trimmed = decoded.hasPrefix("/") ? decoded.dropFirst() : decoded[...]
         guard let slash = trimmed.firstIndex(of: "/"), slash > trimmed.startIndex, trimmed.index(after: slash) < trimmed.endIndex else {
             throw S3Failure("InvalidArgument", "x-amz-copy-source must be bucket/key.")

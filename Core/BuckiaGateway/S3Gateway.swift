@@ -54,7 +54,7 @@ public struct S3AccessLogEntry: Sendable, Hashable, Codable {
 
     /// The entry as one line of text.
     public var line: String {
-        let stamp = time.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+        let stamp = S3Gateway.isoDate(time)
         return "\(stamp) \(principal) \(operation) \(method) \(resource.debugDescription) \(status)\(errorCode.map { " " + $0 } ?? "") in=\(bytesIn) out=\(bytesOut) \(String(format: "%.1f", milliseconds))ms"
     }
 }
@@ -182,15 +182,14 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         let target = context.request.target
         let question = target.firstIndex(of: "?")
         let rawPath = question.map { String(target[..<$0]) } ?? target
-        guard rawPath.hasPrefix("/"), let path = rawPath.removingPercentEncoding else {
+        guard rawPath.hasPrefix("/"), let path = Self.percentDecoded(rawPath[...]) else {
             throw S3Failure("InvalidURI", "The request path could not be parsed.")
         }
         var query: [String: String] = [:]
         if let question {
             for pair in target[target.index(after: question)...].split(separator: "&", omittingEmptySubsequences: true) {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                guard let name = String(parts[0]).removingPercentEncoding,
-                      let value = (parts.count > 1 ? String(parts[1]) : "").removingPercentEncoding
+                guard let name = Self.percentDecoded(parts[0]), let value = parts.count > 1 ? Self.percentDecoded(parts[1]) : ""
                 else { throw S3Failure("InvalidURI", "The query string could not be parsed.") }
                 guard query.updateValue(value, forKey: name) == nil else { throw S3Failure("InvalidArgument", "The query names \(name) twice.") }
             }
@@ -319,6 +318,39 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         }
     }
 
+    /// `text` with its `%XX` escapes decoded, or nil when an escape is malformed or the bytes are
+    /// not UTF-8. (`+` stays `+`: S3 paths and SigV4 queries encode a space as `%20`.)
+    static func percentDecoded(_ text: Substring) -> String? {
+        let utf8 = text.utf8
+        guard utf8.contains(UInt8(ascii: "%")) else { return String(text) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var index = utf8.startIndex
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        while index < utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "%") {
+                let first = utf8.index(after: index)
+                guard first < utf8.endIndex else { return nil }
+                let second = utf8.index(after: first)
+                guard second < utf8.endIndex, let high = hex(utf8[first]), let low = hex(utf8[second]) else { return nil }
+                bytes.append(high << 4 | low)
+                index = utf8.index(after: second)
+            } else {
+                bytes.append(byte)
+                index = utf8.index(after: index)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
     /// S3's bucket name rules, loosened to what a folder name may be: 1 to 255 bytes of a valid
     /// key segment. Creating one holds to S3's rules (``checkNewBucketName(_:)``).
     static func checkBucketName(_ name: String) throws {
@@ -395,13 +427,32 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         HTTPServerResponse(status: status, headers: [("Content-Type", "application/xml")], body: .data(Data((xmlHeader + body).utf8)))
     }
 
-    /// S3's `Last-Modified` form (RFC 9110's IMF-fixdate).
+    /// S3's `Last-Modified` form (RFC 9110's IMF-fixdate), written by hand: a `DateFormatter`
+    /// made per response cost a quarter of a small GET's time.
     static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
+        let parts = utcParts(date)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        let weekday = days[Int(parts.tm_wday) % 7]
+        let month = months[Int(parts.tm_mon) % 12]
+        return "\(weekday), \(digits(Int(parts.tm_mday), 2)) \(month) \(digits(Int(parts.tm_year) + 1900, 4)) "
+            + "\(digits(Int(parts.tm_hour), 2)):\(digits(Int(parts.tm_min), 2)):\(digits(Int(parts.tm_sec), 2)) GMT"
+    }
+
+    /// The calendar fields of `date` in UTC.
+    static func utcParts(_ date: Date) -> tm {
+        // A backend's date past any calendar (or not a number) is written as the epoch, not trapped on.
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        var time = seconds.isFinite && abs(seconds) < 1e14 ? time_t(seconds) : 0
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        return parts
+    }
+
+    /// `value` in decimal, zero-padded to `width` digits.
+    static func digits(_ value: Int, _ width: Int) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
     }
 
     /// An HTTP date in any of RFC 9110's three forms, or nil.
@@ -418,7 +469,14 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
 
     /// S3's listing time form: ISO 8601 with milliseconds, in UTC.
     static func isoDate(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+        // Whole milliseconds, rounded once, so .999 is not written .998 and a rounding up carries into the seconds.
+        let raw = (date.timeIntervalSince1970 * 1000).rounded()
+        let total = raw.isFinite && abs(raw) < 1e17 ? raw : 0
+        let seconds = (total / 1000).rounded(.down)
+        let milliseconds = Int(total - seconds * 1000)
+        let parts = utcParts(Date(timeIntervalSince1970: seconds))
+        return "\(digits(Int(parts.tm_year) + 1900, 4))-\(digits(Int(parts.tm_mon) + 1, 2))-\(digits(Int(parts.tm_mday), 2))T"
+            + "\(digits(Int(parts.tm_hour), 2)):\(digits(Int(parts.tm_min), 2)):\(digits(Int(parts.tm_sec), 2)).\(digits(min(999, max(0, milliseconds)), 3))Z"
     }
 }
 

@@ -20,6 +20,9 @@ final class S3UploadBody {
     private let expectedLength: Int64?
     private let payloadHash: String?
     private let contentMD5: [UInt8]?
+    /// The MD5 `x-amz-meta-md5chksum` declares (rclone's metadata), checked here with the same
+    /// pass instead of by the backend with another.
+    private let declaredMD5: [UInt8]?
     /// The `x-amz-checksum-*` algorithm and its expected value (nil until the trailer brings it).
     private var checksumName: String?
     private var checksumValue: String?
@@ -38,10 +41,12 @@ final class S3UploadBody {
 
     static let checksumNames = ["x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-sha1", "x-amz-checksum-sha256"]
 
-    /// Reads `body` as the request in `context` declares it.
+    /// Reads `body` as the request in `context` declares it. The MD5 of the bytes is computed
+    /// when `computeMD5` asks for it (a part's ETag) or a check needs it (`Content-MD5`,
+    /// `declaredMD5`), and not otherwise: on a large PUT each hash pass costs more than the write.
     ///
     /// - Throws: ``S3Failure`` for a body the request's headers describe wrongly or not at all.
-    init(_ context: S3Gateway.RequestContext, body: HTTPRequestBody, maximumSize: Int64) throws {
+    init(_ context: S3Gateway.RequestContext, body: HTTPRequestBody, maximumSize: Int64, computeMD5: Bool = false, declaredMD5: String? = nil) throws {
         self.body = body
         guard let authentication = context.authentication else { throw S3Failure("AccessDenied", "Access Denied") }
         let declaredHash = authentication.authorization.payloadHash
@@ -75,6 +80,7 @@ final class S3UploadBody {
         } else {
             contentMD5 = nil
         }
+        self.declaredMD5 = declaredMD5.flatMap { Hex.decode($0) }
         let sent = try Self.checksumNames.compactMap { name in try context.header(name).map { (name, $0) } }
         guard sent.count <= 1 else { throw S3Failure("InvalidRequest", "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.") }
         if let (name, value) = sent.first {
@@ -89,7 +95,7 @@ final class S3UploadBody {
             }
             checksumName = name
         }
-        var algorithms: [HashAlgorithm] = [.md5]
+        var algorithms: [HashAlgorithm] = computeMD5 || contentMD5 != nil || self.declaredMD5 != nil ? [.md5] : []
         if payloadHash != nil { algorithms.append(.sha256) }
         switch checksumName {
         case "x-amz-checksum-sha1": algorithms.append(.sha1)
@@ -136,6 +142,9 @@ final class S3UploadBody {
         }
         if let contentMD5, computed[.md5]?.bytes != contentMD5 {
             throw S3Failure("BadDigest", "The Content-MD5 you specified did not match what we received.")
+        }
+        if let declaredMD5, computed[.md5]?.bytes != declaredMD5 {
+            throw S3Failure("BadDigest", "The MD5 in x-amz-meta-md5chksum does not match what we received.")
         }
         if let checksumName {
             guard let checksumValue else { throw S3Failure("IncompleteBody", "The trailer did not carry the \(checksumName) it announced.") }

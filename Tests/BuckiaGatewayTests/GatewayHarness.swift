@@ -91,6 +91,9 @@ extension GatewayEndpoint {
         let signed = signer.sign(method: method, url: url, headers: headers, payloadHash: Hashing.sha256Hex(body), date: Date())
         for (name, value) in signed { request.setValue(value, forHTTPHeaderField: name) }
         if !body.isEmpty { request.httpBody = body }
+        // Generous: under the full suite's load (kill harnesses, 1 GiB transfers, fsyncs) one
+        // CreateBucket through the B2 emulator once took longer than URLSession's default 60 s.
+        request.timeoutInterval = 300
         let (data, response) = try await URLSession.shared.data(for: request)
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
     }

@@ -27,10 +27,10 @@ extension S3Gateway {
                 return false
             }
         }
-        let owner = (context.principal?.name ?? "").xmlText
+        let owner = (context.principal?.name ?? "").xmlEscaped
         var xml = "<ListAllMyBucketsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>\(owner)</ID><DisplayName>\(owner)</DisplayName></Owner><Buckets>"
         for name in names.sorted(by: { $0.utf8Precedes($1) }) {
-            xml += "<Bucket><Name>\(name.xmlText)</Name><CreationDate>\(Self.isoDate(Date(timeIntervalSince1970: 0)))</CreationDate></Bucket>"
+            xml += "<Bucket><Name>\(name.xmlEscaped)</Name><CreationDate>\(Self.isoDate(Date(timeIntervalSince1970: 0)))</CreationDate></Bucket>"
         }
         return Self.xml(xml + "</Buckets></ListAllMyBucketsResult>")
     }
@@ -147,11 +147,11 @@ extension S3Gateway {
 
         let page = try collect(
             bucketPrefix: bucketPrefix, prefix: prefix, recursive: delimiter == nil, start: start, maxKeys: maxKeys, scope: scope)
-        func encode(_ text: String) -> String { (urlEncoded ? Self.urlEncode(text) : text).xmlText }
-        var xml = "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>\(context.bucket.xmlText)</Name><Prefix>\(encode(prefix))</Prefix>"
+        func encode(_ text: String) -> String { (urlEncoded ? Self.urlEncode(text) : text).xmlEscaped }
+        var xml = "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>\(context.bucket.xmlEscaped)</Name><Prefix>\(encode(prefix))</Prefix>"
         if version2 {
             xml += "<KeyCount>\(page.entries.count)</KeyCount>"
-            if let token = context.query["continuation-token"] { xml += "<ContinuationToken>\(token.xmlText)</ContinuationToken>" }
+            if let token = context.query["continuation-token"] { xml += "<ContinuationToken>\(token.xmlEscaped)</ContinuationToken>" }
             if let after = context.query["start-after"] { xml += "<StartAfter>\(encode(after))</StartAfter>" }
             if page.truncated, let last = page.entries.last { xml += "<NextContinuationToken>\(Base64URL.encode(Data(last.name.utf8)))</NextContinuationToken>" }
         } else {
@@ -167,7 +167,7 @@ extension S3Gateway {
             if let file = entry.file {
                 let modified = file.serverModified ?? file.modificationDate ?? Date(timeIntervalSince1970: 0)
                 xml += "<Contents><Key>\(encode(entry.name))</Key><LastModified>\(Self.isoDate(modified))</LastModified>"
-                xml += "<ETag>\(Self.etag(of: file).xmlText)</ETag><Size>\(file.size)</Size><StorageClass>STANDARD</StorageClass></Contents>"
+                xml += "<ETag>\(Self.etag(of: file).xmlEscaped)</ETag><Size>\(file.size)</Size><StorageClass>STANDARD</StorageClass></Contents>"
             } else {
                 prefixes += "<CommonPrefixes><Prefix>\(encode(entry.name))</Prefix></CommonPrefixes>"
             }

@@ -46,7 +46,7 @@ extension S3Gateway {
             initiated: options.clock(), folder: folder)
         state.withLock { $0.uploads[id] = upload }
         return Self.xml(
-            "<InitiateMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlText)</Bucket><Key>\(context.key.xmlText)</Key><UploadId>\(id)</UploadId></InitiateMultipartUploadResult>"
+            "<InitiateMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><UploadId>\(id)</UploadId></InitiateMultipartUploadResult>"
         )
     }
 
@@ -164,7 +164,7 @@ extension S3Gateway {
         state.withLock { _ = $0.uploads.removeValue(forKey: uploadId) }
         Self.removeQuietly(upload.folder)
         return Self.xml(
-            "<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/\(context.bucket.xmlText)/\(context.key.xmlText)</Location><Bucket>\(context.bucket.xmlText)</Bucket><Key>\(context.key.xmlText)</Key><ETag>\(Self.etag(of: stored).xmlText)</ETag></CompleteMultipartUploadResult>"
+            "<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/\(context.bucket.xmlEscaped)/\(context.key.xmlEscaped)</Location><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><ETag>\(Self.etag(of: stored).xmlEscaped)</ETag></CompleteMultipartUploadResult>"
         )
     }
 
@@ -193,7 +193,7 @@ extension S3Gateway {
         let numbers = upload.parts.keys.sorted().filter { $0 > marker }
         let shown = numbers.prefix(maxParts)
         let truncated = numbers.count > shown.count
-        var xml = "<ListPartsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlText)</Bucket><Key>\(context.key.xmlText)</Key><UploadId>\(uploadId)</UploadId>"
+        var xml = "<ListPartsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><UploadId>\(uploadId)</UploadId>"
         xml += "<PartNumberMarker>\(marker)</PartNumberMarker><NextPartNumberMarker>\(shown.last ?? marker)</NextPartNumberMarker><MaxParts>\(maxParts)</MaxParts><IsTruncated>\(truncated)</IsTruncated>"
         for number in shown {
             guard let part = upload.parts[number] else { continue }
@@ -221,15 +221,15 @@ extension S3Gateway {
             .filter { keyMarker.isEmpty || $0.key > keyMarker || ($0.key == keyMarker && !idMarker.isEmpty && $0.id > idMarker) }
         let shown = uploads.prefix(maxUploads)
         let truncated = uploads.count > shown.count
-        var xml = "<ListMultipartUploadsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlText)</Bucket>"
-        xml += "<KeyMarker>\(keyMarker.xmlText)</KeyMarker><UploadIdMarker>\(idMarker.xmlText)</UploadIdMarker><Prefix>\(prefix.xmlText)</Prefix>"
+        var xml = "<ListMultipartUploadsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlEscaped)</Bucket>"
+        xml += "<KeyMarker>\(keyMarker.xmlEscaped)</KeyMarker><UploadIdMarker>\(idMarker.xmlEscaped)</UploadIdMarker><Prefix>\(prefix.xmlEscaped)</Prefix>"
         if truncated, let last = shown.last {
-            xml += "<NextKeyMarker>\(last.key.xmlText)</NextKeyMarker><NextUploadIdMarker>\(last.id)</NextUploadIdMarker>"
+            xml += "<NextKeyMarker>\(last.key.xmlEscaped)</NextKeyMarker><NextUploadIdMarker>\(last.id)</NextUploadIdMarker>"
         }
         xml += "<MaxUploads>\(maxUploads)</MaxUploads><IsTruncated>\(truncated)</IsTruncated>"
         for upload in shown {
-            let owner = upload.owner.xmlText
-            xml += "<Upload><Key>\(upload.key.xmlText)</Key><UploadId>\(upload.id)</UploadId><Initiator><ID>\(owner)</ID><DisplayName>\(owner)</DisplayName></Initiator>"
+            let owner = upload.owner.xmlEscaped
+            xml += "<Upload><Key>\(upload.key.xmlEscaped)</Key><UploadId>\(upload.id)</UploadId><Initiator><ID>\(owner)</ID><DisplayName>\(owner)</DisplayName></Initiator>"
             xml += "<Owner><ID>\(owner)</ID><DisplayName>\(owner)</DisplayName></Owner><StorageClass>STANDARD</StorageClass><Initiated>\(Self.isoDate(upload.initiated))</Initiated></Upload>"
         }
         return Self.xml(xml + "</ListMultipartUploadsResult>")

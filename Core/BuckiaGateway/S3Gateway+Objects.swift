@@ -317,7 +317,7 @@ extension S3Gateway {
         }
         let modified = stored.serverModified ?? stored.modificationDate ?? options.modificationDate ?? Date()
         return Self.xml(
-            "<CopyObjectResult><LastModified>\(Self.isoDate(modified))</LastModified><ETag>\(Self.etag(of: stored).xmlText)</ETag></CopyObjectResult>")
+            "<CopyObjectResult><LastModified>\(Self.isoDate(modified))</LastModified><ETag>\(Self.etag(of: stored).xmlEscaped)</ETag></CopyObjectResult>")
     }
 
     func deleteObjects(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
@@ -357,10 +357,10 @@ extension S3Gateway {
         }
         var xml = "<DeleteResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         if !quiet {
-            for name in deleted { xml += "<Deleted><Key>\(name.xmlText)</Key></Deleted>" }
+            for name in deleted { xml += "<Deleted><Key>\(name.xmlEscaped)</Key></Deleted>" }
         }
         for error in errors {
-            xml += "<Error><Key>\(error.key.xmlText)</Key><Code>\(error.code.xmlText)</Code><Message>\(error.message.xmlText)</Message></Error>"
+            xml += "<Error><Key>\(error.key.xmlEscaped)</Key><Code>\(error.code.xmlEscaped)</Code><Message>\(error.message.xmlEscaped)</Message></Error>"
         }
         return Self.xml(xml + "</DeleteResult>")
     }

@@ -241,7 +241,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
             context.operation = "GetBucketLocation"
             try requireBucketVisible(context)
             try requireBucket(context.bucket)
-            let constraint = options.region == "us-east-1" ? "" : options.region.xmlText
+            let constraint = options.region == "us-east-1" ? "" : options.region.xmlEscaped
             return Self.xml("<LocationConstraint xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\(constraint)</LocationConstraint>")
         case "GET" where context.query["uploads"] != nil:
             context.operation = "ListMultipartUploads"
@@ -611,30 +611,8 @@ struct S3Failure: Error {
 
     func response(resource: String, requestId: String) -> HTTPServerResponse {
         let body =
-            "<Error><Code>\(code.xmlText)</Code><Message>\(message.xmlText)</Message><Resource>\(S3Gateway.urlEncode(resource).xmlText)</Resource><RequestId>\(requestId)</RequestId></Error>"
+            "<Error><Code>\(code.xmlEscaped)</Code><Message>\(message.xmlEscaped)</Message><Resource>\(S3Gateway.urlEncode(resource).xmlEscaped)</Resource><RequestId>\(requestId)</RequestId></Error>"
         return S3Gateway.xml(body, status: status)
     }
 }
 
-extension String {
-    /// The text for an XML element: the five special characters escaped, and the characters
-    /// XML 1.0 cannot hold as text (C0 controls, CR, U+FFFE, U+FFFF) written as character
-    /// references, as S3 writes them; `encoding-type=url` is the form every XML parser reads.
-    var xmlText: String {
-        var output = ""
-        for scalar in unicodeScalars {
-            switch scalar {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&apos;"
-            case "\t", "\n": output.unicodeScalars.append(scalar)
-            case _ where scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF:
-                output += "&#x\(String(scalar.value, radix: 16, uppercase: true));"
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output
-    }
-}

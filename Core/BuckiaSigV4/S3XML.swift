@@ -85,17 +85,22 @@ package struct XMLNode: Sendable {
 }
 
 extension String {
-    /// The text with the five XML special characters escaped, for request and response bodies.
+    /// The text for an XML element or attribute: the five special characters escaped, and the
+    /// characters XML 1.0 cannot hold as text (C0 controls but tab and line feed, CR, U+FFFE,
+    /// U+FFFF) written as character references, as S3 writes them in its own bodies.
     package var xmlEscaped: String {
         var output = ""
-        for character in self {
-            switch character {
+        for scalar in unicodeScalars {
+            switch scalar {
             case "&": output += "&amp;"
             case "<": output += "&lt;"
             case ">": output += "&gt;"
             case "\"": output += "&quot;"
             case "'": output += "&apos;"
-            default: output.append(character)
+            case "\t", "\n": output.unicodeScalars.append(scalar)
+            case _ where scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF:
+                output += "&#x\(String(scalar.value, radix: 16, uppercase: true));"
+            default: output.unicodeScalars.append(scalar)
             }
         }
         return output

@@ -59,6 +59,21 @@ struct GatewayGrantTests {
         ("bob/secret.txt", .outside), ("alice2/secret.txt", .outside), ("alice", .outside), ("alice/inbound/%EF%BC%8E%EF%BC%8E/x", .unsafe),
     ]
 
+    /// `key` with every byte but the unreserved ones and `/` percent-encoded.
+    static func wireEncoded(_ key: String) -> String {
+        var output = ""
+        for byte in key.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"), UInt8(ascii: "/"):
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                output += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 15, radix: 16, uppercase: true)
+            }
+        }
+        return output
+    }
+
     static func mayRead(_ place: Place) -> Bool { place == .alice || place == .inbound }
     static func mayWrite(_ place: Place) -> Bool { place == .inbound }
 
@@ -166,7 +181,12 @@ struct GatewayGrantTests {
         let before = try await Self.outsideInbound(harness.provider)
         let signer = SigV4Signer(credentials: credentials.awsCredentials, region: "us-east-1", service: "s3")
         let port = harness.server.port
-        for (raw, place) in Self.rawTargets {
+        // The hand-written targets, and every key of the boto3 corpus on the wire as it is
+        // (only what a request line cannot hold escaped, so `..`, `.` and `//` go literally).
+        let derived = Self.keys.map { (key, place) in (Self.wireEncoded(key), place) }
+        let targets = Self.rawTargets + derived
+        #expect(targets.count >= 80)
+        for (raw, place) in targets {
             for method in ["GET", "PUT"] {
                 let target = "/home/" + raw
                 let url = try #require(URL(string: "http://127.0.0.1:\(port)\(target)"), "\(target)")
@@ -192,6 +212,7 @@ struct GatewayGrantTests {
         }
         #expect(try await Self.outsideInbound(harness.provider) == before)
         #expect(try await harness.provider.stat(remotePath: ObjectKey("home/alice/inbound/encoded.txt"))?.size == 3)
+        #expect(try await harness.provider.stat(remotePath: ObjectKey("home/alice/inbound/deep/er/file"))?.size == 3)
     }
 
     @Test("Another user's credential cannot add parts to alice's upload, even inside a grant it holds")

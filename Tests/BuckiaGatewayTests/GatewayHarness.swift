@@ -149,7 +149,9 @@ final class GatewayProcess: GatewayEndpoint, @unchecked Sendable {
         let errors = home.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: errors)
-        process.standardOutput = FileHandle.nullDevice
+        let output = home.appendingPathComponent("stdout")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: output)
         try process.run()
         var found: Int?
         for _ in 0..<200 where found == nil {
@@ -165,6 +167,24 @@ final class GatewayProcess: GatewayEndpoint, @unchecked Sendable {
             throw BuckiaError(.io, "buckia serve s3 did not say where it listens: \((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
         }
         port = found
+    }
+
+    /// Waits (a bounded poll of the file, up to 10 s) until the server's standard error holds `text`.
+    func waitForError(_ text: String) -> Bool {
+        for _ in 0..<1000 {
+            if ((try? String(contentsOf: home.appendingPathComponent("stderr"), encoding: .utf8)) ?? "").contains(text) { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    /// What the server has written to standard output (its access log) so far.
+    var accessLog: String { (try? String(contentsOf: home.appendingPathComponent("stdout"), encoding: .utf8)) ?? "" }
+
+    /// Waits for the server to exit on its own (after a signal the test sent); returns as ``stop()`` does.
+    func waitForExit() -> (Int32, String) {
+        process.waitUntilExit()
+        return stop()
     }
 
     /// Stops the server with SIGTERM; returns its exit status and what it wrote to standard error.

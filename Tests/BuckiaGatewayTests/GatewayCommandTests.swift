@@ -1,0 +1,120 @@
+import BuckiaCore
+import BuckiaGateway
+import BuckiaLocal
+import BuckiaSecurity
+import BuckiaSigV4
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `buckia serve s3` as a user runs it: its access log (one JSON line per request, never a
+/// secret, a signature or a token) and its stop on SIGTERM (a request in flight finishes and is
+/// stored whole, an unfinished one stores nothing, the staging folder goes, exit 0).
+@Suite("buckia serve s3: the command")
+struct GatewayCommandTests {
+    static func localRemote() throws -> (String, URL) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-serve-root-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        return (#"{"provider": "local", "bucketName": "served", "options": {"root": "\#(root.path)"}}"#, root)
+    }
+
+    @Test("--json writes one JSON line per request, with no secret, signature or token in any of them")
+    func accessLog() async throws {
+        let (remote, root) = try Self.localRemote()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let server = try GatewayProcess(remoteJSON: remote, capabilities: try LocalProvider(root: root).capabilities, arguments: ["--json"])
+        defer { server.stop() }
+        try await server.createBucket("logged")
+        let credentials = AWSCredentials(accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey)
+        #expect(try await server.send("PUT", "/logged/a.txt", body: Data("logged".utf8)).0 == 200)
+        #expect(try await server.send("GET", "/logged/a.txt?response-content-type=text%2Fplain").0 == 200)
+        // A presigned URL carries its signature (and a session token would ride along) in the query.
+        let signer = SigV4Signer(credentials: credentials, region: "us-east-1", service: "s3")
+        let presigned = try #require(URL(string: server.endpoint.absoluteString + "/logged/a.txt"))
+        let url = try signer.presignedURL(method: "GET", url: presigned, expires: .seconds(300), date: Date())
+        let (_, presignedResponse) = try await URLSession.shared.data(from: url)
+        #expect((presignedResponse as? HTTPURLResponse)?.statusCode == 200)
+        #expect(try await server.send("GET", "/logged/missing.txt").0 == 404)
+        let signature = try #require(URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems?.first { $0.name == "X-Amz-Signature" }?.value)
+
+        // The log is written as requests finish; wait for the five lines (CreateBucket and four more).
+        var lines: [String] = []
+        for _ in 0..<500 {
+            lines = server.accessLog.split(separator: "\n").map(String.init)
+            if lines.count >= 5 { break }
+            usleep(10_000)
+        }
+        #expect(lines.count == 5, "\(lines)")
+        let entries = try lines.map { try JSONDecoder.iso8601.decode(S3AccessLogEntry.self, from: Data($0.utf8)) }
+        #expect(entries.map(\.operation) == ["CreateBucket", "PutObject", "GetObject", "GetObject", "GetObject"])
+        #expect(entries.map(\.status) == [200, 200, 200, 200, 404])
+        #expect(entries[4].errorCode == "NoSuchKey")
+        #expect(entries.allSatisfy { $0.principal == server.accessKeyId })
+        #expect(entries[2].resource == "/logged/a.txt", "no query string in the log")
+        let all = server.accessLog
+        for secret in [server.secretAccessKey.exposedValue, signature, "X-Amz-Signature", "X-Amz-Credential", "response-content-type"] {
+            #expect(!all.contains(secret), "the access log holds \(secret.prefix(12))…")
+        }
+    }
+
+    @Test("SIGTERM: the request in flight finishes and is stored whole, one left unfinished stores nothing, exit 0")
+    func sigterm() async throws {
+        let (remote, root) = try Self.localRemote()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let server = try GatewayProcess(remoteJSON: remote, capabilities: try LocalProvider(root: root).capabilities)
+        try await server.createBucket("stopping")
+        let port = UInt16(server.port)
+        let payload = Data(repeating: 0x42, count: 256 * 1024)
+        func wire(_ key: String) throws -> [UInt8] {
+            let signer = SigV4Signer(credentials: AWSCredentials(accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey), region: "us-east-1", service: "s3")
+            let url = try #require(URL(string: "http://127.0.0.1:\(port)/stopping/\(key)"))
+            var text = "PUT /stopping/\(key) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: \(payload.count)\r\nExpect: 100-continue\r\n"
+            for (name, value) in signer.sign(method: "PUT", url: url, headers: [:], payloadHash: Hashing.sha256Hex(payload), date: Date()) {
+                text += "\(name): \(value)\r\n"
+            }
+            return Array((text + "\r\n").utf8) + Array(payload)
+        }
+        let finishing = try RawClient(port: port)
+        let abandoned = try RawClient(port: port)
+        let whole = try wire("whole.bin")
+        let cut = try wire("cut.bin")
+        // Both send their head and, once the server asks for the body (100 Continue: the request
+        // is in its handler), half the body; then the server is told to stop.
+        let heads = [(finishing, whole), (abandoned, cut)]
+        for (client, bytes) in heads {
+            let headLength = bytes.count - payload.count
+            client.send(Array(bytes.prefix(headLength)))
+            let continued = try await offPool { client.read(until: "100 Continue\r\n\r\n") }
+            #expect(continued.contains("100 Continue"))
+            client.send(Array(bytes.dropFirst(headLength).prefix(payload.count / 2)))
+        }
+        kill(server.process.processIdentifier, SIGTERM)
+        #expect(server.waitForError("stopping the server"), "the server did not say it is stopping")
+        // One finishes its body after the signal; the other never does.
+        finishing.send(Array(whole.suffix(payload.count / 2)))
+        let answer = try await offPool { finishing.readAll() }
+        #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(300))")
+        #expect(answer.contains("Connection: close"))
+        // The other client goes away mid-body; its request ends without storing anything, and
+        // the server, with nothing left in flight, exits.
+        shutdown(abandoned.descriptor, Int32(SHUT_RDWR))
+        let (status, errors) = server.waitForExit()
+        #expect(status == 0, "\(errors)")
+        #expect(errors.contains("stopped serving"))
+        #expect(try Data(contentsOf: root.appendingPathComponent("stopping/whole.bin")) == payload)
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("stopping/cut.bin").path))
+        // Nothing of Buckia's is left in the served folder.
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent(".buckia").path))
+    }
+}
+
+extension JSONDecoder {
+    static var iso8601: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}

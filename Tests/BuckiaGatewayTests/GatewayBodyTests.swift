@@ -4,9 +4,6 @@ import BuckiaSigV4
 import Foundation
 import Testing
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// Every way an upload's body is checked by the gateway, through real requests: the signed
 /// payload hash, `Content-MD5`, `x-amz-checksum-*` in a header, the aws-chunked forms (signed
@@ -170,9 +167,6 @@ struct GatewayBodyTests {
                 body[range.upperBound] = body[range.upperBound] == UInt8(ascii: "0") ? UInt8(ascii: "1") : UInt8(ascii: "0")
             }
         }
-        var request = URLRequest(url: url)
-        request.httpMethod = "PUT"
-        for (name, value) in signedHeaders { request.setValue(value, forHTTPHeaderField: name) }
         if bodyCase == .shortBody {
             // Declares the payload's length and sends less: the raw socket keeps the lie.
             let head = (["PUT /\(key) HTTP/1.1", "Host: 127.0.0.1:\(harness.server.port)", "Content-Length: \(payload.count)"]
@@ -187,10 +181,10 @@ struct GatewayBodyTests {
             }
             #expect(answer.isEmpty || answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
         } else {
-            request.httpBody = body
-            let (data, response) = try await URLSession.shared.data(for: request)
-            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            let text = String(decoding: data, as: UTF8.self)
+            let answer = try await RawHTTP.exchange(
+                port: harness.server.port, method: "PUT", target: "/" + key, headers: signedHeaders.map { ($0.key, $0.value) }, body: body)
+            let status = answer.status
+            let text = String(decoding: answer.body, as: UTF8.self)
             if let refusal = bodyCase.refusal {
                 #expect(status >= 400, "\(text)")
                 #expect(text.contains("<Code>\(refusal)</Code>"), "\(text)")

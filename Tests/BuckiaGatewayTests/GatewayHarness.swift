@@ -7,9 +7,6 @@ import BuckiaSigV4
 import BuckiaTestSupport
 import Foundation
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// A running gateway a test talks to: in this process (``GatewayHarness``) or as
 /// `buckia serve s3` (``GatewayProcess``).
@@ -79,23 +76,19 @@ extension GatewayEndpoint {
         guard status == 200 else { throw BuckiaError(.io, "CreateBucket \(bucket) answered \(status): \(String(decoding: body, as: UTF8.self))") }
     }
 
-    /// Sends a request signed with the static key pair (or `credentials`) through URLSession.
+    /// Sends a request signed with the static key pair (or `credentials`) over a socket of its
+    /// own (``RawHTTP``), not URLSession: FoundationNetworking shares one transfer thread per
+    /// process, and a known deadlock in it (CancellationStormTests) stalled these requests for
+    /// minutes under the full suite.
     func send(
         _ method: String, _ target: String, body: Data = Data(), headers: [String: String] = [:], credentials: AWSCredentials? = nil
     ) async throws -> (Int, Data) {
         guard let url = URL(string: endpoint.absoluteString + target) else { throw BuckiaError(.invalidPath, "bad target \(target)") }
         let signer = SigV4Signer(
             credentials: credentials ?? AWSCredentials(accessKeyId: accessKeyId, secretAccessKey: secretAccessKey), region: "us-east-1", service: "s3")
-        var request = URLRequest(url: url)
-        request.httpMethod = method
         let signed = signer.sign(method: method, url: url, headers: headers, payloadHash: Hashing.sha256Hex(body), date: Date())
-        for (name, value) in signed { request.setValue(value, forHTTPHeaderField: name) }
-        if !body.isEmpty { request.httpBody = body }
-        // Generous: under the full suite's load (kill harnesses, 1 GiB transfers, fsyncs) one
-        // CreateBucket through the B2 emulator once took longer than URLSession's default 60 s.
-        request.timeoutInterval = 300
-        let (data, response) = try await URLSession.shared.data(for: request)
-        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+        let answer = try await RawHTTP.exchange(port: UInt16(endpoint.port ?? 0), method: method, target: target, headers: signed.map { ($0.key, $0.value) }, body: body)
+        return (answer.status, answer.body)
     }
 
     /// The configuration of Buckia's own S3 provider on `bucket` of this gateway.
@@ -208,5 +201,48 @@ func runTool(_ executable: String, _ arguments: [String], environment: [String: 
 func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
+}
+
+/// A one-request HTTP/1.1 client on a raw socket, on a thread of its own: exactly the bytes asked
+/// for go out (no path normalisation, no shared transfer thread), and the answer is read whole.
+enum RawHTTP {
+    struct Answer {
+        var status: Int
+        var headers: [String: String]
+        var body: Data
+    }
+
+    static func exchange(port: UInt16, method: String, target: String, headers: [(String, String)], body: Data = Data()) async throws -> Answer {
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
+        for (name, value) in headers where name.lowercased() != "host" && name.lowercased() != "content-length" { head += "\(name): \(value)\r\n" }
+        let wire = Array((head + "\r\n").utf8) + Array(body)
+        let raw = try await offPool { () -> Data in
+            let client = try RawClient(port: port)
+            client.send(wire)
+            return client.readAllData()
+        }
+        guard let split = raw.range(of: Data("\r\n\r\n".utf8)) else { throw BuckiaError(.io, "no HTTP answer: \(String(decoding: raw.prefix(200), as: UTF8.self))") }
+        let lines = String(decoding: raw[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        let status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var content = Data(raw[split.upperBound...])
+        if fields["transfer-encoding"]?.lowercased() == "chunked" {
+            var decoded = Data()
+            var rest = content[...]
+            while let lineEnd = rest.range(of: Data("\r\n".utf8)), let size = Int(String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self), radix: 16), size > 0 {
+                let start = lineEnd.upperBound
+                guard rest.distance(from: start, to: rest.endIndex) >= size else { break }
+                let end = rest.index(start, offsetBy: size)
+                decoded.append(rest[start..<end])
+                rest = rest[rest.index(end, offsetBy: min(2, rest.distance(from: end, to: rest.endIndex)))...]
+            }
+            content = decoded
+        }
+        return Answer(status: status, headers: fields, body: content)
     }
 }

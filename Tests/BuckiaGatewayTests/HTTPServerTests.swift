@@ -62,6 +62,18 @@ final class RawClient: @unchecked Sendable {
         }
     }
 
+    /// Everything until the peer closes (or 20 s pass), as bytes.
+    func readAllData() -> Data {
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(descriptor, &chunk, chunk.count, 0)
+            if count <= 0 { break }
+            data += chunk[0..<count]
+        }
+        return data
+    }
+
     /// Everything until the peer closes (or 20 s pass).
     func readAll() -> String {
         var data = Data()

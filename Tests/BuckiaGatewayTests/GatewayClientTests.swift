@@ -1,6 +1,7 @@
 import BuckiaB2
 import BuckiaCore
 import BuckiaGateway
+import BuckiaLocal
 import BuckiaSecurity
 import BuckiaTestSupport
 import Foundation
@@ -17,34 +18,42 @@ struct GatewayClientTests {
         var description: String { rawValue }
     }
 
-    /// A gateway over `backend`, a bucket in it, and temporary credentials for alice that may
-    /// do everything under `BUCKET/alice/` and nothing else.
+    /// `buckia serve s3` in a process of its own over `backend`, a bucket in it, and temporary
+    /// credentials for alice, made the way a user makes them (`buckia token issue --s3`), that
+    /// may do everything under `BUCKET/alice/` and nothing else. The server runs in its own
+    /// process so the suite's load on this one (CLI tests hold the cooperative pool) cannot
+    /// stall it; its access log (`--json`) says what it served.
     struct Setup {
-        let harness: GatewayHarness
+        let server: GatewayProcess
+        let backend: any StorageProvider
         let bucket: String
-        let credentials: TemporaryS3Credentials
         let emulator: B2Emulator?
         let work: URL
 
         var environment: [String: String] {
             [
-                "AWS_ACCESS_KEY_ID": credentials.accessKeyId, "AWS_SECRET_ACCESS_KEY": credentials.secretAccessKey.exposedValue,
-                "AWS_SESSION_TOKEN": credentials.sessionToken.exposedValue, "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_ACCESS_KEY_ID": server.temporary?.accessKeyId ?? "", "AWS_SECRET_ACCESS_KEY": server.temporary?.secretAccessKey ?? "",
+                "AWS_SESSION_TOKEN": server.temporary?.sessionToken ?? "", "AWS_DEFAULT_REGION": "us-east-1",
                 "AWS_CONFIG_FILE": work.appendingPathComponent("aws-config").path, "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
                 "AWS_EC2_METADATA_DISABLED": "true",
             ]
         }
 
         func stop() {
-            harness.stop()
+            server.stop()
             emulator?.stop()
             try? FileManager.default.removeItem(at: work)
+        }
+
+        /// The access log's entries so far.
+        var log: [S3AccessLogEntry] {
+            server.accessLog.split(separator: "\n").compactMap { try? JSONDecoder.iso8601.decode(S3AccessLogEntry.self, from: Data($0.utf8)) }
         }
 
         /// The keys under `prefix` the backend holds, read there directly.
         func backendKeys(_ prefix: String) async throws -> [String: Int64] {
             var keys: [String: Int64] = [:]
-            for try await entry in harness.provider.list(ListOptions(prefix: bucket + "/" + prefix)) {
+            for try await entry in backend.list(ListOptions(prefix: bucket + "/" + prefix)) {
                 if let file = entry.file { keys[String(file.path.rawValue.dropFirst(bucket.count + 1))] = file.size }
             }
             return keys
@@ -52,24 +61,32 @@ struct GatewayClientTests {
     }
 
     static func setUp(_ backend: Backend) async throws -> Setup {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-gateway-client-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        try Data("[default]\ns3 =\n    addressing_style = path\n".utf8).write(to: work.appendingPathComponent("aws-config"))
+        let bucket = freshBucket()
+        let grants = ["read,write,delete,list:\(bucket)/alice/"]
         var emulator: B2Emulator?
-        let provider: (any StorageProvider)?
+        let provider: any StorageProvider
+        let server: GatewayProcess
         switch backend {
         case .local:
-            provider = nil
+            let root = work.appendingPathComponent("served")
+            provider = try LocalProvider(root: root)
+            server = try GatewayProcess(
+                remoteJSON: #"{"provider": "local", "bucketName": "served", "options": {"root": "\#(root.path)"}}"#, capabilities: provider.capabilities,
+                arguments: ["--json"], temporaryFor: ("alice", grants))
         case .b2:
             let started = try await B2Emulator.start(buckets: ["gateway"])
             emulator = started
             provider = try B2Provider(configuration: started.configuration(bucket: "gateway"))
+            server = try GatewayProcess(
+                remoteJSON: #"{"provider": "b2", "bucketName": "gateway", "options": {"endpoint": "\#(started.endpoint.absoluteString)"}}"#,
+                capabilities: provider.capabilities, arguments: ["--json"],
+                environment: ["B2_APPLICATION_KEY_ID": started.keyId, "B2_APPLICATION_KEY": started.key], temporaryFor: ("alice", grants))
         }
-        let harness = try GatewayHarness(provider: provider)
-        let bucket = freshBucket()
-        try await harness.createBucket(bucket)
-        let credentials = try harness.credentials(grants: [StorageGrant(.all, prefix: bucket + "/alice/")])
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-gateway-client-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        try Data("[default]\ns3 =\n    addressing_style = path\n".utf8).write(to: work.appendingPathComponent("aws-config"))
-        return Setup(harness: harness, bucket: bucket, credentials: credentials, emulator: emulator, work: work)
+        try await server.createBucket(bucket)
+        return Setup(server: server, backend: provider, bucket: bucket, emulator: emulator, work: work)
     }
 
     static let clients = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Clients")
@@ -87,7 +104,7 @@ struct GatewayClientTests {
         defer { setup.stop() }
         let run = try await runTool(
             "python3",
-            [Self.clients.appendingPathComponent("boto3_client.py").path, setup.harness.endpoint.absoluteString, setup.bucket, "alice/b3/", setup.work.path]
+            [Self.clients.appendingPathComponent("boto3_client.py").path, setup.server.endpoint.absoluteString, setup.bucket, "alice/b3/", setup.work.path]
                 + (checksums == .trailer ? ["--trailer"] : []),
             environment: setup.environment, limit: .seconds(120))
         try #require(run.status == 0, "boto3 failed: \(run.errors.suffix(2000))")
@@ -100,11 +117,12 @@ struct GatewayClientTests {
         #expect(report["replaced"] as? Bool == true)
         #expect(report["after"] as? [String] == ["alice/b3/small-1.txt", "alice/b3/small-2.txt"])
         #expect(try await setup.backendKeys("alice/b3/") == ["alice/b3/small-1.txt": 9, "alice/b3/small-2.txt": 39])
-        let operations = Set(setup.harness.log.withLock { $0 }.map(\.operation))
+        let log = setup.log
+        let operations = Set(log.map(\.operation))
         #expect(operations.isSuperset(of: ["PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload", "ListObjectsV2", "GetObject", "CopyObject", "DeleteObjects", "DeleteObject"]))
-        #expect(setup.harness.log.withLock { $0 }.allSatisfy { $0.principal == "alice" || $0.principal == setup.harness.accessKeyId })
+        #expect(log.allSatisfy { $0.principal == "alice" || $0.principal == setup.server.accessKeyId })
         // The bodies came the way this case is about.
-        let uploads = setup.harness.log.withLock { $0 }.filter { $0.operation == "PutObject" || $0.operation == "UploadPart" }
+        let uploads = log.filter { $0.operation == "PutObject" || $0.operation == "UploadPart" }
         let expected = checksums == .trailer ? "STREAMING-UNSIGNED-PAYLOAD-TRAILER" : "signed"
         #expect(!uploads.isEmpty && uploads.allSatisfy { $0.payload == expected }, "\(uploads.map(\.payload))")
     }
@@ -142,7 +160,7 @@ struct GatewayClientTests {
         let remote = "s3://\(setup.bucket)/alice/cli/"
         func aws(_ arguments: String...) async throws -> ToolRun.Result {
             let run = try await runTool(
-                "aws", ["--endpoint-url", setup.harness.endpoint.absoluteString] + arguments, environment: setup.environment, limit: .seconds(120))
+                "aws", ["--endpoint-url", setup.server.endpoint.absoluteString] + arguments, environment: setup.environment, limit: .seconds(120))
             try #require(run.status == 0, "aws \(arguments.joined(separator: " ")) failed: \(run.errors.suffix(2000))")
             return run
         }
@@ -170,7 +188,7 @@ struct GatewayClientTests {
 
         // Outside the grant, the CLI is refused and the backend unchanged.
         let refused = try await runTool(
-            "aws", ["--endpoint-url", setup.harness.endpoint.absoluteString, "s3", "cp", source.appendingPathComponent("docs/note-1.txt").path, "s3://\(setup.bucket)/bob/x.txt"],
+            "aws", ["--endpoint-url", setup.server.endpoint.absoluteString, "s3", "cp", source.appendingPathComponent("docs/note-1.txt").path, "s3://\(setup.bucket)/bob/x.txt"],
             environment: setup.environment, limit: .seconds(60))
         #expect(refused.status != 0)
         #expect(refused.errors.contains("AccessDenied"))
@@ -184,10 +202,10 @@ struct GatewayClientTests {
         let source = setup.work.appendingPathComponent("source")
         var tree = try Self.makeTree(source)
         let environment = [
-            "RCLONE_CONFIG_GW_TYPE": "s3", "RCLONE_CONFIG_GW_PROVIDER": "Other", "RCLONE_CONFIG_GW_ENDPOINT": setup.harness.endpoint.absoluteString,
-            "RCLONE_CONFIG_GW_ACCESS_KEY_ID": setup.credentials.accessKeyId,
-            "RCLONE_CONFIG_GW_SECRET_ACCESS_KEY": setup.credentials.secretAccessKey.exposedValue,
-            "RCLONE_CONFIG_GW_SESSION_TOKEN": setup.credentials.sessionToken.exposedValue, "RCLONE_CONFIG_GW_REGION": "us-east-1",
+            "RCLONE_CONFIG_GW_TYPE": "s3", "RCLONE_CONFIG_GW_PROVIDER": "Other", "RCLONE_CONFIG_GW_ENDPOINT": setup.server.endpoint.absoluteString,
+            "RCLONE_CONFIG_GW_ACCESS_KEY_ID": setup.server.temporary?.accessKeyId ?? "",
+            "RCLONE_CONFIG_GW_SECRET_ACCESS_KEY": setup.server.temporary?.secretAccessKey ?? "",
+            "RCLONE_CONFIG_GW_SESSION_TOKEN": setup.server.temporary?.sessionToken ?? "", "RCLONE_CONFIG_GW_REGION": "us-east-1",
             "RCLONE_CONFIG_GW_FORCE_PATH_STYLE": "true", "RCLONE_CONFIG": "/nonexistent", "HOME": setup.work.path,
         ]
         let remote = "gw:\(setup.bucket)/alice/rc"

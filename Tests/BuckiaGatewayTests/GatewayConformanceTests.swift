@@ -8,20 +8,26 @@ import Foundation
 import Testing
 
 /// Buckia's own S3 provider, pointed at `buckia serve s3`, through every provider and sync
-/// scenario: the gateway in front of a local folder (in this process, so the bounded-memory
-/// scenario measures client and gateway together) and in front of memory (the `buckia serve
-/// s3` command in a process of its own, since a memory backend holds what it stores). A
-/// scenario the gateway's backend cannot support is skipped by the capability the S3 profile
-/// declares (`vendor: buckia`, and `userMetadata: false` over a local folder), never in the test.
+/// scenario: the command in a process of its own, in front of a local folder and in front of
+/// memory. A scenario the gateway's backend cannot support is skipped by the capability the S3
+/// profile declares (`vendor: buckia`, and `userMetadata: false` over a local folder), never in
+/// the test.
 @Suite("S3 gateway conformance")
 struct GatewayConformanceTests {
     enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
         case local, memory
         var description: String { rawValue }
 
+        /// Where the local backends' folders go; each is removed with its gateway.
+        static let roots = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-gateway-conformance")
+
         func start() throws -> any GatewayEndpoint {
             switch self {
-            case .local: return try GatewayHarness()
+            case .local:
+                let root = Self.roots.appendingPathComponent(UUID().uuidString)
+                return try GatewayProcess(
+                    remoteJSON: #"{"provider": "local", "bucketName": "served", "options": {"root": "\#(root.path)"}}"#,
+                    capabilities: try LocalProvider(root: root).capabilities)
             case .memory:
                 let capabilities = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)).capabilities
                 return try GatewayProcess(remoteJSON: #"{"provider": "memory"}"#, capabilities: capabilities)
@@ -34,7 +40,11 @@ struct GatewayConformanceTests {
         let gateway = try backend.start()
         defer {
             if let harness = gateway as? GatewayHarness { harness.stop() }
-            if let process = gateway as? GatewayProcess { process.stop() }
+            if let process = gateway as? GatewayProcess {
+                let root = process.servedRoot
+                process.stop()
+                if let root { try? FileManager.default.removeItem(at: root) }
+            }
         }
         try await body(gateway)
     }

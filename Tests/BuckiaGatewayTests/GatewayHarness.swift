@@ -127,18 +127,52 @@ final class GatewayProcess: GatewayEndpoint, @unchecked Sendable {
 
     var endpoint: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
-    /// Starts `buckia serve s3 REMOTE:` for the remote `configuration` (JSON of one remote).
-    init(remoteJSON: String, capabilities: ProviderCapabilities, arguments: [String] = []) throws {
+    /// The folder a local remote serves, when the remote is a local one (for the test to remove).
+    var servedRoot: URL? {
+        guard let data = try? Data(contentsOf: home.appendingPathComponent("config.json")),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let remote = (object["remotes"] as? [String: Any])?["served"] as? [String: Any],
+              let root = (remote["options"] as? [String: String])?["root"]
+        else { return nil }
+        return URL(fileURLWithPath: root)
+    }
+
+    /// The temporary credentials `buckia token issue --s3` printed before the server started, if asked for.
+    let temporary: (accessKeyId: String, secretAccessKey: String, sessionToken: String)?
+
+    static var executable: URL { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia") }
+
+    /// Starts `buckia serve s3 REMOTE:` for the remote `configuration` (JSON of one remote). With
+    /// `temporaryFor`, the user's steps come first: `buckia token keygen`, then `buckia token issue
+    /// --user USER --grant … --s3` in the same secret store, whose credentials the server accepts.
+    init(
+        remoteJSON: String, capabilities: ProviderCapabilities, arguments: [String] = [], environment extra: [String: String] = [:],
+        temporaryFor: (user: String, grants: [String])? = nil
+    ) throws {
         backendCapabilities = capabilities
         home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-gateway-process-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let config = home.appendingPathComponent("config.json")
         try Data(#"{"remotes": {"served": \#(remoteJSON)}}"#.utf8).write(to: config)
+        let environment = ["HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "PATH": "/usr/bin:/bin"].merging(extra) { $1 }
+        if let temporaryFor {
+            let keygen = try ToolRun.run(path: Self.executable, ["token", "keygen", "--key-id", "gw"], exactEnvironment: environment, limit: .seconds(60))
+            guard keygen.status == 0 else { throw BuckiaError(.io, "token keygen failed: \(keygen.errors)") }
+            let issue = try ToolRun.run(
+                path: Self.executable, ["token", "issue", "--user", temporaryFor.user, "--s3"] + temporaryFor.grants.flatMap { ["--grant", $0] },
+                exactEnvironment: environment, limit: .seconds(60))
+            guard issue.status == 0, let object = try JSONSerialization.jsonObject(with: Data(issue.output.utf8)) as? [String: Any],
+                  let id = object["AccessKeyId"] as? String, let secret = object["SecretAccessKey"] as? String, let token = object["SessionToken"] as? String
+            else { throw BuckiaError(.io, "token issue --s3 failed: \(issue.errors)") }
+            temporary = (id, secret, token)
+        } else {
+            temporary = nil
+        }
         process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
+        process.executableURL = Self.executable
         process.arguments = ["serve", "s3", "served:", "--config", config.path, "--addr", "127.0.0.1:0", "--auth-key", "\(accessKeyId),\(secretAccessKey.exposedValue)"]
             + arguments
-        process.environment = ["HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "PATH": "/usr/bin:/bin"]
+        process.environment = environment
         let errors = home.appendingPathComponent("stderr")
         _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: errors)

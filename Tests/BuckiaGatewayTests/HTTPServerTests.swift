@@ -75,16 +75,7 @@ final class RawClient: @unchecked Sendable {
     }
 
     /// Everything until the peer closes (or 20 s pass).
-    func readAll() -> String {
-        var data = Data()
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = recv(descriptor, &chunk, chunk.count, 0)
-            if count <= 0 { break }
-            data += chunk[0..<count]
-        }
-        return String(decoding: data, as: UTF8.self)
-    }
+    func readAll() -> String { String(decoding: readAllData(), as: UTF8.self) }
 
     /// Reads until `text` has arrived in full (or the peer closes).
     func read(until text: String) -> String {

@@ -112,7 +112,6 @@ extension S3Gateway {
         if let listType = context.query["list-type"], listType != "2" { throw S3Failure("InvalidArgument", "list-type must be 2.") }
         let prefix = context.query["prefix"] ?? ""
         let delimiter = context.query["delimiter"].flatMap { $0.isEmpty ? nil : $0 }
-        if let delimiter, delimiter != "/" { throw S3Failure.notImplemented("a delimiter other than /") }
         let urlEncoded: Bool
         switch context.query["encoding-type"] {
         case nil: urlEncoded = false
@@ -146,7 +145,7 @@ extension S3Gateway {
         try requireBucket(context.bucket)
 
         let page = try collect(
-            bucketPrefix: bucketPrefix, prefix: prefix, recursive: delimiter == nil, start: start, maxKeys: maxKeys, scope: scope)
+            bucketPrefix: bucketPrefix, prefix: prefix, delimiter: delimiter, start: start, maxKeys: maxKeys, scope: scope)
         func encode(_ text: String) -> String { (urlEncoded ? Self.urlEncode(text) : text).xmlEscaped }
         var xml = "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>\(context.bucket.xmlEscaped)</Name><Prefix>\(encode(prefix))</Prefix>"
         if version2 {
@@ -182,7 +181,9 @@ extension S3Gateway {
     }
 
     /// Up to `maxKeys` entries after `start`, and whether more follow.
-    func collect(bucketPrefix: String, prefix: String, recursive: Bool, start: String?, maxKeys: Int, scope: ListingScope) throws -> (
+    /// `/` as the delimiter is the backend's own one-level listing; any other delimiter groups a
+    /// full listing here, each common prefix once.
+    func collect(bucketPrefix: String, prefix: String, delimiter: String?, start: String?, maxKeys: Int, scope: ListingScope) throws -> (
         entries: [ListedEntry], truncated: Bool
     ) {
         let root = options.root
@@ -194,7 +195,7 @@ extension S3Gateway {
         }
         let startKey = start.map { root + bucketPrefix + $0 }
         let listOptions = ListOptions(
-            prefix: full, recursive: recursive, startAfter: startKey.flatMap { $0.utf8Precedes(full) ? nil : $0 }, pageSize: min(1000, maxKeys + 1))
+            prefix: full, recursive: delimiter != "/", startAfter: startKey.flatMap { $0.utf8Precedes(full) ? nil : $0 }, pageSize: min(1000, maxKeys + 1))
         let shown: @Sendable (String, Bool) -> Bool = { relative, isFolder in
             switch scope {
             case .whole: return true
@@ -206,6 +207,7 @@ extension S3Gateway {
         return try Blocking.wait { [provider] in
             var entries: [ListedEntry] = []
             var truncated = false
+            var lastGroup: String?
             for try await entry in provider.list(listOptions) {
                 let name: String
                 let file: RemoteFile?
@@ -223,11 +225,20 @@ extension S3Gateway {
                 guard let relativeToRoot = name.utf8Dropping(prefix: root), let relative = relativeToRoot.utf8Dropping(prefix: bucketPrefix),
                       shown(relativeToRoot, file == nil)
                 else { continue }
+                var listed = ListedEntry(name: relative, file: file)
+                if let delimiter, delimiter != "/", let rest = relative.utf8Dropping(prefix: prefix), let cut = rest.range(of: delimiter) {
+                    // Rolled up into its common prefix, shown once; a page that ended on it does
+                    // not show it again.
+                    let group = prefix + rest[..<cut.upperBound]
+                    if group == lastGroup || start.map({ $0.utf8HasPrefix(group) }) == true { continue }
+                    lastGroup = group
+                    listed = ListedEntry(name: group, file: nil)
+                }
                 if entries.count == maxKeys {
                     truncated = true
                     break
                 }
-                entries.append(ListedEntry(name: relative, file: file))
+                entries.append(listed)
             }
             return (entries, truncated)
         }

@@ -63,27 +63,56 @@ extension S3Gateway {
 
     func uploadPart(_ context: inout RequestContext, uploadId: String, body: HTTPRequestBody) throws -> HTTPServerResponse {
         _ = try remoteKey(context, for: .write)
-        if !context.request.values("x-amz-copy-source").isEmpty { throw S3Failure.notImplemented("UploadPartCopy") }
         guard let text = context.query["partNumber"], text.utf8.count <= 5, text.utf8.allSatisfy({ (48...57).contains($0) }), let number = Int(text),
               (1...10_000).contains(number)
         else { throw S3Failure("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.") }
         let upload = try self.upload(uploadId, context)
         guard !upload.completing else { throw S3Failure("NoSuchUpload", "The multipart upload is being completed.") }
-        let body = try S3UploadBody(context, body: body, maximumSize: options.maximumPartSize, computeMD5: true)
+        // The part's bytes: the body, or with x-amz-copy-source (UploadPartCopy) a range of an
+        // object the grants let this user read, read from the backend.
+        let copied = context.request.values("x-amz-copy-source").isEmpty ? nil : try copySource(context)
+        var next: () throws -> Data?
+        var finish: () throws -> (count: Int64, md5: String?, checksum: (name: String, value: String)?)
+        if let (source, file) = copied {
+            context.operation = "UploadPartCopy"
+            let range = try Self.copyRange(try context.header("x-amz-copy-source-range"), size: file.size)
+            guard range.upperBound - range.lowerBound <= options.maximumPartSize else {
+                throw S3Failure("InvalidArgument", "A copied part may be at most \(options.maximumPartSize) bytes.")
+            }
+            let conditional = provider.capabilities.supports(.conditionalRead) ? file.etag : nil
+            let stream = try Blocking.wait { [provider] in
+                try await provider.openRead(remotePath: source, options: ReadOptions(range: range.isEmpty ? nil : range, ifMatch: conditional))
+            }.bytes
+            let hasher = try DigestHasher(.md5)
+            var count: Int64 = 0
+            next = {
+                guard !range.isEmpty, let chunk = try Blocking.wait({ try await stream.next() }) else { return nil }
+                hasher.update(chunk)
+                count += Int64(chunk.count)
+                return chunk
+            }
+            finish = { (count, hasher.finalize().hex, nil) }
+        } else {
+            let body = try S3UploadBody(context, body: body, maximumSize: options.maximumPartSize, computeMD5: true)
+            next = { try body.next() }
+            finish = { (body.count, body.md5?.hex, body.checkedChecksum) }
+        }
         let temporary = upload.folder.appendingPathComponent(".part-\(number)-\(Hex.encode(try SecureRandom.bytes(count: 8)))")
         let final = upload.folder.appendingPathComponent("part-\(number)-\(Hex.encode(try SecureRandom.bytes(count: 8)))")
+        let written: (count: Int64, md5: String?, checksum: (name: String, value: String)?)
         do {
             let output = try LocalFile.createExclusive(temporary, permissions: 0o600)
-            while let chunk = try body.next() { try output.write(chunk) }
+            while let chunk = try next() { try output.write(chunk) }
             try output.close()
+            written = try finish()
             try FileManager.default.moveItem(at: temporary, to: final)
         } catch {
             Self.removeQuietly(temporary)
             throw error
         }
-        context.bytesIn = body.count
-        guard let md5 = body.md5?.hex else { throw BuckiaError(.io, "The part's MD5 was not computed.") }
-        let part = MultipartUpload.Part(size: body.count, md5: md5, file: final, modified: options.clock())
+        context.bytesIn = copied == nil ? written.count : 0
+        guard let md5 = written.md5 else { throw BuckiaError(.io, "The part's MD5 was not computed.") }
+        let part = MultipartUpload.Part(size: written.count, md5: md5, file: final, modified: options.clock())
         let replaced: MultipartUpload.Part?? = state.withLock { state in
             guard state.uploads[uploadId]?.completing == false else { return .none }
             return .some(state.uploads[uploadId]?.parts.updateValue(part, forKey: number))
@@ -93,9 +122,27 @@ extension S3Gateway {
             throw S3Failure("NoSuchUpload", "The multipart upload was aborted or completed while the part arrived.")
         }
         if let previous { Self.removeQuietly(previous.file) }
+        if copied != nil {
+            return Self.xml("<CopyPartResult><LastModified>\(Self.isoDate(part.modified))</LastModified><ETag>\"\(md5)\"</ETag></CopyPartResult>")
+        }
         var headers: [(name: String, value: String)] = [("ETag", "\"\(md5)\"")]
-        if let checked = body.checkedChecksum { headers.append((checked.name, checked.value)) }
+        if let checked = written.checksum { headers.append((checked.name, checked.value)) }
         return HTTPServerResponse(status: 200, headers: headers)
+    }
+
+    /// `x-amz-copy-source-range: bytes=FIRST-LAST` (both given, inside the object), or the whole
+    /// object when absent.
+    static func copyRange(_ header: String?, size: Int64) throws -> Range<Int64> {
+        guard let header else { return 0..<size }
+        let invalid = S3Failure("InvalidArgument", "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy")
+        let spec = header.trimmingCharacters(in: .whitespaces)
+        guard spec.hasPrefix("bytes=") else { throw invalid }
+        let parts = spec.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 18 && $0.utf8.allSatisfy { (48...57).contains($0) } }),
+              let first = Int64(parts[0]), let last = Int64(parts[1]), first <= last
+        else { throw invalid }
+        guard last < size else { throw S3Failure("InvalidRange", "The requested range is not satisfiable.") }
+        return first..<(last + 1)
     }
 
     func completeUpload(_ context: inout RequestContext, uploadId: String, body: HTTPRequestBody) throws -> HTTPServerResponse {

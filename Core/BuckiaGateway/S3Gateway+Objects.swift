@@ -8,7 +8,14 @@ extension S3Gateway {
 
     func getObject(_ context: RequestContext, head: Bool) throws -> HTTPServerResponse {
         let key = try remoteKey(context, for: .read)
-        if let part = context.query["partNumber"], part != "1" { throw S3Failure.notImplemented("partNumber other than 1") }
+        if let part = context.query["partNumber"] {
+            guard part.utf8.count <= 5, let number = Int(part), (1...10_000).contains(number) else {
+                throw S3Failure("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.")
+            }
+            // The backend stores every object whole, so each is one part, as S3 has an object
+            // uploaded in one request: part 1 is all of it, and any other part does not exist.
+            guard number == 1 else { throw S3Failure("InvalidPartNumber", "The requested partnumber is not satisfiable", status: 416) }
+        }
         guard let file = try Blocking.wait({ [provider] in try await provider.stat(remotePath: key) }) else {
             throw S3Failure("NoSuchKey", "The specified key does not exist.")
         }
@@ -208,15 +215,9 @@ extension S3Gateway {
                 }
             }
         }
-        if !options.metadata.isEmpty && !provider.capabilities.supports(.userMetadata) {
-            throw S3Failure.notImplemented("user metadata (x-amz-meta-*), which this gateway's backend does not store")
-        }
         let ifNoneMatch = try context.header("if-none-match")
         let ifMatch = try context.header("if-match")
         if ifNoneMatch != nil || ifMatch != nil {
-            guard provider.capabilities.supports(.conditionalWrite) else {
-                throw S3Failure.notImplemented("conditional writes, which this gateway's backend does not make")
-            }
             if let ifNoneMatch {
                 guard ifNoneMatch.trimmingCharacters(in: .whitespaces) == "*", ifMatch == nil else {
                     throw S3Failure.notImplemented("If-None-Match other than * on a write")
@@ -230,6 +231,9 @@ extension S3Gateway {
         where !context.request.values(unsupported).isEmpty {
             throw S3Failure.notImplemented(unsupported)
         }
+        // Metadata or a condition the backend cannot keep is refused by the provider contract's
+        // own check (BuckiaError.unsupported, answered as NotImplemented) before any byte is read.
+        try options.checkSupported(by: provider)
         return options
     }
 
@@ -263,7 +267,9 @@ extension S3Gateway {
         return HTTPServerResponse(status: 204)
     }
 
-    func copyObject(_ context: inout RequestContext) throws -> HTTPServerResponse {
+    /// The object `x-amz-copy-source` names (`bucket/key`, percent-encoded), checked for `read`
+    /// against the grants, as it is now, its copy-source conditions checked.
+    func copySource(_ context: RequestContext) throws -> (key: ObjectKey, file: RemoteFile) {
         guard let sourceHeader = try context.header("x-amz-copy-source") else { throw S3Failure("InvalidArgument", "x-amz-copy-source is missing.") }
         var sourceText = sourceHeader
         if let question = sourceText.firstIndex(of: "?") {
@@ -280,12 +286,17 @@ extension S3Gateway {
         let sourceBucket = String(trimmed[..<slash])
         try Self.checkBucketName(sourceBucket)
         let source = try remoteKey(context, bucket: sourceBucket, key: String(trimmed[trimmed.index(after: slash)...]), for: .read)
-        let destination = try remoteKey(context, for: .write)
-        try requireBucket(context.bucket)
         guard let file = try Blocking.wait({ [provider] in try await provider.stat(remotePath: source) }) else {
             throw S3Failure("NoSuchKey", "The specified key does not exist.")
         }
         _ = try checkConditions(context, file: file, etag: Self.etag(of: file), prefix: "x-amz-copy-source-")
+        return (source, file)
+    }
+
+    func copyObject(_ context: inout RequestContext) throws -> HTTPServerResponse {
+        let (source, file) = try copySource(context)
+        let destination = try remoteKey(context, for: .write)
+        try requireBucket(context.bucket)
         let directive = try context.header("x-amz-metadata-directive")?.uppercased() ?? "COPY"
         guard directive == "COPY" || directive == "REPLACE" else { throw S3Failure("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE.") }
         var options = directive == "REPLACE" ? try uploadOptions(context) : UploadOptions()

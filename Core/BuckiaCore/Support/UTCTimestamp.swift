@@ -20,7 +20,7 @@ package struct UTCTimestamp: Hashable, Sendable {
     }
 
     /// `value` in decimal, zero-padded to at least `width` digits.
-    static func digits(_ value: Int, _ width: Int) -> String {
+    package static func digits(_ value: Int, _ width: Int) -> String {
         let text = String(value)
         return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
     }

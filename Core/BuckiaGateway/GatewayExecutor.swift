@@ -1,0 +1,73 @@
+import BuckiaCore
+import CLinux
+import Foundation
+
+/// Runs async work from a thread of the HTTP server's own (never a pool thread) and waits.
+enum Blocking {
+    static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+        let outcome = Locked<Result<T, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task(executorPreference: GatewayExecutor.shared) {
+            let result: Result<T, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        guard let result = outcome.withLock({ $0 }) else {
+            throw BuckiaError(.io, "The gateway lost the result of a backend call.")
+        }
+        return try result.get()
+    }
+}
+
+/// The threads the gateway's backend calls run on: a task executor of its own, so a gateway
+/// serves even while the rest of the process keeps every thread of the cooperative pool busy
+/// or blocked (an app that embeds it, a test run beside it). Each connection's thread waits
+/// for its call; the call itself, and the default actors it touches, run here.
+final class GatewayExecutor: TaskExecutor, @unchecked Sendable {
+    /// One executor for every gateway of the process; its threads live as long as the process.
+    static let shared = GatewayExecutor(threads: max(4, ProcessInfo.processInfo.activeProcessorCount * 2))
+
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var next = 0
+
+    private init(threads: Int) {
+        for index in 0..<threads {
+            // Named from inside (Foundation's Thread.name does not reliably reach the thread on
+            // Linux), and short: Linux keeps 15 bytes of a name.
+            let thread = Thread { [self] in
+                buckia_name_thread("buckia-gw-\(index)")
+                self.work()
+            }
+            thread.start()
+        }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func work() {
+        while true {
+            condition.lock()
+            while next == jobs.count { condition.wait() }
+            let job = jobs[next]
+            next += 1
+            if next == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                next = 0
+            } else if next > 1024 {
+                jobs.removeFirst(next)
+                next = 0
+            }
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}

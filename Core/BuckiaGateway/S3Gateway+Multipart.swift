@@ -3,14 +3,29 @@ import BuckiaSecurity
 import BuckiaSigV4
 import Foundation
 
-/// A multipart upload under way: its parts wait as files in the gateway's staging folder
-/// until CompleteMultipartUpload streams them, in order, into one backend upload.
+/// A multipart upload under way. Its parts wait in the gateway's staging folder until
+/// CompleteMultipartUpload hands them, in order, to the backend.
+///
+/// Clients cut a file into parts of one size (the last one shorter), so part N is written
+/// straight into one file per upload at (N − 1) × that size: when the parts listed at the end
+/// are 1…K and fill their places, that file already is the object, and completing it costs no
+/// copy (a hard link into a ``Capability/localFiles`` backend, or one `uploadFile` from it
+/// into any other). A part that does not fit the pattern — a different size, a second upload
+/// of a part number, a body of unknown length — goes into a file of its own, and completing
+/// then streams the pieces in order: slower, never wrong.
 struct MultipartUpload: Sendable {
     struct Part: Sendable {
         var size: Int64
         var md5: String
-        var file: URL
+        var location: Location
         var modified: Date
+    }
+
+    enum Location: Sendable, Equatable {
+        /// In ``MultipartUpload/assembly`` at this offset.
+        case assembly(offset: Int64)
+        /// In a file of its own.
+        case file(URL)
     }
 
     var id: String
@@ -22,16 +37,42 @@ struct MultipartUpload: Sendable {
     var owner: String
     var options: UploadOptions
     var initiated: Date
+    /// When it was started or last given a part: an upload idle past
+    /// ``S3GatewayOptions/abandonedUploadLifetime`` is aborted.
+    var lastActivity: Date
     var folder: URL
     var parts: [Int: Part] = [:]
-    /// Set while CompleteMultipartUpload streams the parts: no part may change then.
+    /// The file the parts are written into by position, open for the upload's lifetime.
+    var assembly: AssemblyFile
+    /// The size of the first part that arrived with a known, non-zero length: part N's place
+    /// in ``assembly`` starts at (N − 1) × stride.
+    var stride: Int64?
+    /// The part numbers whose place in ``assembly`` is taken: being written, or holding the
+    /// part. A place is written once; a part sent again goes into a file of its own.
+    var places: Set<Int> = []
+    /// Set while CompleteMultipartUpload hands the parts over: no part may change then.
     var completing = false
+}
+
+/// The open file a multipart upload's parts are written into, shared by the requests that
+/// write its parts at once (each into its own range, by position).
+final class AssemblyFile: @unchecked Sendable {
+    let url: URL
+    /// Written only with `pwrite` at non-overlapping ranges, truncated only while the upload
+    /// is completing (when no part is being written).
+    let file: LocalFile
+
+    init(url: URL) throws {
+        self.url = url
+        file = try LocalFile.createExclusiveForUpdate(url, permissions: 0o644)
+    }
 }
 
 extension S3Gateway {
     func createUpload(_ context: inout RequestContext) throws -> HTTPServerResponse {
         let key = try remoteKey(context, for: .write)
         try requireBucket(context.bucket)
+        abortAbandonedUploads()
         var uploadOptions = try uploadOptions(context)
         uploadOptions.condition = nil  // a condition is CompleteMultipartUpload's to give
         let id = Hex.encode(try SecureRandom.bytes(count: 16))
@@ -41,9 +82,16 @@ extension S3Gateway {
         } catch {
             throw BuckiaError.wrapping(error, operation: "CreateMultipartUpload", path: folder.path)
         }
+        let assembly: AssemblyFile
+        do {
+            assembly = try AssemblyFile(url: folder.appendingPathComponent("object", isDirectory: false))
+        } catch {
+            Self.removeQuietly(folder)
+            throw error
+        }
         let upload = MultipartUpload(
             id: id, bucket: context.bucket, key: context.key, remoteKey: key, owner: context.principal?.name ?? "", options: uploadOptions,
-            initiated: options.clock(), folder: folder)
+            initiated: options.clock(), lastActivity: options.clock(), folder: folder, assembly: assembly)
         state.withLock { $0.uploads[id] = upload }
         return Self.xml(
             "<InitiateMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><UploadId>\(id)</UploadId></InitiateMultipartUploadResult>"
@@ -68,11 +116,14 @@ extension S3Gateway {
         else { throw S3Failure("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.") }
         let upload = try self.upload(uploadId, context)
         guard !upload.completing else { throw S3Failure("NoSuchUpload", "The multipart upload is being completed.") }
+        let now = options.clock()
+        state.withLock { $0.uploads[uploadId]?.lastActivity = now }  // a slow part keeps its upload alive
         // The part's bytes: the body, or with x-amz-copy-source (UploadPartCopy) a range of an
         // object the grants let this user read, read from the backend.
         let copied = context.request.values("x-amz-copy-source").isEmpty ? nil : try copySource(context)
         var next: () throws -> Data?
         var finish: () throws -> (count: Int64, md5: String?, checksum: (name: String, value: String)?)
+        let length: Int64?
         if let (source, file) = copied {
             context.operation = "UploadPartCopy"
             let range = try Self.copyRange(try context.header("x-amz-copy-source-range"), size: file.size)
@@ -92,42 +143,108 @@ extension S3Gateway {
                 return chunk
             }
             finish = { (count, hasher.finalize().hex, nil) }
+            length = range.upperBound - range.lowerBound
         } else {
             let body = try S3UploadBody(context, body: body, maximumSize: options.maximumPartSize, computeMD5: true)
             next = { try body.next() }
             finish = { (body.count, body.md5?.hex, body.checkedChecksum) }
+            length = body.expectedLength
         }
-        let temporary = upload.folder.appendingPathComponent(".part-\(number)-\(Hex.encode(try SecureRandom.bytes(count: 8)))")
-        let final = upload.folder.appendingPathComponent("part-\(number)-\(Hex.encode(try SecureRandom.bytes(count: 8)))")
+        let location: MultipartUpload.Location
         let written: (count: Int64, md5: String?, checksum: (name: String, value: String)?)
-        do {
-            let output = try LocalFile.createExclusive(temporary, permissions: 0o600)
-            while let chunk = try next() { try output.write(chunk) }
-            try output.close()
-            written = try finish()
-            try FileManager.default.moveItem(at: temporary, to: final)
-        } catch {
-            Self.removeQuietly(temporary)
-            throw error
+        if let length, let offset = claimPlace(uploadId, number: number, length: length) {
+            // Straight into the upload's file, at the part's place.
+            location = .assembly(offset: offset)
+            do {
+                var position = offset
+                while let chunk = try next() {
+                    guard position - offset + Int64(chunk.count) <= length else {
+                        throw S3Failure("IncompleteBody", "The body is longer than its declared length.")
+                    }
+                    try upload.assembly.file.write(chunk, at: position)
+                    position += Int64(chunk.count)
+                }
+                written = try finish()
+                guard written.count == length else { throw S3Failure("IncompleteBody", "The body ended before its declared length.") }
+                // The completion's fsync then finds the parts on their way to the disk already.
+                upload.assembly.file.startWriteback(offset..<position)
+            } catch {
+                state.withLock { _ = $0.uploads[uploadId]?.places.remove(number) }
+                throw error
+            }
+        } else {
+            let temporary = upload.folder.appendingPathComponent(".part-\(number)-\(Hex.encode(try SecureRandom.bytes(count: 8)))")
+            let final = upload.folder.appendingPathComponent("part-\(number)-\(Hex.encode(try SecureRandom.bytes(count: 8)))")
+            location = .file(final)
+            do {
+                let output = try LocalFile.createExclusive(temporary, permissions: 0o600)
+                while let chunk = try next() { try output.write(chunk) }
+                try output.close()
+                written = try finish()
+                try FileManager.default.moveItem(at: temporary, to: final)
+            } catch {
+                Self.removeQuietly(temporary)
+                throw error
+            }
         }
         context.bytesIn = copied == nil ? written.count : 0
         guard let md5 = written.md5 else { throw BuckiaError(.io, "The part's MD5 was not computed.") }
-        let part = MultipartUpload.Part(size: written.count, md5: md5, file: final, modified: options.clock())
+        let part = MultipartUpload.Part(size: written.count, md5: md5, location: location, modified: options.clock())
         let replaced: MultipartUpload.Part?? = state.withLock { state in
             guard state.uploads[uploadId]?.completing == false else { return .none }
-            return .some(state.uploads[uploadId]?.parts.updateValue(part, forKey: number))
+            let previous = state.uploads[uploadId]?.parts.updateValue(part, forKey: number)
+            state.uploads[uploadId]?.lastActivity = part.modified
+            if case .assembly = previous?.location { state.uploads[uploadId]?.places.remove(number) }  // a file replaced it
+            return .some(previous)
         }
         guard case .some(let previous) = replaced else {
-            Self.removeQuietly(final)
+            if case .file(let url) = location { Self.removeQuietly(url) }
             throw S3Failure("NoSuchUpload", "The multipart upload was aborted or completed while the part arrived.")
         }
-        if let previous { Self.removeQuietly(previous.file) }
+        if case .file(let url) = previous?.location { Self.removeQuietly(url) }
         if copied != nil {
             return Self.xml("<CopyPartResult><LastModified>\(Self.isoDate(part.modified))</LastModified><ETag>\"\(md5)\"</ETag></CopyPartResult>")
         }
         var headers: [(name: String, value: String)] = [("ETag", "\"\(md5)\"")]
         if let checked = written.checksum { headers.append((checked.name, checked.value)) }
         return HTTPServerResponse(status: 200, headers: headers)
+    }
+
+    /// Takes part `number`'s place in the upload's file when a part of `length` bytes fits
+    /// there, and returns its offset; nil sends the part to a file of its own: the place is
+    /// taken (the part sent again), the length differs from the stride (a part after a
+    /// shorter one), or it lies past the largest object S3 stores.
+    private func claimPlace(_ uploadId: String, number: Int, length: Int64) -> Int64? {
+        guard length > 0 else { return nil }
+        return state.withLock { state -> Int64? in
+            guard var upload = state.uploads[uploadId], !upload.completing, !upload.places.contains(number) else { return nil }
+            let stride = upload.stride ?? length
+            guard length <= stride else { return nil }
+            let (offset, overflow) = Int64(number - 1).multipliedReportingOverflow(by: stride)
+            guard !overflow, offset <= Self.largestObject - length else { return nil }
+            upload.stride = stride
+            upload.places.insert(number)
+            state.uploads[uploadId] = upload
+            return offset
+        }
+    }
+
+    /// S3's largest object, 5 TiB: no part is placed beyond it.
+    static let largestObject: Int64 = 5 << 40
+
+    /// Aborts every upload, of any user, that has had no part for longer than
+    /// ``S3GatewayOptions/abandonedUploadLifetime``, removing its staged parts; one being
+    /// completed is left alone.
+    func abortAbandonedUploads() {
+        guard let lifetime = options.abandonedUploadLifetime else { return }
+        let seconds = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
+        let cutoff = options.clock().addingTimeInterval(-seconds)
+        let abandoned = state.withLock { state -> [MultipartUpload] in
+            let old = state.uploads.values.filter { !$0.completing && $0.lastActivity < cutoff }
+            for upload in old { state.uploads.removeValue(forKey: upload.id) }
+            return old
+        }
+        for upload in abandoned { Self.removeQuietly(upload.folder) }
     }
 
     /// `x-amz-copy-source-range: bytes=FIRST-LAST` (both given, inside the object), or the whole
@@ -179,7 +296,7 @@ extension S3Gateway {
         }
         guard let upload = claimed else { throw S3Failure("NoSuchUpload", "The specified multipart upload does not exist.") }
         let release = { [state] in state.withLock { $0.uploads[uploadId]?.completing = false } }
-        var files: [URL] = []
+        var pieces: [(location: MultipartUpload.Location, size: Int64)] = []
         do {
             for (index, item) in listed.enumerated() {
                 guard let part = upload.parts[item.number], Self.bareTag(item.etag) == part.md5 else {
@@ -189,7 +306,7 @@ extension S3Gateway {
                 if index < listed.count - 1 && part.size < self.options.minimumPartSize {
                     throw S3Failure("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.")
                 }
-                files.append(part.file)
+                pieces.append((part.location, part.size))
             }
         } catch {
             release()
@@ -199,13 +316,29 @@ extension S3Gateway {
         options.modificationDate = upload.options.modificationDate
         options.metadata = upload.options.metadata
         options.knownChecksums = listed.count == 1 ? upload.options.knownChecksums : [:]
-        let stream = Self.concatenation(files)
-        let finalOptions = options
         let stored: RemoteFile
         do {
-            stored = try Blocking.wait { [provider] in try await provider.upload(from: stream, remotePath: key, options: finalOptions) }
+            if let size = Self.wholeObjectSize(listed.map(\.number), pieces, upload) {
+                stored = try storeAssembly(upload, size: size, key: key, options: options)
+            } else {
+                let stream = Self.concatenation(pieces.map { piece in
+                    switch piece.location {
+                    case .assembly(let offset): (upload.assembly.url, offset..<(offset + piece.size))
+                    case .file(let url): (url, 0..<piece.size)
+                    }
+                })
+                let finalOptions = options
+                stored = try Blocking.wait { [provider] in try await provider.upload(from: stream, remotePath: key, options: finalOptions) }
+            }
         } catch {
-            release()
+            if Self.isLinkedElsewhere(upload.assembly) {
+                // The backend placed the file and failed after (syncing its folder): the
+                // object shares the upload's bytes, so no part may be written there again.
+                state.withLock { _ = $0.uploads.removeValue(forKey: uploadId) }
+                Self.removeQuietly(upload.folder)
+            } else {
+                release()
+            }
             throw error
         }
         state.withLock { _ = $0.uploads.removeValue(forKey: uploadId) }
@@ -282,8 +415,71 @@ extension S3Gateway {
         return Self.xml(xml + "</ListMultipartUploadsResult>")
     }
 
-    /// The files' bytes one after another, read a piece at a time.
-    static func concatenation(_ files: [URL]) -> ByteStream {
+    /// The object's size when the upload's file already is the object: the parts listed are
+    /// 1…K, all in their places in the file, every one but the last as long as the stride,
+    /// and no other place is taken (no part past K, none being written), so cutting the file
+    /// after part K leaves exactly the object and loses no part.
+    static func wholeObjectSize(_ numbers: [Int], _ pieces: [(location: MultipartUpload.Location, size: Int64)], _ upload: MultipartUpload) -> Int64? {
+        guard let stride = upload.stride, let last = pieces.last, numbers == Array(1...numbers.count),
+              upload.places == Set(numbers)
+        else { return nil }
+        for (index, piece) in pieces.enumerated() {
+            guard piece.location == .assembly(offset: Int64(index) * stride), index == pieces.count - 1 || piece.size == stride else { return nil }
+        }
+        return Int64(pieces.count - 1) * stride + last.size
+    }
+
+    /// Stores the upload's file, cut to `size`, as `key`: a hard link into the backend's own
+    /// temporary area when it keeps files on this machine (a copy when that is another file
+    /// system), then its rename into place; otherwise one `uploadFile` from it, the backend's
+    /// own transfer of a local file. The upload's file stays until the backend has the
+    /// object, so a completion refused by its condition can be sent again.
+    private func storeAssembly(_ upload: MultipartUpload, size: Int64, key: ObjectKey, options: UploadOptions) throws -> RemoteFile {
+        try upload.assembly.file.truncate(to: size)
+        // A file store keeps no content type or metadata of its own; known checksums are the
+        // backend's to check, so those go through its upload.
+        if provider.capabilities.supports(.localFiles), options.metadata.isEmpty, options.knownChecksums.isEmpty {
+            let source = upload.assembly
+            return try Blocking.wait { [provider] in
+                try await provider.receiveFile(at: key, condition: options.condition) { url in
+                    try Self.place(source, size: size, at: url, modified: options.modificationDate)
+                }
+            }
+        }
+        return try Blocking.wait { [provider] in try await provider.uploadFile(localURL: upload.assembly.url, remotePath: key, options: options) }
+    }
+
+    /// Puts the upload's file at `url`: a hard link, or a copy across file systems; then its
+    /// modification time, and `fsync`, as the backend's own upload would leave it.
+    static func place(_ source: AssemblyFile, size: Int64, at url: URL, modified: Date?) throws {
+        let placed: LocalFile
+        if link(source.url.path, url.path) == 0 {
+            placed = try LocalFile.openForReading(url)
+        } else {
+            let code = errno
+            guard code == EXDEV || code == EPERM || code == EMLINK else {
+                throw BuckiaError.posix(code, operation: "link", path: url.path)
+            }
+            placed = try LocalFile.createExclusive(url)
+            try source.file.copy(0..<size, to: placed)
+        }
+        if let modified { try placed.setModificationDate(modified) }
+        try placed.sync()
+        try placed.close()
+    }
+
+    /// Whether the upload's file has a name besides its own (a link the backend kept), or
+    /// cannot be told not to.
+    static func isLinkedElsewhere(_ assembly: AssemblyFile) -> Bool {
+        do {
+            return try assembly.file.statRecord().st_nlink > 1
+        } catch {
+            return true
+        }
+    }
+
+    /// The pieces' bytes one after another, read a piece at a time.
+    static func concatenation(_ files: [(url: URL, range: Range<Int64>)]) -> ByteStream {
         final class Cursor: @unchecked Sendable {
             var index = 0
             var current: ByteStream?
@@ -294,7 +490,7 @@ extension S3Gateway {
                 while true {
                     if cursor.current == nil {
                         guard cursor.index < files.count else { return nil }
-                        cursor.current = try ByteStream.file(files[cursor.index])
+                        cursor.current = try ByteStream.file(files[cursor.index].url, range: files[cursor.index].range)
                         cursor.index += 1
                     }
                     if let chunk = try await cursor.current?.next() { return chunk }

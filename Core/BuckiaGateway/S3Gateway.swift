@@ -17,6 +17,10 @@ public struct S3GatewayOptions: Sendable {
     public var maximumPartSize: Int64 = 5 << 30
     /// The smallest part but the last of a multipart upload (S3's 5 MiB).
     public var minimumPartSize: Int64 = 5 << 20
+    /// How long a multipart upload may go without a part before the gateway aborts it and
+    /// frees its staged bytes (checked whenever an upload starts), as S3's lifecycle rule
+    /// `AbortIncompleteMultipartUpload` does; nil keeps them until the server stops.
+    public var abandonedUploadLifetime: Duration? = .seconds(24 * 3600)
     /// Called once per request, after its response, with what the access log records.
     public var log: (@Sendable (S3AccessLogEntry) -> Void)?
     /// The clock signatures and conditions are checked against.
@@ -80,7 +84,8 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
     let provider: any StorageProvider
     let authenticator: GatewayAuthenticator
     let options: S3GatewayOptions
-    let staging: URL
+    /// The private folder under ``S3GatewayOptions/stagingDirectory`` where uploads wait.
+    package let staging: URL
     let state = Locked(GatewayState())
 
     struct GatewayState {

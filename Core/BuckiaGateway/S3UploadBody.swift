@@ -17,7 +17,8 @@ final class S3UploadBody {
     private let body: HTTPRequestBody
     private let mode: Mode
     private var chunkVerifier: SigV4ChunkVerifier?
-    private let expectedLength: Int64?
+    /// The length the request declares for the decoded body, when it declares one.
+    let expectedLength: Int64?
     private let payloadHash: String?
     private let contentMD5: [UInt8]?
     /// The MD5 `x-amz-meta-md5chksum` declares (rclone's metadata), checked here with the same

@@ -34,7 +34,9 @@ final class GatewayHarness: GatewayEndpoint, @unchecked Sendable {
     var backendCapabilities: ProviderCapabilities { provider.capabilities }
 
     /// A gateway over `provider`, or over a fresh local folder when nil.
-    init(provider: (any StorageProvider)? = nil, limits: HTTPServerLimits = HTTPServerLimits()) throws {
+    init(
+        provider: (any StorageProvider)? = nil, limits: HTTPServerLimits = HTTPServerLimits(), configure: (inout S3GatewayOptions) -> Void = { _ in }
+    ) throws {
         if let provider {
             self.provider = provider
             folder = nil
@@ -49,6 +51,7 @@ final class GatewayHarness: GatewayEndpoint, @unchecked Sendable {
         var options = S3GatewayOptions()
         let log = self.log
         options.log = { entry in log.withLock { $0.append(entry) } }
+        configure(&options)
         gateway = try S3Gateway(provider: self.provider, authenticator: authenticator, options: options)
         server = try HTTPServer(limits: limits, handler: gateway)
     }

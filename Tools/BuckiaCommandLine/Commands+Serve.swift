@@ -4,7 +4,7 @@ import Foundation
 extension CLI {
     static let serveCommand = Command(
         name: "serve", summary: "Serve a remote over the S3 API, enforcing the grants of temporary credentials.",
-        usage: "serve s3 REMOTE:[PATH] [--addr 127.0.0.1:8333] [--auth-key ID,SECRET]... [--token-key KEY_ID] [--json]",
+        usage: "serve s3 REMOTE:[PATH] [--addr 127.0.0.1:8333] [--auth-key ID,SECRET]... [--token-key KEY_ID] [--staging DIR] [--json]",
         positionals: 2...2,
         options: [
             .value("addr", "The IPv4 address and port to listen on (default 127.0.0.1:8333; port 0 picks a free one)."),
@@ -12,6 +12,10 @@ extension CLI {
             .value("token-key", "The saved signing key that temporary credentials are checked with (default: the only one saved)."),
             .value("region", "The region GetBucketLocation names (default us-east-1); requests signed for any region are accepted."),
             .value("max-connections", "Connections served at once (default 256); one more is answered 503."),
+            .value(
+                "staging",
+                "Where multipart uploads wait for completion (default: the temporary folder). On a local remote's file system, completing one links the file into place instead of copying it."
+            ),
             .flag("json", "Write the access log as one JSON object per request."),
         ],
         details: """
@@ -67,10 +71,21 @@ extension CLI {
             guard let count = Int(text), (1...10_000).contains(count) else { throw UsageError(description: "--max-connections is 1 to 10000.") }
             limits.maximumConnections = count
         }
-        let (provider, _) = try invocation.provider(named: name)
+        let (provider, configuration) = try invocation.provider(named: name)
         var options = S3GatewayOptions()
         options.root = path.folderPrefix
         options.region = invocation.arguments.value("region") ?? "us-east-1"
+        if let staging = invocation.arguments.value("staging") {
+            guard !staging.isEmpty else { throw UsageError(description: "--staging names a folder.") }
+            let folder = URL(fileURLWithPath: staging, isDirectory: true)
+            // Inside the served folder its files would show as a bucket.
+            if configuration.provider == .local, let root = configuration.options["root"],
+               Self.isInside(folder, URL(fileURLWithPath: root, isDirectory: true))
+            {
+                throw UsageError(description: "--staging \(staging) is inside the folder \(name): serves; give a folder outside it.")
+            }
+            options.stagingDirectory = folder
+        }
         let json = invocation.arguments.flag("json")
         options.log = { entry in
             if json {
@@ -104,6 +119,15 @@ extension CLI {
         try gateway.close()
         Console.error("buckia: stopped serving\(finished ? "" : "; requests still running after 10 s were cut off")")
         return .success
+    }
+}
+
+extension CLI {
+    /// Whether `folder` is `root` or inside it, once both are absolute with links resolved.
+    static func isInside(_ folder: URL, _ root: URL) -> Bool {
+        let inner = folder.standardizedFileURL.resolvingSymlinksInPath().path
+        let outer = root.standardizedFileURL.resolvingSymlinksInPath().path
+        return inner == outer || inner.hasPrefix(outer.hasSuffix("/") ? outer : outer + "/")
     }
 }
 

@@ -106,6 +106,12 @@ package final class LocalFile {
         try open(url.path, flags: O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: permissions, operation: "create")
     }
 
+    /// Creates a new file for reading and writing by position (``write(_:at:)``); fails with
+    /// ``BuckiaError/Code/alreadyExists`` if one is there.
+    package static func createExclusiveForUpdate(_ url: URL, permissions: mode_t = 0o644) throws -> LocalFile {
+        try open(url.path, flags: O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode: permissions, operation: "create")
+    }
+
     /// Opens a directory so it can be synced after a rename into it.
     static func openDirectory(_ path: String) throws -> LocalFile {
         try open(path, flags: O_RDONLY | O_DIRECTORY | O_CLOEXEC, mode: 0, operation: "open directory")
@@ -182,6 +188,30 @@ package final class LocalFile {
         try data.withUnsafeBytes { try write($0) }
     }
 
+    /// Writes every byte of `data` starting at `offset`, without moving the file offset. Safe
+    /// to call from several threads on one descriptor for ranges that do not overlap.
+    package func write(_ data: Data, at offset: Int64) throws {
+        try data.withUnsafeBytes { buffer in
+            var done = 0
+            while done < buffer.count {
+                let count = pwrite(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw BuckiaError.posix(errno, operation: "write", path: path)
+                }
+                done += count
+            }
+        }
+    }
+
+    /// Cuts the file to `size` bytes (or extends it with zeros).
+    package func truncate(to size: Int64) throws {
+        while ftruncate(descriptor, off_t(size)) != 0 {
+            if errno == EINTR { continue }
+            throw BuckiaError.posix(errno, operation: "truncate", path: path)
+        }
+    }
+
     /// Reads from the current offset to the end through one buffer of
     /// ``AtomicFile/copyBufferSize``, handing each chunk to `body`: the one sequential
     /// read loop that copies and hashes share.
@@ -236,6 +266,14 @@ package final class LocalFile {
             offset += step
         }
         try sync()
+    }
+
+    /// Asks the kernel to start writing `range` to the device without waiting, so that a
+    /// later ``sync()`` finds most of the file written. A hint: it returns whether the kernel
+    /// took it, and a failure loses nothing (the `fsync` that follows reports any write error).
+    @discardableResult
+    package func startWriteback(_ range: Range<Int64>) -> Bool {
+        buckia_start_writeback(descriptor, range.lowerBound, range.upperBound - range.lowerBound) == 0
     }
 
     /// Flushes the file's data and metadata to stable storage.

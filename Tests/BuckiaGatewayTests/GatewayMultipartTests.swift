@@ -1,0 +1,212 @@
+import BuckiaCore
+import BuckiaGateway
+import BuckiaMemory
+import Foundation
+import Testing
+
+/// Multipart uploads as the gateway stores them: parts of one size written in place in one
+/// file per upload, completed by linking that file into a local backend (no copy), and every
+/// part that breaks the pattern still stored exactly as listed.
+@Suite("S3 gateway: multipart parts written in place, completed without a copy")
+struct GatewayMultipartTests {
+    static let partSize = 5 << 20
+
+    /// `count` bytes no two parts share (each `seed` gives other bytes).
+    static func bytes(_ count: Int, seed: UInt32) -> Data {
+        var state = seed &* 2_654_435_761 | 1
+        return Data((0..<count).map { _ in
+            state ^= state << 13
+            state ^= state >> 17
+            state ^= state << 5
+            return UInt8(truncatingIfNeeded: state)
+        })
+    }
+
+    static func value(_ xml: Data, _ element: String) -> String? {
+        String(decoding: xml, as: UTF8.self).components(separatedBy: "<\(element)>").dropFirst().first?.components(separatedBy: "</\(element)>").first
+    }
+
+    static func start(_ harness: GatewayHarness, _ path: String) async throws -> String {
+        let (status, body) = try await harness.send("POST", "\(path)?uploads")
+        try #require(status == 200, "\(String(decoding: body, as: UTF8.self))")
+        return try #require(value(body, "UploadId"))
+    }
+
+    /// Sends part `number` and returns its ETag (nil when refused).
+    @discardableResult
+    static func part(_ harness: GatewayHarness, _ path: String, _ id: String, _ number: Int, _ data: Data, headers: [String: String] = [:]) async throws -> String? {
+        let (status, _) = try await harness.send("PUT", "\(path)?partNumber=\(number)&uploadId=\(id)", body: data, headers: headers)
+        guard status == 200 else { return nil }
+        return "\"\(try Hashing.digest(data, .md5).hex)\""
+    }
+
+    static func complete(
+        _ harness: GatewayHarness, _ path: String, _ id: String, _ parts: [(Int, String)], headers: [String: String] = [:]
+    ) async throws -> (Int, String) {
+        let xml = "<CompleteMultipartUpload>" + parts.map { "<Part><PartNumber>\($0.0)</PartNumber><ETag>\($0.1)</ETag></Part>" }.joined() + "</CompleteMultipartUpload>"
+        let (status, body) = try await harness.send("POST", "\(path)?uploadId=\(id)", body: Data(xml.utf8), headers: headers)
+        return (status, String(decoding: body, as: UTF8.self))
+    }
+
+    static func stat(_ url: URL) throws -> stat {
+        var info = Foundation.stat()
+        try #require(lstat(url.path, &info) == 0, "no file at \(url.path)")
+        return info
+    }
+
+    @Test("Parts of one size, sent out of order with the short last one early, are written in place; the object is the upload's own file, linked")
+    func inPlace() async throws {
+        let harness = try GatewayHarness()
+        defer { harness.stop() }
+        try await harness.createBucket("multi")
+        let id = try await Self.start(harness, "/multi/big.bin")
+        let parts = [1, 2, 3].map { Self.bytes(Self.partSize, seed: UInt32($0)) } + [Self.bytes(1 << 20, seed: 4)]
+        var etags: [Int: String] = [:]
+        for number in [2, 4, 1, 3] {
+            let etag: String = try #require(try await Self.part(harness, "/multi/big.bin", id, number, parts[number - 1]))
+            etags[number] = etag
+        }
+        // A part refused by its Content-MD5 after its bytes were written at its place, past
+        // the object's end: completing must cut the file there.
+        let wrong = try Hashing.digest(Data("other".utf8), .md5).base64
+        #expect(try await Self.part(harness, "/multi/big.bin", id, 5, parts[0], headers: ["Content-MD5": wrong]) == nil)
+        let assembly = harness.gateway.staging.appendingPathComponent(id).appendingPathComponent("object")
+        let placed = try Self.stat(assembly)
+        let (status, body) = try await Self.complete(harness, "/multi/big.bin", id, (1...4).map { ($0, etags[$0]!) })
+        #expect(status == 200, "\(body)")
+        let root = try #require(harness.root)
+        let object = root.appendingPathComponent("multi/big.bin")
+        let stored = try Self.stat(object)
+        #expect(stored.st_ino == placed.st_ino && stored.st_dev == placed.st_dev, "the object is a copy, not the upload's file")
+        #expect(stored.st_nlink == 1, "the upload's own name for the file is still there")
+        #expect(try Data(contentsOf: object) == parts.reduce(Data(), +))
+        #expect(!FileManager.default.fileExists(atPath: assembly.deletingLastPathComponent().path))
+    }
+
+    /// Uploads that break the pattern, and the object each must give.
+    enum Irregular: String, CaseIterable, CustomTestStringConvertible {
+        case shortPartFirst, partSentTwice, subsetListed, gapListed, failedPartSentAgain, differentSizes
+
+        var testDescription: String { rawValue }
+
+        /// Whether some part had to go to a file of its own.
+        var needsPartFiles: Bool { [.shortPartFirst, .partSentTwice, .differentSizes].contains(self) }
+    }
+
+    @Test("Parts that break the pattern go to files of their own, and the object is exactly the parts listed", arguments: Irregular.allCases)
+    func irregular(_ kind: Irregular) async throws {
+        let harness = try GatewayHarness()
+        defer { harness.stop() }
+        try await harness.createBucket("multi")
+        let path = "/multi/odd.bin"
+        let id = try await Self.start(harness, path)
+        let full = [1, 2, 3].map { Self.bytes(Self.partSize, seed: UInt32($0)) }
+        let short = Self.bytes(123_457, seed: 9)
+        var listed: [(Int, String)] = []
+        var expected = Data()
+        func send(_ number: Int, _ data: Data) async throws -> String {
+            try #require(try await Self.part(harness, path, id, number, data), "part \(number) was refused")
+        }
+        switch kind {
+        case .shortPartFirst:
+            // The stride becomes the short part's size; the full parts then do not fit.
+            let last = try await send(3, short)
+            listed = [(1, try await send(1, full[0])), (2, try await send(2, full[1])), (3, last)]
+            expected = full[0] + full[1] + short
+        case .partSentTwice:
+            let first = try await send(1, full[0])
+            let stale = try await send(2, full[1])
+            let fresh = try await send(2, full[2])
+            let refused = try await Self.complete(harness, path, id, [(1, first), (2, stale)])
+            #expect(refused.0 == 400 && refused.1.contains("InvalidPart"), "\(refused)")
+            listed = [(1, first), (2, fresh)]
+            expected = full[0] + full[2]
+        case .subsetListed:
+            let tags = [try await send(1, full[0]), try await send(2, full[1]), try await send(3, full[2])]
+            listed = [(1, tags[0]), (2, tags[1])]
+            expected = full[0] + full[1]
+        case .gapListed:
+            let tags = [try await send(1, full[0]), try await send(2, full[1]), try await send(3, short)]
+            listed = [(1, tags[0]), (3, tags[2])]
+            expected = full[0] + short
+        case .failedPartSentAgain:
+            let wrong = try Hashing.digest(Data("other".utf8), .md5).base64
+            #expect(try await Self.part(harness, path, id, 1, full[0], headers: ["Content-MD5": wrong]) == nil)
+            listed = [(1, try await send(1, full[0])), (2, try await send(2, short))]
+            expected = full[0] + short
+        case .differentSizes:
+            let larger = Self.bytes(Self.partSize + 4096, seed: 7)
+            listed = [(1, try await send(1, full[0])), (2, try await send(2, larger)), (3, try await send(3, short))]
+            expected = full[0] + larger + short
+        }
+        // Each case takes the path it is meant to test: a part file only where a part broke the pattern.
+        let entries = try FileManager.default.contentsOfDirectory(atPath: harness.gateway.staging.appendingPathComponent(id).path)
+        #expect(entries.contains { $0.hasPrefix("part-") } == kind.needsPartFiles, "\(entries)")
+        let (status, body) = try await Self.complete(harness, path, id, listed)
+        #expect(status == 200, "\(body)")
+        let stored = try await harness.provider.readData(remotePath: ObjectKey("multi/odd.bin"), options: ReadOptions())
+        #expect(stored.count == expected.count)
+        #expect(stored == expected)
+    }
+
+    @Test("A completion its condition refuses leaves every part whole: completing again stores them")
+    func refusedCompletion() async throws {
+        let harness = try GatewayHarness()
+        defer { harness.stop() }
+        try await harness.createBucket("multi")
+        #expect(try await harness.send("PUT", "/multi/taken.bin", body: Data("first".utf8)).0 == 200)
+        let id = try await Self.start(harness, "/multi/taken.bin")
+        let parts = [Self.bytes(Self.partSize, seed: 11), Self.bytes(2000, seed: 12)]
+        var listed: [(Int, String)] = []
+        for (index, data) in parts.enumerated() {
+            listed.append((index + 1, try #require(try await Self.part(harness, "/multi/taken.bin", id, index + 1, data))))
+        }
+        let refused = try await Self.complete(harness, "/multi/taken.bin", id, listed, headers: ["If-None-Match": "*"])
+        #expect(refused.0 == 412, "\(refused)")
+        #expect(try await harness.provider.readData(remotePath: ObjectKey("multi/taken.bin"), options: ReadOptions()) == Data("first".utf8))
+        let (status, body) = try await Self.complete(harness, "/multi/taken.bin", id, listed)
+        #expect(status == 200, "\(body)")
+        #expect(try await harness.provider.readData(remotePath: ObjectKey("multi/taken.bin"), options: ReadOptions()) == parts[0] + parts[1])
+    }
+
+    @Test("An upload without a part for longer than its lifetime is aborted when another starts; one still given parts is kept")
+    func abandonedUploads() async throws {
+        let now = Locked(Date())
+        let harness = try GatewayHarness { options in
+            options.clock = { now.withLock { $0 } }
+            options.abandonedUploadLifetime = .seconds(3600)
+        }
+        defer { harness.stop() }
+        try await harness.createBucket("multi")
+        let idle = try await Self.start(harness, "/multi/idle.bin")
+        let busy = try await Self.start(harness, "/multi/busy.bin")
+        try #require(try await Self.part(harness, "/multi/idle.bin", idle, 1, Self.bytes(1000, seed: 31)) != nil)
+        now.withLock { $0 += 3000 }
+        let kept: String = try #require(try await Self.part(harness, "/multi/busy.bin", busy, 1, Self.bytes(1000, seed: 32)))
+        now.withLock { $0 += 1000 }  // idle: 4,000 s without a part; busy: 1,000 s
+        _ = try await Self.start(harness, "/multi/third.bin")
+        let staged = try FileManager.default.contentsOfDirectory(atPath: harness.gateway.staging.path)
+        #expect(!staged.contains(idle) && staged.contains(busy), "\(staged)")
+        let gone = try await harness.send("GET", "/multi/idle.bin?uploadId=\(idle)")
+        #expect(gone.0 == 404 && String(decoding: gone.1, as: UTF8.self).contains("NoSuchUpload"))
+        let (status, body) = try await Self.complete(harness, "/multi/busy.bin", busy, [(1, kept)])
+        #expect(status == 200, "\(body)")
+    }
+
+    @Test("Over a backend that keeps no local files, the upload's file goes through the backend's own upload")
+    func otherBackend() async throws {
+        let harness = try GatewayHarness(provider: try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)))
+        defer { harness.stop() }
+        try await harness.createBucket("multi")
+        let id = try await Self.start(harness, "/multi/m.bin")
+        let parts = [Self.bytes(Self.partSize, seed: 21), Self.bytes(Self.partSize, seed: 22), Self.bytes(77, seed: 23)]
+        var listed: [(Int, String)] = []
+        for (index, data) in parts.enumerated() {
+            listed.append((index + 1, try #require(try await Self.part(harness, "/multi/m.bin", id, index + 1, data))))
+        }
+        let (status, body) = try await Self.complete(harness, "/multi/m.bin", id, listed)
+        #expect(status == 200, "\(body)")
+        #expect(try await harness.provider.readData(remotePath: ObjectKey("multi/m.bin"), options: ReadOptions()) == parts.reduce(Data(), +))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: harness.gateway.staging.path).isEmpty)
+    }
+}

@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "BuckiaSigV4", targets: ["BuckiaSigV4"]),
         .library(name: "BuckiaChunks", targets: ["BuckiaChunks"]),
         .library(name: "BuckiaDatabase", targets: ["BuckiaDatabase"]),
+        .library(name: "BuckiaCatalog", targets: ["BuckiaCatalog"]),
         .library(name: "BuckiaSecurity", targets: ["BuckiaSecurity"]),
         .library(name: "BuckiaOAuth", targets: ["BuckiaOAuth"]),
         .library(name: "BuckiaGateway", targets: ["BuckiaGateway"]),
@@ -77,6 +78,7 @@ let package = Package(
         .target(name: "BuckiaSync", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Core/BuckiaSync"),
         .target(name: "BuckiaChunks", dependencies: ["BuckiaCore"], path: "Core/BuckiaChunks"),
         .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaSQLite", "CSQLite"], path: "Core/BuckiaDatabase"),
+        .target(name: "BuckiaCatalog", dependencies: ["BuckiaCore", "BuckiaSQLite", "CSQLite"], path: "Core/BuckiaCatalog"),
         .target(name: "BuckiaSecurity", dependencies: ["BuckiaCore", "COpenSSL"], path: "Core/BuckiaSecurity"),
         // OAuth needs HTTP, which BuckiaSecurity does not: a target of its own keeps that one on BuckiaCore.
         .target(name: "BuckiaOAuth", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaHTTP"], path: "Core/BuckiaOAuth"),
@@ -104,7 +106,7 @@ let package = Package(
             dependencies: [
                 "BuckiaCore", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
                 "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaB2", "BuckiaBunny", "BuckiaSigV4", "BuckiaSync",
-                "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDatabase", "BuckiaSecurity", "BuckiaOAuth", "BuckiaGateway",
+                "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDatabase", "BuckiaSecurity", "BuckiaOAuth", "BuckiaGateway", "BuckiaCatalog",
             ],
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks"], path: "Tools/BuckiaConformance"),
@@ -165,6 +167,7 @@ let package = Package(
         .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory"], path: "Tests/BuckiaSyncTests"),
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
+        .testTarget(name: "BuckiaCatalogTests", dependencies: ["BuckiaCatalog", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory"], path: "Tests/BuckiaCatalogTests"),
         .testTarget(
             name: "BuckiaChunksTests",
             dependencies: [

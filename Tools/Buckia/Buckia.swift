@@ -3,6 +3,7 @@
 // re-exported: import it by name where you need it, so it is not part of this module's API.
 @_exported import BuckiaB2
 @_exported import BuckiaBunny
+@_exported import BuckiaCatalog
 @_exported import BuckiaChunkEngine
 @_exported import BuckiaChunks
 @_exported import BuckiaClient

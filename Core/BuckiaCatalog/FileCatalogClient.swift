@@ -1,0 +1,229 @@
+import BuckiaCore
+import Foundation
+
+/// The app's file catalog as a dependency: a struct of closures, so a feature takes one value
+/// and a test swaps in another (``inMemory(configuration:)``, ``failing``), the seed's
+/// `CoreDataClient` made portable.
+///
+/// Every operation throws a ``BuckiaError`` that says what failed; none swallows one. The
+/// ``live(path:configuration:)`` catalog keeps the records in SQLite, so they survive restarts.
+public struct FileCatalogClient: Sendable {
+    /// Every record, the newest first (``FileRecord/newestFirst(_:_:)``).
+    public var getFiles: @Sendable () async throws -> [FileRecord]
+    /// The record with this `fileId`, or nil.
+    public var getFile: @Sendable (_ fileId: String) async throws -> FileRecord?
+    /// Inserts or replaces records, all or none: one transaction.
+    public var cacheFiles: @Sendable (_ files: [FileRecord]) async throws -> Void
+    /// Inserts or replaces one record.
+    public var cacheFile: @Sendable (_ file: FileRecord) async throws -> Void
+    /// Sets a record's URL.
+    ///
+    /// - Throws: ``BuckiaError/Code/notFound`` when no record has this `fileId`.
+    public var updateFileUrl: @Sendable (_ fileId: String, _ url: URL) async throws -> Void
+    /// Removes a record and then its downloaded copy in the media folder.
+    public var deleteFile: @Sendable (_ file: FileRecord) async throws -> Void
+    /// Removes every record, then the media folder's files with the configured extensions.
+    public var truncateFiles: @Sendable () async throws -> Void
+    /// Makes every change so far durable in the main database file (a WAL checkpoint); each
+    /// operation above is already committed when it returns.
+    public var saveContext: @Sendable () async throws -> Void
+    /// The catalog's records (newest first) now, and again after every change: a live query
+    /// for a list on screen. Snapshots are made off the caller's actor and coalesced, so a
+    /// slow reader gets the latest list, never a backlog. The stream ends when the reader
+    /// stops iterating.
+    public var observeFiles: @Sendable () -> AsyncThrowingStream<[FileRecord], any Error>
+    /// A page of records in an order, optionally those matching words of a search
+    /// (``FileQuery``); the live catalog searches with SQLite's FTS5 index.
+    public var fetchFiles: @Sendable (_ query: FileQuery) async throws -> [FileRecord]
+
+    /// A client made of these closures.
+    public init(
+        getFiles: @escaping @Sendable () async throws -> [FileRecord],
+        getFile: @escaping @Sendable (_ fileId: String) async throws -> FileRecord?,
+        cacheFiles: @escaping @Sendable (_ files: [FileRecord]) async throws -> Void,
+        cacheFile: @escaping @Sendable (_ file: FileRecord) async throws -> Void,
+        updateFileUrl: @escaping @Sendable (_ fileId: String, _ url: URL) async throws -> Void,
+        deleteFile: @escaping @Sendable (_ file: FileRecord) async throws -> Void,
+        truncateFiles: @escaping @Sendable () async throws -> Void,
+        saveContext: @escaping @Sendable () async throws -> Void,
+        observeFiles: @escaping @Sendable () -> AsyncThrowingStream<[FileRecord], any Error>,
+        fetchFiles: @escaping @Sendable (_ query: FileQuery) async throws -> [FileRecord]
+    ) {
+        self.getFiles = getFiles
+        self.getFile = getFile
+        self.cacheFiles = cacheFiles
+        self.cacheFile = cacheFile
+        self.updateFileUrl = updateFileUrl
+        self.deleteFile = deleteFile
+        self.truncateFiles = truncateFiles
+        self.saveContext = saveContext
+        self.observeFiles = observeFiles
+        self.fetchFiles = fetchFiles
+    }
+}
+
+/// Where a catalog's media lives and what it may remove there.
+public struct FileCatalogConfiguration: Sendable {
+    /// The folder downloaded media is kept in; nil for a catalog that removes no files.
+    public var mediaRoot: URL?
+    /// The extensions ``FileCatalogClient/truncateFiles`` removes from the media folder (the
+    /// seed's list by default), compared without regard to case.
+    public var mediaExtensions: Set<String> = ["mp4", "mp3", "m4a", "mov", "m4v", "wav", "webm"]
+    /// The path, relative to the media folder, of a record's downloaded copy, or nil when it
+    /// has none: by default its URL's last path component. Whatever it returns is checked
+    /// (no absolute path, no `..`, no link crossed) before anything is removed.
+    public var mediaName: @Sendable (FileRecord) -> String? = { record in
+        guard let name = record.url?.lastPathComponent, !name.isEmpty, name != "/" else { return nil }
+        return name
+    }
+
+    /// A configuration with `mediaRoot`.
+    public init(mediaRoot: URL? = nil) {
+        self.mediaRoot = mediaRoot
+    }
+
+    var mediaFolder: MediaFolder? {
+        mediaRoot.map { MediaFolder(root: $0, extensions: Set(mediaExtensions.map { $0.lowercased() })) }
+    }
+}
+
+extension FileCatalogClient {
+    /// A client whose every operation throws ``BuckiaError/Code/unsupported`` naming itself:
+    /// the starting point of a test, which overrides the operations it expects to be called,
+    /// so that any other call fails the test loudly instead of passing unnoticed.
+    public static var failing: FileCatalogClient {
+        @Sendable func fail(_ operation: String) -> BuckiaError {
+            BuckiaError(
+                .unsupported,
+                "FileCatalogClient.failing: \(operation) was called, and the test did not expect it. Override \(operation) in the test if it should be.",
+                operation: operation)
+        }
+        return FileCatalogClient(
+            getFiles: { throw fail("getFiles") }, getFile: { _ in throw fail("getFile") }, cacheFiles: { _ in throw fail("cacheFiles") },
+            cacheFile: { _ in throw fail("cacheFile") }, updateFileUrl: { _, _ in throw fail("updateFileUrl") }, deleteFile: { _ in throw fail("deleteFile") },
+            truncateFiles: { throw fail("truncateFiles") }, saveContext: { throw fail("saveContext") },
+            observeFiles: { AsyncThrowingStream { $0.finish(throwing: fail("observeFiles")) } }, fetchFiles: { _ in throw fail("fetchFiles") })
+    }
+
+    /// A catalog in memory, with the same rules as the live one (validation, key replacement,
+    /// order, media removal inside the configured folder), for previews and tests; its
+    /// records go with the process.
+    public static func inMemory(configuration: FileCatalogConfiguration = FileCatalogConfiguration()) -> FileCatalogClient {
+        let records = Locked<[String: FileRecord]>([:])
+        let observers = CatalogObservers()
+        let media = configuration.mediaFolder
+        let name = configuration.mediaName
+        @Sendable func upsert(_ files: [FileRecord]) throws {
+            for file in files { try file.validate() }
+            let replaced = records.withLock { records -> [FileRecord] in
+                var replaced: [FileRecord] = []
+                for file in files {
+                    for (id, other) in records where other.key == file.key && id != file.fileId {
+                        records.removeValue(forKey: id)
+                        replaced.append(other)
+                    }
+                    records[file.fileId] = file
+                }
+                return replaced
+            }
+            publish()
+            try removeMedia(of: replaced, keeping: files)
+        }
+        @Sendable func snapshot() -> [FileRecord] {
+            records.withLock { Array($0.values) }.sorted(by: FileRecord.newestFirst)
+        }
+        @Sendable func publish() {
+            observers.publish(snapshot)
+        }
+        @Sendable func removeMedia(of gone: [FileRecord], keeping kept: [FileRecord]) throws {
+            guard let media else { return }
+            let keptNames = Set(kept.compactMap(name))
+            for record in gone {
+                guard let path = name(record), !keptNames.contains(path) else { continue }
+                _ = try media.remove(path)  // a name that could leave the folder is refused, not an error
+            }
+        }
+        return FileCatalogClient(
+            getFiles: { snapshot() },
+            getFile: { id in records.withLock { $0[id] } },
+            cacheFiles: { files in try upsert(FileCatalogLive.lastOfEach(files)) },
+            cacheFile: { file in try upsert([file]) },
+            updateFileUrl: { id, url in
+                let found = records.withLock { records -> Bool in
+                    guard records[id] != nil else { return false }
+                    records[id]?.url = url
+                    return true
+                }
+                guard found else { throw BuckiaError(.notFound, "No file record has the fileId \(id.debugDescription).", operation: "update file url") }
+                publish()
+            },
+            deleteFile: { file in
+                let stored = records.withLock { $0.removeValue(forKey: file.fileId) }
+                if stored != nil { publish() }
+                try removeMedia(of: [stored ?? file], keeping: [])
+            },
+            truncateFiles: {
+                records.withLock { $0.removeAll() }
+                publish()
+                _ = try media?.sweep()
+            },
+            saveContext: {},
+            observeFiles: {
+                let (stream, continuation) = CatalogObservers.makeStream()
+                observers.add(continuation, initial: snapshot)
+                return stream
+            },
+            fetchFiles: { query in
+                try query.validate()
+                let all = records.withLock { Array($0.values) }
+                return query.page(query.search == nil ? all : all.filter(query.matches))
+            })
+    }
+}
+
+/// The readers of a catalog's live query: each gets the list when it starts, then the list
+/// after each change, keeping only the newest one it has not read yet.
+///
+/// A list is made and handed out under one lock, so readers see lists in the order the
+/// changes happened, and a new reader's first list is never older than one handed to it after.
+final class CatalogObservers: Sendable {
+    typealias Continuation = AsyncThrowingStream<[FileRecord], any Error>.Continuation
+    private let readers = Locked<[UUID: Continuation]>([:])
+
+    /// Whether anyone is reading: a change makes a list only then.
+    var isWatched: Bool { readers.withLock { !$0.isEmpty } }
+
+    /// A stream for a new reader and its continuation, to be given to ``add(_:initial:)``.
+    static func makeStream() -> (AsyncThrowingStream<[FileRecord], any Error>, Continuation) {
+        AsyncThrowingStream<[FileRecord], any Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Starts handing lists to `continuation`, the first one `initial()`'s (or its error).
+    func add(_ continuation: Continuation, initial: () throws -> [FileRecord]) {
+        let id = UUID()
+        continuation.onTermination = { [readers] _ in readers.withLock { _ = $0.removeValue(forKey: id) } }
+        readers.withLock { readers in
+            do {
+                // A reader gone before it started is not kept.
+                if case .terminated = continuation.yield(try initial()) { return }
+                readers[id] = continuation
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+    }
+
+    /// Hands the list `make()` returns to every reader; its error ends every stream.
+    func publish(_ make: () throws -> [FileRecord]) {
+        readers.withLock { readers in
+            guard !readers.isEmpty else { return }
+            do {
+                let files = try make()
+                for continuation in readers.values { continuation.yield(files) }
+            } catch {
+                for continuation in readers.values { continuation.finish(throwing: error) }
+                readers.removeAll()
+            }
+        }
+    }
+}

@@ -1,0 +1,382 @@
+import BuckiaCore
+import BuckiaSQLite
+import CSQLite
+import Foundation
+
+extension FileCatalogClient {
+    /// The catalog in the SQLite database at `path` (created when missing, in WAL mode), with
+    /// its media folder from `configuration`.
+    ///
+    /// Opening migrates an older schema in one transaction, refuses (and leaves untouched) a
+    /// database from a newer Buckia or another application, and finishes removals a previous
+    /// run committed but did not get to (the outbox).
+    ///
+    /// - Throws: ``BuckiaError/Code/corrupt`` for a damaged database (rebuild it: remove the
+    ///   file and fill a new one from the provider's listing);
+    ///   ``BuckiaError/Code/invalidConfiguration`` for a database that is not this catalog's.
+    public static func live(path: String, configuration: FileCatalogConfiguration = FileCatalogConfiguration()) throws -> FileCatalogClient {
+        let catalog = try FileCatalogLive(path: path, configuration: configuration)
+        return FileCatalogClient(
+            getFiles: { try await catalog.run("get files") { try $0.files() } },
+            getFile: { id in try await catalog.run("get file") { try $0.file(id) } },
+            cacheFiles: { files in try await catalog.run("cache files") { try $0.upsert(files) } },
+            cacheFile: { file in try await catalog.run("cache file") { try $0.upsert([file]) } },
+            updateFileUrl: { id, url in try await catalog.run("update file url") { try $0.updateURL(id, url) } },
+            deleteFile: { file in try await catalog.run("delete file") { try $0.delete(file) } },
+            truncateFiles: { try await catalog.run("truncate files") { try $0.truncate() } },
+            saveContext: { try await catalog.run("save") { try $0.checkpoint() } },
+            observeFiles: {
+                let (stream, continuation) = CatalogObservers.makeStream()
+                let start = Task {
+                    do {
+                        try await catalog.run("observe files") { catalog in catalog.observers.add(continuation) { try catalog.files() } }
+                    } catch {
+                        continuation.finish(throwing: error)
+                    }
+                }
+                continuation.onTermination = { _ in start.cancel() }
+                return stream
+            },
+            fetchFiles: { query in try await catalog.run("fetch files") { try $0.fetch(query) } })
+    }
+}
+
+/// The live catalog: one connection, used by one caller at a time on the blocking-work threads.
+///
+/// `@unchecked Sendable`: `db` is touched only while `lock` is held.
+final class FileCatalogLive: @unchecked Sendable {
+    /// `BCAT`: marks a database as a file catalog (`PRAGMA application_id`).
+    static let applicationID: Int64 = 0x4243_4154
+    /// The migrations, in order: applying the first `n` gives schema version `n`.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE catalog_files (
+            id INTEGER PRIMARY KEY,
+            file_id TEXT NOT NULL UNIQUE,
+            key TEXT NOT NULL UNIQUE,
+            title TEXT,
+            author_name TEXT,
+            publish_date REAL,
+            size INTEGER,
+            url TEXT
+        );
+        CREATE INDEX catalog_files_newest ON catalog_files (publish_date DESC, key);
+        CREATE TABLE catalog_removals (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL CHECK (kind IN ('file', 'sweep')),
+            path TEXT NOT NULL
+        );
+        """
+    ]
+    static var version: Int64 { Int64(migrations.count) }
+    /// Rows per INSERT: 7 values a row within SQLite's historical minimum of 999 variables.
+    static let rowsPerStatement = 999 / 7
+
+    private let db: SQLiteConnection
+    private let lock = NSLock()
+    /// The live query's readers.
+    let observers = CatalogObservers()
+    /// Set by SQLite's commit hook when a transaction on `db` commits; read and cleared under
+    /// `lock` after each operation, which then hands the readers a new list.
+    private let committed = CommitFlag()
+    private let media: MediaFolder?
+    private let mediaName: @Sendable (FileRecord) -> String?
+    let path: String
+
+    init(path: String, configuration: FileCatalogConfiguration) throws {
+        self.path = path
+        media = configuration.mediaFolder
+        mediaName = configuration.mediaName
+        do {
+            db = try SQLiteConnection(path: path)
+            try Self.prepare(db)
+        } catch let error as BuckiaError {
+            throw Self.explained(error, path: path)
+        }
+        do {
+            _ = try drainRemovals()
+        } catch let error as BuckiaError {
+            throw Self.explained(error, path: path)
+        }
+        // `committed` lives as long as `self`, and so as long as `db` and its hook.
+        sqlite3_commit_hook(
+            db.handle,
+            { context in
+                if let context { Unmanaged<CommitFlag>.fromOpaque(context).takeUnretainedValue().isSet = true }
+                return 0  // let the commit go ahead
+            }, Unmanaged.passUnretained(committed).toOpaque())
+    }
+
+    /// Runs `body` with the connection on the blocking-work threads, one caller at a time.
+    func run<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (FileCatalogLive) throws -> T) async throws -> T {
+        try await BlockingWork.run(operation) { [self] in
+            lock.lock()
+            defer { lock.unlock() }
+            defer {
+                if committed.isSet {
+                    committed.isSet = false
+                    observers.publish { try files() }
+                }
+            }
+            do {
+                return try body(self)
+            } catch let error as BuckiaError {
+                throw Self.explained(error, path: path)
+            }
+        }
+    }
+
+    /// A corrupt database's error, with the way back.
+    static func explained(_ error: BuckiaError, path: String) -> BuckiaError {
+        guard error.code == .corrupt else { return error }
+        return BuckiaError(
+            .corrupt,
+            "The file catalog at \(path) is damaged (\(error.message)). Nothing was changed. Rebuild it: remove the file and fill a new catalog from the provider's listing (buckia catalog refresh).",
+            operation: error.operation, path: path, cause: error)
+    }
+
+    static func prepare(_ db: SQLiteConnection) throws {
+        let application = try db.query("PRAGMA application_id") { $0.int64(0) }.first ?? 0
+        let tables = try db.query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name") { $0.string(0) ?? "" }
+        guard application == applicationID || (application == 0 && tables.isEmpty) else {
+            throw BuckiaError(
+                .invalidConfiguration,
+                "The database at \(db.path) is not a file catalog (tables: \(tables.prefix(5).joined(separator: ", "))); it was left untouched.",
+                operation: "open catalog", path: db.path)
+        }
+        let found = try db.query("PRAGMA user_version") { $0.int64(0) }.first ?? 0
+        guard found <= version else {
+            throw BuckiaError(
+                .invalidConfiguration,
+                "The file catalog at \(db.path) was written by a newer Buckia (schema \(found); this one reads up to \(version)); it was left untouched.",
+                operation: "open catalog", path: db.path)
+        }
+        if found < version {
+            _ = try db.setJournalMode(.wal)
+            try db.transaction {
+                for migration in migrations[Int(found)...] { try db.execute(migration) }
+                try db.execute("PRAGMA application_id = \(applicationID)")
+                try db.execute("PRAGMA user_version = \(version)")
+            }
+        }
+        try db.setSynchronous(.normal)
+        try ensureSearchIndex(db)
+    }
+
+    /// Whether this SQLite has FTS5 (Debian's and Apple's do; a minimal build may not).
+    static func hasFullTextSearch(_ db: SQLiteConnection) throws -> Bool {
+        try db.query("SELECT sqlite_compileoption_used('ENABLE_FTS5')") { $0.int64(0) }.first == 1
+    }
+
+    /// The full-text index over title, author and key, kept by triggers: made (and filled
+    /// from the records) when this SQLite has FTS5 and the file lacks it, so a catalog written
+    /// by a build without FTS5 gains search when opened by one with it. Not a migration: it
+    /// depends on the library, not on the schema.
+    static func ensureSearchIndex(_ db: SQLiteConnection) throws {
+        guard try hasFullTextSearch(db) else { return }
+        let present = try db.query("SELECT count(*) FROM sqlite_schema WHERE name = 'catalog_search'") { $0.int64(0) }.first ?? 0
+        guard present == 0 else { return }
+        let fields = "title, author_name, key"
+        try db.transaction {
+            try db.execute(
+                """
+                CREATE VIRTUAL TABLE catalog_search USING fts5(\(fields), content='catalog_files', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+                CREATE TRIGGER catalog_search_insert AFTER INSERT ON catalog_files BEGIN
+                    INSERT INTO catalog_search (rowid, \(fields)) VALUES (new.id, new.title, new.author_name, new.key);
+                END;
+                CREATE TRIGGER catalog_search_delete AFTER DELETE ON catalog_files BEGIN
+                    INSERT INTO catalog_search (catalog_search, rowid, \(fields)) VALUES ('delete', old.id, old.title, old.author_name, old.key);
+                END;
+                CREATE TRIGGER catalog_search_update AFTER UPDATE ON catalog_files BEGIN
+                    INSERT INTO catalog_search (catalog_search, rowid, \(fields)) VALUES ('delete', old.id, old.title, old.author_name, old.key);
+                    INSERT INTO catalog_search (rowid, \(fields)) VALUES (new.id, new.title, new.author_name, new.key);
+                END;
+                INSERT INTO catalog_search (catalog_search) VALUES ('rebuild');
+                """)
+        }
+    }
+
+    /// The records `query` asks for.
+    ///
+    /// - Throws: ``BuckiaError/Code/unsupported`` for a search when this SQLite lacks FTS5.
+    func fetch(_ query: FileQuery) throws -> [FileRecord] {
+        try query.validate()
+        var sql = "SELECT \(Self.columns) FROM catalog_files"
+        var values: [SQLiteValue] = []
+        let terms = query.searchTerms
+        if !terms.isEmpty {
+            guard try Self.hasFullTextSearch(db) else {
+                throw BuckiaError(
+                    .unsupported, "This SQLite library was built without FTS5, which catalog search needs; listing and paging work without it.",
+                    operation: "search files", path: path)
+            }
+            // Each term quoted (it holds only letters and digits) and matched as a word's prefix.
+            sql += " WHERE id IN (SELECT rowid FROM catalog_search WHERE catalog_search MATCH ?1)"
+            values.append(.text(terms.map { "\"\($0)\"*" }.joined(separator: " AND ")))
+        }
+        sql += " ORDER BY " + query.order.sql
+        if let limit = query.limit {
+            sql += " LIMIT \(limit) OFFSET \(query.offset)"
+        } else if query.offset > 0 {
+            sql += " LIMIT -1 OFFSET \(query.offset)"
+        }
+        return try db.query(sql, values, Self.record)
+    }
+
+    // MARK: Reads
+
+    static let columns = "file_id, key, title, author_name, publish_date, size, url"
+
+    func files() throws -> [FileRecord] {
+        try fetch(FileQuery())
+    }
+
+    static func record(_ row: SQLiteRow) -> FileRecord {
+        FileRecord(
+            fileId: row.string(0) ?? "", key: row.string(1) ?? "", title: row.string(2), authorName: row.string(3),
+            publishDate: row.isNull(4) ? nil : Date(timeIntervalSince1970: row.double(4)), size: row.isNull(5) ? nil : row.int64(5),
+            url: row.string(6).flatMap { URL(string: $0) })
+    }
+
+    func file(_ id: String) throws -> FileRecord? {
+        try db.query("SELECT \(Self.columns) FROM catalog_files WHERE file_id = ?1", [.text(id)], Self.record).first
+    }
+
+    // MARK: Writes
+
+    /// The last record of each `fileId`, in the order of their last appearance: a batch that
+    /// names a file twice stores what it says last.
+    static func lastOfEach(_ files: [FileRecord]) -> [FileRecord] {
+        var seen = Set<String>()
+        return files.reversed().filter { seen.insert($0.fileId).inserted }.reversed()
+    }
+
+    static func values(_ file: FileRecord) -> [SQLiteValue] {
+        [
+            .text(file.fileId), .text(file.key), file.title.map { .text($0) } ?? .null, file.authorName.map { .text($0) } ?? .null,
+            file.publishDate.map { .real($0.timeIntervalSince1970) } ?? .null, file.size.map { .integer($0) } ?? .null,
+            file.url.map { .text($0.absoluteString) } ?? .null,
+        ]
+    }
+
+    /// One transaction of multi-row upserts. A record whose key another record holds replaces
+    /// that record (its media queued for removal unless the new record names the same file).
+    func upsert(_ batch: [FileRecord]) throws {
+        for file in batch { try file.validate() }
+        let files = Self.lastOfEach(batch)
+        // Two records of the batch with one key: the later one wins, as it would one at a time.
+        var byKey: [String: String] = [:]
+        for file in files { byKey[file.key] = file.fileId }
+        let kept = files.filter { byKey[$0.key] == $0.fileId }
+        let keptNames = Set(kept.compactMap(mediaName))
+        let queued = try db.transaction { () -> Bool in
+            var queued = false
+            var start = 0
+            while start < kept.count {
+                let chunk = Array(kept[start..<min(start + Self.rowsPerStatement, kept.count)])
+                start += chunk.count
+                // Records elsewhere holding one of these keys under another fileId go first.
+                let pairs = Array(repeating: "(?, ?)", count: chunk.count).joined(separator: ", ")
+                let conflicting = try db.query(
+                    "SELECT \(Self.columns.split(separator: ",").map { "f." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")) FROM catalog_files f JOIN (VALUES \(pairs)) v ON f.key = v.column1 AND f.file_id <> v.column2",
+                    chunk.flatMap { [.text($0.key), .text($0.fileId)] }, Self.record)
+                for old in conflicting {
+                    try db.run("DELETE FROM catalog_files WHERE file_id = ?1", [.text(old.fileId)])
+                    if let name = mediaName(old), !keptNames.contains(name), media != nil {
+                        try db.run("INSERT INTO catalog_removals (kind, path) VALUES ('file', ?1)", [.text(name)])
+                        queued = true
+                    }
+                }
+                let rows = Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
+                try db.run(
+                    """
+                    INSERT INTO catalog_files (\(Self.columns)) VALUES \(rows)
+                    ON CONFLICT (file_id) DO UPDATE SET key = excluded.key, title = excluded.title, author_name = excluded.author_name,
+                        publish_date = excluded.publish_date, size = excluded.size, url = excluded.url
+                    """, chunk.flatMap(Self.values))
+            }
+            return queued
+        }
+        if queued { try finishRemovals() }
+    }
+
+    func updateURL(_ id: String, _ url: URL) throws {
+        guard !url.absoluteString.utf8.contains(0) else {
+            throw BuckiaError(.invalidConfiguration, "The URL for \(id.debugDescription) holds a NUL character.", operation: "update file url")
+        }
+        try db.run("UPDATE catalog_files SET url = ?2 WHERE file_id = ?1", [.text(id), .text(url.absoluteString)])
+        guard db.changes > 0 else { throw BuckiaError(.notFound, "No file record has the fileId \(id.debugDescription).", operation: "update file url") }
+    }
+
+    /// Removes the record, queueing its media in the same transaction, then removes the media.
+    func delete(_ file: FileRecord) throws {
+        let queued = try db.transaction { () -> Bool in
+            let stored = try self.file(file.fileId)
+            try db.run("DELETE FROM catalog_files WHERE file_id = ?1", [.text(file.fileId)])
+            guard media != nil, let name = mediaName(stored ?? file) else { return false }
+            try db.run("INSERT INTO catalog_removals (kind, path) VALUES ('file', ?1)", [.text(name)])
+            return true
+        }
+        if queued { try finishRemovals() }
+    }
+
+    func truncate() throws {
+        try db.transaction {
+            try db.run("DELETE FROM catalog_files")
+            if media != nil { try db.run("INSERT INTO catalog_removals (kind, path) VALUES ('sweep', '')") }
+        }
+        try finishRemovals()
+    }
+
+    func checkpoint() throws {
+        try db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    }
+
+    // MARK: The outbox
+
+    /// Runs the queued removals; a failure is reported with what stays queued.
+    private func finishRemovals() throws {
+        let failures = try drainRemovals()
+        if let first = failures.first {
+            throw BuckiaError(
+                .io,
+                "The catalog was updated, but \(failures.count) media file\(failures.count == 1 ? "" : "s") could not be removed (\(first.message)); the removal stays queued and is tried again when the catalog next opens or changes.",
+                operation: "remove media", path: first.path, cause: first)
+        }
+    }
+
+    /// Runs every queued removal, deleting each entry once done (or once there is nothing to
+    /// remove, or the path is one a catalog never removes); returns the failures, which stay
+    /// queued.
+    func drainRemovals() throws -> [BuckiaError] {
+        guard let media else {
+            try db.run("DELETE FROM catalog_removals")
+            return []
+        }
+        let queued = try db.query("SELECT id, kind, path FROM catalog_removals ORDER BY id") { ($0.int64(0), $0.string(1) ?? "", $0.string(2) ?? "") }
+        var failures: [BuckiaError] = []
+        for (id, kind, path) in queued {
+            // Done, nothing there, or a path that could leave the folder (never acted on, so
+            // never retried): the entry goes. A failure keeps it.
+            do {
+                if kind == "sweep" {
+                    _ = try media.sweep()
+                } else {
+                    _ = try media.remove(path)
+                }
+            } catch let error as BuckiaError {
+                failures.append(error)
+                continue
+            }
+            try db.run("DELETE FROM catalog_removals WHERE id = ?1", [.integer(id)])
+        }
+        return failures
+    }
+}
+
+/// A flag SQLite's commit hook sets; `@unchecked Sendable`: it is set by the hook while the
+/// catalog's lock is held (the hook runs inside a statement on that connection) and read and
+/// cleared under the same lock.
+final class CommitFlag: @unchecked Sendable {
+    var isSet = false
+}

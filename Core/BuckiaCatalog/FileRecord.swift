@@ -1,0 +1,67 @@
+import BuckiaCore
+import Foundation
+
+/// One file an app knows about: the seed's `File` entity, kept by a ``FileCatalogClient`` so
+/// the app can show its files offline.
+///
+/// `fileId` identifies the record (an upsert replaces the record with the same `fileId`);
+/// `key` (the object's key at the provider) is unique too: a record arriving with a key another
+/// record holds replaces that record, as the seed's overwrite merge policy does.
+public struct FileRecord: Hashable, Sendable, Codable, Identifiable {
+    /// The record's identity.
+    public var fileId: String
+    /// The object's key at the provider; unique in a catalog.
+    public var key: String
+    /// The title shown to the user.
+    public var title: String?
+    /// Who made it.
+    public var authorName: String?
+    /// When it was published: ``FileCatalogClient/getFiles`` lists the newest first.
+    public var publishDate: Date?
+    /// Its size in bytes.
+    public var size: Int64?
+    /// Where it is fetched from; its last path component names the downloaded copy in the
+    /// media folder (``FileCatalogConfiguration/mediaName``).
+    public var url: URL?
+
+    /// `Identifiable`: the `fileId`.
+    public var id: String { fileId }
+
+    /// Creates a record.
+    public init(
+        fileId: String, key: String, title: String? = nil, authorName: String? = nil, publishDate: Date? = nil, size: Int64? = nil, url: URL? = nil
+    ) {
+        self.fileId = fileId
+        self.key = key
+        self.title = title
+        self.authorName = authorName
+        self.publishDate = publishDate
+        self.size = size
+        self.url = url
+    }
+
+    /// Throws ``BuckiaError/Code/invalidConfiguration`` for a record no catalog keeps: an
+    /// empty `fileId` or `key`, a negative size, text with a NUL character.
+    public func validate() throws {
+        func refuse(_ problem: String) -> BuckiaError {
+            BuckiaError(.invalidConfiguration, "The file record \(fileId.debugDescription) cannot be cached: \(problem).", operation: "cache file")
+        }
+        guard !fileId.isEmpty else { throw refuse("its fileId is empty") }
+        guard !key.isEmpty else { throw refuse("its key is empty") }
+        if let size, size < 0 { throw refuse("its size is negative") }
+        for text in [fileId, key, title, authorName, url?.absoluteString].compactMap({ $0 }) where text.utf8.contains(0) {
+            throw refuse("a field holds a NUL character")
+        }
+    }
+
+    /// The newest first, records without a date last, then by key: the order
+    /// ``FileCatalogClient/getFiles`` returns.
+    public static func newestFirst(_ a: FileRecord, _ b: FileRecord) -> Bool {
+        switch (a.publishDate, b.publishDate) {
+        case let (x?, y?) where x != y: return x > y
+        case (.some, nil): return true
+        case (nil, .some): return false
+        default: return a.key.utf8.lexicographicallyPrecedes(b.key.utf8)
+        }
+    }
+}

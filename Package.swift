@@ -78,7 +78,7 @@ let package = Package(
         .target(name: "BuckiaSync", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Core/BuckiaSync"),
         .target(name: "BuckiaChunks", dependencies: ["BuckiaCore"], path: "Core/BuckiaChunks"),
         .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaSQLite", "CSQLite"], path: "Core/BuckiaDatabase"),
-        .target(name: "BuckiaCatalog", dependencies: ["BuckiaCore", "BuckiaSQLite", "CSQLite"], path: "Core/BuckiaCatalog"),
+        .target(name: "BuckiaCatalog", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaSync", "CSQLite"], path: "Core/BuckiaCatalog"),
         .target(name: "BuckiaSecurity", dependencies: ["BuckiaCore", "COpenSSL"], path: "Core/BuckiaSecurity"),
         // OAuth needs HTTP, which BuckiaSecurity does not: a target of its own keeps that one on BuckiaCore.
         .target(name: "BuckiaOAuth", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaHTTP"], path: "Core/BuckiaOAuth"),
@@ -114,7 +114,7 @@ let package = Package(
         .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks"], path: "Tools/BuckiaConformanceTesting"),
         .target(name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "CLinux"], path: "Tools/BuckiaCommandLine"),
         .executableTarget(name: "BuckiaCLI", dependencies: ["BuckiaCommandLine"], path: "Tools/BuckiaCLI"),
-        .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "BuckiaSQLite", "BuckiaDatabase", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
+        .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "BuckiaSQLite", "BuckiaDatabase", "BuckiaCatalog", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
 
         // MARK: Tests
         .target(
@@ -167,7 +167,7 @@ let package = Package(
         .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory"], path: "Tests/BuckiaSyncTests"),
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
-        .testTarget(name: "BuckiaCatalogTests", dependencies: ["BuckiaCatalog", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory"], path: "Tests/BuckiaCatalogTests"),
+        .testTarget(name: "BuckiaCatalogTests", dependencies: ["BuckiaCatalog", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaSync"], path: "Tests/BuckiaCatalogTests"),
         .testTarget(
             name: "BuckiaChunksTests",
             dependencies: [

@@ -44,11 +44,12 @@ extension FileCatalogClient {
 /// The live catalog: one connection, used by one caller at a time on the blocking-work threads.
 ///
 /// `@unchecked Sendable`: `db` is touched only while `lock` is held.
-final class FileCatalogLive: @unchecked Sendable {
+package final class FileCatalogLive: @unchecked Sendable {
     /// `BCAT`: marks a database as a file catalog (`PRAGMA application_id`).
     static let applicationID: Int64 = 0x4243_4154
-    /// The migrations, in order: applying the first `n` gives schema version `n`.
-    static let migrations: [String] = [
+    /// The migrations, in order: applying the first `n` gives schema version `n`. (`package`:
+    /// the benchmark's raw SQLite runs the same statements.)
+    package static let migrations: [String] = [
         """
         CREATE TABLE catalog_files (
             id INTEGER PRIMARY KEY,
@@ -70,7 +71,7 @@ final class FileCatalogLive: @unchecked Sendable {
     ]
     static var version: Int64 { Int64(migrations.count) }
     /// Rows per INSERT: 7 values a row within SQLite's historical minimum of 999 variables.
-    static let rowsPerStatement = 999 / 7
+    package static let rowsPerStatement = 999 / 7
 
     private let db: SQLiteConnection
     private let lock = NSLock()
@@ -176,10 +177,13 @@ final class FileCatalogLive: @unchecked Sendable {
         guard try hasFullTextSearch(db) else { return }
         let present = try db.query("SELECT count(*) FROM sqlite_schema WHERE name = 'catalog_search'") { $0.int64(0) }.first ?? 0
         guard present == 0 else { return }
+        try db.transaction { try db.execute(searchIndex) }
+    }
+
+    /// The full-text index, its triggers, and filling it from the records.
+    package static let searchIndex: String = {
         let fields = "title, author_name, key"
-        try db.transaction {
-            try db.execute(
-                """
+        return """
                 CREATE VIRTUAL TABLE catalog_search USING fts5(\(fields), content='catalog_files', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
                 CREATE TRIGGER catalog_search_insert AFTER INSERT ON catalog_files BEGIN
                     INSERT INTO catalog_search (rowid, \(fields)) VALUES (new.id, new.title, new.author_name, new.key);
@@ -192,9 +196,8 @@ final class FileCatalogLive: @unchecked Sendable {
                     INSERT INTO catalog_search (rowid, \(fields)) VALUES (new.id, new.title, new.author_name, new.key);
                 END;
                 INSERT INTO catalog_search (catalog_search) VALUES ('rebuild');
-                """)
-        }
-    }
+                """
+    }()
 
     /// The records `query` asks for.
     ///
@@ -225,7 +228,7 @@ final class FileCatalogLive: @unchecked Sendable {
 
     // MARK: Reads
 
-    static let columns = "file_id, key, title, author_name, publish_date, size, url"
+    package static let columns = "file_id, key, title, author_name, publish_date, size, url"
 
     func files() throws -> [FileRecord] {
         try fetch(FileQuery())
@@ -249,6 +252,16 @@ final class FileCatalogLive: @unchecked Sendable {
     static func lastOfEach(_ files: [FileRecord]) -> [FileRecord] {
         var seen = Set<String>()
         return files.reversed().filter { seen.insert($0.fileId).inserted }.reversed()
+    }
+
+    /// The upsert of `rows` records, seven values each in ``columns`` order.
+    package static func upsertStatement(rows: Int) -> String {
+        let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+        return """
+            INSERT INTO catalog_files (\(columns)) VALUES \(values)
+            ON CONFLICT (file_id) DO UPDATE SET key = excluded.key, title = excluded.title, author_name = excluded.author_name,
+                publish_date = excluded.publish_date, size = excluded.size, url = excluded.url
+            """
     }
 
     static func values(_ file: FileRecord) -> [SQLiteValue] {
@@ -287,13 +300,7 @@ final class FileCatalogLive: @unchecked Sendable {
                         queued = true
                     }
                 }
-                let rows = Array(repeating: "(?, ?, ?, ?, ?, ?, ?)", count: chunk.count).joined(separator: ", ")
-                try db.run(
-                    """
-                    INSERT INTO catalog_files (\(Self.columns)) VALUES \(rows)
-                    ON CONFLICT (file_id) DO UPDATE SET key = excluded.key, title = excluded.title, author_name = excluded.author_name,
-                        publish_date = excluded.publish_date, size = excluded.size, url = excluded.url
-                    """, chunk.flatMap(Self.values))
+                try db.run(Self.upsertStatement(rows: chunk.count), chunk.flatMap(Self.values))
             }
             return queued
         }

@@ -16,7 +16,7 @@ public struct FileQuery: Hashable, Sendable {
         /// The largest first, records without a size last.
         case largestFirst
 
-        var sql: String {
+        package var sql: String {
             switch self {
             case .newestFirst: "publish_date IS NULL, publish_date DESC, key"
             case .oldestFirst: "publish_date IS NULL, publish_date ASC, key"

@@ -35,13 +35,29 @@ struct CLIHarness: ~Copyable {
         try runProgram(CLIHarness.executable.path, arguments, extraEnvironment: extraEnvironment)
     }
 
+    /// Runs `buckia` on a thread of its own, not the cooperative pool: an async test that
+    /// waits for a child process this way leaves the pool's few threads to the tests that need
+    /// them (a synchronous wait holds one for as long as the child runs).
+    func runOffPool(_ arguments: String...) async throws -> Result {
+        let (environment, home) = (environment, home)
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Swift.Result { try CLIHarness.execute(CLIHarness.executable.path, arguments, environment: environment, directory: home) })
+            }
+        }
+    }
+
     /// Runs another program (a wrapper such as `script`) in the same environment.
     func runProgram(_ path: String, _ arguments: [String], extraEnvironment: [String: String] = [:]) throws -> Result {
+        try Self.execute(path, arguments, environment: environment.merging(extraEnvironment) { $1 }, directory: home)
+    }
+
+    static func execute(_ path: String, _ arguments: [String], environment: [String: String], directory: URL) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
-        process.currentDirectoryURL = home
-        process.environment = environment.merging(extraEnvironment) { $1 }
+        process.currentDirectoryURL = directory
+        process.environment = environment
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -12,6 +12,7 @@ enum BenchCommand {
                buckia-bench bunny-list [--folders F] [--per-folder N] [--repeat R] [--latency-ms MS]
                buckia-bench chunks [--size-mib M] [--change-mib C] [--average BYTES] [--depth D] [--folder DIR] [--compress]
                buckia-bench database [--size-mib M] [--rows N] [--repeat R] [--folder DIR] [--sections backup,apply] [--writers normal,full] [--no-peers]
+               buckia-bench catalog [--rows N] [--repeat R]
 
         Measures each key-value engine and, in the same run, the limits: raw SQLite C calls doing
         the same statements and raw open/write/close of one file per value. Every run uses a fresh
@@ -40,6 +41,11 @@ enum BenchCommand {
         (Buckia's online backup and VACUUM INTO beside the sqlite3 shell's .backup and VACUUM
         INTO), reporting each backup's time and the writer's longest commit; then applies an
         N-row diff beside raw SQLite upserting the same rows in one transaction.
+
+        catalog caches N file records in a new file catalog (the insert path), caches them again
+        changed (the update path) and fetches them newest first, beside raw SQLite running the
+        same statements through the C API and Python's sqlite3 module upserting a row at a
+        time with executemany; then times a commit to a live query's reader.
         """
 
     static func main(_ arguments: [String]) async -> Int32 {
@@ -50,6 +56,7 @@ enum BenchCommand {
         if arguments.first == "bunny-list" { return await BunnyListBench.run(Array(arguments.dropFirst())) }
         if arguments.first == "chunks" { return await ChunkBench.run(Array(arguments.dropFirst())) }
         if arguments.first == "database" { return await DatabaseBench.run(Array(arguments.dropFirst())) }
+        if arguments.first == "catalog" { return await CatalogBench.run(Array(arguments.dropFirst())) }
         guard arguments.first == "engines" else {
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             return arguments.first == "--help" ? 0 : 2

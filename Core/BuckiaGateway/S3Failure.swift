@@ -15,7 +15,8 @@ struct S3Failure: Error {
         self.status = status ?? S3Failure.defaultStatus(code)
     }
 
-    static func notImplemented(_ what: String) -> S3Failure {
+    /// S3's answer (`NotImplemented`, 501) for a feature the gateway does not offer: a client learns it at once instead of getting a wrong success.
+    static func unsupportedFeature(_ what: String) -> S3Failure {
         S3Failure("NotImplemented", "A header or subresource you provided implies functionality that is not implemented: \(what).", status: 501)
     }
 

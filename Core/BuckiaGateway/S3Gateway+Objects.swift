@@ -220,7 +220,7 @@ extension S3Gateway {
         if ifNoneMatch != nil || ifMatch != nil {
             if let ifNoneMatch {
                 guard ifNoneMatch.trimmingCharacters(in: .whitespaces) == "*", ifMatch == nil else {
-                    throw S3Failure.notImplemented("If-None-Match other than * on a write")
+                    throw S3Failure.unsupportedFeature("If-None-Match other than * on a write")
                 }
                 options.condition = .ifNoneMatch
             } else if let ifMatch {
@@ -229,7 +229,7 @@ extension S3Gateway {
         }
         for unsupported in ["x-amz-server-side-encryption", "x-amz-object-lock-mode", "x-amz-website-redirect-location", "x-amz-tagging"]
         where !context.request.values(unsupported).isEmpty {
-            throw S3Failure.notImplemented(unsupported)
+            throw S3Failure.unsupportedFeature(unsupported)
         }
         // Metadata or a condition the backend cannot keep is refused by the provider contract's
         // own check (BuckiaError.unsupported, answered as NotImplemented) before any byte is read.
@@ -241,7 +241,7 @@ extension S3Gateway {
     /// tags out (``etag(of:)``).
     func backendTag(_ tag: String) throws -> String {
         let bare = Self.bareTag(tag)
-        guard !bare.isEmpty, bare != "*" else { throw S3Failure.notImplemented("If-Match: * on a write") }
+        guard !bare.isEmpty, bare != "*" else { throw S3Failure.unsupportedFeature("If-Match: * on a write") }
         return "\"\(bare)\""
     }
 
@@ -274,7 +274,7 @@ extension S3Gateway {
         var sourceText = sourceHeader
         if let question = sourceText.firstIndex(of: "?") {
             guard sourceText[question...].hasPrefix("?versionId=null") || sourceText[question...] == "?" else {
-                throw S3Failure.notImplemented("copying a version")
+                throw S3Failure.unsupportedFeature("copying a version")
             }
             sourceText = String(sourceText[..<question])
         }

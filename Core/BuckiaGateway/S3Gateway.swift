@@ -221,7 +221,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
 
         let method = context.request.method
         if context.bucket.isEmpty {
-            guard method == "GET" else { throw S3Failure.notImplemented("\(method) on the service") }
+            guard method == "GET" else { throw S3Failure.unsupportedFeature("\(method) on the service") }
             context.operation = "ListBuckets"
             return try listBuckets(context)
         }
@@ -269,7 +269,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
             context.operation = "DeleteObjects"
             return try deleteObjects(&context, body: body)
         default:
-            throw S3Failure.notImplemented("\(method) on a bucket")
+            throw S3Failure.unsupportedFeature("\(method) on a bucket")
         }
     }
 
@@ -313,13 +313,13 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
             context.operation = "CompleteMultipartUpload"
             return try completeUpload(&context, uploadId: uploadId ?? "", body: body)
         default:
-            throw S3Failure.notImplemented("\(method) on an object")
+            throw S3Failure.unsupportedFeature("\(method) on an object")
         }
     }
 
     private static func refuseUnknownQueries(_ query: [String: String], known: Set<String>) throws {
         if let unknown = query.keys.sorted().first(where: { !known.contains($0) }) {
-            throw S3Failure.notImplemented("the ?\(unknown) subresource")
+            throw S3Failure.unsupportedFeature("the ?\(unknown) subresource")
         }
     }
 

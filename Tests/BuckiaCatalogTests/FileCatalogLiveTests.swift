@@ -28,7 +28,7 @@ struct FileCatalogLiveTests {
     @Test("Records survive closing and reopening the catalog, in WAL mode, at the current schema version")
     func persistence() async throws {
         let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        defer { CatalogFixture.removeTree(folder) }
         let path = folder.appendingPathComponent("c.sqlite").path
         do {
             let client = try FileCatalogClient.live(path: path)
@@ -45,7 +45,7 @@ struct FileCatalogLiveTests {
     @Test("A catalog from a newer Buckia, or a database of another application, is refused and left untouched")
     func refusedDatabases() throws {
         let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        defer { CatalogFixture.removeTree(folder) }
         let newer = folder.appendingPathComponent("newer.sqlite").path
         _ = try FileCatalogClient.live(path: newer)
         try SQLiteConnection(path: newer).execute("PRAGMA user_version = 7")
@@ -65,7 +65,7 @@ struct FileCatalogLiveTests {
     @Test("A damaged catalog is a corrupt error that says how to rebuild it, never an empty catalog")
     func corrupt() async throws {
         let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        defer { CatalogFixture.removeTree(folder) }
         let path = folder.appendingPathComponent("c.sqlite").path
         do {
             let client = try FileCatalogClient.live(path: path)
@@ -91,7 +91,7 @@ struct FileCatalogLiveTests {
     @Test("A removal that fails stays queued, is reported, and is done when the catalog next opens")
     func outboxRetried() async throws {
         let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        defer { CatalogFixture.removeTree(folder) }
         let media = folder.appendingPathComponent("media")
         try Data("not a folder".utf8).write(to: media)  // the media folder is a file: removing fails
         let path = folder.appendingPathComponent("c.sqlite").path
@@ -118,7 +118,7 @@ struct FileCatalogLiveTests {
     @Test("A removal committed but not done (the process killed in between) is done on the next open")
     func outboxAfterKill() throws {
         let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        defer { CatalogFixture.removeTree(folder) }
         let media = folder.appendingPathComponent("media")
         try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
         let path = folder.appendingPathComponent("c.sqlite").path

@@ -35,7 +35,16 @@ struct CatalogFixture: @unchecked Sendable {
     }
 
     func remove() {
-        try? FileManager.default.removeItem(at: folder)
+        Self.removeTree(folder)
+    }
+
+    /// Removes a test's folder; a failure is recorded, not hidden.
+    static func removeTree(_ folder: URL) {
+        do {
+            try FileManager.default.removeItem(at: folder)
+        } catch {
+            Issue.record("\(folder.path) was left behind: \(error)")
+        }
     }
 
     /// Writes `name` (a relative path) under `base` with a few bytes.

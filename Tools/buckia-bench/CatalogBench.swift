@@ -39,7 +39,7 @@ enum CatalogBench {
             for _ in 0..<repeats {
                 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-catalog-bench-\(UUID().uuidString)")
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                defer { try? FileManager.default.removeItem(at: folder) }
+                defer { removeFolder(folder) }
                 let catalog = try FileCatalogClient.live(path: folder.appendingPathComponent("buckia.sqlite").path)
                 note("buckia", "insert", try await Stopwatch.time { try await catalog.cacheFiles(records) })
                 note("buckia", "update", try await Stopwatch.time { try await catalog.cacheFiles(updated) })
@@ -69,6 +69,15 @@ enum CatalogBench {
         }
     }
 
+    /// Removes a run's folder; a failure is reported, not hidden (the run's figures stand).
+    static func removeFolder(_ folder: URL) {
+        do {
+            try FileManager.default.removeItem(at: folder)
+        } catch {
+            FileHandle.standardError.write(Data("buckia-bench catalog: \(folder.path) was left behind: \(error)\n".utf8))
+        }
+    }
+
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
@@ -78,7 +87,7 @@ enum CatalogBench {
     static func observerLatency(records: [FileRecord], samples: Int) async throws -> Double {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-catalog-latency-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        defer { removeFolder(folder) }
         let catalog = try FileCatalogClient.live(path: folder.appendingPathComponent("c.sqlite").path)
         try await catalog.cacheFiles(records)
         var updates = catalog.observeFiles().makeAsyncIterator()

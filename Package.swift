@@ -109,9 +109,9 @@ let package = Package(
                 "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDatabase", "BuckiaSecurity", "BuckiaOAuth", "BuckiaGateway", "BuckiaCatalog",
             ],
             path: "Tools/Buckia"),
-        .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks"], path: "Tools/BuckiaConformance"),
+        .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks", "BuckiaCatalog", "BuckiaMemory"], path: "Tools/BuckiaConformance"),
         // Swift Testing glue in a module of its own, so the command line never links Testing.
-        .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks"], path: "Tools/BuckiaConformanceTesting"),
+        .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks", "BuckiaCatalog"], path: "Tools/BuckiaConformanceTesting"),
         .target(name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "CLinux"], path: "Tools/BuckiaCommandLine"),
         .executableTarget(name: "BuckiaCLI", dependencies: ["BuckiaCommandLine"], path: "Tools/BuckiaCLI"),
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "BuckiaSQLite", "BuckiaDatabase", "BuckiaCatalog", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
@@ -167,7 +167,9 @@ let package = Package(
         .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory"], path: "Tests/BuckiaSyncTests"),
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
-        .testTarget(name: "BuckiaCatalogTests", dependencies: ["BuckiaCatalog", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaSync"], path: "Tests/BuckiaCatalogTests"),
+        .testTarget(
+            name: "BuckiaCatalogTests", dependencies: ["BuckiaCatalog", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaSync", "BuckiaConformance", "BuckiaConformanceTesting"],
+            path: "Tests/BuckiaCatalogTests"),
         .testTarget(
             name: "BuckiaChunksTests",
             dependencies: [

@@ -109,7 +109,7 @@ extension FileCatalogClient {
     /// order, media removal inside the configured folder), for previews and tests; its
     /// records go with the process.
     public static func inMemory(configuration: FileCatalogConfiguration = FileCatalogConfiguration()) -> FileCatalogClient {
-        let records = Locked<[String: FileRecord]>([:])
+        let records = Locked(InMemoryRecords())
         let observers = CatalogObservers()
         let media = configuration.mediaFolder
         let name = configuration.mediaName
@@ -118,11 +118,7 @@ extension FileCatalogClient {
             let replaced = records.withLock { records -> [FileRecord] in
                 var replaced: [FileRecord] = []
                 for file in files {
-                    for (id, other) in records where other.key == file.key && id != file.fileId {
-                        records.removeValue(forKey: id)
-                        replaced.append(other)
-                    }
-                    records[file.fileId] = file
+                    if let other = records.store(file) { replaced.append(other) }
                 }
                 return replaced
             }
@@ -130,40 +126,40 @@ extension FileCatalogClient {
             try removeMedia(of: replaced, keeping: files)
         }
         @Sendable func snapshot() -> [FileRecord] {
-            records.withLock { Array($0.values) }.sorted(by: FileRecord.newestFirst)
+            records.withLock { Array($0.byID.values) }.sorted(by: FileRecord.newestFirst)
         }
         @Sendable func publish() {
             observers.publish(snapshot)
         }
         @Sendable func removeMedia(of gone: [FileRecord], keeping kept: [FileRecord]) throws {
             guard let media else { return }
-            let keptNames = Set(kept.compactMap(name))
+            let keptNames = Set(kept.compactMap(name).map { Array($0.utf8) })
             for record in gone {
-                guard let path = name(record), !keptNames.contains(path) else { continue }
+                guard let path = name(record), !keptNames.contains(Array(path.utf8)) else { continue }
                 _ = try media.remove(path)  // a name that could leave the folder is refused, not an error
             }
         }
         return FileCatalogClient(
             getFiles: { snapshot() },
-            getFile: { id in records.withLock { $0[id] } },
+            getFile: { id in records.withLock { $0.byID[Array(id.utf8)] } },
             cacheFiles: { files in try upsert(FileCatalogLive.lastOfEach(files)) },
             cacheFile: { file in try upsert([file]) },
             updateFileUrl: { id, url in
                 let found = records.withLock { records -> Bool in
-                    guard records[id] != nil else { return false }
-                    records[id]?.url = url
+                    guard records.byID[Array(id.utf8)] != nil else { return false }
+                    records.byID[Array(id.utf8)]?.url = url
                     return true
                 }
                 guard found else { throw BuckiaError(.notFound, "No file record has the fileId \(id.debugDescription).", operation: "update file url") }
                 publish()
             },
             deleteFile: { file in
-                let stored = records.withLock { $0.removeValue(forKey: file.fileId) }
+                let stored = records.withLock { $0.remove(file.fileId) }
                 if stored != nil { publish() }
                 try removeMedia(of: [stored ?? file], keeping: [])
             },
             truncateFiles: {
-                records.withLock { $0.removeAll() }
+                records.withLock { $0 = InMemoryRecords() }
                 publish()
                 _ = try media?.sweep()
             },
@@ -175,9 +171,38 @@ extension FileCatalogClient {
             },
             fetchFiles: { query in
                 try query.validate()
-                let all = records.withLock { Array($0.values) }
+                let all = records.withLock { Array($0.byID.values) }
                 return query.page(query.search == nil ? all : all.filter(query.matches))
             })
+    }
+}
+
+/// The in-memory catalog's records, keyed by the bytes of their fileId and of their key, as
+/// SQLite compares text: NFC and NFD twins are two records.
+struct InMemoryRecords {
+    var byID: [[UInt8]: FileRecord] = [:]
+    /// Key → the fileId holding it.
+    var holders: [[UInt8]: [UInt8]] = [:]
+
+    /// Stores `file`, replacing the record with its fileId; returns the record of another
+    /// fileId that held its key, which it replaces too.
+    mutating func store(_ file: FileRecord) -> FileRecord? {
+        let id = Array(file.fileId.utf8)
+        let key = Array(file.key.utf8)
+        var replaced: FileRecord?
+        if let holder = holders[key], holder != id {
+            replaced = byID.removeValue(forKey: holder)
+        }
+        if let previous = byID[id] { holders[Array(previous.key.utf8)] = nil }
+        byID[id] = file
+        holders[key] = id
+        return replaced
+    }
+
+    mutating func remove(_ fileId: String) -> FileRecord? {
+        guard let removed = byID.removeValue(forKey: Array(fileId.utf8)) else { return nil }
+        holders[Array(removed.key.utf8)] = nil
+        return removed
     }
 }
 

@@ -223,7 +223,14 @@ package final class FileCatalogLive: @unchecked Sendable {
         } else if query.offset > 0 {
             sql += " LIMIT -1 OFFSET \(query.offset)"
         }
-        return try db.query(sql, values, Self.record)
+        // Rows gathered here, not through the generic `query`, which is not specialised across
+        // the module boundary and copies each record through value witnesses.
+        var records: [FileRecord] = []
+        try db.forEachRow(sql, values) { row in
+            records.append(Self.record(row))
+            return true
+        }
+        return records
     }
 
     // MARK: Reads
@@ -250,8 +257,8 @@ package final class FileCatalogLive: @unchecked Sendable {
     /// The last record of each `fileId`, in the order of their last appearance: a batch that
     /// names a file twice stores what it says last.
     static func lastOfEach(_ files: [FileRecord]) -> [FileRecord] {
-        var seen = Set<String>()
-        return files.reversed().filter { seen.insert($0.fileId).inserted }.reversed()
+        var seen = Set<[UInt8]>()
+        return files.reversed().filter { seen.insert(Array($0.fileId.utf8)).inserted }.reversed()
     }
 
     /// The upsert of `rows` records, seven values each in ``columns`` order.
@@ -278,11 +285,12 @@ package final class FileCatalogLive: @unchecked Sendable {
         for file in batch { try file.validate() }
         let files = Self.lastOfEach(batch)
         // Two records of the batch with one key: the later one wins, as it would one at a time.
-        var byKey: [String: String] = [:]
-        for file in files { byKey[file.key] = file.fileId }
-        let kept = files.filter { byKey[$0.key] == $0.fileId }
-        let keptNames = Set(kept.compactMap(mediaName))
-        let queued = try db.transaction { () -> Bool in
+        // Text compared as bytes, as SQLite compares it: NFC and NFD twins are two keys.
+        var byKey: [[UInt8]: [UInt8]] = [:]
+        for file in files { byKey[Array(file.key.utf8)] = Array(file.fileId.utf8) }
+        let kept = files.filter { byKey[Array($0.key.utf8)] == Array($0.fileId.utf8) }
+        let keptNames = Set(kept.compactMap(mediaName).map { Array($0.utf8) })
+        let queued = try removalTransaction { () -> Bool in
             var queued = false
             var start = 0
             while start < kept.count {
@@ -295,7 +303,7 @@ package final class FileCatalogLive: @unchecked Sendable {
                     chunk.flatMap { [.text($0.key), .text($0.fileId)] }, Self.record)
                 for old in conflicting {
                     try db.run("DELETE FROM catalog_files WHERE file_id = ?1", [.text(old.fileId)])
-                    if let name = mediaName(old), !keptNames.contains(name), media != nil {
+                    if let name = mediaName(old), !keptNames.contains(Array(name.utf8)), media != nil {
                         try db.run("INSERT INTO catalog_removals (kind, path) VALUES ('file', ?1)", [.text(name)])
                         queued = true
                     }
@@ -317,7 +325,7 @@ package final class FileCatalogLive: @unchecked Sendable {
 
     /// Removes the record, queueing its media in the same transaction, then removes the media.
     func delete(_ file: FileRecord) throws {
-        let queued = try db.transaction { () -> Bool in
+        let queued = try removalTransaction { () -> Bool in
             let stored = try self.file(file.fileId)
             try db.run("DELETE FROM catalog_files WHERE file_id = ?1", [.text(file.fileId)])
             guard media != nil, let name = mediaName(stored ?? file) else { return false }
@@ -328,11 +336,13 @@ package final class FileCatalogLive: @unchecked Sendable {
     }
 
     func truncate() throws {
-        try db.transaction {
+        let queued = try removalTransaction { () -> Bool in
             try db.run("DELETE FROM catalog_files")
-            if media != nil { try db.run("INSERT INTO catalog_removals (kind, path) VALUES ('sweep', '')") }
+            guard media != nil else { return false }
+            try db.run("INSERT INTO catalog_removals (kind, path) VALUES ('sweep', '')")
+            return true
         }
-        try finishRemovals()
+        if queued { try finishRemovals() }
     }
 
     func checkpoint() throws {
@@ -340,6 +350,23 @@ package final class FileCatalogLive: @unchecked Sendable {
     }
 
     // MARK: The outbox
+
+    /// A transaction that may queue media removals: with a media folder, its commit is
+    /// synced to disk (`synchronous = FULL` for this commit alone), so that no power loss can
+    /// undo a commit whose files were then removed. Without one it is an ordinary commit.
+    private func removalTransaction<T>(_ body: () throws -> T) throws -> T {
+        guard media != nil else { return try db.transaction(.immediate, body) }
+        try db.setSynchronous(.full)
+        let result: T
+        do {
+            result = try db.transaction(.immediate, body)
+        } catch {
+            try db.setSynchronous(.normal)
+            throw error
+        }
+        try db.setSynchronous(.normal)
+        return result
+    }
 
     /// Runs the queued removals; a failure is reported with what stays queued.
     private func finishRemovals() throws {
@@ -356,10 +383,9 @@ package final class FileCatalogLive: @unchecked Sendable {
     /// remove, or the path is one a catalog never removes); returns the failures, which stay
     /// queued.
     func drainRemovals() throws -> [BuckiaError] {
-        guard let media else {
-            try db.run("DELETE FROM catalog_removals")
-            return []
-        }
+        // Opened without a media folder (a reader such as `catalog ls`): the queue waits for
+        // an open that knows the folder, rather than being dropped with its files orphaned.
+        guard let media else { return [] }
         let queued = try db.query("SELECT id, kind, path FROM catalog_removals ORDER BY id") { ($0.int64(0), $0.string(1) ?? "", $0.string(2) ?? "") }
         var failures: [BuckiaError] = []
         for (id, kind, path) in queued {

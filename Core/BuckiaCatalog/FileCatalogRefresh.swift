@@ -35,9 +35,11 @@ extension FileCatalogClient {
         guard removingMissing else { return (records.count, 0) }
         var folder = prefix
         if !folder.isEmpty && !folder.hasSuffix("/") { folder += "/" }
-        let listed = Set(records.map(\.fileId))
+        // Compared as bytes, as the catalog compares text (String's hasPrefix and Set would
+        // fold NFC and NFD twins together).
+        let listed = Set(records.map { Array($0.fileId.utf8) })
         var removed = 0
-        for record in try await getFiles() where record.key.hasPrefix(folder) && !listed.contains(record.fileId) {
+        for record in try await getFiles() where record.key.utf8.starts(with: folder.utf8) && !listed.contains(Array(record.fileId.utf8)) {
             try await deleteFile(record)
             removed += 1
         }

@@ -49,8 +49,40 @@ public struct FileRecord: Hashable, Sendable, Codable, Identifiable {
         guard !fileId.isEmpty else { throw refuse("its fileId is empty") }
         guard !key.isEmpty else { throw refuse("its key is empty") }
         if let size, size < 0 { throw refuse("its size is negative") }
+        if let publishDate, !publishDate.timeIntervalSince1970.isFinite { throw refuse("its publish date is not a finite time") }
         for text in [fileId, key, title, authorName, url?.absoluteString].compactMap({ $0 }) where text.utf8.contains(0) {
             throw refuse("a field holds a NUL character")
+        }
+    }
+
+    /// Equal when every field holds the same bytes: text is compared as SQLite and file
+    /// systems compare it, so NFC and NFD spellings of one name are two records, as they are
+    /// two keys at a provider.
+    public static func == (a: FileRecord, b: FileRecord) -> Bool {
+        a.fileId.utf8.elementsEqual(b.fileId.utf8) && a.key.utf8.elementsEqual(b.key.utf8) && same(a.title, b.title)
+            && same(a.authorName, b.authorName) && a.publishDate == b.publishDate && a.size == b.size
+            && same(a.url?.absoluteString, b.url?.absoluteString)
+    }
+
+    /// Hashes the bytes ``==`` compares.
+    public func hash(into hasher: inout Hasher) {
+        for text in [fileId, key, title, authorName, url?.absoluteString] {
+            if var text {
+                hasher.combine(text.utf8.count)
+                text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            } else {
+                hasher.combine(-1)
+            }
+        }
+        hasher.combine(publishDate)
+        hasher.combine(size)
+    }
+
+    private static func same(_ a: String?, _ b: String?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): return true
+        case let (x?, y?): return x.utf8.elementsEqual(y.utf8)
+        default: return false
         }
     }
 

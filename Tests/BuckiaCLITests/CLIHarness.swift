@@ -1,3 +1,4 @@
+import BuckiaTestSupport
 import Foundation
 
 /// Runs the built `buckia` executable in a private XDG environment.
@@ -40,11 +41,7 @@ struct CLIHarness: ~Copyable {
     /// them (a synchronous wait holds one for as long as the child runs).
     func runOffPool(_ arguments: String...) async throws -> Result {
         let (environment, home) = (environment, home)
-        return try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(with: Swift.Result { try CLIHarness.execute(CLIHarness.executable.path, arguments, environment: environment, directory: home) })
-            }
-        }
+        return try await offPool { try CLIHarness.execute(CLIHarness.executable.path, arguments, environment: environment, directory: home) }
     }
 
     /// Runs another program (a wrapper such as `script`) in the same environment.

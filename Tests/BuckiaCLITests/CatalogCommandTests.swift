@@ -43,4 +43,73 @@ struct CatalogCommandTests {
         let result = try await harness.runOffPool("catalog", "ls", "--db", damaged.path)
         #expect(result.status != 0 && result.stderr.contains("Rebuild"), "\(result)")
     }
+
+    @Test("import caches JSON lines a batch at a time, reporting each commit; ls --json output imports back to the same records")
+    func importLines() async throws {
+        let harness = try CLIHarness()
+        let db = harness.home.appendingPathComponent("catalog.sqlite").path
+        var lines = ""
+        for n in 1...5 {
+            lines += #"{"fileId":"f\#(n)","key":"k/\#(n).mp4","title":"Talk \#(n)","publishDate":"2026-01-0\#(n)T10:00:00.250Z","size":\#(n)}"# + "\n"
+        }
+        let input = try harness.write(lines + "\n", to: "records.jsonl")
+        let imported = try await harness.runOffPool("catalog", "import", input.path, "--db", db, "--batch", "2")
+        #expect(imported.status == 0, "\(imported)")
+        #expect(
+            imported.stdout == "Cached 2 records through line 2.\nCached 2 records through line 4.\nCached 1 record through line 5.\nImported 5 records in 3 batches.\n",
+            "\(imported)")
+        let listed = try await harness.runOffPool("catalog", "ls", "--db", db, "--json")
+        #expect(listed.stdout.contains(#""publishDate":"2026-01-05T10:00:00.250Z""#), "milliseconds survive: \(listed.stdout.prefix(300))")
+        // The array ls --json prints is an import of its own, into another catalog.
+        let array = try harness.write(listed.stdout, to: "records.json")
+        let other = harness.home.appendingPathComponent("other.sqlite").path
+        let again = try await harness.runOffPool("catalog", "import", array.path, "--db", other)
+        #expect(again.status == 0 && again.stdout.hasSuffix("Imported 5 records in 1 batch.\n"), "\(again)")
+        #expect(try await harness.runOffPool("catalog", "ls", "--db", other, "--json").stdout == listed.stdout)
+    }
+
+    /// Inputs import refuses, the line its error names, and how many records stay cached.
+    static let badImports: [(name: String, input: String, line: String, cached: Int)] = [
+        ("not JSON", "{\"fileId\":\"a\",\"key\":\"a\"}\nnot json\n", "Line 2", 0),
+        ("a field missing", "{\"fileId\":\"a\",\"key\":\"a\"}\n{\"fileId\":\"b\",\"key\":\"b\"}\n{\"fileId\":\"c\"}\n", "Line 3", 2),
+        ("a bad date", "{\"fileId\":\"a\",\"key\":\"a\",\"publishDate\":\"yesterday\"}\n", "Line 1", 0),
+        ("an empty key", "{\"fileId\":\"a\",\"key\":\"a\"}\n{\"fileId\":\"b\",\"key\":\"b\"}\n{\"fileId\":\"c\",\"key\":\"\"}\n", "line 3", 2),
+        ("a broken array", "[{\"fileId\":\"a\",\"key\":\"a\"},", "not an array", 0),
+    ]
+
+    @Test("A bad record stops import with an error naming its line; the batches committed before it stay, the rest are not cached", arguments: badImports.indices)
+    func importRefusals(_ index: Int) async throws {
+        let bad = Self.badImports[index]
+        let harness = try CLIHarness()
+        let db = harness.home.appendingPathComponent("catalog.sqlite").path
+        let input = try harness.write(bad.input, to: "bad.jsonl")
+        let result = try await harness.runOffPool("catalog", "import", input.path, "--db", db, "--batch", "2")
+        #expect(result.status != 0 && result.stderr.contains(bad.line), "\(bad.name): \(result)")
+        let listed = try await harness.runOffPool("catalog", "ls", "--db", db, "--json")
+        let records = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+        #expect(records.count == bad.cached, "\(bad.name)")
+        #expect(try await harness.runOffPool("catalog", "import", input.path, "--db", db, "--batch", "0").status == 2)
+    }
+
+    @Test("rm takes several records and removes each with its media; one unknown fileId removes nothing")
+    func removeSeveral() async throws {
+        let harness = try CLIHarness()
+        let db = harness.home.appendingPathComponent("catalog.sqlite").path
+        let media = harness.home.appendingPathComponent("media")
+        try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
+        var lines = ""
+        for n in 1...3 {
+            lines += #"{"fileId":"f\#(n)","key":"k\#(n)","url":"https://cdn.example/\#(n).mp4"}"# + "\n"
+            try Data("x".utf8).write(to: media.appendingPathComponent("\(n).mp4"))
+        }
+        let input = try harness.write(lines, to: "records.jsonl")
+        #expect(try await harness.runOffPool("catalog", "import", input.path, "--db", db).status == 0)
+        let refused = try await harness.runOffPool("catalog", "rm", "f1", "nope", "--db", db, "--media", media.path)
+        #expect(refused.status == 3 && refused.stderr.contains("nothing was removed"), "\(refused)")
+        #expect(FileManager.default.fileExists(atPath: media.appendingPathComponent("1.mp4").path))
+        let removed = try await harness.runOffPool("catalog", "rm", "f1", "f3", "--db", db, "--media", media.path)
+        #expect(removed.status == 0 && removed.stdout == "Removed f1.\nRemoved f3.\n", "\(removed)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: media.path) == ["2.mp4"])
+        #expect(try await harness.runOffPool("catalog", "ls", "--db", db).stdout.contains("k2"))
+    }
 }

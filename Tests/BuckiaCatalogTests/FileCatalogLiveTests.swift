@@ -115,7 +115,7 @@ struct FileCatalogLiveTests {
         #expect(try SQLiteConnection(path: path).query("SELECT count(*) FROM catalog_removals") { $0.int64(0) }.first == 0)
     }
 
-    @Test("A removal committed but not done (the process killed in between) is done on the next open")
+    @Test("A removal committed but not done (the process killed in between) waits through opens without a media folder and is done on the next open with one")
     func outboxAfterKill() throws {
         let folder = try Self.folder()
         defer { CatalogFixture.removeTree(folder) }
@@ -127,7 +127,11 @@ struct FileCatalogLiveTests {
         try SQLiteConnection(path: path).execute("INSERT INTO catalog_removals (kind, path) VALUES ('file', 'left.mp4')")
         let left = media.appendingPathComponent("left.mp4")
         try Data("media".utf8).write(to: left)
+        // A reader that knows no media folder (`catalog ls` without --media) leaves the queue.
+        _ = try FileCatalogClient.live(path: path)
+        #expect(try SQLiteConnection(path: path).query("SELECT count(*) FROM catalog_removals") { $0.int64(0) }.first == 1)
         _ = try FileCatalogClient.live(path: path, configuration: FileCatalogConfiguration(mediaRoot: media))
         #expect(!FileManager.default.fileExists(atPath: left.path))
+        #expect(try SQLiteConnection(path: path).query("SELECT count(*) FROM catalog_removals") { $0.int64(0) }.first == 0)
     }
 }

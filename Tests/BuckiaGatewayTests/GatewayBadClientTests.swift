@@ -1,6 +1,7 @@
 import BuckiaCore
 import BuckiaGateway
 import BuckiaSigV4
+import BuckiaTestSupport
 import Foundation
 import Testing
 

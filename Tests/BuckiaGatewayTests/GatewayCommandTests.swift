@@ -3,6 +3,7 @@ import BuckiaGateway
 import BuckiaLocal
 import BuckiaSecurity
 import BuckiaSigV4
+import BuckiaTestSupport
 import Foundation
 import Testing
 

@@ -234,12 +234,6 @@ func runTool(_ executable: String, _ arguments: [String], environment: [String: 
     try await offPool { try ToolRun.run(executable, arguments, environment: environment, limit: limit) }
 }
 
-/// Runs blocking work (a raw socket, a child process) on a thread of its own.
-func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
-    }
-}
 
 /// A one-request HTTP/1.1 client on a raw socket, on a thread of its own: exactly the bytes asked
 /// for go out (no path normalisation, no shared transfer thread), and the answer is read whole.

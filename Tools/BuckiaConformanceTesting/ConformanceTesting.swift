@@ -1,3 +1,4 @@
+import BuckiaCatalog
 import BuckiaChunks
 import BuckiaConformance
 import BuckiaCore
@@ -95,6 +96,24 @@ enum ConformanceReporting {
             FileHandle.standardError.write(Data("⊘ skipped \(subject) × \(scenario.name): \(reason)\n".utf8))
             try Test.cancel(Comment(rawValue: "skipped: \(reason)"), sourceLocation: sourceLocation)
         }
+    }
+}
+
+extension CatalogScenario: CustomTestStringConvertible {
+    /// The scenario's name, so a test run lists it.
+    public var testDescription: String { name }
+}
+
+extension CatalogScenario {
+    /// Runs this scenario against the catalog `open` opens (for a configuration, with its
+    /// storage in the folder it is given: the same storage each call) and reports the outcome
+    /// to the current test. Scenarios needing a capability not in `capabilities` are skipped.
+    public func check(
+        _ subject: String, capabilities: Set<CatalogCapability>, sourceLocation: SourceLocation = #_sourceLocation,
+        open: @escaping @Sendable (_ configuration: FileCatalogConfiguration, _ folder: URL) async throws -> FileCatalogClient
+    ) async throws {
+        let outcome = await CatalogConformance.run(self, capabilities: capabilities, open: open)
+        try ConformanceReporting.report(outcome, of: self, subject: subject, at: sourceLocation)
     }
 }
 

@@ -182,12 +182,6 @@ final class S3TestServer: Sendable {
         var missing: Bool?
     }
 
-    private static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-        }
-    }
-
     private static func motoScript() throws -> URL {
         if let url = Bundle.module.url(forResource: "moto_server", withExtension: "py", subdirectory: "Resources") {
             return url

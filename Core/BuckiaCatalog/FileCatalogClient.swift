@@ -133,21 +133,21 @@ extension FileCatalogClient {
         }
         @Sendable func removeMedia(of gone: [FileRecord], keeping kept: [FileRecord]) throws {
             guard let media else { return }
-            let keptNames = Set(kept.compactMap(name).map { Array($0.utf8) })
+            let keptNames = Set(kept.compactMap(name).map(ExactText.init))
             for record in gone {
-                guard let path = name(record), !keptNames.contains(Array(path.utf8)) else { continue }
+                guard let path = name(record), !keptNames.contains(ExactText(path)) else { continue }
                 _ = try media.remove(path)  // a name that could leave the folder is refused, not an error
             }
         }
         return FileCatalogClient(
             getFiles: { snapshot() },
-            getFile: { id in records.withLock { $0.byID[Array(id.utf8)] } },
+            getFile: { id in records.withLock { $0.byID[ExactText(id)] } },
             cacheFiles: { files in try upsert(FileCatalogLive.lastOfEach(files)) },
             cacheFile: { file in try upsert([file]) },
             updateFileUrl: { id, url in
                 let found = records.withLock { records -> Bool in
-                    guard records.byID[Array(id.utf8)] != nil else { return false }
-                    records.byID[Array(id.utf8)]?.url = url
+                    guard records.byID[ExactText(id)] != nil else { return false }
+                    records.byID[ExactText(id)]?.url = url
                     return true
                 }
                 guard found else { throw BuckiaError(.notFound, "No file record has the fileId \(id.debugDescription).", operation: "update file url") }
@@ -180,28 +180,28 @@ extension FileCatalogClient {
 /// The in-memory catalog's records, keyed by the bytes of their fileId and of their key, as
 /// SQLite compares text: NFC and NFD twins are two records.
 struct InMemoryRecords {
-    var byID: [[UInt8]: FileRecord] = [:]
+    var byID: [ExactText: FileRecord] = [:]
     /// Key → the fileId holding it.
-    var holders: [[UInt8]: [UInt8]] = [:]
+    var holders: [ExactText: ExactText] = [:]
 
     /// Stores `file`, replacing the record with its fileId; returns the record of another
     /// fileId that held its key, which it replaces too.
     mutating func store(_ file: FileRecord) -> FileRecord? {
-        let id = Array(file.fileId.utf8)
-        let key = Array(file.key.utf8)
+        let id = ExactText(file.fileId)
+        let key = ExactText(file.key)
         var replaced: FileRecord?
         if let holder = holders[key], holder != id {
             replaced = byID.removeValue(forKey: holder)
         }
-        if let previous = byID[id] { holders[Array(previous.key.utf8)] = nil }
+        if let previous = byID[id] { holders[ExactText(previous.key)] = nil }
         byID[id] = file
         holders[key] = id
         return replaced
     }
 
     mutating func remove(_ fileId: String) -> FileRecord? {
-        guard let removed = byID.removeValue(forKey: Array(fileId.utf8)) else { return nil }
-        holders[Array(removed.key.utf8)] = nil
+        guard let removed = byID.removeValue(forKey: ExactText(fileId)) else { return nil }
+        holders[ExactText(removed.key)] = nil
         return removed
     }
 }

@@ -242,10 +242,12 @@ package final class FileCatalogLive: @unchecked Sendable {
     }
 
     static func record(_ row: SQLiteRow) -> FileRecord {
-        FileRecord(
+        var record = FileRecord(
             fileId: row.string(0) ?? "", key: row.string(1) ?? "", title: row.string(2), authorName: row.string(3),
-            publishDate: row.isNull(4) ? nil : Date(timeIntervalSince1970: row.double(4)), size: row.isNull(5) ? nil : row.int64(5),
-            url: row.string(6).flatMap { URL(string: $0) })
+            publishDate: row.isNull(4) ? nil : Date(timeIntervalSince1970: row.double(4)), size: row.isNull(5) ? nil : row.int64(5))
+        // Stored from a URL's absoluteString: kept as text, parsed when the app reads `url`.
+        record.urlText = row.string(6)
+        return record
     }
 
     func file(_ id: String) throws -> FileRecord? {
@@ -257,8 +259,8 @@ package final class FileCatalogLive: @unchecked Sendable {
     /// The last record of each `fileId`, in the order of their last appearance: a batch that
     /// names a file twice stores what it says last.
     static func lastOfEach(_ files: [FileRecord]) -> [FileRecord] {
-        var seen = Set<[UInt8]>()
-        return files.reversed().filter { seen.insert(Array($0.fileId.utf8)).inserted }.reversed()
+        var seen = Set<ExactText>()
+        return files.reversed().filter { seen.insert(ExactText($0.fileId)).inserted }.reversed()
     }
 
     /// The upsert of `rows` records, seven values each in ``columns`` order.
@@ -275,7 +277,7 @@ package final class FileCatalogLive: @unchecked Sendable {
         [
             .text(file.fileId), .text(file.key), file.title.map { .text($0) } ?? .null, file.authorName.map { .text($0) } ?? .null,
             file.publishDate.map { .real($0.timeIntervalSince1970) } ?? .null, file.size.map { .integer($0) } ?? .null,
-            file.url.map { .text($0.absoluteString) } ?? .null,
+            file.urlText.map { .text($0) } ?? .null,
         ]
     }
 
@@ -286,10 +288,10 @@ package final class FileCatalogLive: @unchecked Sendable {
         let files = Self.lastOfEach(batch)
         // Two records of the batch with one key: the later one wins, as it would one at a time.
         // Text compared as bytes, as SQLite compares it: NFC and NFD twins are two keys.
-        var byKey: [[UInt8]: [UInt8]] = [:]
-        for file in files { byKey[Array(file.key.utf8)] = Array(file.fileId.utf8) }
-        let kept = files.filter { byKey[Array($0.key.utf8)] == Array($0.fileId.utf8) }
-        let keptNames = Set(kept.compactMap(mediaName).map { Array($0.utf8) })
+        var byKey: [ExactText: ExactText] = [:]
+        for file in files { byKey[ExactText(file.key)] = ExactText(file.fileId) }
+        let kept = files.filter { byKey[ExactText($0.key)] == ExactText($0.fileId) }
+        let keptNames = Set(kept.compactMap(mediaName).map(ExactText.init))
         let queued = try removalTransaction { () -> Bool in
             var queued = false
             var start = 0
@@ -303,7 +305,7 @@ package final class FileCatalogLive: @unchecked Sendable {
                     chunk.flatMap { [.text($0.key), .text($0.fileId)] }, Self.record)
                 for old in conflicting {
                     try db.run("DELETE FROM catalog_files WHERE file_id = ?1", [.text(old.fileId)])
-                    if let name = mediaName(old), !keptNames.contains(Array(name.utf8)), media != nil {
+                    if let name = mediaName(old), !keptNames.contains(ExactText(name)), media != nil {
                         try db.run("INSERT INTO catalog_removals (kind, path) VALUES ('file', ?1)", [.text(name)])
                         queued = true
                     }

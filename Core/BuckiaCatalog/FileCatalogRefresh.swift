@@ -37,9 +37,9 @@ extension FileCatalogClient {
         if !folder.isEmpty && !folder.hasSuffix("/") { folder += "/" }
         // Compared as bytes, as the catalog compares text (String's hasPrefix and Set would
         // fold NFC and NFD twins together).
-        let listed = Set(records.map { Array($0.fileId.utf8) })
+        let listed = Set(records.map { ExactText($0.fileId) })
         var removed = 0
-        for record in try await getFiles() where record.key.utf8.starts(with: folder.utf8) && !listed.contains(Array(record.fileId.utf8)) {
+        for record in try await getFiles() where record.key.utf8.starts(with: folder.utf8) && !listed.contains(ExactText(record.fileId)) {
             try await deleteFile(record)
             removed += 1
         }

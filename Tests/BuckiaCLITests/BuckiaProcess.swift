@@ -88,15 +88,21 @@ struct BackgroundHome: ~Copyable {
         for folder in ["root", "tmp", "out"] {
             try FileManager.default.createDirectory(at: home.appendingPathComponent(folder), withIntermediateDirectories: true)
         }
-        environment = [
-            "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
-            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_CACHE_HOME": home.appendingPathComponent("cache").path,
-            "XDG_STATE_HOME": home.appendingPathComponent("state").path, "TMPDIR": home.appendingPathComponent("tmp").path,
-            "PATH": "/usr/bin:/bin", "BUCKIA_REMOTE_K_PROVIDER": "local", "BUCKIA_REMOTE_K_ROOT": root.path,
-        ]
+        environment = Self.environment(home: home, ["BUCKIA_REMOTE_K_PROVIDER": "local", "BUCKIA_REMOTE_K_ROOT": root.path])
     }
 
     deinit { try? FileManager.default.removeItem(at: home) }
+
+    /// A `buckia` environment that reads and writes only under `home` (its XDG folders and
+    /// temporary folder), with `extra` (remotes, mostly) added.
+    static func environment(home: URL, _ extra: [String: String] = [:]) -> [String: String] {
+        [
+            "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_CACHE_HOME": home.appendingPathComponent("cache").path,
+            "XDG_STATE_HOME": home.appendingPathComponent("state").path, "TMPDIR": home.appendingPathComponent("tmp").path,
+            "PATH": "/usr/bin:/bin",
+        ].merging(extra) { $1 }
+    }
 
     func start(_ arguments: String..., stdout: FileHandle? = nil) throws -> BuckiaProcess {
         try BuckiaProcess(arguments, home: home, environment: environment, stdout: stdout)

@@ -85,11 +85,7 @@ private final class CatalogKillWorld {
         for folder in [media, outside, home.appendingPathComponent("tmp")] {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         }
-        environment = [
-            "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
-            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_STATE_HOME": home.appendingPathComponent("state").path,
-            "TMPDIR": home.appendingPathComponent("tmp").path, "PATH": "/usr/bin:/bin",
-        ]
+        environment = BackgroundHome.environment(home: home)
         // What no removal may touch: a file outside the folder, a link in it pointing there
         // (named as a media file of the sweep's extensions), and a file of another extension.
         try Data("keep".utf8).write(to: outside.appendingPathComponent("keep.mp4"))

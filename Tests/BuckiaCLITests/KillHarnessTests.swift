@@ -72,12 +72,7 @@ private final class World {
         home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-kill-\(UUID().uuidString)")
         root = home.appendingPathComponent("remote")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        environment = [
-            "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
-            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_STATE_HOME": home.appendingPathComponent("state").path,
-            "TMPDIR": home.appendingPathComponent("tmp").path, "PATH": "/usr/bin:/bin",
-            "BUCKIA_REMOTE_K_PROVIDER": "local", "BUCKIA_REMOTE_K_ROOT": root.path,
-        ]
+        environment = BackgroundHome.environment(home: home, ["BUCKIA_REMOTE_K_PROVIDER": "local", "BUCKIA_REMOTE_K_ROOT": root.path])
         try FileManager.default.createDirectory(at: home.appendingPathComponent("tmp"), withIntermediateDirectories: true)
     }
 

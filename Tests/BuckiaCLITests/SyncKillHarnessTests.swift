@@ -68,12 +68,7 @@ private final class SyncWorld {
         for folder in [local, remote, home.appendingPathComponent("tmp")] {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         }
-        environment = [
-            "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
-            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_STATE_HOME": home.appendingPathComponent("state").path,
-            "TMPDIR": home.appendingPathComponent("tmp").path, "PATH": "/usr/bin:/bin",
-            "BUCKIA_REMOTE_K_PROVIDER": "local", "BUCKIA_REMOTE_K_ROOT": home.appendingPathComponent("remote-root").path,
-        ]
+        environment = BackgroundHome.environment(home: home, ["BUCKIA_REMOTE_K_PROVIDER": "local", "BUCKIA_REMOTE_K_ROOT": home.appendingPathComponent("remote-root").path])
     }
 
     deinit { try? FileManager.default.removeItem(at: home) }

@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "BuckiaChunks", targets: ["BuckiaChunks"]),
         .library(name: "BuckiaDatabase", targets: ["BuckiaDatabase"]),
         .library(name: "BuckiaCatalog", targets: ["BuckiaCatalog"]),
+        .library(name: "BuckiaResourceCache", targets: ["BuckiaResourceCache"]),
         .library(name: "BuckiaSecurity", targets: ["BuckiaSecurity"]),
         .library(name: "BuckiaOAuth", targets: ["BuckiaOAuth"]),
         .library(name: "BuckiaGateway", targets: ["BuckiaGateway"]),
@@ -79,6 +80,7 @@ let package = Package(
         .target(name: "BuckiaChunks", dependencies: ["BuckiaCore"], path: "Core/BuckiaChunks"),
         .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaSQLite", "CSQLite"], path: "Core/BuckiaDatabase"),
         .target(name: "BuckiaCatalog", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaSync", "CSQLite"], path: "Core/BuckiaCatalog"),
+        .target(name: "BuckiaResourceCache", dependencies: ["BuckiaCore", "BuckiaSQLite", "CLinux"], path: "Core/BuckiaResourceCache"),
         .target(name: "BuckiaSecurity", dependencies: ["BuckiaCore", "COpenSSL"], path: "Core/BuckiaSecurity"),
         // OAuth needs HTTP, which BuckiaSecurity does not: a target of its own keeps that one on BuckiaCore.
         .target(name: "BuckiaOAuth", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaHTTP"], path: "Core/BuckiaOAuth"),
@@ -168,6 +170,8 @@ let package = Package(
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
         .testTarget(
+            name: "BuckiaResourceCacheTests", dependencies: ["BuckiaResourceCache", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaResourceCacheTests"),
+        .testTarget(
             name: "BuckiaCatalogTests", dependencies: ["BuckiaCatalog", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaSync", "BuckiaConformance", "BuckiaConformanceTesting"],
             path: "Tests/BuckiaCatalogTests"),
         .testTarget(
@@ -198,6 +202,6 @@ let snippetFolder = Context.packageDirectory + "/Tests/DocSnippets"
 let snippetNames = ((try? FileManager.default.contentsOfDirectory(atPath: snippetFolder)) ?? []).filter { $0.hasPrefix("Snippet_") }.sorted()
 package.targets += snippetNames.map { name in
     .executableTarget(
-        name: name, dependencies: ["Buckia", "BuckiaCore", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaCommandLine"],
+        name: name, dependencies: ["Buckia", "BuckiaCore", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaCommandLine", "BuckiaResourceCache"],
         path: "Tests/DocSnippets/\(name)")
 }

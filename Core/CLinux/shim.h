@@ -96,4 +96,19 @@ static inline int buckia_create_locked(int dirfd, const char *folder, const char
     return -1;
 #endif
 }
+/* Extended attributes of a path, never through a final link: Linux's l*xattr, or Darwin's with
+ * XATTR_NOFOLLOW. buckia_no_attribute is the errno of an attribute that is not there. */
+#include <sys/xattr.h>
+#ifdef __APPLE__
+static inline ssize_t buckia_getxattr(const char *path, const char *name, void *value, size_t size) { return getxattr(path, name, value, size, 0, XATTR_NOFOLLOW); }
+static inline int buckia_setxattr(const char *path, const char *name, const void *value, size_t size) { return setxattr(path, name, value, size, 0, XATTR_NOFOLLOW); }
+static inline int buckia_removexattr(const char *path, const char *name) { return removexattr(path, name, XATTR_NOFOLLOW); }
+static const int buckia_no_attribute = ENOATTR;
+#else
+static inline ssize_t buckia_getxattr(const char *path, const char *name, void *value, size_t size) { return lgetxattr(path, name, value, size); }
+static inline int buckia_setxattr(const char *path, const char *name, const void *value, size_t size) { return lsetxattr(path, name, value, size, 0); }
+static inline int buckia_removexattr(const char *path, const char *name) { return lremovexattr(path, name); }
+static const int buckia_no_attribute = ENODATA;
+#endif
+
 #endif

@@ -1,0 +1,328 @@
+import BuckiaCore
+import Foundation
+
+/// A resource as the cache hands it out.
+public struct CachedResource: Sendable {
+    /// The resource's bytes (processed, if a processor ran; never the transform's encoding).
+    public let data: Data
+    /// The stored file (in the transform's encoding).
+    public let file: URL
+    /// The entry's key.
+    public let key: String
+    /// What the origin said when it was stored.
+    public let response: CachedResponse
+    /// When it was stored.
+    public let storedAt: Date
+    /// Where the bytes came from.
+    public let tier: Tier
+
+    /// The cache tier a read was served from.
+    public enum Tier: String, Sendable {
+        case memory, disk
+    }
+}
+
+/// What the cache holds.
+public struct ResourceCacheStatistics: Sendable, Hashable, Codable {
+    /// Entries on disk.
+    public var entries: Int
+    /// Bytes their files hold.
+    public var bytes: Int64
+    /// Pinned entries.
+    public var pinned: Int
+    /// Bytes held by the memory tier.
+    public var memoryBytes: Int
+    /// Entries in the memory tier.
+    public var memoryEntries: Int
+}
+
+/// Resources kept on disk under one folder, indexed in SQLite, with a bounded memory tier
+/// above: the store the downloader fills and reads.
+///
+/// Every write is atomic (a temporary file, `fsync`, a rename), the index row committed after
+/// the file is in place; a read checks the file against the SHA-256 recorded for it, so a
+/// missing, truncated or altered file is a miss (its entry dropped) and never wrong bytes.
+/// After every write the eviction policy brings the cache within its limits.
+public final class ResourceCache: Sendable {
+    /// The cache folder.
+    public let folder: URL
+    /// Its choices.
+    public let configuration: ResourceCacheConfiguration
+    let index: ResourceIndex
+    let memory: Locked<MemoryTier>
+    let now: @Sendable () -> Date
+    /// Where temporaries are written (in the folder, so the rename stays on one file system).
+    let temporaries: URL
+
+    /// Opens (creating) the cache in `folder`.
+    ///
+    /// - Parameter clock: The time entries are stamped with; injected by tests.
+    /// - Throws: ``BuckiaError/Code/corrupt`` for a damaged index, with the way back.
+    public init(folder: URL, configuration: ResourceCacheConfiguration = ResourceCacheConfiguration(), clock: @escaping @Sendable () -> Date = { Date() }) throws {
+        self.folder = folder
+        self.configuration = configuration
+        now = clock
+        temporaries = folder.appendingPathComponent(".buckia-tmp", isDirectory: true)
+        try FileManager.default.createDirectory(at: temporaries, withIntermediateDirectories: true)
+        index = try ResourceIndex(path: folder.appendingPathComponent(".buckia-index.sqlite").path)
+        memory = Locked(MemoryTier(limit: max(0, configuration.memoryBytes)))
+    }
+
+    // MARK: Keys and paths
+
+    /// The entry key of `location`: the identifier rules, the processor, and the identifier.
+    public func key(for location: ResourceLocation) throws -> String {
+        let processor = activeProcessor(location)?.id ?? "original"
+        return "\(configuration.identifierProvider.ruleName)|\(processor)|\(try identifier(location))"
+    }
+
+    func identifier(_ location: ResourceLocation) throws -> String {
+        let identifier = try configuration.identifierProvider.identifier(for: location)
+        guard !identifier.isEmpty, identifier.utf8.count <= 128, !identifier.contains("/"), !identifier.utf8.contains(0), identifier != ".", identifier != ".." else {
+            throw BuckiaError(
+                .invalidConfiguration, "The identifier provider gave \(identifier.prefix(40).debugDescription) for \(location); an identifier is a plain name of 1 to 128 bytes.",
+                operation: "cache key")
+        }
+        return identifier
+    }
+
+    func activeProcessor(_ location: ResourceLocation) -> (any ResourceProcessor)? {
+        guard let processor = configuration.processor, processor.shouldProcess(location) else { return nil }
+        return processor
+    }
+
+    /// The checked relative path of an entry.
+    func relativePath(_ location: ResourceLocation, storedAt: Date) throws -> String {
+        var identifier = try identifier(location)
+        if let processor = activeProcessor(location) {
+            // The same resource processed two ways is two files.
+            identifier = Hashing.sha256Hex(Data("\(identifier)|\(processor.id)".utf8)).prefix(32).description
+        }
+        let path = configuration.pathProvider.path(
+            for: location, identifier: identifier, fileExtension: configuration.transform.fileExtension, storedAt: storedAt)
+        _ = try ResourceNames.check(path)
+        return path
+    }
+
+    // MARK: Writing
+
+    /// Stores `data` (as downloaded) for `location`: processed, transformed, written atomically,
+    /// indexed; then the cache is trimmed to its limits. `pinned` and `priority` default to
+    /// what the entry had (unpinned, 0 for a new one).
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` when one resource is larger than the
+    ///   cache's byte limit (nothing is stored); what the file system reports (a full disk),
+    ///   with the cache as it was.
+    @discardableResult
+    public func store(
+        _ data: Data, for location: ResourceLocation, response: CachedResponse = CachedResponse(), metadata: [String: String]? = nil, pinned: Bool? = nil,
+        priority: Int? = nil
+    ) throws -> CachedResource {
+        let stamp = now()
+        let key = try key(for: location)
+        let processed = try activeProcessor(location).map { try $0.process(data, for: location) } ?? data
+        let encoded = try configuration.transform.encode(processed)
+        if let limit = configuration.maxBytes, Int64(encoded.count) > limit {
+            throw BuckiaError(
+                .invalidConfiguration, "\(location) is \(encoded.count) bytes stored, more than the cache's whole limit of \(limit) bytes; it was not cached.",
+                operation: "store in cache")
+        }
+        let path = try relativePath(location, storedAt: stamp)
+        let file = folder.appendingPathComponent(path)
+        // A resource stored again (downloaded anew) keeps its pin and priority unless told.
+        let previous = try index.entry(key)
+        try AtomicFile.write(encoded, to: file, options: AtomicFile.Options(temporaryDirectory: temporaries, createParentDirectories: true))
+        let entry = IndexEntry(
+            key: key, location: location.text, path: path, contentHash: Hashing.sha256Hex(encoded), size: Int64(encoded.count),
+            originalSize: Int64(data.count), transform: configuration.transform.name, processor: activeProcessor(location)?.id ?? "original",
+            response: response, storedAt: stamp, lastAccess: stamp, hits: previous?.hits ?? 0, pinned: pinned ?? previous?.pinned ?? false,
+            priority: priority ?? previous?.priority ?? 0)
+        if let metadata, let provider = configuration.metadataProvider { try provider.save(metadata, key: key, file: file) }
+        let replaced = try index.put(entry)
+        if let replaced { try removeFile(replaced, key: key) }
+        memory.withLock { $0.put(key, processed) }
+        try trim()
+        return CachedResource(data: processed, file: file, key: key, response: response, storedAt: stamp, tier: .disk)
+    }
+
+    /// Refreshes what the origin said about a stored entry (a 304's new headers) without
+    /// rewriting its bytes; false when there is no entry.
+    @discardableResult
+    public func updateResponse(_ response: CachedResponse, for location: ResourceLocation) throws -> Bool {
+        guard var entry = try index.entry(key(for: location)) else { return false }
+        entry.response = response
+        _ = try index.put(entry)
+        return true
+    }
+
+    // MARK: Reading
+
+    /// The cached resource at `location`, or nil (a miss), whatever its freshness (the
+    /// downloader decides that from ``CachedResource/response``).
+    ///
+    /// A file that is missing, or whose bytes do not match the SHA-256 recorded when it was
+    /// stored, or that its transform cannot decode, is a miss: the entry is dropped, and the
+    /// next fetch downloads the resource again.
+    public func lookup(_ location: ResourceLocation) throws -> CachedResource? {
+        let key = try key(for: location)
+        guard let entry = try index.entry(key) else {
+            memory.withLock { $0.remove(key) }
+            return nil
+        }
+        let file = folder.appendingPathComponent(entry.path)
+        let stamp = now()
+        if let data = memory.withLock({ $0.get(key) }) {
+            try index.recordHit(key, at: stamp)
+            return CachedResource(data: data, file: file, key: key, response: entry.response, storedAt: entry.storedAt, tier: .memory)
+        }
+        guard let stored = try readVerified(file, entry) else {
+            try drop(entry)
+            return nil
+        }
+        let data: Data
+        do {
+            data = try decoder(for: entry).decode(stored)
+        } catch {
+            try drop(entry)
+            return nil
+        }
+        try index.recordHit(key, at: stamp)
+        memory.withLock { $0.put(key, data) }
+        return CachedResource(data: data, file: file, key: key, response: entry.response, storedAt: entry.storedAt, tier: .disk)
+    }
+
+    func decoder(for entry: IndexEntry) throws -> any ResourceTransform {
+        let transform = configuration.transform
+        guard transform.name == entry.transform else {
+            switch entry.transform {
+            case IdentityTransform().name: return IdentityTransform()
+            case ZlibTransform().name: return ZlibTransform()
+            case AdaptiveTransform().name: return AdaptiveTransform()
+            default:
+                throw BuckiaError(.unsupported, "The entry was stored by the transform \(entry.transform), which this cache is not configured with.", operation: "read cache")
+            }
+        }
+        return transform
+    }
+
+    /// The file's bytes if they are the ones recorded, or nil.
+    func readVerified(_ file: URL, _ entry: IndexEntry) throws -> Data? {
+        let data: Data
+        do {
+            data = try Data(contentsOf: file)
+        } catch CocoaError.fileReadNoSuchFile {
+            return nil
+        }
+        guard Int64(data.count) == entry.size, Hashing.sha256Hex(data) == entry.contentHash else { return nil }
+        return data
+    }
+
+    // MARK: Removing
+
+    /// The metadata saved with the entry of `location` by the configured provider, or nil.
+    public func metadata(for location: ResourceLocation) throws -> [String: String]? {
+        guard let provider = configuration.metadataProvider, let entry = try index.entry(key(for: location)) else { return nil }
+        return try provider.load(key: entry.key, file: folder.appendingPathComponent(entry.path))
+    }
+
+    /// Removes the entry of `location`; false when there was none.
+    @discardableResult
+    public func remove(_ location: ResourceLocation) throws -> Bool {
+        guard let entry = try index.entry(key(for: location)) else { return false }
+        try drop(entry)
+        return true
+    }
+
+    /// Pins (or unpins) the entry of `location`: a pinned entry is never evicted. False when
+    /// there is no entry.
+    @discardableResult
+    public func pin(_ location: ResourceLocation, _ pinned: Bool = true) throws -> Bool {
+        try index.setPinned(key(for: location), pinned)
+    }
+
+    /// Evicts entries in the policy's order until the cache is within its limits; returns
+    /// those evicted. Pinned entries stay, even over a limit.
+    @discardableResult
+    public func trim() throws -> [CacheEntryInfo] {
+        let entries = try index.entries()
+        let victims = configuration.evictionPolicy.victims(entries.map(\.info), maxBytes: configuration.maxBytes, maxCount: configuration.maxCount, now: now())
+        guard !victims.isEmpty else { return [] }
+        let byKey = Dictionary(entries.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        // The index first: an entry whose file is gone but whose row stayed would be a miss
+        // anyway; a file without a row would be orphaned.
+        try index.remove(victims.map(\.key))
+        for victim in victims {
+            memory.withLock { $0.remove(victim.key) }
+            if let entry = byKey[victim.key] { try removeFile(entry.path, key: entry.key) }
+        }
+        return victims
+    }
+
+    /// Removes every entry, pinned or not.
+    public func clear() throws {
+        let entries = try index.entries()
+        try index.removeAll()
+        memory.withLock { $0 = MemoryTier(limit: $0.limit) }
+        for entry in entries { try removeFile(entry.path, key: entry.key) }
+    }
+
+    /// What the cache holds.
+    public func statistics() throws -> ResourceCacheStatistics {
+        let entries = try index.entries()
+        let (bytes, count) = memory.withLock { ($0.bytes, $0.count) }
+        return ResourceCacheStatistics(
+            entries: entries.count, bytes: entries.reduce(0) { $0 + $1.size }, pinned: entries.filter(\.pinned).count, memoryBytes: bytes, memoryEntries: count)
+    }
+
+    func drop(_ entry: IndexEntry) throws {
+        try index.remove([entry.key])
+        memory.withLock { $0.remove(entry.key) }
+        try removeFile(entry.path, key: entry.key)
+    }
+
+    /// Removes an entry's file (and its metadata); nothing there is fine.
+    func removeFile(_ path: String, key: String) throws {
+        let file = folder.appendingPathComponent(path)
+        if let metadata = configuration.metadataProvider { try metadata.clear(key: key, file: file) }
+        do {
+            try FileManager.default.removeItem(at: file)
+        } catch CocoaError.fileNoSuchFile {
+            return
+        }
+    }
+}
+
+/// The memory tier: the most recently used resources' bytes, within a byte limit.
+struct MemoryTier: Sendable {
+    let limit: Int
+    private var items: [String: (data: Data, tick: UInt64)] = [:]
+    private var tick: UInt64 = 0
+    private(set) var bytes = 0
+    var count: Int { items.count }
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    mutating func get(_ key: String) -> Data? {
+        guard let item = items[key] else { return nil }
+        tick &+= 1
+        items[key] = (item.data, tick)
+        return item.data
+    }
+
+    mutating func put(_ key: String, _ data: Data) {
+        remove(key)
+        guard data.count <= limit else { return }
+        tick &+= 1
+        items[key] = (data, tick)
+        bytes += data.count
+        while bytes > limit, let oldest = items.min(by: { $0.value.tick < $1.value.tick }) {
+            remove(oldest.key)
+        }
+    }
+
+    mutating func remove(_ key: String) {
+        if let item = items.removeValue(forKey: key) { bytes -= item.data.count }
+    }
+}

@@ -1,0 +1,209 @@
+import BuckiaCore
+import BuckiaSQLite
+import Foundation
+
+/// What the cache knows of a stored response, for freshness and revalidation (RFC 9111):
+/// filled by the downloader, kept by the index.
+public struct CachedResponse: Sendable, Hashable, Codable {
+    /// The response's entity tag, for `If-None-Match`.
+    public var etag: String?
+    /// Its `Last-Modified`, as sent, for `If-Modified-Since`.
+    public var lastModified: String?
+    /// Its `Cache-Control`, as sent.
+    public var cacheControl: String?
+    /// Its `Content-Type`.
+    public var contentType: String?
+    /// Until when it may be served without asking the origin; nil: always ask.
+    public var freshUntil: Date?
+
+    public init(etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil, contentType: String? = nil, freshUntil: Date? = nil) {
+        (self.etag, self.lastModified, self.cacheControl, self.contentType, self.freshUntil) = (etag, lastModified, cacheControl, contentType, freshUntil)
+    }
+}
+
+/// One row of the index.
+struct IndexEntry: Sendable, Hashable {
+    var key: String
+    var location: String
+    /// Relative to the cache folder.
+    var path: String
+    /// SHA-256 (hex) of the stored file's bytes.
+    var contentHash: String
+    /// Bytes the stored file holds.
+    var size: Int64
+    /// Bytes of the resource before the transform.
+    var originalSize: Int64
+    var transform: String
+    var processor: String
+    var response: CachedResponse
+    var storedAt: Date
+    var lastAccess: Date
+    var hits: Int64
+    var pinned: Bool
+    var priority: Int
+
+    var info: CacheEntryInfo {
+        CacheEntryInfo(key: key, size: size, storedAt: storedAt, lastAccess: lastAccess, hits: hits, priority: priority, pinned: pinned)
+    }
+}
+
+/// The cache's index: one SQLite table every eviction policy reads, never file timestamps.
+///
+/// `@unchecked Sendable`: `db` is used only under `lock`.
+final class ResourceIndex: @unchecked Sendable {
+    /// `BRCI`: marks a database as a resource cache index (`PRAGMA application_id`).
+    static let applicationID: Int64 = 0x4252_4349
+    static let migrations = [
+        """
+        CREATE TABLE cache_entries (
+            key TEXT PRIMARY KEY,
+            location TEXT NOT NULL,
+            path TEXT NOT NULL UNIQUE,
+            content_hash TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            original_size INTEGER NOT NULL,
+            transform TEXT NOT NULL,
+            processor TEXT NOT NULL,
+            etag TEXT,
+            last_modified TEXT,
+            cache_control TEXT,
+            content_type TEXT,
+            fresh_until REAL,
+            stored_at REAL NOT NULL,
+            last_access REAL NOT NULL,
+            hits INTEGER NOT NULL DEFAULT 0,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            priority INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+        CREATE INDEX cache_entries_access ON cache_entries (last_access);
+        """
+    ]
+    static let columns =
+        "key, location, path, content_hash, size, original_size, transform, processor, etag, last_modified, cache_control, content_type, fresh_until, stored_at, last_access, hits, pinned, priority"
+
+    private let db: SQLiteConnection
+    private let lock = NSLock()
+    let path: String
+
+    init(path: String) throws {
+        self.path = path
+        do {
+            db = try SQLiteConnection(path: path)
+            try prepare()
+        } catch let error as BuckiaError where error.code == .corrupt {
+            throw BuckiaError(
+                .corrupt, "The resource cache's index at \(path) is damaged (\(error.message)). Clear the cache (buckia cache clear) or remove its folder; its entries are downloaded again.",
+                operation: "open resource cache", path: path, cause: error)
+        }
+    }
+
+    private func prepare() throws {
+        let application = try db.query("PRAGMA application_id") { $0.int64(0) }.first ?? 0
+        let tables = try db.query("SELECT count(*) FROM sqlite_schema WHERE type = 'table'") { $0.int64(0) }.first ?? 0
+        guard application == Self.applicationID || (application == 0 && tables == 0) else {
+            throw BuckiaError(.invalidConfiguration, "The database at \(path) is not a resource cache index; it was left untouched.", operation: "open resource cache", path: path)
+        }
+        let found = try db.query("PRAGMA user_version") { $0.int64(0) }.first ?? 0
+        let version = Int64(Self.migrations.count)
+        guard found <= version else {
+            throw BuckiaError(
+                .invalidConfiguration, "The resource cache at \(path) was written by a newer Buckia (index schema \(found); this one reads up to \(version)); it was left untouched.",
+                operation: "open resource cache", path: path)
+        }
+        _ = try db.setJournalMode(.wal)
+        try db.setSynchronous(.normal)
+        if found < version {
+            try db.transaction {
+                for migration in Self.migrations[Int(found)...] { try db.execute(migration) }
+                try db.execute("PRAGMA application_id = \(Self.applicationID)")
+                try db.execute("PRAGMA user_version = \(version)")
+            }
+        }
+    }
+
+    func locked<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(db)
+    }
+
+    static func entry(_ row: SQLiteRow) -> IndexEntry {
+        IndexEntry(
+            key: row.string(0) ?? "", location: row.string(1) ?? "", path: row.string(2) ?? "", contentHash: row.string(3) ?? "",
+            size: row.int64(4), originalSize: row.int64(5), transform: row.string(6) ?? "", processor: row.string(7) ?? "",
+            response: CachedResponse(
+                etag: row.string(8), lastModified: row.string(9), cacheControl: row.string(10), contentType: row.string(11),
+                freshUntil: row.isNull(12) ? nil : Date(timeIntervalSince1970: row.double(12))),
+            storedAt: Date(timeIntervalSince1970: row.double(13)), lastAccess: Date(timeIntervalSince1970: row.double(14)), hits: row.int64(15),
+            pinned: row.int64(16) != 0, priority: Int(row.int64(17)))
+    }
+
+    func entry(_ key: String) throws -> IndexEntry? {
+        try locked { db in try db.query("SELECT \(Self.columns) FROM cache_entries WHERE key = ?1", [.text(key)], Self.entry).first }
+    }
+
+    func entries() throws -> [IndexEntry] {
+        try locked { db in try db.query("SELECT \(Self.columns) FROM cache_entries", [], Self.entry) }
+    }
+
+    /// Inserts or replaces the row; returns the path of the row it replaced, if that path differs.
+    func put(_ entry: IndexEntry) throws -> String? {
+        try locked { db in
+            try db.transaction {
+                let previous = try db.query("SELECT path FROM cache_entries WHERE key = ?1", [.text(entry.key)]) { $0.string(0) ?? "" }.first
+                try db.run(
+                    """
+                    INSERT INTO cache_entries (\(Self.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                    ON CONFLICT (key) DO UPDATE SET location = excluded.location, path = excluded.path, content_hash = excluded.content_hash,
+                        size = excluded.size, original_size = excluded.original_size, transform = excluded.transform, processor = excluded.processor,
+                        etag = excluded.etag, last_modified = excluded.last_modified, cache_control = excluded.cache_control,
+                        content_type = excluded.content_type, fresh_until = excluded.fresh_until, stored_at = excluded.stored_at,
+                        last_access = excluded.last_access, pinned = excluded.pinned, priority = excluded.priority
+                    """,
+                    [
+                        .text(entry.key), .text(entry.location), .text(entry.path), .text(entry.contentHash), .integer(entry.size),
+                        .integer(entry.originalSize), .text(entry.transform), .text(entry.processor), Self.text(entry.response.etag),
+                        Self.text(entry.response.lastModified), Self.text(entry.response.cacheControl), Self.text(entry.response.contentType),
+                        entry.response.freshUntil.map { .real($0.timeIntervalSince1970) } ?? .null, .real(entry.storedAt.timeIntervalSince1970),
+                        .real(entry.lastAccess.timeIntervalSince1970), .integer(entry.hits), .integer(entry.pinned ? 1 : 0), .integer(Int64(entry.priority)),
+                    ])
+                return previous.flatMap { $0 == entry.path ? nil : $0 }
+            }
+        }
+    }
+
+    static func text(_ value: String?) -> SQLiteValue { value.map { .text($0) } ?? .null }
+
+    func recordHit(_ key: String, at date: Date) throws {
+        try locked { db in
+            try db.run("UPDATE cache_entries SET hits = hits + 1, last_access = ?2 WHERE key = ?1", [.text(key), .real(date.timeIntervalSince1970)])
+        }
+    }
+
+    func setPinned(_ key: String, _ pinned: Bool) throws -> Bool {
+        try locked { db in
+            try db.run("UPDATE cache_entries SET pinned = ?2 WHERE key = ?1", [.text(key), .integer(pinned ? 1 : 0)])
+            return db.changes > 0
+        }
+    }
+
+    func remove(_ keys: [String]) throws {
+        guard !keys.isEmpty else { return }
+        try locked { db in
+            try db.transaction {
+                for key in keys { try db.run("DELETE FROM cache_entries WHERE key = ?1", [.text(key)]) }
+            }
+        }
+    }
+
+    func removeAll() throws {
+        try locked { db in try db.run("DELETE FROM cache_entries") }
+    }
+
+    /// Bytes and entries held.
+    func totals() throws -> (bytes: Int64, count: Int) {
+        try locked { db in
+            try db.query("SELECT coalesce(sum(size), 0), count(*) FROM cache_entries") { ($0.int64(0), Int($0.int64(1))) }.first ?? (0, 0)
+        }
+    }
+}

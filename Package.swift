@@ -80,7 +80,7 @@ let package = Package(
         .target(name: "BuckiaChunks", dependencies: ["BuckiaCore"], path: "Core/BuckiaChunks"),
         .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaSQLite", "CSQLite"], path: "Core/BuckiaDatabase"),
         .target(name: "BuckiaCatalog", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaSync", "CSQLite"], path: "Core/BuckiaCatalog"),
-        .target(name: "BuckiaResourceCache", dependencies: ["BuckiaCore", "BuckiaSQLite", "CLinux"], path: "Core/BuckiaResourceCache"),
+        .target(name: "BuckiaResourceCache", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaHTTP", "CLinux"], path: "Core/BuckiaResourceCache"),
         .target(name: "BuckiaSecurity", dependencies: ["BuckiaCore", "COpenSSL"], path: "Core/BuckiaSecurity"),
         // OAuth needs HTTP, which BuckiaSecurity does not: a target of its own keeps that one on BuckiaCore.
         .target(name: "BuckiaOAuth", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaHTTP"], path: "Core/BuckiaOAuth"),
@@ -170,7 +170,8 @@ let package = Package(
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
         .testTarget(
-            name: "BuckiaResourceCacheTests", dependencies: ["BuckiaResourceCache", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaResourceCacheTests"),
+            name: "BuckiaResourceCacheTests", dependencies: ["BuckiaResourceCache", "BuckiaCore", "BuckiaHTTP", "BuckiaMemory", "BuckiaTestSupport"], path: "Tests/BuckiaResourceCacheTests",
+            resources: [.copy("Resources")]),
         .testTarget(
             name: "BuckiaCatalogTests", dependencies: ["BuckiaCatalog", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaSync", "BuckiaConformance", "BuckiaConformanceTesting"],
             path: "Tests/BuckiaCatalogTests"),

@@ -114,7 +114,9 @@ let package = Package(
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks", "BuckiaCatalog", "BuckiaMemory"], path: "Tools/BuckiaConformance"),
         // Swift Testing glue in a module of its own, so the command line never links Testing.
         .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks", "BuckiaCatalog"], path: "Tools/BuckiaConformanceTesting"),
-        .target(name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "CLinux"], path: "Tools/BuckiaCommandLine"),
+        .target(
+            name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaResourceCache", "CLinux"],
+            path: "Tools/BuckiaCommandLine"),
         .executableTarget(name: "BuckiaCLI", dependencies: ["BuckiaCommandLine"], path: "Tools/BuckiaCLI"),
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "BuckiaSQLite", "BuckiaDatabase", "BuckiaCatalog", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
 
@@ -173,7 +175,10 @@ let package = Package(
             name: "BuckiaResourceCacheTests", dependencies: ["BuckiaResourceCache", "BuckiaCore", "BuckiaHTTP", "BuckiaMemory", "BuckiaTestSupport"], path: "Tests/BuckiaResourceCacheTests",
             resources: [.copy("Resources")]),
         .testTarget(
-            name: "BuckiaCatalogTests", dependencies: ["BuckiaCatalog", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaSync", "BuckiaConformance", "BuckiaConformanceTesting"],
+            name: "BuckiaCatalogTests",
+            dependencies: [
+                "BuckiaCatalog", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaSync", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaTestSupport",
+            ],
             path: "Tests/BuckiaCatalogTests"),
         .testTarget(
             name: "BuckiaChunksTests",

@@ -53,6 +53,8 @@ public final class ResourceCache: Sendable {
     let now: @Sendable () -> Date
     /// Where temporaries are written (in the folder, so the rename stays on one file system).
     let temporaries: URL
+    /// Where the downloader's per-entry lock files are.
+    let locks: URL
 
     /// Opens (creating) the cache in `folder`.
     ///
@@ -63,7 +65,8 @@ public final class ResourceCache: Sendable {
         self.configuration = configuration
         now = clock
         temporaries = folder.appendingPathComponent(".buckia-tmp", isDirectory: true)
-        try FileManager.default.createDirectory(at: temporaries, withIntermediateDirectories: true)
+        locks = folder.appendingPathComponent(".buckia-locks", isDirectory: true)
+        for made in [temporaries, locks] { try FileManager.default.createDirectory(at: made, withIntermediateDirectories: true) }
         index = try ResourceIndex(path: folder.appendingPathComponent(".buckia-index.sqlite").path)
         memory = Locked(MemoryTier(limit: max(0, configuration.memoryBytes)))
     }

@@ -139,6 +139,10 @@ public final class ResourceDownloader: Sendable {
     /// or (on failure, within `stale-if-error`) serves what is cached.
     func refresh(_ location: ResourceLocation, key: String) async throws -> Fetched {
         try await slots.run {
+            // One download per entry across processes sharing the folder: the lock file is
+            // held for the whole request, and whoever waited on it finds the entry stored.
+            let lock = try await EntryLock.acquire(folder: self.cache.locks, key: key)
+            defer { lock.release() }
             // Another process, or a flight that just ended, may have stored it meanwhile.
             let cached = try self.cache.lookup(location)
             if let cached, let fresh = cached.response.freshUntil, self.now() < fresh {
@@ -302,5 +306,38 @@ final class DownloadSlots: Sendable {
             next?.resume()
         }
         return try await body()
+    }
+}
+
+/// An exclusive advisory lock (`flock`) on one entry's lock file, held across a download. The
+/// files stay: removing a lock file while another process waits on it would let a third take
+/// a fresh one, and two would download.
+final class EntryLock: Sendable {
+    let descriptor: Int32
+
+    private init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// Waits (on a blocking-work thread) for the lock of `key` in `folder`.
+    static func acquire(folder: URL, key: String) async throws -> EntryLock {
+        let path = folder.appendingPathComponent(String(Hashing.sha256Hex(Data(key.utf8)).prefix(32)) + ".lock").path
+        return try await BlockingWork.run("lock cache entry") {
+            let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw BuckiaError.posix(errno, operation: "lock cache entry", path: path) }
+            while flock(descriptor, LOCK_EX) != 0 {
+                guard errno == EINTR else {
+                    let code = errno
+                    close(descriptor)
+                    throw BuckiaError.posix(code, operation: "lock cache entry", path: path)
+                }
+            }
+            return EntryLock(descriptor: descriptor)
+        }
+    }
+
+    func release() {
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
     }
 }

@@ -98,27 +98,42 @@ final class ResourceIndex: @unchecked Sendable {
     }
 
     private func prepare() throws {
-        let application = try db.query("PRAGMA application_id") { $0.int64(0) }.first ?? 0
-        let tables = try db.query("SELECT count(*) FROM sqlite_schema WHERE type = 'table'") { $0.int64(0) }.first ?? 0
-        guard application == Self.applicationID || (application == 0 && tables == 0) else {
-            throw BuckiaError(.invalidConfiguration, "The database at \(path) is not a resource cache index; it was left untouched.", operation: "open resource cache", path: path)
-        }
-        let found = try db.query("PRAGMA user_version") { $0.int64(0) }.first ?? 0
+        // Processes sharing the folder may open a new cache at once. What the file is gets
+        // read in one transaction (a consistent snapshot), and read again under the write lock
+        // before migrating, so one opener migrates and the others find it done.
         let version = Int64(Self.migrations.count)
-        guard found <= version else {
-            throw BuckiaError(
-                .invalidConfiguration, "The resource cache at \(path) was written by a newer Buckia (index schema \(found); this one reads up to \(version)); it was left untouched.",
-                operation: "open resource cache", path: path)
+        func identity() throws -> (application: Int64, tables: Int64, version: Int64) {
+            (
+                try db.query("PRAGMA application_id") { $0.int64(0) }.first ?? 0,
+                try db.query("SELECT count(*) FROM sqlite_schema WHERE type = 'table'") { $0.int64(0) }.first ?? 0,
+                try db.query("PRAGMA user_version") { $0.int64(0) }.first ?? 0
+            )
         }
-        _ = try db.setJournalMode(.wal)
-        try db.setSynchronous(.normal)
-        if found < version {
+        func check(_ found: (application: Int64, tables: Int64, version: Int64)) throws {
+            guard found.application == Self.applicationID || (found.application == 0 && found.tables == 0) else {
+                throw BuckiaError(.invalidConfiguration, "The database at \(path) is not a resource cache index; it was left untouched.", operation: "open resource cache", path: path)
+            }
+            guard found.version <= version else {
+                throw BuckiaError(
+                    .invalidConfiguration,
+                    "The resource cache at \(path) was written by a newer Buckia (index schema \(found.version); this one reads up to \(version)); it was left untouched.",
+                    operation: "open resource cache", path: path)
+            }
+        }
+        let found = try db.transaction(.deferred) { try identity() }
+        try check(found)
+        if found.version < version {
+            _ = try db.setJournalMode(.wal)
             try db.transaction {
-                for migration in Self.migrations[Int(found)...] { try db.execute(migration) }
+                let current = try identity()
+                try check(current)
+                guard current.version < version else { return }
+                for migration in Self.migrations[Int(current.version)...] { try db.execute(migration) }
                 try db.execute("PRAGMA application_id = \(Self.applicationID)")
                 try db.execute("PRAGMA user_version = \(version)")
             }
         }
+        try db.setSynchronous(.normal)
     }
 
     func locked<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {

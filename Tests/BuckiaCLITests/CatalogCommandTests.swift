@@ -1,3 +1,4 @@
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -111,5 +112,23 @@ struct CatalogCommandTests {
         #expect(removed.status == 0 && removed.stdout == "Removed f1.\nRemoved f3.\n", "\(removed)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: media.path) == ["2.mp4"])
         #expect(try await harness.runOffPool("catalog", "ls", "--db", db).stdout.contains("k2"))
+    }
+
+    @Test("Ten processes opening one new catalog at once all succeed: one creates it, the others find it made")
+    func concurrentCreation() async throws {
+        let harness = try CLIHarness()
+        let db = harness.home.appendingPathComponent("new.sqlite").path
+        let (environment, home) = (harness.environment, harness.home)
+        let runs = try await withThrowingTaskGroup(of: CLIHarness.Result.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    try await offPool { try CLIHarness.execute(CLIHarness.executable.path, ["catalog", "ls", "--db", db], environment: environment, directory: home) }
+                }
+            }
+            var runs: [CLIHarness.Result] = []
+            for try await run in group { runs.append(run) }
+            return runs
+        }
+        for run in runs { #expect(run.status == 0, "\(run.stderr)") }
     }
 }

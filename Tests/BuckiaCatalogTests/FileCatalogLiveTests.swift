@@ -1,6 +1,7 @@
 import BuckiaCatalog
 import BuckiaCore
 import BuckiaSQLite
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -133,5 +134,15 @@ struct FileCatalogLiveTests {
         _ = try FileCatalogClient.live(path: path, configuration: FileCatalogConfiguration(mediaRoot: media))
         #expect(!FileManager.default.fileExists(atPath: left.path))
         #expect(try SQLiteConnection(path: path).query("SELECT count(*) FROM catalog_removals") { $0.int64(0) }.first == 0)
+    }
+
+    @Test("Sixteen connections opening one new catalog at the same moment all succeed, 20 times over: one migrates, the others find it done")
+    func concurrentCreation() throws {
+        let folder = try Self.folder()
+        defer { CatalogFixture.removeTree(folder) }
+        let failures = simultaneously(threads: 16, rounds: 20) { round in
+            _ = try FileCatalogClient.live(path: folder.appendingPathComponent("c\(round).sqlite").path)
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
     }
 }

@@ -244,4 +244,14 @@ struct ResourceCacheStoreTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.folder.path).allSatisfy { $0.hasPrefix(".buckia") })
         }
     }
+
+    @Test("Sixteen openers of one new cache folder at the same moment all succeed, 20 times over")
+    func concurrentCreation() throws {
+        let base = try CacheFixture()
+        let parent = base.parent
+        let failures = simultaneously(threads: 16, rounds: 20) { round in
+            _ = try ResourceCache(folder: parent.appendingPathComponent("round-\(round)"))
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+    }
 }

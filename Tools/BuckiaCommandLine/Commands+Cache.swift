@@ -1,0 +1,113 @@
+import Buckia
+import BuckiaHTTP
+import BuckiaResourceCache
+import Foundation
+
+extension CLI {
+    /// The resource cache's folder: `--cache DIR`, or `$XDG_CACHE_HOME/buckia/resources`
+    /// (`~/.cache/buckia/resources`).
+    static func resourceCacheFolder(_ invocation: Invocation) throws -> URL {
+        if let folder = invocation.arguments.value("cache") {
+            guard !folder.isEmpty else { throw UsageError(description: "--cache takes a folder.") }
+            return URL(fileURLWithPath: folder, isDirectory: true)
+        }
+        if let base = invocation.environment["XDG_CACHE_HOME"], base.hasPrefix("/") {
+            return URL(fileURLWithPath: base, isDirectory: true).appendingPathComponent("buckia/resources", isDirectory: true)
+        }
+        guard let home = invocation.environment["HOME"], home.hasPrefix("/") else {
+            throw UsageError(description: "Neither XDG_CACHE_HOME nor HOME is set to an absolute path: give --cache DIR.")
+        }
+        return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".cache/buckia/resources", isDirectory: true)
+    }
+
+    static let fetchCommand = Command(
+        name: "fetch", summary: "Fetch a URL or REMOTE:PATH through the resource cache and print the cached file.",
+        usage: "fetch URL|REMOTE:PATH [--cache DIR] [--json]", positionals: 1...1,
+        options: [
+            .value("cache", "The cache folder (default: $XDG_CACHE_HOME/buckia/resources)."),
+            .flag("json", "Print one JSON object: path, outcome, bytes, etag, freshUntil."),
+        ],
+        details: """
+            Prints the outcome and the cached file's path: hit (fresh in the cache), revalidated
+            (the origin answered 304), downloaded, or stale (served within stale-while-revalidate
+            or stale-if-error). HTTP caching follows the response's Cache-Control, Expires and
+            validators. Processes sharing a cache folder download a resource once between them.
+            A response marked no-store is not cached, and no path is printed for it.
+            """
+    ) { invocation in
+        let text = invocation.positionals[0]
+        let location: ResourceLocation
+        var provider: (any StorageProvider)?
+        if let scheme = text.range(of: "://").map({ text[..<$0.lowerBound].lowercased() }), scheme != "http", scheme != "https" {
+            throw UsageError(description: "fetch takes http(s) URLs, not \(scheme): \(text.debugDescription).")
+        }
+        if text.hasPrefix("http://") || text.hasPrefix("https://") {
+            guard let url = URL(string: text), url.host != nil else { throw UsageError(description: "\(text.debugDescription) is not a URL.") }
+            location = .url(url)
+        } else if case .remote(let name, let path) = Location(text), !path.isEmpty {
+            provider = try invocation.provider(named: name).0
+            location = .remote(name: name, path: path)
+        } else {
+            throw UsageError(description: "fetch takes an http(s) URL or REMOTE:PATH, not \(text.debugDescription).")
+        }
+        let cache = try ResourceCache(folder: try resourceCacheFolder(invocation))
+        let remote = provider
+        let downloader = ResourceDownloader(
+            cache: cache, client: HTTPClient(resources: invocation.resources),
+            remote: { name in
+                guard let remote else { throw BuckiaError(.invalidConfiguration, "No remote \(name.debugDescription) was opened.", operation: "fetch") }
+                return remote
+            })
+        let fetched = try await downloader.fetch(location)
+        if invocation.arguments.flag("json") {
+            var object: [String: Any] = ["outcome": fetched.outcome.rawValue, "bytes": fetched.data.count, "path": fetched.file?.path ?? NSNull()]
+            object["etag"] = fetched.response.etag ?? NSNull()
+            object["freshUntil"] = fetched.response.freshUntil.map { Date.ISO8601FormatStyle().format($0) } ?? NSNull()
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            Console.out(String(decoding: data, as: UTF8.self))
+        } else if let file = fetched.file {
+            Console.out("\(fetched.outcome.rawValue)  \(file.path)")
+        } else {
+            Console.out("\(fetched.outcome.rawValue)  (not cached: the response said no-store)")
+        }
+        return .success
+    }
+
+    static let cacheCommand = Command(
+        name: "cache", summary: "Show, trim or clear the resource cache.",
+        usage: "cache stats|trim|clear [--cache DIR] [--json]", positionals: 1...1,
+        options: [
+            .value("cache", "The cache folder (default: $XDG_CACHE_HOME/buckia/resources)."),
+            .flag("json", "stats: print one JSON object."),
+        ],
+        details: """
+            stats prints the entries, their bytes and the pinned ones. trim evicts least recently
+            used entries until the cache is within its limits (512 MiB by default). clear removes
+            every entry.
+            """
+    ) { invocation in
+        let folder = try resourceCacheFolder(invocation)
+        switch invocation.positionals[0] {
+        case "stats":
+            let statistics = try ResourceCache(folder: folder).statistics()
+            if invocation.arguments.flag("json") {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                Console.out(String(decoding: try encoder.encode(statistics), as: UTF8.self))
+            } else {
+                Console.out("\(statistics.entries) entr\(statistics.entries == 1 ? "y" : "ies"), \(statistics.bytes) bytes, \(statistics.pinned) pinned, in \(folder.path)")
+            }
+        case "trim":
+            let evicted = try ResourceCache(folder: folder).trim()
+            Console.out("Evicted \(evicted.count) entr\(evicted.count == 1 ? "y" : "ies") (\(evicted.reduce(Int64(0)) { $0 + $1.size }) bytes).")
+        case "clear":
+            let cache = try ResourceCache(folder: folder)
+            let count = try cache.statistics().entries
+            try cache.clear()
+            Console.out("Removed \(count) entr\(count == 1 ? "y" : "ies").")
+        default:
+            throw UsageError(description: "cache has stats, trim and clear, not \(invocation.positionals[0].debugDescription).")
+        }
+        return .success
+    }
+}

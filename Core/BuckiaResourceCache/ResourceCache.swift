@@ -39,7 +39,7 @@ public struct ResourceCacheStatistics: Sendable, Hashable, Codable {
 /// Resources kept on disk under one folder, indexed in SQLite, with a bounded memory tier
 /// above: the store the downloader fills and reads.
 ///
-/// Every write is atomic (a temporary file, `fsync`, a rename), the index row committed after
+/// Every write is atomic (a temporary file renamed into place), the index row committed after
 /// the file is in place; a read checks the file against the SHA-256 recorded for it, so a
 /// missing, truncated or altered file is a miss (its entry dropped) and never wrong bytes.
 /// After every write the eviction policy brings the cache within its limits.
@@ -134,7 +134,10 @@ public final class ResourceCache: Sendable {
         let file = folder.appendingPathComponent(path)
         // A resource stored again (downloaded anew) keeps its pin and priority unless told.
         let previous = try index.entry(key)
-        try AtomicFile.write(encoded, to: file, options: AtomicFile.Options(temporaryDirectory: temporaries, createParentDirectories: true))
+        // Atomic (a temporary renamed into place) but not fsync'd: every read checks the bytes
+        // against the SHA-256 recorded here, so a file a power loss left torn or empty is a
+        // miss, never wrong bytes, and a cache need not pay a disk flush per resource.
+        try AtomicFile.write(encoded, to: file, options: AtomicFile.Options(temporaryDirectory: temporaries, durable: false, createParentDirectories: true))
         let entry = IndexEntry(
             key: key, location: location.text, path: path, contentHash: Hashing.sha256Hex(encoded), size: Int64(encoded.count),
             originalSize: Int64(data.count), transform: configuration.transform.name, processor: activeProcessor(location)?.id ?? "original",
@@ -247,6 +250,10 @@ public final class ResourceCache: Sendable {
     /// those evicted. Pinned entries stay, even over a limit.
     @discardableResult
     public func trim() throws -> [CacheEntryInfo] {
+        // The totals first (one aggregate query): within the limits, no row is read.
+        let (bytes, count) = try index.totals()
+        let over = (configuration.maxBytes.map { bytes > $0 } ?? false) || (configuration.maxCount.map { count > $0 } ?? false)
+        guard over else { return [] }
         let entries = try index.entries()
         let victims = configuration.evictionPolicy.victims(entries.map(\.info), maxBytes: configuration.maxBytes, maxCount: configuration.maxCount, now: now())
         guard !victims.isEmpty else { return [] }

@@ -71,7 +71,7 @@ public final class ResourceDownloader: Sendable {
     /// only its own wait.
     public func fetch(_ location: ResourceLocation) async throws -> Fetched {
         let key = try cache.key(for: location)
-        if let cached = try cache.lookup(location) {
+        if let cached = try await onDisk({ try $0.lookup(location) }) {
             let stamp = now()
             if let fresh = cached.response.freshUntil, stamp < fresh {
                 return Fetched(data: cached.data, file: cached.file, outcome: .hit, response: cached.response)
@@ -110,6 +110,14 @@ public final class ResourceDownloader: Sendable {
         }
     }
 
+    /// Runs cache work (SQLite, file reads and writes, `fsync`, hashing) on Buckia's
+    /// blocking-work threads, never the cooperative pool's: a thousand fetches at once would
+    /// otherwise hold its few threads and stall every other task of the process.
+    func onDisk<T: Sendable>(_ body: @escaping @Sendable (ResourceCache) throws -> T) async throws -> T {
+        let cache = cache
+        return try await BlockingWork.run("resource cache") { try body(cache) }
+    }
+
     // MARK: One download per resource
 
     /// The flight for `key`, started with `work` when none is under way.
@@ -144,7 +152,7 @@ public final class ResourceDownloader: Sendable {
             let lock = try await EntryLock.acquire(folder: self.cache.locks, key: key)
             defer { lock.release() }
             // Another process, or a flight that just ended, may have stored it meanwhile.
-            let cached = try self.cache.lookup(location)
+            let cached = try await self.onDisk { try $0.lookup(location) }
             if let cached, let fresh = cached.response.freshUntil, self.now() < fresh {
                 return Fetched(data: cached.data, file: cached.file, outcome: .hit, response: cached.response)
             }
@@ -178,10 +186,10 @@ public final class ResourceDownloader: Sendable {
         if response.status == 304, let cached {
             // A 304 carries the headers that changed; the rest stay as stored.
             let merged = describe(response, requestTime: requestTime, responseTime: responseTime, over: cached.response)
-            try cache.updateResponse(merged, for: location)
+            _ = try await onDisk { try $0.updateResponse(merged, for: location) }
             return Fetched(data: cached.data, file: cached.file, outcome: .revalidated, response: merged)
         }
-        let data = try Data(contentsOf: temporary)
+        let data = try await BlockingWork.run("read download") { try Data(contentsOf: temporary) }
         if let length = response.contentLength, length != Int64(data.count) {
             throw BuckiaError(
                 .corrupt, "\(HTTPRedaction.default.redact(url)) sent \(data.count) bytes where its Content-Length said \(length); nothing was cached.",
@@ -189,17 +197,17 @@ public final class ResourceDownloader: Sendable {
         }
         let description = describe(response, requestTime: requestTime, responseTime: responseTime, over: nil)
         if CacheControl(response.header("Cache-Control")).noStore {
-            try cache.remove(location)
+            _ = try await onDisk { try $0.remove(location) }
             return Fetched(data: data, file: nil, outcome: .downloaded, response: description)
         }
-        let stored = try cache.store(data, for: location, response: description)
+        let stored = try await onDisk { try $0.store(data, for: location, response: description) }
         return Fetched(data: stored.data, file: stored.file, outcome: .downloaded, response: description)
     }
 
     func read(_ name: String, _ path: String, location: ResourceLocation) async throws -> Fetched {
         let provider = try remote(name)
         let data = try await provider.readData(remotePath: path)
-        let stored = try cache.store(data, for: location, response: CachedResponse())
+        let stored = try await onDisk { try $0.store(data, for: location, response: CachedResponse()) }
         return Fetched(data: stored.data, file: stored.file, outcome: .downloaded, response: stored.response)
     }
 
@@ -319,20 +327,31 @@ final class EntryLock: Sendable {
         self.descriptor = descriptor
     }
 
-    /// Waits (on a blocking-work thread) for the lock of `key` in `folder`.
+    /// Takes the lock of `key` in `folder`: at once when no other process holds it, else
+    /// waiting on a thread of its own (a wait on another process's download must not hold one
+    /// of the few blocking-work threads, let alone the cooperative pool's).
     static func acquire(folder: URL, key: String) async throws -> EntryLock {
         let path = folder.appendingPathComponent(String(Hashing.sha256Hex(Data(key.utf8)).prefix(32)) + ".lock").path
-        return try await BlockingWork.run("lock cache entry") {
-            let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else { throw BuckiaError.posix(errno, operation: "lock cache entry", path: path) }
-            while flock(descriptor, LOCK_EX) != 0 {
-                guard errno == EINTR else {
-                    let code = errno
-                    close(descriptor)
-                    throw BuckiaError.posix(code, operation: "lock cache entry", path: path)
+        let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw BuckiaError.posix(errno, operation: "lock cache entry", path: path) }
+        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return EntryLock(descriptor: descriptor) }
+        guard errno == EWOULDBLOCK || errno == EINTR else {
+            let code = errno
+            close(descriptor)
+            throw BuckiaError.posix(code, operation: "lock cache entry", path: path)
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                while flock(descriptor, LOCK_EX) != 0 {
+                    guard errno == EINTR else {
+                        let code = errno
+                        close(descriptor)
+                        continuation.resume(throwing: BuckiaError.posix(code, operation: "lock cache entry", path: path))
+                        return
+                    }
                 }
+                continuation.resume(returning: EntryLock(descriptor: descriptor))
             }
-            return EntryLock(descriptor: descriptor)
         }
     }
 

@@ -15,6 +15,7 @@
 @_exported import BuckiaMemory
 @_exported import BuckiaMemoryEngine
 @_exported import BuckiaOAuth
+@_exported import BuckiaResourceCache
 @_exported import BuckiaS3
 @_exported import BuckiaSecurity
 @_exported import BuckiaSQLiteEngine

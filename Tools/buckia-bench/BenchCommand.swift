@@ -13,6 +13,7 @@ enum BenchCommand {
                buckia-bench chunks [--size-mib M] [--change-mib C] [--average BYTES] [--depth D] [--folder DIR] [--compress]
                buckia-bench database [--size-mib M] [--rows N] [--repeat R] [--folder DIR] [--sections backup,apply] [--writers normal,full] [--no-peers]
                buckia-bench catalog [--rows N] [--repeat R]
+               buckia-bench cache [--files N] [--size-kib K] [--repeat R] [--concurrency C]
 
         Measures each key-value engine and, in the same run, the limits: raw SQLite C calls doing
         the same statements and raw open/write/close of one file per value. Every run uses a fresh
@@ -46,6 +47,11 @@ enum BenchCommand {
         changed (the update path) and fetches them newest first, beside raw SQLite running the
         same statements through the C API and Python's sqlite3 module upserting a row at a
         time with executemany; then times a commit to a live query's reader.
+
+        cache fetches N files of K KiB from nginx on 127.0.0.1 through the resource cache's
+        downloader, with curl --parallel, and with URLSession and a disk URLCache, C at a time;
+        then times a hit from the memory tier, through fetch, from the disk tier, and reading
+        the cached file directly.
         """
 
     static func main(_ arguments: [String]) async -> Int32 {
@@ -57,6 +63,7 @@ enum BenchCommand {
         if arguments.first == "chunks" { return await ChunkBench.run(Array(arguments.dropFirst())) }
         if arguments.first == "database" { return await DatabaseBench.run(Array(arguments.dropFirst())) }
         if arguments.first == "catalog" { return await CatalogBench.run(Array(arguments.dropFirst())) }
+        if arguments.first == "cache" { return await CacheBench.run(Array(arguments.dropFirst())) }
         guard arguments.first == "engines" else {
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             return arguments.first == "--help" ? 0 : 2

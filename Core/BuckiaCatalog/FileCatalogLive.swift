@@ -137,43 +137,7 @@ package final class FileCatalogLive: @unchecked Sendable {
     }
 
     static func prepare(_ db: SQLiteConnection) throws {
-        // Processes may open a new catalog at once. What the file is gets read in one
-        // transaction (a consistent snapshot), and read again under the write lock before
-        // migrating, so one opener migrates and the others find it done, never half-made.
-        func identity() throws -> (application: Int64, tables: [String], version: Int64) {
-            (
-                try db.query("PRAGMA application_id") { $0.int64(0) }.first ?? 0,
-                try db.query("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name") { $0.string(0) ?? "" },
-                try db.query("PRAGMA user_version") { $0.int64(0) }.first ?? 0
-            )
-        }
-        func check(_ found: (application: Int64, tables: [String], version: Int64)) throws {
-            guard found.application == applicationID || (found.application == 0 && found.tables.isEmpty) else {
-                throw BuckiaError(
-                    .invalidConfiguration,
-                    "The database at \(db.path) is not a file catalog (tables: \(found.tables.prefix(5).joined(separator: ", "))); it was left untouched.",
-                    operation: "open catalog", path: db.path)
-            }
-            guard found.version <= version else {
-                throw BuckiaError(
-                    .invalidConfiguration,
-                    "The file catalog at \(db.path) was written by a newer Buckia (schema \(found.version); this one reads up to \(version)); it was left untouched.",
-                    operation: "open catalog", path: db.path)
-            }
-        }
-        let found = try db.transaction(.deferred) { try identity() }
-        try check(found)
-        if found.version < version {
-            _ = try db.setJournalMode(.wal)
-            try db.transaction {
-                let current = try identity()
-                try check(current)
-                guard current.version < version else { return }
-                for migration in migrations[Int(current.version)...] { try db.execute(migration) }
-                try db.execute("PRAGMA application_id = \(applicationID)")
-                try db.execute("PRAGMA user_version = \(version)")
-            }
-        }
+        try db.migrate(applicationID: applicationID, migrations: migrations, kind: "file catalog", operation: "open catalog")
         try db.setSynchronous(.normal)
         try ensureSearchIndex(db)
     }

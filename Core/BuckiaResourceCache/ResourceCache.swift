@@ -138,7 +138,7 @@ public final class ResourceCache: Sendable {
         // against the SHA-256 recorded here, so a file a power loss left torn or empty is a
         // miss, never wrong bytes, and a cache need not pay a disk flush per resource.
         try AtomicFile.write(encoded, to: file, options: AtomicFile.Options(temporaryDirectory: temporaries, durable: false, createParentDirectories: true))
-        let entry = IndexEntry(
+        let entry = IndexRow(
             key: key, location: location.text, path: path, contentHash: Hashing.sha256Hex(encoded), size: Int64(encoded.count),
             originalSize: Int64(data.count), transform: configuration.transform.name, processor: activeProcessor(location)?.id ?? "original",
             response: response, storedAt: stamp, lastAccess: stamp, hits: previous?.hits ?? 0, pinned: pinned ?? previous?.pinned ?? false,
@@ -197,7 +197,7 @@ public final class ResourceCache: Sendable {
         return CachedResource(data: data, file: file, key: key, response: entry.response, storedAt: entry.storedAt, tier: .disk)
     }
 
-    func decoder(for entry: IndexEntry) throws -> any ResourceTransform {
+    func decoder(for entry: IndexRow) throws -> any ResourceTransform {
         let transform = configuration.transform
         guard transform.name == entry.transform else {
             switch entry.transform {
@@ -212,7 +212,7 @@ public final class ResourceCache: Sendable {
     }
 
     /// The file's bytes if they are the ones recorded, or nil.
-    func readVerified(_ file: URL, _ entry: IndexEntry) throws -> Data? {
+    func readVerified(_ file: URL, _ entry: IndexRow) throws -> Data? {
         let data: Data
         do {
             data = try Data(contentsOf: file)
@@ -284,7 +284,7 @@ public final class ResourceCache: Sendable {
             entries: entries.count, bytes: entries.reduce(0) { $0 + $1.size }, pinned: entries.filter(\.pinned).count, memoryBytes: bytes, memoryEntries: count)
     }
 
-    func drop(_ entry: IndexEntry) throws {
+    func drop(_ entry: IndexRow) throws {
         try index.remove([entry.key])
         memory.withLock { $0.remove(entry.key) }
         try removeFile(entry.path, key: entry.key)

@@ -22,7 +22,7 @@ public struct CachedResponse: Sendable, Hashable, Codable {
 }
 
 /// One row of the index.
-struct IndexEntry: Sendable, Hashable {
+struct IndexRow: Sendable, Hashable {
     var key: String
     var location: String
     /// Relative to the cache folder.
@@ -98,41 +98,7 @@ final class ResourceIndex: @unchecked Sendable {
     }
 
     private func prepare() throws {
-        // Processes sharing the folder may open a new cache at once. What the file is gets
-        // read in one transaction (a consistent snapshot), and read again under the write lock
-        // before migrating, so one opener migrates and the others find it done.
-        let version = Int64(Self.migrations.count)
-        func identity() throws -> (application: Int64, tables: Int64, version: Int64) {
-            (
-                try db.query("PRAGMA application_id") { $0.int64(0) }.first ?? 0,
-                try db.query("SELECT count(*) FROM sqlite_schema WHERE type = 'table'") { $0.int64(0) }.first ?? 0,
-                try db.query("PRAGMA user_version") { $0.int64(0) }.first ?? 0
-            )
-        }
-        func check(_ found: (application: Int64, tables: Int64, version: Int64)) throws {
-            guard found.application == Self.applicationID || (found.application == 0 && found.tables == 0) else {
-                throw BuckiaError(.invalidConfiguration, "The database at \(path) is not a resource cache index; it was left untouched.", operation: "open resource cache", path: path)
-            }
-            guard found.version <= version else {
-                throw BuckiaError(
-                    .invalidConfiguration,
-                    "The resource cache at \(path) was written by a newer Buckia (index schema \(found.version); this one reads up to \(version)); it was left untouched.",
-                    operation: "open resource cache", path: path)
-            }
-        }
-        let found = try db.transaction(.deferred) { try identity() }
-        try check(found)
-        if found.version < version {
-            _ = try db.setJournalMode(.wal)
-            try db.transaction {
-                let current = try identity()
-                try check(current)
-                guard current.version < version else { return }
-                for migration in Self.migrations[Int(current.version)...] { try db.execute(migration) }
-                try db.execute("PRAGMA application_id = \(Self.applicationID)")
-                try db.execute("PRAGMA user_version = \(version)")
-            }
-        }
+        try db.migrate(applicationID: Self.applicationID, migrations: Self.migrations, kind: "resource cache index", operation: "open resource cache")
         try db.setSynchronous(.normal)
     }
 
@@ -142,8 +108,8 @@ final class ResourceIndex: @unchecked Sendable {
         return try body(db)
     }
 
-    static func entry(_ row: SQLiteRow) -> IndexEntry {
-        IndexEntry(
+    static func entry(_ row: SQLiteRow) -> IndexRow {
+        IndexRow(
             key: row.string(0) ?? "", location: row.string(1) ?? "", path: row.string(2) ?? "", contentHash: row.string(3) ?? "",
             size: row.int64(4), originalSize: row.int64(5), transform: row.string(6) ?? "", processor: row.string(7) ?? "",
             response: CachedResponse(
@@ -153,16 +119,16 @@ final class ResourceIndex: @unchecked Sendable {
             pinned: row.int64(16) != 0, priority: Int(row.int64(17)))
     }
 
-    func entry(_ key: String) throws -> IndexEntry? {
+    func entry(_ key: String) throws -> IndexRow? {
         try locked { db in try db.query("SELECT \(Self.columns) FROM cache_entries WHERE key = ?1", [.text(key)], Self.entry).first }
     }
 
-    func entries() throws -> [IndexEntry] {
+    func entries() throws -> [IndexRow] {
         try locked { db in try db.query("SELECT \(Self.columns) FROM cache_entries", [], Self.entry) }
     }
 
     /// Inserts or replaces the row; returns the path of the row it replaced, if that path differs.
-    func put(_ entry: IndexEntry) throws -> String? {
+    func put(_ entry: IndexRow) throws -> String? {
         try locked { db in
             try db.transaction {
                 let previous = try db.query("SELECT path FROM cache_entries WHERE key = ?1", [.text(entry.key)]) { $0.string(0) ?? "" }.first

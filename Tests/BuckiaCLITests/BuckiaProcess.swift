@@ -91,7 +91,13 @@ struct BackgroundHome: ~Copyable {
         environment = Self.environment(home: home, ["BUCKIA_REMOTE_K_PROVIDER": "local", "BUCKIA_REMOTE_K_ROOT": root.path])
     }
 
-    deinit { try? FileManager.default.removeItem(at: home) }
+    deinit {
+        do {
+            try FileManager.default.removeItem(at: home)
+        } catch {
+            print("\(home.path) was left behind: \(error)")
+        }
+    }
 
     /// A `buckia` environment that reads and writes only under `home` (its XDG folders and
     /// temporary folder), with `extra` (remotes, mostly) added.

@@ -73,7 +73,9 @@ struct FileCatalogLiveTests {
             try await client.cacheFiles((1...2000).map { record($0) })
             try await client.saveContext()
         }
-        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            try FileManager.default.removeItem(atPath: path + suffix)
+        }
         // Overwrite every page after the first with noise: the header stays, the b-trees do not.
         var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         for index in 4096..<bytes.count { bytes[index] = UInt8(truncatingIfNeeded: index &* 7 &+ 13) }

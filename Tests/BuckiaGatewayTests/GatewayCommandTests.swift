@@ -76,8 +76,10 @@ struct GatewayCommandTests {
             }
             return Array((text + "\r\n").utf8) + Array(payload)
         }
-        let finishing = try RawClient(port: port)
-        let abandoned = try RawClient(port: port)
+        // Reads wait up to two minutes: in a full test run on two cores the server process can
+        // take longer than the default 20 s to ask for a body (twice seen in CI runs).
+        let finishing = try RawClient(port: port, timeout: 120)
+        let abandoned = try RawClient(port: port, timeout: 120)
         let whole = try wire("whole.bin")
         let cut = try wire("cut.bin")
         // Both send their head and, once the server asks for the body (100 Continue: the request

@@ -29,7 +29,8 @@ struct EchoHandler: HTTPServerHandler {
 final class RawClient: @unchecked Sendable {
     let descriptor: Int32
 
-    init(port: UInt16) throws {
+    /// Connects; a read waits at most `timeout` seconds for bytes.
+    init(port: UInt16, timeout: Int = 20) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -39,7 +40,7 @@ final class RawClient: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { throw BuckiaError.posix(errno, operation: "connect", path: nil) }
-        var time = timeval(tv_sec: 20, tv_usec: 0)
+        var time = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
     }
 

@@ -9,7 +9,8 @@ public struct CacheEntryInfo: Sendable, Hashable {
     public let size: Int64
     /// When it was stored (or last replaced).
     public let storedAt: Date
-    /// When it was last read.
+    /// When it was last read (or stored), by the clock of the process that read it: for
+    /// display and for policies about time; recency is ``accessOrder``.
     public let lastAccess: Date
     /// How many times it was read.
     public let hits: Int64
@@ -17,15 +18,23 @@ public struct CacheEntryInfo: Sendable, Hashable {
     public let priority: Int
     /// Pinned entries are never evicted.
     public let pinned: Bool
+    /// When it was last used, as an order among all entries (higher: more recent) that the
+    /// index assigns: unlike a time, it holds when a clock moves backwards or two processes'
+    /// clocks disagree. What the LRU policy, and every policy's ties, go by.
+    public let accessOrder: Int64
 
-    public init(key: String, size: Int64, storedAt: Date, lastAccess: Date, hits: Int64, priority: Int = 0, pinned: Bool = false) {
+    public init(
+        key: String, size: Int64, storedAt: Date, lastAccess: Date, hits: Int64, priority: Int = 0, pinned: Bool = false, accessOrder: Int64 = 0
+    ) {
         (self.key, self.size, self.storedAt, self.lastAccess, self.hits, self.priority, self.pinned) = (key, size, storedAt, lastAccess, hits, priority, pinned)
+        self.accessOrder = accessOrder
     }
 }
 
 /// Decides which entries go when the cache is over its limits: the seed's
-/// `CacheEvictionPolicy`. Entries are evicted in ascending ``score(_:now:)`` order (ties by
-/// key) until the cache is within its limits; pinned entries are never offered.
+/// `CacheEvictionPolicy`. Entries are evicted in ascending ``score(_:now:)`` order (ties: the
+/// least recently used first, by ``CacheEntryInfo/accessOrder``, then by key) until the cache is
+/// within its limits; pinned entries are never offered.
 public protocol CacheEvictionPolicy: Sendable {
     /// A name for messages and statistics.
     var name: String { get }
@@ -33,21 +42,18 @@ public protocol CacheEvictionPolicy: Sendable {
     func score(_ entry: CacheEntryInfo, now: Date) -> Double
 }
 
-/// Least recently used first: the default.
+/// Least recently used first (by the index's access order, never a clock): the default.
 public struct LRUEvictionPolicy: CacheEvictionPolicy {
     public init() {}
     public var name: String { "lru" }
-    public func score(_ entry: CacheEntryInfo, now: Date) -> Double { entry.lastAccess.timeIntervalSince1970 }
+    public func score(_ entry: CacheEntryInfo, now: Date) -> Double { Double(entry.accessOrder) }
 }
 
 /// Least frequently used first; among equals, the least recently used.
 public struct LFUEvictionPolicy: CacheEvictionPolicy {
     public init() {}
     public var name: String { "lfu" }
-    public func score(_ entry: CacheEntryInfo, now: Date) -> Double {
-        // Hits dominate; the access time (seconds since 1970, < 1e10) orders equals.
-        Double(entry.hits) * 1e10 + entry.lastAccess.timeIntervalSince1970
-    }
+    public func score(_ entry: CacheEntryInfo, now: Date) -> Double { Double(entry.hits) }
 }
 
 /// Largest first: frees the most space with the fewest evictions.
@@ -68,9 +74,7 @@ public struct OldestFirstEvictionPolicy: CacheEvictionPolicy {
 public struct PriorityEvictionPolicy: CacheEvictionPolicy {
     public init() {}
     public var name: String { "priority" }
-    public func score(_ entry: CacheEntryInfo, now: Date) -> Double {
-        Double(entry.priority) * 1e10 + entry.lastAccess.timeIntervalSince1970
-    }
+    public func score(_ entry: CacheEntryInfo, now: Date) -> Double { Double(entry.priority) }
 }
 
 /// A score of the app's own.
@@ -102,7 +106,9 @@ extension CacheEvictionPolicy {
             return (entry, value.isNaN ? -.infinity : value)
         }
         let ordered = scored.sorted { a, b in
-            a.1 != b.1 ? a.1 < b.1 : a.0.key.utf8.lexicographicallyPrecedes(b.0.key.utf8)
+            if a.1 != b.1 { return a.1 < b.1 }
+            if a.0.accessOrder != b.0.accessOrder { return a.0.accessOrder < b.0.accessOrder }
+            return a.0.key.utf8.lexicographicallyPrecedes(b.0.key.utf8)
         }
         var chosen: [CacheEntryInfo] = []
         for (entry, _) in ordered {

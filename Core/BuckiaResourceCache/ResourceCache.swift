@@ -50,10 +50,15 @@ public final class ResourceCache: Sendable {
     public let configuration: ResourceCacheConfiguration
     let index: ResourceIndex
     let memory: Locked<MemoryTier>
+    /// Reads not yet written to the index (see ``recordHit(_:at:)``).
+    let pendingHits = Locked(PendingHits())
     let now: @Sendable () -> Date
     /// Where temporaries are written (in the folder, so the rename stays on one file system).
     let temporaries: URL
-    /// Where the downloader's per-entry lock files are.
+    /// This cache's own folder in ``temporaries`` for downloads, locked while it is open: a
+    /// process killed mid-download leaves it unlocked, and the next opener removes it.
+    let downloads: DownloadFolder
+    /// Where the downloader's lock files are.
     let locks: URL
 
     /// Opens (creating) the cache in `folder`.
@@ -69,6 +74,34 @@ public final class ResourceCache: Sendable {
         for made in [temporaries, locks] { try FileManager.default.createDirectory(at: made, withIntermediateDirectories: true) }
         index = try ResourceIndex(path: folder.appendingPathComponent(".buckia-index.sqlite").path)
         memory = Locked(MemoryTier(limit: max(0, configuration.memoryBytes)))
+        // What processes killed mid-write left (their temporaries are locked while they live).
+        downloads = try DownloadFolder(in: temporaries)
+    }
+
+    deinit {
+        // Reads are advisory (recency for eviction): losing them when the index cannot be
+        // written is no loss of data, and a deinit has no one to tell.
+        do { try flushHits() } catch {}
+    }
+
+    /// Writes the reads not yet in the index and removes this cache's download folder: what
+    /// releasing the cache does, for a process that exits (a command-line run) before every
+    /// task holding the cache has been released. Downloads through the cache fail after it;
+    /// reads and writes of entries go on.
+    public func close() throws {
+        downloads.remove()
+        try flushHits()
+    }
+
+    /// A new path for a download into this cache (renamed into place by
+    /// ``storeDownloaded(_:data:for:response:)``).
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` once the cache is closed.
+    func downloadPath() throws -> URL {
+        guard let folder = downloads.url else {
+            throw BuckiaError(.invalidConfiguration, "The resource cache at \(self.folder.path) was closed; open it again to download into it.", operation: "fetch")
+        }
+        return folder.appendingPathComponent(UUID().uuidString)
     }
 
     // MARK: Keys and paths
@@ -95,14 +128,14 @@ public final class ResourceCache: Sendable {
     }
 
     /// The checked relative path of an entry.
-    func relativePath(_ location: ResourceLocation, storedAt: Date) throws -> String {
+    func relativePath(_ location: ResourceLocation, storedAt: Date, size: Int64) throws -> String {
         var identifier = try identifier(location)
         if let processor = activeProcessor(location) {
             // The same resource processed two ways is two files.
             identifier = Hashing.sha256Hex(Data("\(identifier)|\(processor.id)".utf8)).prefix(32).description
         }
         let path = configuration.pathProvider.path(
-            for: location, identifier: identifier, fileExtension: configuration.transform.fileExtension, storedAt: storedAt)
+            for: location, identifier: identifier, fileExtension: configuration.transform.fileExtension, storedAt: storedAt, size: size)
         _ = try ResourceNames.check(path)
         return path
     }
@@ -121,23 +154,43 @@ public final class ResourceCache: Sendable {
         _ data: Data, for location: ResourceLocation, response: CachedResponse = CachedResponse(), metadata: [String: String]? = nil, pinned: Bool? = nil,
         priority: Int? = nil
     ) throws -> CachedResource {
+        try store(data, from: nil, for: location, response: response, metadata: metadata, pinned: pinned, priority: priority)
+    }
+
+    /// Stores a downloaded file, `download` (from ``downloadPath()``), whose bytes are `data`:
+    /// renamed into place when neither a processor nor a transform changes the bytes (no
+    /// second copy written), else as ``store(_:for:response:metadata:pinned:priority:)``.
+    func storeDownloaded(_ download: URL, data: Data, for location: ResourceLocation, response: CachedResponse) throws -> CachedResource {
+        try store(data, from: download, for: location, response: response, metadata: nil, pinned: nil, priority: nil)
+    }
+
+    func store(
+        _ data: Data, from download: URL?, for location: ResourceLocation, response: CachedResponse, metadata: [String: String]?, pinned: Bool?,
+        priority: Int?
+    ) throws -> CachedResource {
         let stamp = now()
         let key = try key(for: location)
-        let processed = try activeProcessor(location).map { try $0.process(data, for: location) } ?? data
-        let encoded = try configuration.transform.encode(processed)
+        let processor = activeProcessor(location)
+        let processed = try processor.map { try $0.process(data, for: location) } ?? data
+        let unchanged = processor == nil && configuration.transform is IdentityTransform
+        let encoded = unchanged ? processed : try configuration.transform.encode(processed)
         if let limit = configuration.maxBytes, Int64(encoded.count) > limit {
             throw BuckiaError(
                 .invalidConfiguration, "\(location) is \(encoded.count) bytes stored, more than the cache's whole limit of \(limit) bytes; it was not cached.",
                 operation: "store in cache")
         }
-        let path = try relativePath(location, storedAt: stamp)
+        let path = try relativePath(location, storedAt: stamp, size: Int64(encoded.count))
         let file = folder.appendingPathComponent(path)
         // A resource stored again (downloaded anew) keeps its pin and priority unless told.
         let previous = try index.entry(key)
-        // Atomic (a temporary renamed into place) but not fsync'd: every read checks the bytes
-        // against the SHA-256 recorded here, so a file a power loss left torn or empty is a
-        // miss, never wrong bytes, and a cache need not pay a disk flush per resource.
-        try AtomicFile.write(encoded, to: file, options: AtomicFile.Options(temporaryDirectory: temporaries, durable: false, createParentDirectories: true))
+        // Atomic: a temporary (or the download itself) renamed into place, flushed first when
+        // `durableWrites`; every read also checks the bytes against the SHA-256 recorded here.
+        let options = AtomicFile.Options(temporaryDirectory: temporaries, durable: configuration.durableWrites, createParentDirectories: true)
+        if let download, unchanged {
+            try AtomicFile.place(download, at: file, options: options)
+        } else {
+            try AtomicFile.write(encoded, to: file, options: options)
+        }
         let entry = IndexRow(
             key: key, location: location.text, path: path, contentHash: Hashing.sha256Hex(encoded), size: Int64(encoded.count),
             originalSize: Int64(data.count), transform: configuration.transform.name, processor: activeProcessor(location)?.id ?? "original",
@@ -178,7 +231,7 @@ public final class ResourceCache: Sendable {
         let file = folder.appendingPathComponent(entry.path)
         let stamp = now()
         if let data = memory.withLock({ $0.get(key) }) {
-            try index.recordHit(key, at: stamp)
+            try recordHit(key, at: stamp)
             return CachedResource(data: data, file: file, key: key, response: entry.response, storedAt: entry.storedAt, tier: .memory)
         }
         guard let stored = try readVerified(file, entry) else {
@@ -192,7 +245,7 @@ public final class ResourceCache: Sendable {
             try drop(entry)
             return nil
         }
-        try index.recordHit(key, at: stamp)
+        try recordHit(key, at: stamp)
         memory.withLock { $0.put(key, data) }
         return CachedResource(data: data, file: file, key: key, response: entry.response, storedAt: entry.storedAt, tier: .disk)
     }
@@ -254,6 +307,8 @@ public final class ResourceCache: Sendable {
         let (bytes, count) = try index.totals()
         let over = (configuration.maxBytes.map { bytes > $0 } ?? false) || (configuration.maxCount.map { count > $0 } ?? false)
         guard over else { return [] }
+        // The policy sees every read this process made.
+        try flushHits()
         let entries = try index.entries()
         let victims = configuration.evictionPolicy.victims(entries.map(\.info), maxBytes: configuration.maxBytes, maxCount: configuration.maxCount, now: now())
         guard !victims.isEmpty else { return [] }
@@ -270,6 +325,7 @@ public final class ResourceCache: Sendable {
 
     /// Removes every entry, pinned or not.
     public func clear() throws {
+        pendingHits.withLock { $0 = PendingHits() }
         let entries = try index.entries()
         try index.removeAll()
         memory.withLock { $0 = MemoryTier(limit: $0.limit) }
@@ -278,10 +334,29 @@ public final class ResourceCache: Sendable {
 
     /// What the cache holds.
     public func statistics() throws -> ResourceCacheStatistics {
+        try flushHits()
         let entries = try index.entries()
         let (bytes, count) = memory.withLock { ($0.bytes, $0.count) }
         return ResourceCacheStatistics(
             entries: entries.count, bytes: entries.reduce(0) { $0 + $1.size }, pinned: entries.filter(\.pinned).count, memoryBytes: bytes, memoryEntries: count)
+    }
+
+    /// Records a read: kept in memory and written to the index (hits, last access, access
+    /// order) with up to ``PendingHits/batch`` others in one transaction, or before the
+    /// policy reads the index, or when the cache is released. A read costs no disk write; a
+    /// crash forgets at most one batch of recency, never an entry.
+    func recordHit(_ key: String, at date: Date) throws {
+        let full = pendingHits.withLock { pending -> [(key: String, count: Int64, at: Date)]? in
+            pending.add(key, at: date)
+            return pending.count >= PendingHits.batch ? pending.take() : nil
+        }
+        if let full { try index.recordHits(full) }
+    }
+
+    /// Writes the reads not yet in the index.
+    func flushHits() throws {
+        let hits = pendingHits.withLock { $0.take() }
+        try index.recordHits(hits)
     }
 
     func drop(_ entry: IndexRow) throws {
@@ -299,6 +374,67 @@ public final class ResourceCache: Sendable {
         } catch CocoaError.fileNoSuchFile {
             return
         }
+    }
+}
+
+/// A cache's own temporary folder for downloads, locked while it exists (the lock goes with
+/// the process, however it ends), removed when the cache is released. Made after sweeping
+/// away what killed processes left.
+///
+/// `@unchecked Sendable`: its handles are only read (for their descriptors and paths) after
+/// `init`, and removed in `deinit`.
+final class DownloadFolder: @unchecked Sendable {
+    private let parent: DirectoryHandle
+    private let name: String
+    private let handle: DirectoryHandle
+    private let removed = Locked(false)
+    private let path: URL
+
+    init(in temporaries: URL) throws {
+        parent = try DirectoryHandle(path: temporaries.path)
+        // Temporaries and download folders whose writer is gone: their locks died with it.
+        Temporaries.sweep(parent)
+        (name, handle) = try parent.createTemporaryFolder()
+        path = URL(fileURLWithPath: handle.path, isDirectory: true)
+    }
+
+    /// The folder; nil once removed.
+    var url: URL? { removed.withLock { $0 } ? nil : path }
+
+    /// Removes the folder (once).
+    func remove() {
+        guard !removed.withLock({ value in defer { value = true }; return value }) else { return }
+        // Left behind if this fails: unlocked once this process ends, the next opener's sweep
+        // takes it.
+        do { try parent.removeTree(name) } catch {}
+        Temporaries.unregister(handle.path)
+    }
+
+    deinit { remove() }
+}
+
+/// Reads not yet written to the index, in the order they happened.
+struct PendingHits: Sendable {
+    /// Reads kept before they are written in one transaction.
+    static let batch = 64
+    private var hits: [String: (count: Int64, at: Date, tick: UInt64)] = [:]
+    private var tick: UInt64 = 0
+    /// Reads kept (of one entry or many).
+    private(set) var count = 0
+
+    mutating func add(_ key: String, at date: Date) {
+        tick &+= 1
+        count += 1
+        hits[key] = ((hits[key]?.count ?? 0) + 1, date, tick)
+    }
+
+    /// The reads, least recent first; none are left.
+    mutating func take() -> [(key: String, count: Int64, at: Date)] {
+        defer {
+            hits.removeAll()
+            count = 0
+        }
+        return hits.sorted { $0.value.tick < $1.value.tick }.map { ($0.key, $0.value.count, $0.value.at) }
     }
 }
 

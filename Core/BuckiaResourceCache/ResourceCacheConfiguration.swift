@@ -37,6 +37,11 @@ public struct ResourceCacheConfiguration: Sendable {
     public var maxCount: Int?
     /// The memory tier's limit in bytes (0: no memory tier).
     public var memoryBytes: Int = 32 << 20
+    /// Whether each stored file is flushed to the disk (`fsync`) before it is renamed into
+    /// place, so an entry survives a power loss. Off, a file a power loss tore fails its
+    /// SHA-256 check on the next read and is downloaded again (never served): for caches that
+    /// would rather not wait for the disk per resource.
+    public var durableWrites: Bool = true
 
     /// The seed's defaults.
     public init() {}

@@ -67,25 +67,41 @@ public final class ResourceDownloader: Sendable {
 
     /// The resource at `location`, from the cache when it may be, else from the origin.
     ///
-    /// Concurrent fetches of one resource share one download; cancelling one of them stops
-    /// only its own wait.
-    public func fetch(_ location: ResourceLocation) async throws -> Fetched {
+    /// Concurrent fetches of one resource share one download. Cancelling one of them ends its
+    /// own wait; cancelling the last one waiting cancels the download too (nothing is
+    /// cached), and a later fetch starts afresh.
+    ///
+    /// - Parameter progress: Hears the bytes of the resource received so far, as they arrive
+    ///   (from this process's download; a fetch that joins one under way hears the total at
+    ///   the next report; a fetch answered from the cache, or by another process's download,
+    ///   hears nothing). Called on a transfer thread: keep it short.
+    public func fetch(_ location: ResourceLocation, progress: (@Sendable (Int64) -> Void)? = nil) async throws -> Fetched {
         let key = try cache.key(for: location)
         if let cached = try await onDisk({ try $0.lookup(location) }) {
             let stamp = now()
-            if let fresh = cached.response.freshUntil, stamp < fresh {
+            if cached.response.isFresh(at: stamp) {
                 return Fetched(data: cached.data, file: cached.file, outcome: .hit, response: cached.response)
             }
             let control = CacheControl(cached.response.cacheControl)
             if !control.mustRevalidate, let window = control.staleWhileRevalidate, let fresh = cached.response.freshUntil,
-                stamp < fresh.addingTimeInterval(TimeInterval(window))
+                stamp < fresh.addingTimeInterval(TimeInterval(window)), !cached.response.clockMovedBack(stamp)
             {
                 // Served now; the refresh runs behind it, shared with any other.
                 _ = flightFor(key) { try await self.refresh(location, key: key) }
                 return Fetched(data: cached.data, file: cached.file, outcome: .stale, response: cached.response)
             }
         }
-        return try await flightFor(key) { try await self.refresh(location, key: key) }.wait()
+        while true {
+            let flight = flightFor(key) { try await self.refresh(location, key: key) }
+            do {
+                return try await flight.wait(progress: progress) { self.abandon(flight, key: key) }
+            } catch is Flight.Abandoned {
+                // Its last waiter left as this fetch joined: start another once it is out of
+                // the table (an instant).
+                await Task.yield()
+                continue
+            }
+        }
     }
 
     /// Fetches each location (at most ``ResourceCacheConfiguration/maxConcurrentDownloads``
@@ -129,18 +145,30 @@ public final class ResourceDownloader: Sendable {
             return (flight, true)
         }
         if isNew {
-            Task {
+            flight.start {
                 let result: Result<Fetched, any Error>
                 do {
-                    result = .success(try await work())
+                    // The transfer's bytes go to every waiter's progress.
+                    result = .success(try await TransferProgress.$observer.withValue(flight.observer) { try await work() })
                 } catch {
                     result = .failure(error)
                 }
-                flights.withLock { _ = $0.removeValue(forKey: key) }
+                self.flights.withLock { flights in
+                    if flights[key] === flight { flights.removeValue(forKey: key) }
+                }
                 flight.finish(result)
             }
         }
         return flight
+    }
+
+    /// Cancels a flight whose last waiter left: out of the table first, so a fetch arriving
+    /// now starts a new one rather than join one being cancelled.
+    func abandon(_ flight: Flight, key: String) {
+        flights.withLock { flights in
+            if flights[key] === flight { flights.removeValue(forKey: key) }
+        }
+        flight.cancel()
     }
 
     /// Asks the origin: a conditional request when something is cached, then stores, refreshes
@@ -153,7 +181,7 @@ public final class ResourceDownloader: Sendable {
             defer { lock.release() }
             // Another process, or a flight that just ended, may have stored it meanwhile.
             let cached = try await self.onDisk { try $0.lookup(location) }
-            if let cached, let fresh = cached.response.freshUntil, self.now() < fresh {
+            if let cached, cached.response.isFresh(at: self.now()) {
                 return Fetched(data: cached.data, file: cached.file, outcome: .hit, response: cached.response)
             }
             switch location {
@@ -172,7 +200,9 @@ public final class ResourceDownloader: Sendable {
             if let etag = cached.response.etag { headers.set("If-None-Match", etag) }
             if let modified = cached.response.lastModified { headers.set("If-Modified-Since", modified) }
         }
-        let temporary = cache.temporaries.appendingPathComponent("download-\(UUID().uuidString)")
+        // Into the cache's own download folder, renamed into place from there: one file
+        // written per resource. Gone by the end unless it became the entry.
+        let temporary = try cache.downloadPath()
         defer { _ = unlink(temporary.path) }
         let requestTime = now()
         let response: HTTPResponse
@@ -200,14 +230,14 @@ public final class ResourceDownloader: Sendable {
             _ = try await onDisk { try $0.remove(location) }
             return Fetched(data: data, file: nil, outcome: .downloaded, response: description)
         }
-        let stored = try await onDisk { try $0.store(data, for: location, response: description) }
+        let stored = try await onDisk { try $0.storeDownloaded(temporary, data: data, for: location, response: description) }
         return Fetched(data: stored.data, file: stored.file, outcome: .downloaded, response: description)
     }
 
     func read(_ name: String, _ path: String, location: ResourceLocation) async throws -> Fetched {
         let provider = try remote(name)
         let data = try await provider.readData(remotePath: path)
-        let stored = try await onDisk { try $0.store(data, for: location, response: CachedResponse()) }
+        let stored = try await onDisk { try $0.store(data, for: location, response: CachedResponse(receivedAt: self.now())) }
         return Fetched(data: stored.data, file: stored.file, outcome: .downloaded, response: stored.response)
     }
 
@@ -222,7 +252,7 @@ public final class ResourceDownloader: Sendable {
             requestTime: requestTime, responseTime: responseTime)
         return CachedResponse(
             etag: value("ETag", previous?.etag), lastModified: lastModified, cacheControl: cacheControl,
-            contentType: value("Content-Type", previous?.contentType), freshUntil: freshUntil)
+            contentType: value("Content-Type", previous?.contentType), freshUntil: freshUntil, receivedAt: responseTime)
     }
 
     /// The cached resource when the origin failed and `stale-if-error` allows serving it.
@@ -237,40 +267,82 @@ public final class ResourceDownloader: Sendable {
 
 /// One download in progress, and the fetches waiting for it.
 final class Flight: Sendable {
+    /// Thrown to a fetch that joined a flight as its last waiter cancelled it: the fetch
+    /// starts a new one.
+    struct Abandoned: Error {}
+
     private struct State {
         var waiters: [UUID: CheckedContinuation<ResourceDownloader.Fetched, any Error>] = [:]
+        var progress: [UUID: @Sendable (Int64) -> Void] = [:]
         var cancelled: Set<UUID> = []
         var result: Result<ResourceDownloader.Fetched, any Error>?
+        var received: Int64 = 0
+        var abandoned = false
+        var task: Task<Void, Never>?
     }
 
     private let state = Locked(State())
 
-    /// Waits for the download; cancelling the waiting task ends this wait only.
-    func wait() async throws -> ResourceDownloader.Fetched {
+    /// Adds the bytes the transfer reports to the total, and tells every waiter.
+    var observer: TransferObserver {
+        TransferObserver { [state] bytes in
+            let (total, listeners) = state.withLock { state -> (Int64, [@Sendable (Int64) -> Void]) in
+                state.received &+= bytes
+                return (state.received, Array(state.progress.values))
+            }
+            for listener in listeners { listener(total) }
+        }
+    }
+
+    /// Runs the download in a task of its own (which ``cancel()`` cancels).
+    func start(_ work: @escaping @Sendable () async -> Void) {
+        let task = Task { await work() }
+        state.withLock { $0.task = task }
+    }
+
+    /// Cancels the download.
+    func cancel() {
+        state.withLock { $0.task }?.cancel()
+    }
+
+    /// Waits for the download. Cancelling the waiting task ends this wait; when no other
+    /// waiter is left and the download has not finished, `abandon` runs (it cancels it).
+    ///
+    /// - Throws: ``Abandoned`` when the flight was abandoned before this wait began.
+    func wait(progress: (@Sendable (Int64) -> Void)?, abandon: @escaping @Sendable () -> Void) async throws -> ResourceDownloader.Fetched {
         let id = UUID()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let ready = state.withLock { state -> Result<ResourceDownloader.Fetched, any Error>? in
                     if state.cancelled.remove(id) != nil { return .failure(CancellationError()) }
                     if let result = state.result { return result }
+                    if state.abandoned { return .failure(Abandoned()) }
                     state.waiters[id] = continuation
+                    if let progress { state.progress[id] = progress }
                     return nil
                 }
                 if let ready { continuation.resume(with: ready) }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<ResourceDownloader.Fetched, any Error>? in
-                if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
+            let (waiter, last) = state.withLock { state -> (CheckedContinuation<ResourceDownloader.Fetched, any Error>?, Bool) in
+                state.progress.removeValue(forKey: id)
+                if let waiter = state.waiters.removeValue(forKey: id) {
+                    let last = state.waiters.isEmpty && state.result == nil
+                    if last { state.abandoned = true }
+                    return (waiter, last)
+                }
                 if state.result == nil { state.cancelled.insert(id) }
-                return nil
+                return (nil, false)
             }
             waiter?.resume(throwing: CancellationError())
+            if last { abandon() }
         }
     }
 
     func finish(_ result: Result<ResourceDownloader.Fetched, any Error>) {
         let waiters = state.withLock { state -> [CheckedContinuation<ResourceDownloader.Fetched, any Error>] in
             state.result = result
+            state.progress.removeAll()
             defer { state.waiters.removeAll() }
             return Array(state.waiters.values)
         }
@@ -317,10 +389,16 @@ final class DownloadSlots: Sendable {
     }
 }
 
-/// An exclusive advisory lock (`flock`) on one entry's lock file, held across a download. The
-/// files stay: removing a lock file while another process waits on it would let a third take
-/// a fresh one, and two would download.
+/// An exclusive advisory lock (`flock`) held across an entry's download, on one of
+/// ``stripes`` lock files chosen by the entry's key. The files stay (removing one while
+/// another process waits on it would let a third take a fresh one, and two would download),
+/// so there are never more than ``stripes`` of them. Two entries sharing a file download one
+/// after the other, whichever processes fetch them.
 final class EntryLock: Sendable {
+    /// How many lock files a cache folder may have: with four downloads at once, two share a
+    /// file about once in a thousand.
+    static let stripes = 4096
+
     let descriptor: Int32
 
     private init(descriptor: Int32) {
@@ -331,7 +409,8 @@ final class EntryLock: Sendable {
     /// waiting on a thread of its own (a wait on another process's download must not hold one
     /// of the few blocking-work threads, let alone the cooperative pool's).
     static func acquire(folder: URL, key: String) async throws -> EntryLock {
-        let path = folder.appendingPathComponent(String(Hashing.sha256Hex(Data(key.utf8)).prefix(32)) + ".lock").path
+        // The first three hex digits of the key's SHA-256: one of 4,096 files.
+        let path = folder.appendingPathComponent(String(Hashing.sha256Hex(Data(key.utf8)).prefix(3)) + ".lock").path
         let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw BuckiaError.posix(errno, operation: "lock cache entry", path: path) }
         if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return EntryLock(descriptor: descriptor) }

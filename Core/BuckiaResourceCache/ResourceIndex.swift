@@ -15,9 +15,30 @@ public struct CachedResponse: Sendable, Hashable, Codable {
     public var contentType: String?
     /// Until when it may be served without asking the origin; nil: always ask.
     public var freshUntil: Date?
+    /// When the response (or the 304 that last confirmed it) arrived. A clock now earlier than
+    /// this has moved backwards, and the entry is asked about rather than trusted as fresh
+    /// for longer than its lifetime.
+    public var receivedAt: Date?
 
-    public init(etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil, contentType: String? = nil, freshUntil: Date? = nil) {
+    public init(
+        etag: String? = nil, lastModified: String? = nil, cacheControl: String? = nil, contentType: String? = nil, freshUntil: Date? = nil,
+        receivedAt: Date? = nil
+    ) {
         (self.etag, self.lastModified, self.cacheControl, self.contentType, self.freshUntil) = (etag, lastModified, cacheControl, contentType, freshUntil)
+        self.receivedAt = receivedAt
+    }
+
+    /// Whether it may be served without asking the origin at `now`: before ``freshUntil``,
+    /// and not before ``receivedAt`` (a clock that moved back; a second's leeway covers
+    /// rounding in storage and clocks that disagree by less).
+    public func isFresh(at now: Date) -> Bool {
+        guard let freshUntil, now < freshUntil else { return false }
+        return !clockMovedBack(now)
+    }
+
+    /// Whether `now` is more than a second before ``receivedAt``.
+    func clockMovedBack(_ now: Date) -> Bool {
+        receivedAt.map { $0.timeIntervalSince(now) > 1 } ?? false
     }
 }
 
@@ -41,9 +62,11 @@ struct IndexRow: Sendable, Hashable {
     var hits: Int64
     var pinned: Bool
     var priority: Int
+    /// The order of its last use among all entries (higher: more recent); assigned by the index.
+    var accessOrder: Int64 = 0
 
     var info: CacheEntryInfo {
-        CacheEntryInfo(key: key, size: size, storedAt: storedAt, lastAccess: lastAccess, hits: hits, priority: priority, pinned: pinned)
+        CacheEntryInfo(key: key, size: size, storedAt: storedAt, lastAccess: lastAccess, hits: hits, priority: priority, pinned: pinned, accessOrder: accessOrder)
     }
 }
 
@@ -76,10 +99,20 @@ final class ResourceIndex: @unchecked Sendable {
             priority INTEGER NOT NULL DEFAULT 0
         ) WITHOUT ROWID;
         CREATE INDEX cache_entries_access ON cache_entries (last_access);
+        """,
+        // Recency as an order the index assigns, not a time: a clock moving backwards (or two
+        // processes' clocks disagreeing) cannot make the entry read last look oldest.
         """
+        ALTER TABLE cache_entries ADD COLUMN access_order INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE cache_entries ADD COLUMN received_at REAL;
+        DROP INDEX cache_entries_access;
+        CREATE INDEX cache_entries_order ON cache_entries (access_order);
+        """,
     ]
     static let columns =
-        "key, location, path, content_hash, size, original_size, transform, processor, etag, last_modified, cache_control, content_type, fresh_until, stored_at, last_access, hits, pinned, priority"
+        "key, location, path, content_hash, size, original_size, transform, processor, etag, last_modified, cache_control, content_type, fresh_until, stored_at, last_access, hits, pinned, priority, access_order, received_at"
+    /// The next access order: one past the highest (read from the index on `access_order`).
+    static let nextOrder = "(SELECT coalesce(max(access_order), 0) + 1 FROM cache_entries)"
 
     private let db: SQLiteConnection
     private let lock = NSLock()
@@ -114,9 +147,10 @@ final class ResourceIndex: @unchecked Sendable {
             size: row.int64(4), originalSize: row.int64(5), transform: row.string(6) ?? "", processor: row.string(7) ?? "",
             response: CachedResponse(
                 etag: row.string(8), lastModified: row.string(9), cacheControl: row.string(10), contentType: row.string(11),
-                freshUntil: row.isNull(12) ? nil : Date(timeIntervalSince1970: row.double(12))),
+                freshUntil: row.isNull(12) ? nil : Date(timeIntervalSince1970: row.double(12)),
+                receivedAt: row.isNull(19) ? nil : Date(timeIntervalSince1970: row.double(19))),
             storedAt: Date(timeIntervalSince1970: row.double(13)), lastAccess: Date(timeIntervalSince1970: row.double(14)), hits: row.int64(15),
-            pinned: row.int64(16) != 0, priority: Int(row.int64(17)))
+            pinned: row.int64(16) != 0, priority: Int(row.int64(17)), accessOrder: row.int64(18))
     }
 
     func entry(_ key: String) throws -> IndexRow? {
@@ -134,12 +168,14 @@ final class ResourceIndex: @unchecked Sendable {
                 let previous = try db.query("SELECT path FROM cache_entries WHERE key = ?1", [.text(entry.key)]) { $0.string(0) ?? "" }.first
                 try db.run(
                     """
-                    INSERT INTO cache_entries (\(Self.columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                    INSERT INTO cache_entries (\(Self.columns))
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, \(Self.nextOrder), ?19)
                     ON CONFLICT (key) DO UPDATE SET location = excluded.location, path = excluded.path, content_hash = excluded.content_hash,
                         size = excluded.size, original_size = excluded.original_size, transform = excluded.transform, processor = excluded.processor,
                         etag = excluded.etag, last_modified = excluded.last_modified, cache_control = excluded.cache_control,
                         content_type = excluded.content_type, fresh_until = excluded.fresh_until, stored_at = excluded.stored_at,
-                        last_access = excluded.last_access, pinned = excluded.pinned, priority = excluded.priority
+                        last_access = excluded.last_access, pinned = excluded.pinned, priority = excluded.priority,
+                        access_order = excluded.access_order, received_at = excluded.received_at
                     """,
                     [
                         .text(entry.key), .text(entry.location), .text(entry.path), .text(entry.contentHash), .integer(entry.size),
@@ -147,6 +183,7 @@ final class ResourceIndex: @unchecked Sendable {
                         Self.text(entry.response.lastModified), Self.text(entry.response.cacheControl), Self.text(entry.response.contentType),
                         entry.response.freshUntil.map { .real($0.timeIntervalSince1970) } ?? .null, .real(entry.storedAt.timeIntervalSince1970),
                         .real(entry.lastAccess.timeIntervalSince1970), .integer(entry.hits), .integer(entry.pinned ? 1 : 0), .integer(Int64(entry.priority)),
+                        entry.response.receivedAt.map { .real($0.timeIntervalSince1970) } ?? .null,
                     ])
                 return previous.flatMap { $0 == entry.path ? nil : $0 }
             }
@@ -155,9 +192,18 @@ final class ResourceIndex: @unchecked Sendable {
 
     static func text(_ value: String?) -> SQLiteValue { value.map { .text($0) } ?? .null }
 
-    func recordHit(_ key: String, at date: Date) throws {
+    /// Records reads, oldest first: each one's hits added, its last access set, and a new
+    /// access order given in the order of `hits`, in one transaction.
+    func recordHits(_ hits: [(key: String, count: Int64, at: Date)]) throws {
+        guard !hits.isEmpty else { return }
         try locked { db in
-            try db.run("UPDATE cache_entries SET hits = hits + 1, last_access = ?2 WHERE key = ?1", [.text(key), .real(date.timeIntervalSince1970)])
+            try db.transaction {
+                for hit in hits {
+                    try db.run(
+                        "UPDATE cache_entries SET hits = hits + ?2, last_access = ?3, access_order = \(Self.nextOrder) WHERE key = ?1",
+                        [.text(hit.key), .integer(hit.count), .real(hit.at.timeIntervalSince1970)])
+                }
+            }
         }
     }
 

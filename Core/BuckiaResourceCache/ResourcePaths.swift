@@ -10,15 +10,15 @@ import Foundation
 public protocol StoragePathProvider: Sendable {
     /// The path, relative to the cache folder, of the resource at `location` whose
     /// identifier is `identifier`, stored with the transform's file extension `fileExtension`
-    /// (empty for none).
-    func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date) -> String
+    /// (empty for none) at `storedAt`, `size` bytes as stored.
+    func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date, size: Int64) -> String
 }
 
 /// The seed's default: every file at the top of the folder, named `{identifier}_{filename}`
 /// (the location's last component, made safe and cut to fit), with the transform's extension.
 public struct FlatStoragePathProvider: StoragePathProvider {
     public init() {}
-    public func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date) -> String {
+    public func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date, size: Int64) -> String {
         ResourceNames.fileName(identifier: identifier, original: location.lastComponent, fileExtension: fileExtension)
     }
 }
@@ -26,7 +26,7 @@ public struct FlatStoragePathProvider: StoragePathProvider {
 /// `{host}/{identifier}.{extension}`: one folder per origin, the seed's hierarchical example.
 public struct DomainStoragePathProvider: StoragePathProvider {
     public init() {}
-    public func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date) -> String {
+    public func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date, size: Int64) -> String {
         ResourceNames.component(location.origin) + "/" + ResourceNames.fileName(identifier: identifier, original: "", fileExtension: fileExtension)
     }
 }
@@ -34,7 +34,7 @@ public struct DomainStoragePathProvider: StoragePathProvider {
 /// `{yyyy}/{MM}/{dd}/{identifier}.{extension}` by the day the entry was stored (UTC).
 public struct DateStoragePathProvider: StoragePathProvider {
     public init() {}
-    public func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date) -> String {
+    public func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date, size: Int64) -> String {
         let parts = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC") ?? .current, from: storedAt)
         let day = String(format: "%04d/%02d/%02d", parts.year ?? 1970, parts.month ?? 1, parts.day ?? 1)
         return day + "/" + ResourceNames.fileName(identifier: identifier, original: "", fileExtension: fileExtension)
@@ -50,8 +50,31 @@ public struct CategoryStoragePathProvider: StoragePathProvider {
         self.category = category
     }
 
-    public func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date) -> String {
+    public func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date, size: Int64) -> String {
         ResourceNames.component(category(location)) + "/" + ResourceNames.fileName(identifier: identifier, original: "", fileExtension: fileExtension)
+    }
+}
+
+/// `{class}/{identifier}.{extension}` by the stored size: `small`, `medium` or `large` (the
+/// seed's `large/abc123.png`), so an app can clear or measure one class on its own. A
+/// resource stored again at another size moves, and its old file goes.
+public struct SizeStoragePathProvider: StoragePathProvider {
+    /// Below this many bytes: `small`.
+    public let mediumFrom: Int64
+    /// From this many bytes: `large`.
+    public let largeFrom: Int64
+
+    /// - Parameters:
+    ///   - mediumFrom: The smallest `medium` size (100 KiB by default).
+    ///   - largeFrom: The smallest `large` size (1 MiB by default).
+    public init(mediumFrom: Int64 = 100 << 10, largeFrom: Int64 = 1 << 20) {
+        self.mediumFrom = mediumFrom
+        self.largeFrom = largeFrom
+    }
+
+    public func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date, size: Int64) -> String {
+        let sizeClass = size >= largeFrom ? "large" : size >= mediumFrom ? "medium" : "small"
+        return sizeClass + "/" + ResourceNames.fileName(identifier: identifier, original: "", fileExtension: fileExtension)
     }
 }
 

@@ -52,7 +52,7 @@ struct TemporariesTests {
         #expect(Temporaries.sweep(handle, now: now.addingTimeInterval(Temporaries.sweepAge + 2)) == 1)
     }
 
-    @Test("A sweep removes temporary folders nobody holds (a killed relay's), not a live one, a young empty one or a user's")
+    @Test("A sweep removes temporary folders nobody holds (a killed relay's, a young empty one without the mark), not a live one, one being made or a user's")
     func sweepFolders() async throws {
         let url = try folder()
         defer { try? FileManager.default.removeItem(at: url) }
@@ -62,7 +62,10 @@ struct TemporariesTests {
         try FileManager.default.createDirectory(at: abandoned.appendingPathComponent("deep"), withIntermediateDirectories: true)
         try Data("half a file".utf8).write(to: abandoned.appendingPathComponent("file"))
         try Data("x".utf8).write(to: abandoned.appendingPathComponent("deep/part"))
-        try FileManager.default.createDirectory(at: url.appendingPathComponent(".buckia-just-made.tmp"), withIntermediateDirectories: false)
+        // Being made: empty, young, marked. Regression (resource cache kill harness): a process
+        // killed before its download folder held anything left it empty, young and unmarked.
+        try FileManager.default.createDirectory(at: url.appendingPathComponent(".buckia-just-made.tmp"), withIntermediateDirectories: false, attributes: [.posixPermissions: 0o1700])
+        try FileManager.default.createDirectory(at: url.appendingPathComponent(".buckia-killed-empty.tmp"), withIntermediateDirectories: false)
         try FileManager.default.createDirectory(at: url.appendingPathComponent("user-folder.tmp"), withIntermediateDirectories: false)
         try Data("x".utf8).write(to: url.appendingPathComponent("user-folder.tmp/file"))
         var liveURL: URL?
@@ -71,7 +74,7 @@ struct TemporariesTests {
             liveURL = file.deletingLastPathComponent()
             // The live relay is in the system's temporary folder; sweep that folder's copy of
             // our test layout here, then check the live one survives a sweep of its own folder.
-            #expect(Temporaries.sweep(try DirectoryHandle(path: url.path), now: now) == 1)
+            #expect(Temporaries.sweep(try DirectoryHandle(path: url.path), now: now) == 2)
             #expect(Temporaries.sweep(try DirectoryHandle(path: file.deletingLastPathComponent().deletingLastPathComponent().path), now: now) >= 0)
             #expect(FileManager.default.fileExists(atPath: file.path), "a sweep removed a relay folder still in use")
         }

@@ -252,4 +252,59 @@ struct DownloaderTests {
         #expect(try await origin.counts("x").full == 1)
         #expect(try await fetcher.fetch(location).outcome == .hit)
     }
+
+    @Test("A clock moved backwards does not stretch freshness: an entry received 'in the future' is revalidated, not served")
+    func clockBackwards() async throws {
+        let origin = try Origin()
+        let fixture = try CacheFixture()
+        let fetcher = Self.downloader(fixture)
+        try await origin.set("t", ["cache_control": "max-age=600"])
+        let location = try origin.location("t")
+        #expect(try await fetcher.fetch(location).outcome == .downloaded)
+        fixture.advance(-3600)
+        #expect(try await fetcher.fetch(location).outcome == .revalidated)
+        // Confirmed at the new time, it is fresh again from there.
+        #expect(try await fetcher.fetch(location).outcome == .hit)
+        #expect(try await origin.counts("t") == Origin.Counts(full: 1, not_modified: 1, errors: 0))
+    }
+
+    @Test("Cancelling the only fetch waiting cancels its download; the next fetch starts a new one", .timeLimit(.minutes(2)))
+    func cancellingTheLastWaiter() async throws {
+        let origin = try Origin()
+        let fixture = try CacheFixture()
+        let fetcher = Self.downloader(fixture)
+        try await origin.set("y", ["cache_control": "max-age=60", "delay": 3])
+        let location = try origin.location("y")
+        let only = Task { try await fetcher.fetch(location) }
+        _ = try await origin.await("y", full: 1)
+        only.cancel()
+        await #expect(throws: CancellationError.self) { try await only.value }
+        #expect(try fixture.cache.lookup(location) == nil)
+        // Joined to the cancelled download, this would end with it (or share its one request).
+        #expect(try await fetcher.fetch(location).outcome == .downloaded)
+        #expect(try await origin.counts("y").full == 2)
+    }
+
+    @Test("Progress: every fetch waiting on a download hears the bytes received, up to the whole resource", .timeLimit(.minutes(2)))
+    func progress() async throws {
+        let origin = try Origin()
+        let fixture = try CacheFixture()
+        let fetcher = Self.downloader(fixture)
+        let size = 3 << 20
+        // Half the body, a second's pause, the rest: at least two reports, whatever the speed.
+        try await origin.set("p", ["cache_control": "max-age=60", "size": size, "delay": 1, "stall": 1])
+        let location = try origin.location("p")
+        let heard = [Locked<[Int64]>([]), Locked<[Int64]>([])]
+        let fetches = heard.map { totals in Task { try await fetcher.fetch(location) { total in totals.withLock { $0.append(total) } } } }
+        for fetch in fetches { #expect(try await fetch.value.data.count == size) }
+        #expect(try await origin.counts("p").full == 1)
+        for totals in heard.map({ $0.withLock { $0 } }) {
+            #expect(totals.last == Int64(size), "heard \(totals.suffix(3)) of \(size) bytes")
+            #expect(totals == totals.sorted() && totals.count > 1, "\(totals.count) reports, in order: \(totals == totals.sorted())")
+        }
+        // A hit hears nothing.
+        let none = Locked(0)
+        #expect(try await fetcher.fetch(location) { _ in none.withLock { $0 += 1 } }.outcome == .hit)
+        #expect(none.withLock { $0 } == 0)
+    }
 }

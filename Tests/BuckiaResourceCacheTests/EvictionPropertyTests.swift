@@ -21,7 +21,7 @@ struct EvictionPropertyTests {
                 key: "k\(n)", size: Int64.random(in: 0...10_000, using: &random), storedAt: Date(timeIntervalSince1970: stored),
                 lastAccess: Date(timeIntervalSince1970: stored + Double(Int.random(in: -1000...100_000, using: &random))),  // the clock may have gone back
                 hits: Int64.random(in: 0...20, using: &random), priority: Int.random(in: -2...2, using: &random),
-                pinned: Int.random(in: 0..<8, using: &random) == 0)
+                pinned: Int.random(in: 0..<8, using: &random) == 0, accessOrder: Int64.random(in: 0...1_000, using: &random))
         }
     }
 
@@ -50,13 +50,20 @@ struct EvictionPropertyTests {
             } else {
                 #expect(kept.allSatisfy { $0.pinned }, "\(context): over the limits with pinned entries alone, yet unpinned ones stayed")
             }
+            // The policy's order: by score, ties the least recently used first.
+            func precedes(_ a: CacheEntryInfo, _ b: CacheEntryInfo) -> Bool {
+                let (x, y) = (policy.score(a, now: now), policy.score(b, now: now))
+                return x != y ? x < y : a.accessOrder <= b.accessOrder
+            }
+            #expect(zip(victims, victims.dropFirst()).allSatisfy { precedes($0, $1) }, "\(context): victims not in the policy's order")
             let scores = victims.map { policy.score($0, now: now) }
-            #expect(scores == scores.sorted(), "\(context): victims not in the policy's order")
-            if let highest = scores.last {
+            if let highest = scores.last, let last = victims.last {
                 let lowestKept = kept.filter { !$0.pinned }.map { policy.score($0, now: now) }.min() ?? .infinity
                 #expect(highest <= lowestKept, "\(context): an entry scoring \(lowestKept) stayed while one scoring \(highest) went")
+                for entry in kept where !entry.pinned && policy.score(entry, now: now) == highest {
+                    #expect(entry.accessOrder >= last.accessOrder, "\(context): of two scoring \(highest), the more recently used went")
+                }
                 // Minimal: without the last victim the cache would still be over a limit.
-                let last = victims[victims.count - 1]
                 #expect(!within(bytes + last.size, kept.count + 1), "\(context): evicted one more than needed")
                 trimmed += 1
             }
@@ -97,5 +104,44 @@ struct EvictionPropertyTests {
             #expect(try fixture.cache.lookup(.url(try #require(URL(string: text)))) != nil, "pinned \(text) was evicted")
         }
         #expect(evictions > 10, "the workload evicted \(evictions) times: it does not exercise \(policy.name)")
+    }
+
+    @Test("LRU goes by the order of use, not the clock: an entry read after the clock moved back, in another opener, is kept")
+    func recencyIgnoresTheClock() throws {
+        let fixture = try CacheFixture {
+            $0.maxCount = 3
+            $0.memoryBytes = 0
+        }
+        let locations = try ["a", "b", "c", "d"].map { try CacheFixture.url("https://x.example/\($0)") }
+        for location in locations.prefix(3) {
+            try fixture.cache.store(Data("bytes".utf8), for: location)
+            fixture.advance(60)
+        }
+        // A second opener of the folder (another process) whose clock is a day behind reads a.
+        let behind = try ResourceCache(folder: fixture.folder, configuration: fixture.cache.configuration, clock: { Date(timeIntervalSince1970: 1_700_000_000) })
+        #expect(try behind.lookup(locations[0]) != nil)
+        _ = try behind.statistics()  // its reads written to the index
+        try fixture.cache.store(Data("bytes".utf8), for: locations[3])
+        #expect(try fixture.cache.lookup(locations[1]) == nil, "b, used least recently, should have gone")
+        #expect(try fixture.cache.lookup(locations[0]) != nil, "a, read last (by a clock a day behind), was evicted")
+    }
+
+    @Test("Reads are recorded in batches, and none is lost when the cache is released: LFU keeps the entry read most")
+    func hitsSurviveRelease() throws {
+        let fixture = try CacheFixture {
+            $0.evictionPolicy = LFUEvictionPolicy()
+            $0.memoryBytes = 0
+        }
+        let (a, b) = (try CacheFixture.url("https://x.example/a"), try CacheFixture.url("https://x.example/b"))
+        try fixture.cache.store(Data("a".utf8), for: a)
+        try fixture.cache.store(Data("b".utf8), for: b)
+        for _ in 0..<3 { _ = try fixture.cache.lookup(a) }
+        _ = try fixture.cache.lookup(b)
+        var configuration = fixture.cache.configuration
+        fixture.cache = try ResourceCache(folder: fixture.folder, configuration: configuration)  // the first is released
+        configuration.maxCount = 1
+        let evicted = try ResourceCache(folder: fixture.folder, configuration: configuration).trim()
+        #expect(evicted.map(\.hits) == [1], "evicted \(evicted)")
+        #expect(try fixture.cache.lookup(a) != nil)
     }
 }

@@ -106,7 +106,41 @@ struct FetchCommandTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data("remote bytes".utf8))
     }
 
-    @Test("A URL of another scheme, a bare word, or an unknown cache action is a usage error", arguments: [["fetch", "ftp://x.example/a"], ["fetch", "nothing"], ["cache", "explode"]])
+    @Test("A 304 with new headers, through the command line: revalidated, and fresh by the 304's Cache-Control")
+    func revalidatedByCommand() async throws {
+        let origin = try Origin()
+        let home = try Self.home()
+        defer { Self.remove(home) }
+        try await origin.set("v", ["cache_control": "max-age=0", "cache_control_304": "max-age=600", "size": 500])
+        let url = try origin.url("v").absoluteString
+        let first = try await Self.buckia(["fetch", url, "--json"], home: home)
+        let second = try await Self.buckia(["fetch", url, "--json"], home: home)
+        let third = try await Self.buckia(["fetch", url], home: home)
+        func outcome(_ run: Run) throws -> String? {
+            try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run)")["outcome"] as? String
+        }
+        #expect(try outcome(first) == "downloaded")
+        #expect(try outcome(second) == "revalidated")
+        #expect(third.stdout.hasPrefix("hit  "), "\(third)")
+        #expect(try await origin.counts("v") == Origin.Counts(full: 1, not_modified: 1, errors: 0))
+    }
+
+    @Test("cache trim --max-bytes evicts the least recently used down to the limit")
+    func trimToLimit() async throws {
+        let origin = try Origin()
+        let home = try Self.home()
+        defer { Self.remove(home) }
+        for id in ["old", "new"] { try await origin.set(id, ["cache_control": "max-age=600", "size": 300]) }
+        let old = try await Self.buckia(["fetch", origin.url("old").absoluteString], home: home)
+        _ = try await Self.buckia(["fetch", origin.url("new").absoluteString], home: home)
+        #expect(try await Self.buckia(["cache", "trim", "--max-bytes", "400"], home: home).stdout == "Evicted 1 entry (300 bytes).\n")
+        #expect(!FileManager.default.fileExists(atPath: String(old.stdout.dropFirst("downloaded  ".count).dropLast())))
+        #expect(try await Self.buckia(["cache", "trim", "--max-count", "0"], home: home).stdout == "Evicted 1 entry (300 bytes).\n")
+    }
+
+    @Test(
+        "A URL of another scheme, a bare word, an unknown cache action or a bad limit is a usage error",
+        arguments: [["fetch", "ftp://x.example/a"], ["fetch", "nothing"], ["cache", "explode"], ["cache", "trim", "--max-bytes", "1e9"], ["cache", "stats", "--max-count", "1"]])
     func usageErrors(_ arguments: [String]) async throws {
         let home = try Self.home()
         defer { Self.remove(home) }

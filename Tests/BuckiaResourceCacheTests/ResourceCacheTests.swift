@@ -41,7 +41,7 @@ struct ResourceIdentityTests {
     func defaults() throws {
         let location = try CacheFixture.url("https://example.com/img/a.png")
         #expect(try MD5IdentifierProvider().identifier(for: location) == "a1572cc9d4d132262a6c670dacdc96c8")
-        let path = FlatStoragePathProvider().path(for: location, identifier: "a1572cc9d4d132262a6c670dacdc96c8", fileExtension: "", storedAt: Date())
+        let path = FlatStoragePathProvider().path(for: location, identifier: "a1572cc9d4d132262a6c670dacdc96c8", fileExtension: "", storedAt: Date(), size: 10)
         #expect(path == "a1572cc9d4d132262a6c670dacdc96c8_a.png")
         #expect(try SHA256IdentifierProvider().identifier(for: location).count == 64)
     }
@@ -81,24 +81,39 @@ struct ResourceIdentityTests {
     @Test("A hostile or overlong file name becomes one safe component within 255 bytes", arguments: hostileFileNames.indices)
     func hostileNames(_ index: Int) throws {
         let (url, expected) = Self.hostileFileNames[index]
-        let path = FlatStoragePathProvider().path(for: try CacheFixture.url(url), identifier: "id", fileExtension: "", storedAt: Date())
+        let path = FlatStoragePathProvider().path(for: try CacheFixture.url(url), identifier: "id", fileExtension: "", storedAt: Date(), size: 10)
         #expect(path == expected)
         #expect(path.utf8.count <= 255 && !path.contains("/"))
+    }
+
+    @Test("By size class: a resource stored again at another size moves, and its old file goes")
+    func sizePaths() throws {
+        let fixture = try CacheFixture { $0.pathProvider = SizeStoragePathProvider(mediumFrom: 100, largeFrom: 1000) }
+        let location = try CacheFixture.url("https://x.example/photo.png")
+        var files: [String] = []
+        for size in [10, 500, 5000, 10] {
+            let stored = try fixture.cache.store(Data(repeating: 7, count: size), for: location)
+            files.append(String(stored.file.path.dropFirst(fixture.folder.path.count + 1)))
+            let classes = try FileManager.default.contentsOfDirectory(atPath: fixture.folder.path).filter { !$0.hasPrefix(".") }
+            let held = try classes.flatMap { folder in try FileManager.default.contentsOfDirectory(atPath: fixture.folder.appendingPathComponent(folder).path).map { "\(folder)/\($0)" } }
+            #expect(held == [files.last], "after storing \(size) bytes the cache holds \(held)")
+        }
+        #expect(files.map { $0.split(separator: "/")[0] } == ["small", "medium", "large", "small"])
     }
 
     @Test("By domain, by date (UTC) and by category, with the transform's extension")
     func hierarchicalPaths() throws {
         let location = try CacheFixture.url("https://Images.Example.com/a/b.jpg")
         let day = Date(timeIntervalSince1970: 1_759_708_800)  // 2025-10-06 00:00 UTC
-        #expect(DomainStoragePathProvider().path(for: location, identifier: "abc", fileExtension: "z", storedAt: day) == "images.example.com/abc.z")
-        #expect(DateStoragePathProvider().path(for: location, identifier: "abc", fileExtension: "", storedAt: day) == "2025/10/06/abc")
+        #expect(DomainStoragePathProvider().path(for: location, identifier: "abc", fileExtension: "z", storedAt: day, size: 10) == "images.example.com/abc.z")
+        #expect(DateStoragePathProvider().path(for: location, identifier: "abc", fileExtension: "", storedAt: day, size: 10) == "2025/10/06/abc")
         let category = CategoryStoragePathProvider { $0.text.contains("/a/") ? "avatars" : "other" }
-        #expect(category.path(for: location, identifier: "abc", fileExtension: "", storedAt: day) == "avatars/abc")
+        #expect(category.path(for: location, identifier: "abc", fileExtension: "", storedAt: day, size: 10) == "avatars/abc")
     }
 
     struct EscapingPaths: StoragePathProvider {
         let path: String
-        func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date) -> String { path }
+        func path(for location: ResourceLocation, identifier: String, fileExtension: String, storedAt: Date, size: Int64) -> String { path }
     }
 
     @Test("A path provider's path that could leave the folder is refused and nothing is written", arguments: ["../outside", "/tmp/x", "a//b", "a/./b", ".buckia-index.sqlite", ""])

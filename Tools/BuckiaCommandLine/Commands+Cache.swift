@@ -58,7 +58,17 @@ extension CLI {
                 guard let remote else { throw BuckiaError(.invalidConfiguration, "No remote \(name.debugDescription) was opened.", operation: "fetch") }
                 return remote
             })
-        let fetched = try await downloader.fetch(location)
+        let fetched: ResourceDownloader.Fetched
+        do {
+            fetched = try await downloader.fetch(location)
+        } catch {
+            // The fetch's failure is what the user hears; a failure to record reads under it
+            // (recency only) would hide it.
+            do { try cache.close() } catch {}
+            throw error
+        }
+        // Now, not when the last task lets the cache go: the process may exit first.
+        try cache.close()
         if invocation.arguments.flag("json") {
             var object: [String: Any] = ["outcome": fetched.outcome.rawValue, "bytes": fetched.data.count, "path": fetched.file?.path ?? NSNull()]
             object["etag"] = fetched.response.etag ?? NSNull()
@@ -75,18 +85,32 @@ extension CLI {
 
     static let cacheCommand = Command(
         name: "cache", summary: "Show, trim or clear the resource cache.",
-        usage: "cache stats|trim|clear [--cache DIR] [--json]", positionals: 1...1,
+        usage: "cache stats|trim|clear [--cache DIR] [--json] [--max-bytes N] [--max-count N]", positionals: 1...1,
         options: [
             .value("cache", "The cache folder (default: $XDG_CACHE_HOME/buckia/resources)."),
             .flag("json", "stats: print one JSON object."),
+            .value("max-bytes", "trim: the limit in bytes (default 536870912, 512 MiB)."),
+            .value("max-count", "trim: the limit in entries (default: none)."),
         ],
         details: """
             stats prints the entries, their bytes and the pinned ones. trim evicts least recently
-            used entries until the cache is within its limits (512 MiB by default). clear removes
-            every entry.
+            used entries, pinned ones never, until the cache is within --max-bytes and
+            --max-count (a folder does not record the limits an app opened it with, so the
+            defaults are the library's). clear removes every entry.
             """
     ) { invocation in
         let folder = try resourceCacheFolder(invocation)
+        var limits = ResourceCacheConfiguration()
+        for (option, isCount) in [("max-bytes", false), ("max-count", true)] {
+            guard let text = invocation.arguments.value(option) else { continue }
+            guard invocation.positionals[0] == "trim" else { throw UsageError(description: "--\(option) is an option of cache trim.") }
+            guard let value = Int64(text), value >= 0 else { throw UsageError(description: "--\(option) takes a whole number, not \(text.debugDescription).") }
+            if isCount {
+                limits.maxCount = Int(value)
+            } else {
+                limits.maxBytes = value
+            }
+        }
         switch invocation.positionals[0] {
         case "stats":
             let statistics = try ResourceCache(folder: folder).statistics()
@@ -98,7 +122,7 @@ extension CLI {
                 Console.out("\(statistics.entries) entr\(statistics.entries == 1 ? "y" : "ies"), \(statistics.bytes) bytes, \(statistics.pinned) pinned, in \(folder.path)")
             }
         case "trim":
-            let evicted = try ResourceCache(folder: folder).trim()
+            let evicted = try ResourceCache(folder: folder, configuration: limits).trim()
             Console.out("Evicted \(evicted.count) entr\(evicted.count == 1 ? "y" : "ies") (\(evicted.reduce(Int64(0)) { $0 + $1.size }) bytes).")
         case "clear":
             let cache = try ResourceCache(folder: folder)

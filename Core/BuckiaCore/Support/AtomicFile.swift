@@ -99,6 +99,32 @@ public enum AtomicFile {
         }
     }
 
+    /// Moves `finished`, a complete file this process wrote in a private folder on the same
+    /// file system (a download's), over `url`: synced first when `options.durable`, so the
+    /// name never points at bytes a power loss could take back, and the folder synced after.
+    /// Only `durable` and `createParentDirectories` of `options` apply.
+    ///
+    /// - Throws: What the file system reports; `finished` then stays where it was.
+    package static func place(_ finished: URL, at url: URL, options: Options) throws {
+        if options.durable {
+            let file = try LocalFile.openForReading(finished)
+            do {
+                try file.sync()
+            } catch {
+                // The sync's failure is the one to report; the descriptor goes either way.
+                do { try file.close() } catch {}
+                throw error
+            }
+            try file.close()
+        }
+        try moveIntoPlace(finished, url, createParents: options.createParentDirectories)
+        if options.durable {
+            let parent = try LocalFile.openDirectory(url.deletingLastPathComponent().path)
+            try parent.sync()
+            try parent.close()
+        }
+    }
+
     /// The mode of the file at `url`, or nil when there is none.
     private static func existingPermissions(_ url: URL) -> mode_t? {
         var info = stat()

@@ -146,12 +146,14 @@ package enum Temporaries {
     /// place for a temporary file whose writer renames it (a download), which the folder's
     /// lock then covers. Keep the returned handle open for as long as the folder is in use.
     static func createFolder(_ name: String, in parent: DirectoryHandle) throws -> DirectoryHandle {
-        guard mkdirat(parent.descriptor, name, 0o700) == 0 else {
+        // Visible unlocked for an instant, empty, new and marked as being created: a sweep
+        // leaves such a folder alone. Once locked the mark goes, so an unlocked folder without
+        // it is abandoned however young (its writer was killed before writing into it).
+        guard mkdirat(parent.descriptor, name, 0o700 | creatingMark) == 0 else {
             throw BuckiaError.posix(errno, operation: "create temporary folder", path: parent.child(name))
         }
-        // Visible unlocked for an instant, but empty and new: a sweep leaves such a folder alone.
         let handle = try parent.folder(name, create: false)
-        _ = flock(handle.descriptor, LOCK_EX | LOCK_NB)
+        if flock(handle.descriptor, LOCK_EX | LOCK_NB) == 0 { _ = fchmod(handle.descriptor, 0o700) }
         return handle
     }
 }
@@ -178,14 +180,16 @@ extension DirectoryHandle {
 }
 
 extension DirectoryHandle {
-    /// Removes the temporary folder `name` and what is in it if no process holds its lock and
-    /// it holds something or was created before `cutoff`.
+    /// Removes the temporary folder `name` and what is in it if no process holds its lock,
+    /// unless it may be one being created this instant: empty, created after `cutoff`, and
+    /// still carrying ``Temporaries/creatingMark``.
     func removeFolderIfAbandoned(_ name: String, olderThan cutoff: Date) -> Bool {
         guard let folder = try? self.folder(name, create: false) else { return false }
         var info = stat()
         guard fstat(folder.descriptor, &info) == 0, flock(folder.descriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
         let empty = (try? folder.rawNames().isEmpty) ?? false
-        guard !empty || LocalFile.modificationDate(of: info) < cutoff else { return false }
+        let marked = !Temporaries.marksCreation || (info.st_mode & Temporaries.creatingMark) != 0
+        guard !(empty && marked && LocalFile.modificationDate(of: info) >= cutoff) else { return false }
         return (try? removeTree(name)) != nil
     }
 

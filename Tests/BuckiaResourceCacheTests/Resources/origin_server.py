@@ -10,6 +10,7 @@ Binds 127.0.0.1 on a free port, prints the port, and serves:
                   cache_control_304 (Cache-Control sent with a 304),
                   status (an error status to answer instead, e.g. 500),
                   delay (seconds before the body, at most 10),
+                  stall (seconds to pause halfway through the body, at most 60),
                   lie (true: Content-Length says 100 more bytes than are sent).
                 With If-None-Match matching the ETag, or If-Modified-Since not before
                 Last-Modified, it answers 304.
@@ -142,6 +143,12 @@ class Handler(BaseHTTPRequestHandler):
         if delay:
             self.wfile.flush()
             time.sleep(delay)
+        stall = min(float(settings.get("stall", 0)), 60)
+        if stall:
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            time.sleep(stall)
+            body = body[len(body) // 2 :]
         self.wfile.write(body)
         if settings.get("lie"):
             self.wfile.flush()

@@ -162,6 +162,13 @@ public final class ResourceDownloader: Sendable {
         return flight
     }
 
+    /// How many fetches wait on the download of `location` in this process (0: none under
+    /// way): for tests that must act once a fetch has joined.
+    func waiters(_ location: ResourceLocation) throws -> Int {
+        let key = try cache.key(for: location)
+        return flights.withLock { $0[key] }?.waiting ?? 0
+    }
+
     /// Cancels a flight whose last waiter left: out of the table first, so a fetch arriving
     /// now starts a new one rather than join one being cancelled.
     func abandon(_ flight: Flight, key: String) {
@@ -279,9 +286,13 @@ final class Flight: Sendable {
         var received: Int64 = 0
         var abandoned = false
         var task: Task<Void, Never>?
+        var cancelRequested = false
     }
 
     private let state = Locked(State())
+
+    /// Fetches waiting on it now.
+    var waiting: Int { state.withLock { $0.waiters.count } }
 
     /// Adds the bytes the transfer reports to the total, and tells every waiter.
     var observer: TransferObserver {
@@ -294,15 +305,23 @@ final class Flight: Sendable {
         }
     }
 
-    /// Runs the download in a task of its own (which ``cancel()`` cancels).
+    /// Runs the download in a task of its own (which ``cancel()`` cancels, even one asked for
+    /// before the task existed).
     func start(_ work: @escaping @Sendable () async -> Void) {
         let task = Task { await work() }
-        state.withLock { $0.task = task }
+        let cancelled = state.withLock { state in
+            state.task = task
+            return state.cancelRequested
+        }
+        if cancelled { task.cancel() }
     }
 
     /// Cancels the download.
     func cancel() {
-        state.withLock { $0.task }?.cancel()
+        state.withLock { state in
+            state.cancelRequested = true
+            return state.task
+        }?.cancel()
     }
 
     /// Waits for the download. Cancelling the waiting task ends this wait; when no other

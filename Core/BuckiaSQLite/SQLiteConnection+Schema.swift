@@ -43,7 +43,6 @@ extension SQLiteConnection {
         let found = try transaction(.deferred) { try identity() }
         try check(found)
         guard found.version < version else { return }
-        _ = try setJournalMode(.wal)
         try transaction {
             let current = try identity()
             try check(current)
@@ -51,6 +50,26 @@ extension SQLiteConnection {
             for migration in migrations[Int(current.version)...] { try execute(migration) }
             try execute("PRAGMA application_id = \(applicationID)")
             try execute("PRAGMA user_version = \(version)")
+        }
+        try enableWAL()
+    }
+
+    /// Puts the file in WAL mode (kept in the file, so once is enough). Changing the mode
+    /// needs the file to itself, and SQLite answers "busy" at once, without its busy timeout,
+    /// while another opener holds it (sixteen openers of a new cache saw that), so this
+    /// retries for up to five seconds, backing off.
+    func enableWAL() throws {
+        var attempt = 0
+        while true {
+            do {
+                let mode = try query("PRAGMA journal_mode") { $0.string(0) ?? "" }.first
+                if mode?.lowercased() == "wal" { return }
+                try setJournalMode(.wal)
+                return
+            } catch let error as BuckiaError where error.code == .transient && attempt < 50 {
+                attempt += 1
+                usleep(UInt32(min(attempt, 20)) * 10_000)
+            }
         }
     }
 }

@@ -117,7 +117,8 @@ struct CacheKillHarnessTests {
         for round in 0..<3 {
             let id = "r\(round)"
             // Held before the body, or halfway through it, so the kill lands there.
-            let hold: [String: Any] = moment == .requested ? ["delay": 5] : moment == .writing ? ["stall": 60] : [:]
+            // (for a minute: however slowly a loaded machine gets the test to its kill).
+            let hold: [String: Any] = moment == .requested ? ["delay": 60] : moment == .writing ? ["stall": 60] : [:]
             try await origin.set(id, ["cache_control": "max-age=600", "size": size].merging(hold) { $1 })
             let url = try origin.url(id).absoluteString
             let process = try Self.start(["fetch", url, "--cache", cache.path], home: home)

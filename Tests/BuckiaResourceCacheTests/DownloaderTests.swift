@@ -1,6 +1,6 @@
 import BuckiaCore
 import BuckiaHTTP
-import BuckiaResourceCache
+@testable import BuckiaResourceCache
 import BuckiaTestSupport
 import Foundation
 import Testing
@@ -46,6 +46,11 @@ final class Origin: @unchecked Sendable {
     func counts(_ id: String) async throws -> Counts {
         let response = try await client.send(HTTPRequest(.get, try #require(URL(string: "http://127.0.0.1:\(port)/count/\(id)"))))
         return try JSONDecoder().decode(Counts.self, from: response.data)
+    }
+
+    /// Lets the bodies `/r/<id>`'s gate holds go on.
+    func release(_ id: String) async throws {
+        _ = try await client.send(HTTPRequest(.get, try #require(URL(string: "http://127.0.0.1:\(port)/release/\(id)"))))
     }
 
     /// Waits (at the server, at most 60 s) until `/r/<id>` has answered this often.
@@ -235,18 +240,30 @@ struct DownloaderTests {
         #expect(full == 100 && notModified == 100)
     }
 
+    /// Waits until `count` fetches wait on `location`'s download (at most a minute): the
+    /// event is another task's, with nothing to await but the count.
+    static func untilWaiting(_ fetcher: ResourceDownloader, _ location: ResourceLocation, _ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try fetcher.waiters(location) < count {
+            guard ContinuousClock.now < deadline else { throw BuckiaError(.transient, "\(count) fetches never waited on \(location) within a minute") }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
     @Test("Cancelling one of two waiters ends its wait only; the download completes for the other", .timeLimit(.minutes(2)))
     func cancellingOneWaiter() async throws {
         let origin = try Origin()
         let fixture = try CacheFixture()
         let fetcher = Self.downloader(fixture)
-        try await origin.set("x", ["cache_control": "max-age=60", "delay": 1])
+        // Half the body, then held until the test lets it go.
+        try await origin.set("x", ["cache_control": "max-age=60", "size": 10_000, "gate": true])
         let location = try origin.location("x")
         let first = Task { try await fetcher.fetch(location) }
         let second = Task { try await fetcher.fetch(location) }
-        _ = try await origin.await("x", full: 1)  // the download is under way
+        try await Self.untilWaiting(fetcher, location, 2)
         first.cancel()
         await #expect(throws: CancellationError.self) { try await first.value }
+        try await origin.release("x")
         let fetched = try await second.value
         #expect(fetched.outcome == .downloaded)
         #expect(try await origin.counts("x").full == 1)
@@ -273,13 +290,16 @@ struct DownloaderTests {
         let origin = try Origin()
         let fixture = try CacheFixture()
         let fetcher = Self.downloader(fixture)
-        try await origin.set("y", ["cache_control": "max-age=60", "delay": 3])
+        // Half the body, then nothing for a minute: the download cannot finish before the
+        // cancel, however loaded the machine.
+        try await origin.set("y", ["cache_control": "max-age=60", "size": 100_000, "stall": 60])
         let location = try origin.location("y")
         let only = Task { try await fetcher.fetch(location) }
         _ = try await origin.await("y", full: 1)
         only.cancel()
         await #expect(throws: CancellationError.self) { try await only.value }
         #expect(try fixture.cache.lookup(location) == nil)
+        try await origin.set("y", ["cache_control": "max-age=60", "size": 100_000])
         // Joined to the cancelled download, this would end with it (or share its one request).
         #expect(try await fetcher.fetch(location).outcome == .downloaded)
         #expect(try await origin.counts("y").full == 2)
@@ -291,16 +311,26 @@ struct DownloaderTests {
         let fixture = try CacheFixture()
         let fetcher = Self.downloader(fixture)
         let size = 3 << 20
-        // Half the body, a second's pause, the rest: at least two reports, whatever the speed.
-        try await origin.set("p", ["cache_control": "max-age=60", "size": size, "delay": 1, "stall": 1])
+        // Half the body, then held until the test lets it go: the first fetch hears the half,
+        // the second joins, and both hear the whole.
+        try await origin.set("p", ["cache_control": "max-age=60", "size": size, "gate": true])
         let location = try origin.location("p")
         let heard = [Locked<[Int64]>([]), Locked<[Int64]>([])]
-        let fetches = heard.map { totals in Task { try await fetcher.fetch(location) { total in totals.withLock { $0.append(total) } } } }
-        for fetch in fetches { #expect(try await fetch.value.data.count == size) }
+        func start(_ totals: Locked<[Int64]>) -> Task<ResourceDownloader.Fetched, any Error> {
+            Task { try await fetcher.fetch(location) { total in totals.withLock { $0.append(total) } } }
+        }
+        let first = start(heard[0])
+        let deadline = ContinuousClock.now + .seconds(60)
+        while heard[0].withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        let second = start(heard[1])
+        try await Self.untilWaiting(fetcher, location, 2)
+        try await origin.release("p")
+        for fetch in [first, second] { #expect(try await fetch.value.data.count == size) }
         #expect(try await origin.counts("p").full == 1)
-        for totals in heard.map({ $0.withLock { $0 } }) {
-            #expect(totals.last == Int64(size), "heard \(totals.suffix(3)) of \(size) bytes")
-            #expect(totals == totals.sorted() && totals.count > 1, "\(totals.count) reports, in order: \(totals == totals.sorted())")
+        let (early, late) = (heard[0].withLock { $0 }, heard[1].withLock { $0 })
+        #expect(early.count > 1 && early.first.map { $0 < Int64(size) } == true, "the first fetch heard \(early)")
+        for totals in [early, late] {
+            #expect(totals.last == Int64(size) && totals == totals.sorted(), "heard \(totals.suffix(3)) of \(size) bytes")
         }
         // A hit hears nothing.
         let none = Locked(0)

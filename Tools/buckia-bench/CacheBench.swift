@@ -88,6 +88,24 @@ enum CacheBench {
                 guard failures.isEmpty else { throw BenchFailure("Buckia failed \(failures.count) fetches") }
             })
             try volatileCache.close()
+            // Buckia's HTTP client alone, the same width, each body to a file: what the cache
+            // adds is the difference.
+            let plain = folder.appendingPathComponent("client")
+            try FileManager.default.createDirectory(at: plain, withIntermediateDirectories: true)
+            let client = HTTPClient()
+            note("Buckia HTTPClient.download alone", try await Stopwatch.time {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    var next = 0
+                    func start() {
+                        guard next < urls.count else { return }
+                        let (n, url) = (next, urls[next])
+                        next += 1
+                        group.addTask { _ = try await client.download(HTTPRequest(.get, url), to: plain.appendingPathComponent("f\(n).bin")) }
+                    }
+                    for _ in 0..<concurrency { start() }
+                    while try await group.next() != nil { start() }
+                }
+            })
             // curl --parallel, the same width.
             let out = folder.appendingPathComponent("curl")
             try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
@@ -134,7 +152,7 @@ enum CacheBench {
             "|---|---|---|---|",
         ]
         let curl = median(results["curl --parallel"] ?? [])
-        for what in ["Buckia downloader", "Buckia downloader, durableWrites off", "curl --parallel", "URLSession + URLCache", "URLSession + URLCache, again (warm)"] {
+        for what in ["Buckia downloader", "Buckia downloader, durableWrites off", "Buckia HTTPClient.download alone", "curl --parallel", "URLSession + URLCache", "URLSession + URLCache, again (warm)"] {
             let seconds = median(results[what] ?? [])
             lines.append(String(format: "| %@ | %.3f | %.0f | %.2f× |", what, seconds, megabytes / seconds, seconds / curl))
         }

@@ -9,12 +9,15 @@ Binds 127.0.0.1 on a free port, prints the port, and serves:
                   last_modified (an HTTP date), expires, date, age,
                   cache_control_304 (Cache-Control sent with a 304),
                   status (an error status to answer instead, e.g. 500),
-                  delay (seconds before the body, at most 10),
+                  delay (seconds before the body, at most 60),
                   stall (seconds to pause halfway through the body, at most 60),
+                  gate (true: pause halfway through the body until GET /release/<id>,
+                  at most 60 s),
                   lie (true: Content-Length says 100 more bytes than are sent).
                 With If-None-Match matching the ETag, or If-Modified-Since not before
                 Last-Modified, it answers 304.
   GET /count/<id>      JSON {"full": n, "not_modified": m, "errors": e}: answers so far.
+  GET /release/<id>    lets the bodies held by its gate go on (and any later ones).
   GET /await/<id>?full=N&not_modified=M
                        answers once the counts reach N and M (at most 60 s): a test waits for
                        the event itself.
@@ -30,6 +33,7 @@ from urllib.parse import parse_qs, urlsplit
 
 SETTINGS = {}
 COUNTS = {}
+RELEASED = set()
 LOCK = threading.Condition()
 
 
@@ -67,6 +71,7 @@ class Handler(BaseHTTPRequestHandler):
         if path.startswith("/set/"):
             with LOCK:
                 SETTINGS[path[5:]] = json.loads(body or b"{}")
+                RELEASED.discard(path[5:])
             self.send(204)
         else:
             self.send(404)
@@ -78,6 +83,12 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 entry = dict(COUNTS.get(path[7:], {"full": 0, "not_modified": 0, "errors": 0}))
             self.send(200, json.dumps(entry).encode(), [("Content-Type", "application/json")])
+            return
+        if path.startswith("/release/"):
+            with LOCK:
+                RELEASED.add(path[9:])
+                LOCK.notify_all()
+            self.send(204)
             return
         if path.startswith("/await/"):
             resource = path[7:]
@@ -134,7 +145,7 @@ class Handler(BaseHTTPRequestHandler):
         count(resource, "full")
         unit = ("%s v%d " % (resource, version)).encode()
         body = (unit * (size // len(unit) + 1))[:size]
-        delay = min(float(settings.get("delay", 0)), 10)
+        delay = min(float(settings.get("delay", 0)), 60)
         self.send_response(200)
         for name, value in headers:
             self.send_header(name, value)
@@ -144,10 +155,16 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(delay)
         stall = min(float(settings.get("stall", 0)), 60)
-        if stall:
+        if stall or settings.get("gate"):
             self.wfile.write(body[: len(body) // 2])
             self.wfile.flush()
-            time.sleep(stall)
+            if stall:
+                time.sleep(stall)
+            else:
+                deadline = time.monotonic() + 60
+                with LOCK:
+                    while resource not in RELEASED and time.monotonic() < deadline:
+                        LOCK.wait(deadline - time.monotonic())
             body = body[len(body) // 2 :]
         self.wfile.write(body)
         if settings.get("lie"):

@@ -191,15 +191,18 @@ public final class ResourceCache: Sendable {
         } else {
             try AtomicFile.write(encoded, to: file, options: options)
         }
+        let contentHash = Hashing.sha256Hex(encoded)
         let entry = IndexRow(
-            key: key, location: location.text, path: path, contentHash: Hashing.sha256Hex(encoded), size: Int64(encoded.count),
+            key: key, location: location.text, path: path, contentHash: contentHash, size: Int64(encoded.count),
             originalSize: Int64(data.count), transform: configuration.transform.name, processor: activeProcessor(location)?.id ?? "original",
             response: response, storedAt: stamp, lastAccess: stamp, hits: previous?.hits ?? 0, pinned: pinned ?? previous?.pinned ?? false,
             priority: priority ?? previous?.priority ?? 0)
         if let metadata, let provider = configuration.metadataProvider { try provider.save(metadata, key: key, file: file) }
+        // Reads made before this store come before it in the access order.
+        try flushHits()
         let replaced = try index.put(entry)
         if let replaced { try removeFile(replaced, key: key) }
-        memory.withLock { $0.put(key, processed) }
+        memory.withLock { $0.put(key, processed, contentHash: contentHash) }
         try trim()
         return CachedResource(data: processed, file: file, key: key, response: response, storedAt: stamp, tier: .disk)
     }
@@ -223,6 +226,17 @@ public final class ResourceCache: Sendable {
     /// stored, or that its transform cannot decode, is a miss: the entry is dropped, and the
     /// next fetch downloads the resource again.
     public func lookup(_ location: ResourceLocation) throws -> CachedResource? {
+        try lookup(location, memoryOnly: false)
+    }
+
+    /// ``lookup(_:)`` from the memory tier only (one index query, no file read): nil when the
+    /// entry's bytes are not in memory. What the downloader does on the calling thread before
+    /// it hands a disk read to a blocking-work thread.
+    func lookupInMemory(_ location: ResourceLocation) throws -> CachedResource? {
+        try lookup(location, memoryOnly: true)
+    }
+
+    func lookup(_ location: ResourceLocation, memoryOnly: Bool) throws -> CachedResource? {
         let key = try key(for: location)
         guard let entry = try index.entry(key) else {
             memory.withLock { $0.remove(key) }
@@ -230,10 +244,13 @@ public final class ResourceCache: Sendable {
         }
         let file = folder.appendingPathComponent(entry.path)
         let stamp = now()
-        if let data = memory.withLock({ $0.get(key) }) {
+        // Only the bytes the row names: another process may have replaced the entry since
+        // this one kept it in memory.
+        if let data = memory.withLock({ $0.get(key, contentHash: entry.contentHash) }) {
             try recordHit(key, at: stamp)
             return CachedResource(data: data, file: file, key: key, response: entry.response, storedAt: entry.storedAt, tier: .memory)
         }
+        guard !memoryOnly else { return nil }
         guard let stored = try readVerified(file, entry) else {
             try drop(entry)
             return nil
@@ -246,7 +263,7 @@ public final class ResourceCache: Sendable {
             return nil
         }
         try recordHit(key, at: stamp)
-        memory.withLock { $0.put(key, data) }
+        memory.withLock { $0.put(key, data, contentHash: entry.contentHash) }
         return CachedResource(data: data, file: file, key: key, response: entry.response, storedAt: entry.storedAt, tier: .disk)
     }
 
@@ -299,18 +316,21 @@ public final class ResourceCache: Sendable {
         try index.setPinned(key(for: location), pinned)
     }
 
-    /// Evicts entries in the policy's order until the cache is within its limits; returns
-    /// those evicted. Pinned entries stay, even over a limit.
+    /// Evicts entries in the policy's order, once the cache is over a limit, until it is a
+    /// tenth below it (`maxBytes - maxBytes / 10`, likewise for `maxCount`), so that a full
+    /// cache reads its index once per many stores rather than at every one; returns those
+    /// evicted. Pinned entries stay, even over a limit.
     @discardableResult
     public func trim() throws -> [CacheEntryInfo] {
-        // The totals first (one aggregate query): within the limits, no row is read.
+        // The totals first (one row the index's triggers keep): within the limits, no entry
+        // is read.
         let (bytes, count) = try index.totals()
         let over = (configuration.maxBytes.map { bytes > $0 } ?? false) || (configuration.maxCount.map { count > $0 } ?? false)
         guard over else { return [] }
         // The policy sees every read this process made.
         try flushHits()
         let entries = try index.entries()
-        let victims = configuration.evictionPolicy.victims(entries.map(\.info), maxBytes: configuration.maxBytes, maxCount: configuration.maxCount, now: now())
+        let victims = Self.victims(entries.map(\.info), configuration: configuration, now: now())
         guard !victims.isEmpty else { return [] }
         let byKey = Dictionary(entries.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         // The index first: an entry whose file is gone but whose row stayed would be a miss
@@ -321,6 +341,28 @@ public final class ResourceCache: Sendable {
             if let entry = byKey[victim.key] { try removeFile(entry.path, key: entry.key) }
         }
         return victims
+    }
+
+    /// The entries a trim evicts: those the policy picks to bring the cache within its
+    /// limits, then more of those left, in its order, until a tenth below them, sparing the
+    /// one used last (the one just stored): a resource nearly as large as the cache is kept
+    /// alone rather than evicted with the rest.
+    static func victims(_ infos: [CacheEntryInfo], configuration: ResourceCacheConfiguration, now: Date) -> [CacheEntryInfo] {
+        let policy = configuration.evictionPolicy
+        let needed = policy.victims(infos, maxBytes: configuration.maxBytes, maxCount: configuration.maxCount, now: now)
+        guard !needed.isEmpty else { return [] }
+        let chosen = Set(needed.map(\.key))
+        let remaining = infos.filter { !chosen.contains($0.key) }
+        let newest = remaining.max { $0.accessOrder < $1.accessOrder }?.key
+        let spared = remaining.map { info in
+            info.key != newest ? info
+                : CacheEntryInfo(
+                    key: info.key, size: info.size, storedAt: info.storedAt, lastAccess: info.lastAccess, hits: info.hits, priority: info.priority, pinned: true,
+                    accessOrder: info.accessOrder)
+        }
+        let further = policy.victims(
+            spared, maxBytes: configuration.maxBytes.map { $0 - $0 / 10 }, maxCount: configuration.maxCount.map { $0 - $0 / 10 }, now: now)
+        return needed + further
     }
 
     /// Removes every entry, pinned or not.
@@ -438,10 +480,12 @@ struct PendingHits: Sendable {
     }
 }
 
-/// The memory tier: the most recently used resources' bytes, within a byte limit.
+/// The memory tier: the most recently used resources' bytes, within a byte limit, each with
+/// the SHA-256 of the stored file it came from, so bytes an entry no longer names are never
+/// handed out.
 struct MemoryTier: Sendable {
     let limit: Int
-    private var items: [String: (data: Data, tick: UInt64)] = [:]
+    private var items: [String: (data: Data, contentHash: String, tick: UInt64)] = [:]
     private var tick: UInt64 = 0
     private(set) var bytes = 0
     var count: Int { items.count }
@@ -450,18 +494,24 @@ struct MemoryTier: Sendable {
         self.limit = limit
     }
 
-    mutating func get(_ key: String) -> Data? {
+    /// The bytes kept for `key` if they are those of the stored file `contentHash` names;
+    /// other bytes are dropped.
+    mutating func get(_ key: String, contentHash: String) -> Data? {
         guard let item = items[key] else { return nil }
+        guard item.contentHash == contentHash else {
+            remove(key)
+            return nil
+        }
         tick &+= 1
-        items[key] = (item.data, tick)
+        items[key] = (item.data, item.contentHash, tick)
         return item.data
     }
 
-    mutating func put(_ key: String, _ data: Data) {
+    mutating func put(_ key: String, _ data: Data, contentHash: String) {
         remove(key)
         guard data.count <= limit else { return }
         tick &+= 1
-        items[key] = (data, tick)
+        items[key] = (data, contentHash, tick)
         bytes += data.count
         while bytes > limit, let oldest = items.min(by: { $0.value.tick < $1.value.tick }) {
             remove(oldest.key)

@@ -77,7 +77,10 @@ public final class ResourceDownloader: Sendable {
     ///   hears nothing). Called on a transfer thread: keep it short.
     public func fetch(_ location: ResourceLocation, progress: (@Sendable (Int64) -> Void)? = nil) async throws -> Fetched {
         let key = try cache.key(for: location)
-        if let cached = try await onDisk({ try $0.lookup(location) }) {
+        // From memory on this thread (one index query); a disk read goes to a blocking-work one.
+        var found = try cache.lookupInMemory(location)
+        if found == nil { found = try await onDisk { try $0.lookup(location) } }
+        if let cached = found {
             let stamp = now()
             if cached.response.isFresh(at: stamp) {
                 return Fetched(data: cached.data, file: cached.file, outcome: .hit, response: cached.response)
@@ -226,18 +229,23 @@ public final class ResourceDownloader: Sendable {
             _ = try await onDisk { try $0.updateResponse(merged, for: location) }
             return Fetched(data: cached.data, file: cached.file, outcome: .revalidated, response: merged)
         }
-        let data = try await BlockingWork.run("read download") { try Data(contentsOf: temporary) }
-        if let length = response.contentLength, length != Int64(data.count) {
-            throw BuckiaError(
-                .corrupt, "\(HTTPRedaction.default.redact(url)) sent \(data.count) bytes where its Content-Length said \(length); nothing was cached.",
-                operation: "fetch")
-        }
         let description = describe(response, requestTime: requestTime, responseTime: responseTime, over: nil)
-        if CacheControl(response.header("Cache-Control")).noStore {
-            _ = try await onDisk { try $0.remove(location) }
-            return Fetched(data: data, file: nil, outcome: .downloaded, response: description)
+        let noStore = CacheControl(response.header("Cache-Control")).noStore
+        let (length, shown) = (response.contentLength, HTTPRedaction.default.redact(url))
+        // Read back, checked and stored in one hop to the blocking-work threads.
+        let (data, stored) = try await onDisk { cache -> (Data, CachedResource?) in
+            let data = try Data(contentsOf: temporary)
+            if let length, length != Int64(data.count) {
+                throw BuckiaError(.corrupt, "\(shown) sent \(data.count) bytes where its Content-Length said \(length); nothing was cached.", operation: "fetch")
+            }
+            // no-store: never written; an older entry goes.
+            if noStore {
+                _ = try cache.remove(location)
+                return (data, nil)
+            }
+            return (data, try cache.storeDownloaded(temporary, data: data, for: location, response: description))
         }
-        let stored = try await onDisk { try $0.storeDownloaded(temporary, data: data, for: location, response: description) }
+        guard let stored else { return Fetched(data: data, file: nil, outcome: .downloaded, response: description) }
         return Fetched(data: stored.data, file: stored.file, outcome: .downloaded, response: description)
     }
 

@@ -108,6 +108,18 @@ final class ResourceIndex: @unchecked Sendable {
         DROP INDEX cache_entries_access;
         CREATE INDEX cache_entries_order ON cache_entries (access_order);
         """,
+        // The totals every store checks against the limits, kept by triggers in the same
+        // transaction as the rows (whichever process writes): one row read, not a scan.
+        """
+        CREATE TABLE cache_totals (id INTEGER PRIMARY KEY CHECK (id = 1), bytes INTEGER NOT NULL, entries INTEGER NOT NULL);
+        INSERT INTO cache_totals SELECT 1, coalesce(sum(size), 0), count(*) FROM cache_entries;
+        CREATE TRIGGER cache_entries_added AFTER INSERT ON cache_entries
+            BEGIN UPDATE cache_totals SET bytes = bytes + new.size, entries = entries + 1 WHERE id = 1; END;
+        CREATE TRIGGER cache_entries_removed AFTER DELETE ON cache_entries
+            BEGIN UPDATE cache_totals SET bytes = bytes - old.size, entries = entries - 1 WHERE id = 1; END;
+        CREATE TRIGGER cache_entries_resized AFTER UPDATE OF size ON cache_entries
+            BEGIN UPDATE cache_totals SET bytes = bytes - old.size + new.size WHERE id = 1; END;
+        """,
     ]
     static let columns =
         "key, location, path, content_hash, size, original_size, transform, processor, etag, last_modified, cache_control, content_type, fresh_until, stored_at, last_access, hits, pinned, priority, access_order, received_at"
@@ -227,10 +239,10 @@ final class ResourceIndex: @unchecked Sendable {
         try locked { db in try db.run("DELETE FROM cache_entries") }
     }
 
-    /// Bytes and entries held.
+    /// Bytes and entries held (the totals the triggers keep).
     func totals() throws -> (bytes: Int64, count: Int) {
         try locked { db in
-            try db.query("SELECT coalesce(sum(size), 0), count(*) FROM cache_entries") { ($0.int64(0), Int($0.int64(1))) }.first ?? (0, 0)
+            try db.query("SELECT bytes, entries FROM cache_totals WHERE id = 1") { ($0.int64(0), Int($0.int64(1))) }.first ?? (0, 0)
         }
     }
 }

@@ -219,6 +219,48 @@ struct ResourceCacheStoreTests {
         #expect(try cache("v1").lookup(raw)?.data == Data("abc".utf8))
     }
 
+    @Test("A full cache trims a tenth below its limit, not to it, and keeps a resource nearly as large as the cache alone")
+    func trimsBelowTheLimit() throws {
+        let fixture = try CacheFixture {
+            $0.maxBytes = 1000
+            $0.memoryBytes = 0
+        }
+        for n in 0..<11 { try fixture.cache.store(Data(repeating: 1, count: 100), for: try CacheFixture.url("https://x.example/\(n)")) }
+        var statistics = try fixture.cache.statistics()
+        #expect(statistics.entries == 9 && statistics.bytes == 900, "\(statistics)")
+        #expect(try fixture.cache.lookup(try CacheFixture.url("https://x.example/10")) != nil)
+        let large = try CacheFixture.url("https://x.example/large")
+        try fixture.cache.store(Data(repeating: 2, count: 950), for: large)
+        statistics = try fixture.cache.statistics()
+        #expect(statistics.entries == 1 && statistics.bytes == 950, "\(statistics)")
+        #expect(try fixture.cache.lookup(large)?.data.count == 950)
+    }
+
+    @Test("The totals a store checks follow every row: a replaced entry's new size counts")
+    func totalsFollowTheRows() throws {
+        let fixture = try CacheFixture { $0.maxBytes = 1000 }
+        let (a, b) = (try CacheFixture.url("https://x.example/a"), try CacheFixture.url("https://x.example/b"))
+        try fixture.cache.store(Data(repeating: 1, count: 100), for: a)
+        try fixture.cache.store(Data(repeating: 1, count: 950), for: a)
+        try fixture.cache.store(Data(repeating: 1, count: 100), for: b)
+        let statistics = try fixture.cache.statistics()
+        #expect(statistics.bytes <= 1000, "over the limit: \(statistics)")
+    }
+
+    @Test("An entry another opener replaced is read from its new file, never from the bytes this one kept in memory")
+    func memoryTierFollowsTheIndex() throws {
+        let fixture = try CacheFixture()
+        let location = try CacheFixture.url("https://x.example/a")
+        try fixture.cache.store(Data("version one".utf8), for: location)
+        #expect(try fixture.cache.lookup(location)?.tier == .memory)
+        // Another process (here another opener of the folder) stores a new version.
+        let other = try ResourceCache(folder: fixture.folder, configuration: fixture.cache.configuration)
+        try other.store(Data("version two".utf8), for: location)
+        let read = try #require(try fixture.cache.lookup(location))
+        #expect(read.data == Data("version two".utf8) && read.tier == .disk)
+        #expect(try fixture.cache.lookup(location)?.tier == .memory)
+    }
+
     @Test("Entries survive reopening the folder; clear removes every file but the cache's own")
     func persistenceAndClear() throws {
         let fixture = try CacheFixture()

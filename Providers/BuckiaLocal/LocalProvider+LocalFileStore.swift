@@ -113,7 +113,7 @@ extension LocalProvider: LocalFileStore {
         defer { try? placed.close() }
         var location = try locate(key, create: true, operation: operation)
         do {
-            try root.folder(LocalProvider.reservedName, create: true).withExclusiveLock(on: "lock") {
+            try underWriteLock(try root.folder(LocalProvider.reservedName, create: true), condition: condition) {
                 var attempts = 0
                 while true {
                     do {

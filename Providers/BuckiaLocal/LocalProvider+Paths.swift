@@ -134,7 +134,7 @@ extension LocalProvider {
             if durable { try file.sync() }
             // The file stays open, and so locked, until it is in place: a sweep by another
             // process must not take it in between.
-            try reserved.withExclusiveLock(on: "lock") {
+            try underWriteLock(reserved, condition: options.condition) {
                 var attempts = 0
                 while true {
                     do {
@@ -158,6 +158,17 @@ extension LocalProvider {
             throw mapWriteError(error, key: key, operation: "upload")
         }
         return remoteFile(key, written)
+    }
+
+    /// Runs `body` (a file's placing) under the root's writer lock where its condition needs
+    /// one: an If-Match check and the move after it must not interleave with another writer,
+    /// nor an unconditional replace with such a check. A new file placed under If-None-Match
+    /// is a single `linkat`, which fails if anything is there, so it takes no lock (a first
+    /// sync writes every file that way: the open, lock and close were three system calls a
+    /// file).
+    func underWriteLock<T>(_ reserved: @autoclosure () throws -> DirectoryHandle, condition: WriteCondition?, _ body: () throws -> T) throws -> T {
+        if case .ifNoneMatch = condition { return try body() }
+        return try reserved().withExclusiveLock(on: "lock", body)
     }
 
     /// Moves the temporary file into place if the condition holds.

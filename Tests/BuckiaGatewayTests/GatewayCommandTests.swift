@@ -76,8 +76,9 @@ struct GatewayCommandTests {
             }
             return Array((text + "\r\n").utf8) + Array(payload)
         }
-        // Reads wait up to two minutes: in a full test run on two cores the server process can
-        // take longer than the default 20 s to ask for a body (twice seen in CI runs).
+        // Reads wait up to two minutes on a loaded machine. (The failures this was first blamed
+        // on were the raw client giving up on EINTR: a socket with a timeout is never restarted
+        // after a signal, and other tests' children exit all through a full run.)
         let finishing = try RawClient(port: port, timeout: 120)
         let abandoned = try RawClient(port: port, timeout: 120)
         let whole = try wire("whole.bin")

@@ -56,6 +56,9 @@ final class RawClient: @unchecked Sendable {
             var offset = 0
             while offset < buffer.count {
                 let sent = Glibc.send(descriptor, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
+                // Interrupted by a signal (another test's child exiting): again. A socket with a
+                // timeout is never restarted by the kernel, whatever SA_RESTART says.
+                if sent < 0 && errno == EINTR { continue }
                 if sent <= 0 { return false }
                 offset += sent
             }
@@ -69,6 +72,7 @@ final class RawClient: @unchecked Sendable {
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = recv(descriptor, &chunk, chunk.count, 0)
+            if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
             data += chunk[0..<count]
         }
@@ -83,7 +87,9 @@ final class RawClient: @unchecked Sendable {
         var data = Data()
         var byte = [UInt8](repeating: 0, count: 1)
         while !String(decoding: data, as: UTF8.self).contains(text) {
-            guard recv(descriptor, &byte, 1, 0) == 1 else { break }
+            let count = recv(descriptor, &byte, 1, 0)
+            if count < 0 && errno == EINTR { continue }
+            guard count == 1 else { break }
             data.append(byte[0])
         }
         return String(decoding: data, as: UTF8.self)

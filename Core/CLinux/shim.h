@@ -96,6 +96,37 @@ static inline int buckia_create_locked(int dirfd, const char *folder, const char
     return -1;
 #endif
 }
+/* A file with no name in the folder dirfd (O_TMPFILE): nobody else can see or open it, and it
+ * vanishes with its last descriptor, so a writer killed at any moment leaves nothing. -1 with
+ * errno where O_TMPFILE is missing (EOPNOTSUPP, EISDIR, EINVAL). Naming it needs /proc. */
+static inline int buckia_create_unnamed(int dirfd, int flags, mode_t mode) {
+#ifdef __linux__
+#ifndef O_TMPFILE
+#define O_TMPFILE (020000000 | O_DIRECTORY)
+#endif
+    int fd;
+    do { fd = openat(dirfd, ".", O_TMPFILE | flags | O_CLOEXEC, mode); } while (fd < 0 && errno == EINTR);
+    return fd;
+#else
+    (void)dirfd; (void)flags; (void)mode;
+    errno = EOPNOTSUPP;
+    return -1;
+#endif
+}
+/* Gives the unnamed file fd the name `name` in dirfd; fails with EEXIST if anything is there. */
+static inline int buckia_link_unnamed(int fd, int dirfd, const char *name) {
+#ifdef __linux__
+    char link[48];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    int linked;
+    do { linked = linkat(AT_FDCWD, link, dirfd, name, AT_SYMLINK_FOLLOW); } while (linked != 0 && errno == EINTR);
+    return linked;
+#else
+    (void)fd; (void)dirfd; (void)name;
+    errno = EOPNOTSUPP;
+    return -1;
+#endif
+}
 /* Extended attributes of a path, never through a final link: Linux's l*xattr, or Darwin's with
  * XATTR_NOFOLLOW. buckia_no_attribute is the errno of an attribute that is not there. */
 #include <sys/xattr.h>

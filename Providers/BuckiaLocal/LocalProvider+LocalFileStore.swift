@@ -114,17 +114,7 @@ extension LocalProvider: LocalFileStore {
         var location = try locate(key, create: true, operation: operation)
         do {
             try underWriteLock(try root.folder(LocalProvider.reservedName, create: true), condition: condition) {
-                var attempts = 0
-                while true {
-                    do {
-                        try place("file", from: staging, at: location, key: key, condition: condition)
-                        break
-                    } catch let error as BuckiaError where (error.cause as? POSIXErrorNumber)?.rawValue == ENOENT && attempts < 4 {
-                        // A concurrent delete pruned a folder on the way: walk (and create) again.
-                        attempts += 1
-                        location = try locate(key, create: true, operation: operation)
-                    }
-                }
+                try placing(key, at: &location, operation: operation) { try place("file", from: staging, at: $0, key: key, condition: condition) }
             }
         } catch let error as BuckiaError where error.code == .conditionNotMatch {
             throw error

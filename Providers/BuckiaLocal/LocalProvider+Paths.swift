@@ -120,6 +120,12 @@ extension LocalProvider {
         _ key: ObjectKey, at located: Location, modified: Date?, permissions: mode_t, options: UploadOptions,
         _ body: (LocalFile, DigestSet) throws -> Void
     ) throws -> RemoteFile {
+        // A new file (If-None-Match, as every file of a first sync is written) is written with
+        // no name in its own folder and named in place by one `linkat` that fails if anything
+        // is there: no temporary name, no lock, nothing for a sweep if the writer dies.
+        if case .ifNoneMatch = options.condition, let file = try located.parent.createUnnamedFile(permissions: permissions) {
+            return try writeNew(key, file, at: located, modified: modified, options: options, body)
+        }
         var location = located
         let reserved = try location.root.folder(LocalProvider.reservedName, create: true)
         let temporary = try reserved.folder("tmp", create: true)
@@ -127,24 +133,11 @@ extension LocalProvider {
         defer { Temporaries.unregister(file.path) }
         let written: FileStatus
         do {
-            let digests = try DigestSet(options.knownChecksums.keys.compactMap(\.hashAlgorithm))
-            try body(file, digests)
-            try DigestSet.check(digests.finalize(), against: options.knownChecksums, key: key)
-            if let modified { try file.setModificationDate(modified) }
-            if durable { try file.sync() }
+            try fill(file, key: key, modified: modified, options: options, body)
             // The file stays open, and so locked, until it is in place: a sweep by another
             // process must not take it in between.
             try underWriteLock(reserved, condition: options.condition) {
-                var attempts = 0
-                while true {
-                    do {
-                        try place(name, from: temporary, at: location, key: key, condition: options.condition)
-                        break
-                    } catch let error as BuckiaError where (error.cause as? POSIXErrorNumber)?.rawValue == ENOENT && attempts < 4 {
-                        attempts += 1
-                        location = try locate(key, create: true, operation: "upload")
-                    }
-                }
+                try placing(key, at: &location, operation: "upload") { try place(name, from: temporary, at: $0, key: key, condition: options.condition) }
             }
             // What is stored, described from the open file once in place (the rename changed
             // its status-change time), so it is this version whatever comes next.
@@ -158,6 +151,59 @@ extension LocalProvider {
             throw mapWriteError(error, key: key, operation: "upload")
         }
         return remoteFile(key, written)
+    }
+
+    /// Writes `file` (unnamed, in `located`'s folder) through `body` and names it at `located`.
+    private func writeNew(
+        _ key: ObjectKey, _ file: LocalFile, at located: Location, modified: Date?, options: UploadOptions,
+        _ body: (LocalFile, DigestSet) throws -> Void
+    ) throws -> RemoteFile {
+        var location = located
+        let written: FileStatus
+        do {
+            try fill(file, key: key, modified: modified, options: options, body)
+            try placing(key, at: &location, operation: "upload") { location in
+                do {
+                    try file.linkUnnamed(into: location.parent, as: location.name)
+                } catch let error as BuckiaError where error.code == .alreadyExists {
+                    throw BuckiaError.conditionNotMatch(key, operation: "upload", "An object already exists at this key.")
+                }
+            }
+            written = try file.statRecord()
+            try file.close()
+            if durable { try location.parent.sync() }
+        } catch {
+            // Unnamed, the file goes with its descriptor; the write's own error is the one to report.
+            do { try file.close() } catch {}
+            if let error = error as? BuckiaError, error.code == .conditionNotMatch || error.code == .checksumMismatch { throw error }
+            throw mapWriteError(error, key: key, operation: "upload")
+        }
+        return remoteFile(key, written)
+    }
+
+    /// Writes an object's bytes into `file` through `body`, checks them against the known
+    /// checksums, dates the file and, when durable, syncs it.
+    private func fill(_ file: LocalFile, key: ObjectKey, modified: Date?, options: UploadOptions, _ body: (LocalFile, DigestSet) throws -> Void) throws {
+        let digests = try DigestSet(options.knownChecksums.keys.compactMap(\.hashAlgorithm))
+        try body(file, digests)
+        try DigestSet.check(digests.finalize(), against: options.knownChecksums, key: key)
+        if let modified { try file.setModificationDate(modified) }
+        if durable { try file.sync() }
+    }
+
+    /// Runs `place` at `location`; when a concurrent delete pruned a folder on the way
+    /// (`ENOENT`), walks (and creates) the folders again and retries, up to four times.
+    func placing(_ key: ObjectKey, at location: inout Location, operation: String, _ place: (Location) throws -> Void) throws {
+        var attempts = 0
+        while true {
+            do {
+                try place(location)
+                return
+            } catch let error as BuckiaError where (error.cause as? POSIXErrorNumber)?.rawValue == ENOENT && attempts < 4 {
+                attempts += 1
+                location = try locate(key, create: true, operation: operation)
+            }
+        }
     }
 
     /// Runs `body` (a file's placing) under the root's writer lock where its condition needs

@@ -300,9 +300,12 @@ struct DownloaderTests {
         await #expect(throws: CancellationError.self) { try await only.value }
         #expect(try fixture.cache.lookup(location) == nil)
         try await origin.set("y", ["cache_control": "max-age=60", "size": 100_000])
-        // Joined to the cancelled download, this would end with it (or share its one request).
+        // Joined to the cancelled download, this would end with it, or share its one request
+        // (full would stay 1). At least one more: one full CI run failed an `== 2` here
+        // without saying the count (a retried attempt counts too); it is printed now.
         #expect(try await fetcher.fetch(location).outcome == .downloaded)
-        #expect(try await origin.counts("y").full == 2)
+        let counts = try await origin.counts("y")
+        #expect(counts.full >= 2, "\(counts)")
     }
 
     @Test("Progress: every fetch waiting on a download hears the bytes received, up to the whole resource", .timeLimit(.minutes(2)))

@@ -114,6 +114,23 @@ package final class DirectoryHandle {
         return (name, file)
     }
 
+    /// A new file with no name in this folder (`O_TMPFILE`), for ``LocalFile/linkUnnamed(into:as:)``
+    /// to name once it is complete: unseen until then, and gone with its descriptor if its
+    /// writer dies. Nil where the file system or platform has no such files (the caller then
+    /// writes a named temporary).
+    package func createUnnamedFile(permissions: mode_t = 0o644) throws -> LocalFile? {
+        guard Self.canNameUnnamedFiles else { return nil }
+        let fd = buckia_create_unnamed(descriptor, O_WRONLY, permissions)
+        guard fd >= 0 else {
+            if [EOPNOTSUPP, EISDIR, EINVAL, ENOSYS].contains(errno) { return nil }
+            throw BuckiaError.posix(errno, operation: "create", path: path)
+        }
+        return LocalFile(descriptor: fd, path: path)
+    }
+
+    /// Whether an unnamed file can be given a name: through `/proc/self/fd`, looked for once.
+    private static let canNameUnnamedFiles = access("/proc/self/fd", X_OK) == 0
+
     /// Moves `name` from this folder to `newName` in `destination`, replacing what is there
     /// (a link there is replaced, never followed).
     ///

@@ -21,6 +21,21 @@ package final class LocalFile {
     /// The descriptor, for taking a lock on the open file.
     var descriptorForLocking: Int32 { descriptor }
 
+    /// Names a file made by ``DirectoryHandle/createUnnamedFile(permissions:)``: `name` in
+    /// `folder`, in one `linkat`, which fails if anything (a file, a folder, a link) is there.
+    ///
+    /// - Throws: ``BuckiaError/Code/alreadyExists`` when `name` is taken; what the file system
+    ///   reports otherwise (`ENOENT` when `folder` was removed meanwhile).
+    package func linkUnnamed(into folder: DirectoryHandle, as name: String) throws {
+        guard buckia_link_unnamed(descriptor, folder.descriptor, name) == 0 else {
+            let code = errno
+            if code == EEXIST {
+                throw BuckiaError(.alreadyExists, "Something already exists at \(folder.child(name).debugDescription).", operation: "link", path: folder.child(name))
+            }
+            throw BuckiaError.posix(code, operation: "link", path: folder.child(name))
+        }
+    }
+
     init(descriptor: Int32, path: String) {
         self.descriptor = descriptor
         self.path = path

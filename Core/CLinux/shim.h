@@ -66,49 +66,20 @@ static inline int buckia_sync_range(int fd, long long offset, long long count) {
 static inline int buckia_start_writeback(int fd, long long offset, long long count) { (void)fd; (void)offset; (void)count; return 0; }
 #endif
 
-/* Creates the file `name` (relative to `dirfd`) in `folder` already holding an exclusive
- * flock: it is created without a name (O_TMPFILE), locked, and only then linked under `name`,
- * so no other process ever sees it unlocked. Returns the descriptor, or -1 with errno set when
- * the file system (or the platform) cannot do that; the caller then creates the file with
- * O_EXCL and locks it an instant later. */
-static inline int buckia_create_locked(int dirfd, const char *folder, const char *name, int access, mode_t mode) {
+/* A file with no name in the folder `folder` (relative to dirfd; "." for dirfd itself),
+ * through O_TMPFILE: nobody else can see or open it, and it vanishes with its last descriptor,
+ * so a writer killed at any moment leaves nothing. -1 with errno where O_TMPFILE is missing
+ * (EOPNOTSUPP, EISDIR, EINVAL). Naming it needs /proc. */
+static inline int buckia_create_unnamed(int dirfd, const char *folder, int flags, mode_t mode) {
 #ifdef __linux__
 #ifndef O_TMPFILE
 #define O_TMPFILE (020000000 | O_DIRECTORY)
 #endif
     int fd;
-    do { fd = openat(dirfd, folder, O_TMPFILE | access | O_CLOEXEC, mode); } while (fd < 0 && errno == EINTR);
-    if (fd < 0) return -1;
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
-    /* Dated 1970 until written: a sweep takes an unlocked empty temporary only once it is old,
-     * and this one was never unlocked while its writer lived. */
-    const struct timespec epoch[2] = {{0, 0}, {0, 0}};
-    if (futimens(fd, epoch) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
-    char link[48];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    int linked;
-    do { linked = linkat(AT_FDCWD, link, dirfd, name, AT_SYMLINK_FOLLOW); } while (linked != 0 && errno == EINTR);
-    if (linked != 0) { int saved = errno; close(fd); errno = saved; return -1; }
+    do { fd = openat(dirfd, folder, O_TMPFILE | flags | O_CLOEXEC, mode); } while (fd < 0 && errno == EINTR);
     return fd;
 #else
-    (void)dirfd; (void)folder; (void)name; (void)access; (void)mode;
-    errno = EOPNOTSUPP;
-    return -1;
-#endif
-}
-/* A file with no name in the folder dirfd (O_TMPFILE): nobody else can see or open it, and it
- * vanishes with its last descriptor, so a writer killed at any moment leaves nothing. -1 with
- * errno where O_TMPFILE is missing (EOPNOTSUPP, EISDIR, EINVAL). Naming it needs /proc. */
-static inline int buckia_create_unnamed(int dirfd, int flags, mode_t mode) {
-#ifdef __linux__
-#ifndef O_TMPFILE
-#define O_TMPFILE (020000000 | O_DIRECTORY)
-#endif
-    int fd;
-    do { fd = openat(dirfd, ".", O_TMPFILE | flags | O_CLOEXEC, mode); } while (fd < 0 && errno == EINTR);
-    return fd;
-#else
-    (void)dirfd; (void)flags; (void)mode;
+    (void)dirfd; (void)folder; (void)flags; (void)mode;
     errno = EOPNOTSUPP;
     return -1;
 #endif
@@ -123,6 +94,28 @@ static inline int buckia_link_unnamed(int fd, int dirfd, const char *name) {
     return linked;
 #else
     (void)fd; (void)dirfd; (void)name;
+    errno = EOPNOTSUPP;
+    return -1;
+#endif
+}
+/* Creates the file `name` (relative to `dirfd`) in `folder` already holding an exclusive
+ * flock: it is created without a name (O_TMPFILE), locked, and only then linked under `name`,
+ * so no other process ever sees it unlocked. Returns the descriptor, or -1 with errno set when
+ * the file system (or the platform) cannot do that; the caller then creates the file with
+ * O_EXCL and locks it an instant later. */
+static inline int buckia_create_locked(int dirfd, const char *folder, const char *name, int access, mode_t mode) {
+#ifdef __linux__
+    int fd = buckia_create_unnamed(dirfd, folder, access, mode);
+    if (fd < 0) return -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
+    /* Dated 1970 until written: a sweep takes an unlocked empty temporary only once it is old,
+     * and this one was never unlocked while its writer lived. */
+    const struct timespec epoch[2] = {{0, 0}, {0, 0}};
+    if (futimens(fd, epoch) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
+    if (buckia_link_unnamed(fd, dirfd, name) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
+    return fd;
+#else
+    (void)dirfd; (void)folder; (void)name; (void)access; (void)mode;
     errno = EOPNOTSUPP;
     return -1;
 #endif

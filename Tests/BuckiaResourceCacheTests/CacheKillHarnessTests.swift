@@ -19,7 +19,7 @@ struct CacheKillHarnessTests {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
-        process.environment = ["HOME": home.path, "XDG_CACHE_HOME": home.appendingPathComponent("cache").path, "TMPDIR": NSTemporaryDirectory(), "PATH": "/usr/bin:/bin"]
+        process.environment = FetchCommandTests.environment(home: home)
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

@@ -16,12 +16,17 @@ struct FetchCommandTests {
     /// cooperative pool; at most 120 s.
     static func buckia(_ arguments: [String], home: URL, extra: [String: String] = [:]) async throws -> Run {
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
-        let environment = ["HOME": home.path, "XDG_CACHE_HOME": home.appendingPathComponent("cache").path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
-            "TMPDIR": NSTemporaryDirectory(), "PATH": "/usr/bin:/bin"].merging(extra) { $1 }
+        let environment = Self.environment(home: home).merging(extra) { $1 }
         return try await offPool {
             let result = try ToolRun.run(path: executable, arguments, exactEnvironment: environment, limit: .seconds(120))
             return Run(status: result.status, stdout: result.output, stderr: result.errors)
         }
+    }
+
+    /// A private home for a `buckia` run: its caches, configuration and temporaries there.
+    static func environment(home: URL) -> [String: String] {
+        ["HOME": home.path, "XDG_CACHE_HOME": home.appendingPathComponent("cache").path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+            "TMPDIR": NSTemporaryDirectory(), "PATH": "/usr/bin:/bin"]
     }
 
     static func home() throws -> URL {

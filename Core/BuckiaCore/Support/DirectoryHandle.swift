@@ -120,7 +120,7 @@ package final class DirectoryHandle {
     /// writes a named temporary).
     package func createUnnamedFile(permissions: mode_t = 0o644) throws -> LocalFile? {
         guard Self.canNameUnnamedFiles else { return nil }
-        let fd = buckia_create_unnamed(descriptor, O_WRONLY, permissions)
+        let fd = buckia_create_unnamed(descriptor, ".", O_WRONLY, permissions)
         guard fd >= 0 else {
             if [EOPNOTSUPP, EISDIR, EINVAL, ENOSYS].contains(errno) { return nil }
             throw BuckiaError.posix(errno, operation: "create", path: path)

@@ -76,9 +76,9 @@ struct GatewayCommandTests {
             }
             return Array((text + "\r\n").utf8) + Array(payload)
         }
-        // Reads wait up to two minutes on a loaded machine. (The failures this was first blamed
-        // on were the raw client giving up on EINTR: a socket with a timeout is never restarted
-        // after a signal, and other tests' children exit all through a full run.)
+        // Reads wait up to two minutes on a loaded machine. The raw client now retries EINTR (a
+        // socket with a timeout is never restarted after a signal). Even so, in about a third
+        // of full runs no 100 Continue arrives within the two minutes; the cause is not known yet.
         let finishing = try RawClient(port: port, timeout: 120)
         let abandoned = try RawClient(port: port, timeout: 120)
         let whole = try wire("whole.bin")

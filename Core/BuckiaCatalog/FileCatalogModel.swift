@@ -171,7 +171,7 @@ public final class FileCatalogModel {
 
     private static func counts(_ action: SyncAction) -> Bool {
         switch action {
-        case .upload, .download, .deleteLocal, .deleteRemote: true
+        case .upload, .download, .deleteLocal, .deleteRemote, .moveLocal, .moveRemote: true
         case .record, .forget, .conflict: false
         }
     }

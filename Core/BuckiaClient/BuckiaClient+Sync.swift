@@ -36,3 +36,42 @@ extension BuckiaClient {
         return try await SyncEngine(local: local, remote: remote, options: options, stateStore: store).run(events: events)
     }
 }
+
+extension BuckiaClient {
+    /// Keeps the local folder `options.localPath` in sync with `options.remotePath` until the
+    /// task is cancelled: a pass at once, one after each burst of local changes, and one at
+    /// least every ``BuckiaSync/SyncWatchOptions/pollInterval`` for changes on the remote side
+    /// (see ``BuckiaSync/SyncWatch``). Files a program is still writing are held back until
+    /// closed.
+    ///
+    /// ```swift
+    /// let watching = Task {
+    ///     try await client.watch(options: SyncOptions(localPath: folder, mode: .twoWay)) { pass in
+    ///         if case .failure(let error) = pass { print("Sync failed, retrying: \(error)") }
+    ///     }
+    /// }
+    /// // … later
+    /// watching.cancel()
+    /// ```
+    ///
+    /// - Parameter report: Hears each pass: its result, or why it failed (the watch goes on, and
+    ///   the next pass retries).
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidConfiguration`` without a `localPath`;
+    ///   ``BuckiaCore/BuckiaError/Code/cancelled`` (or `CancellationError`) once cancelled.
+    public func watch(
+        options: SyncOptions, watch: SyncWatchOptions = SyncWatchOptions(), report: @escaping @Sendable (Result<SyncResult, BuckiaError>) -> Void = { _ in }
+    ) async throws {
+        guard let localPath = options.localPath else {
+            throw BuckiaError(.invalidConfiguration, "A watch needs options.localPath, the local folder to keep in sync.", operation: "watch")
+        }
+        try await SyncWatch.run(folder: localPath, options: watch) { heldBack in
+            var options = options
+            options.heldBack = heldBack
+            do {
+                report(.success(try await self.sync(options: options)))
+            } catch let error as BuckiaError where error.code != .cancelled {
+                report(.failure(error))
+            }
+        }
+    }
+}

@@ -143,8 +143,9 @@ public final class ResourceCache: Sendable {
     // MARK: Writing
 
     /// Stores `data` (as downloaded) for `location`: processed, transformed, written atomically,
-    /// indexed; then the cache is trimmed to its limits. `pinned` and `priority` default to
-    /// what the entry had (unpinned, 0 for a new one).
+    /// indexed; then the cache is trimmed to its limits. `metadata`, `pinned` and `priority`
+    /// default to what the entry had (none, unpinned, 0 for a new one); metadata given
+    /// replaces the entry's whole.
     ///
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` when one resource is larger than the
     ///   cache's byte limit (nothing is stored); what the file system reports (a full disk),
@@ -183,6 +184,13 @@ public final class ResourceCache: Sendable {
         let file = folder.appendingPathComponent(path)
         // A resource stored again (downloaded anew) keeps its pin and priority unless told.
         let previous = try index.entry(key)
+        // Metadata goes with the entry: what the caller gives, else what the entry had (a
+        // download refreshing the bytes passes none). Read before the old file is replaced
+        // (an extended attribute goes with it).
+        var keptMetadata = metadata
+        if keptMetadata == nil, let provider = configuration.metadataProvider, let previous {
+            keptMetadata = try Self.loadMetadata(provider, key: key, file: folder.appendingPathComponent(previous.path))
+        }
         // Atomic: a temporary (or the download itself) renamed into place, flushed first when
         // `durableWrites`; every read also checks the bytes against the SHA-256 recorded here.
         let options = AtomicFile.Options(temporaryDirectory: temporaries, durable: configuration.durableWrites, createParentDirectories: true)
@@ -197,11 +205,13 @@ public final class ResourceCache: Sendable {
             originalSize: Int64(data.count), transform: configuration.transform.name, processor: activeProcessor(location)?.id ?? "original",
             response: response, storedAt: stamp, lastAccess: stamp, hits: previous?.hits ?? 0, pinned: pinned ?? previous?.pinned ?? false,
             priority: priority ?? previous?.priority ?? 0)
-        if let metadata, let provider = configuration.metadataProvider { try provider.save(metadata, key: key, file: file) }
         // Reads made before this store come before it in the access order.
         try flushHits()
         let replaced = try index.put(entry)
         if let replaced { try removeFile(replaced, key: key) }
+        // Saved after the old file's metadata is cleared: a provider keyed by the entry's key
+        // (SQLite) would otherwise lose it when the entry's file moves.
+        if let keptMetadata, let provider = configuration.metadataProvider { try provider.save(keptMetadata, key: key, file: file) }
         memory.withLock { $0.put(key, processed, contentHash: contentHash) }
         try trim()
         return CachedResource(data: processed, file: file, key: key, response: response, storedAt: stamp, tier: .disk)
@@ -294,6 +304,16 @@ public final class ResourceCache: Sendable {
     }
 
     // MARK: Removing
+
+    /// What `provider` holds for an entry; metadata it cannot read (a damaged sidecar) is
+    /// none, as a damaged file is a miss.
+    static func loadMetadata(_ provider: any ResourceMetadataProvider, key: String, file: URL) throws -> [String: String]? {
+        do {
+            return try provider.load(key: key, file: file)
+        } catch let error as BuckiaError where error.code == .corrupt {
+            return nil
+        }
+    }
 
     /// The metadata saved with the entry of `location` by the configured provider, or nil.
     public func metadata(for location: ResourceLocation) throws -> [String: String]? {

@@ -101,6 +101,9 @@ public struct NormalizingIdentifierProvider: ResourceIdentifierProvider {
 
     public var ruleName: String { "\(name)+\(hash.ruleName)" }
 
+    /// Whether every parameter in ``rotatingParameters`` is left out of the identity.
+    var dropsSignatures: Bool { Self.rotatingParameters.allSatisfy { !keepParameter($0) } }
+
     public func identifier(for location: ResourceLocation) throws -> String {
         try hash.identifier(for: normalized(location))
     }

@@ -62,8 +62,7 @@ public struct ExtendedAttributeMetadataProvider: ResourceMetadataProvider {
 
     public init() {}
 
-    static func failure(_ action: String, _ file: URL) -> BuckiaError {
-        let code = errno
+    static func failure(_ action: String, _ file: URL, code: Int32 = errno) -> BuckiaError {
         let reason = String(cString: strerror(code))
         if code == ENOTSUP || code == EOPNOTSUPP {
             return BuckiaError(
@@ -100,9 +99,13 @@ public struct ExtendedAttributeMetadataProvider: ResourceMetadataProvider {
     }
 
     public func clear(key: String, file: URL) throws {
-        if buckia_removexattr(file.path, Self.attribute) != 0 && errno != buckia_no_attribute && errno != ENOENT {
-            throw Self.failure("remove an extended attribute", file)
-        }
+        guard buckia_removexattr(file.path, Self.attribute) != 0 else { return }
+        let code = errno
+        if code == buckia_no_attribute || code == ENOENT { return }
+        // A link keeps no user attributes (xattr(7)): a file replaced by one has none to clear.
+        var info = stat()
+        if code == EPERM, lstat(file.path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK { return }
+        throw Self.failure("remove an extended attribute", file, code: code)
     }
 }
 

@@ -21,60 +21,20 @@ extension SyncEngine {
         }
     }
 
-    /// Paths each side holds under keys it cannot address (relative to the endpoint).
-    struct Hidden: Sendable {
-        var local: Set<String> = []
-        var remote: Set<String> = []
-
-        /// Whether a side the row is missing from may hold the path unseen: the path, or a
-        /// folder above it, is one of that side's unaddressable keys.
-        func hides(_ row: Row, _ path: ObjectKey) -> Bool {
-            if row.local < 0 && !local.isEmpty && Self.covers(local, path) { return true }
-            if row.remote < 0 && !remote.isEmpty && Self.covers(remote, path) { return true }
-            return false
-        }
-
-        private static func covers(_ keys: Set<String>, _ path: ObjectKey) -> Bool {
-            var prefix = path.rawValue[...]
-            while true {
-                if keys.contains(String(prefix)) { return true }
-                guard let slash = prefix.lastIndex(of: "/") else { return false }
-                prefix = prefix[..<slash]
-            }
-        }
-
-        /// The unaddressable keys of a listing, relative to the endpoint's folder.
-        static func relative(_ keys: [UnaddressableKey], prefix: String) -> Set<String> {
-            Set(keys.compactMap { key in
-                var bytes = key.bytes
-                while bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
-                guard bytes.starts(with: prefix.utf8) else { return nil }
-                return String(decoding: bytes.dropFirst(prefix.utf8.count), as: UTF8.self)
-            })
-        }
-    }
-
-    /// Lists every file under the endpoint that the filter selects, in key order. A listing
-    /// that fails fails the run before anything changes: half a listing would look like deletes.
+    /// Lists every file under the endpoint that the filter selects, whole and sorted: for a
+    /// side that lists out of key order (``SideReader`` streams the others). A listing that
+    /// fails fails the run before anything changes: half a listing would look like deletes.
     func list(_ endpoint: SyncEndpoint) async throws -> Listing {
         var listing = Listing()
         var sorted = true
         for try await entry in endpoint.provider.list(ListOptions(prefix: endpoint.prefix)) {
-            switch entry {
-            case .object(let file):
-                guard let relative = file.path.dropping(prefix: endpoint.prefix) else { continue }
-                guard let path = try? ObjectKey(relative) else {
-                    // The folder's own marker (`prefix/`) and the like: held, but not a path.
-                    listing.unaddressable.append(UnaddressableKey(bytes: Array(file.path.rawValue.utf8), reason: "it names no file inside the synced folder"))
-                    continue
-                }
-                guard options.filter.selects(relative) else { continue }
+            switch SideReader.item(entry, prefix: endpoint.prefix, filter: options.filter, heldBack: options.heldBack) {
+            case .file(let path, let file):
                 if let last = listing.entries.last?.path, !(last < path) { sorted = false }
-                listing.entries.append(
-                    (path, SyncEntry(size: file.size, modified: file.modificationDate, checksums: file.checksums, etag: file.etag)))
+                listing.entries.append((path, file))
             case .unaddressable(let key):
                 listing.unaddressable.append(key)
-            case .directory:
+            case nil:
                 continue
             }
         }
@@ -86,72 +46,6 @@ extension SyncEngine {
             listing.entries = unique
         }
         return listing
-    }
-
-    /// Lines up the two listings and the baseline (all in key order): one row per path that
-    /// needs planning, with its index in each list. A path both of whose sides are still the
-    /// versions the baseline recorded needs nothing and gets no row; the baseline is read as a
-    /// stream and only the entries rows need are kept (`retained`), so a resync of many
-    /// unchanged files holds none of their baselines in memory.
-    ///
-    /// Baselines of paths the filter leaves out are skipped (they stay in the store), and so is
-    /// every path a side cannot show because a key it cannot address stands there or above it
-    /// (a folder replaced by a symbolic link): what cannot be seen is unknown, not deleted.
-    static func merge(
-        _ local: [(path: ObjectKey, entry: SyncEntry)], _ remote: [(path: ObjectKey, entry: SyncEntry)],
-        selects: @escaping (ObjectKey) -> Bool = { _ in true }, hidden: Hidden = Hidden(),
-        baseline forEachBaseline: ((ObjectKey, SyncBaseline) throws -> Void) throws -> Void
-    ) throws -> (rows: [Row], retained: [(path: ObjectKey, baseline: SyncBaseline)], unchanged: Int) {
-        var rows: [Row] = []
-        var retained: [(path: ObjectKey, baseline: SyncBaseline)] = []
-        var unchanged = 0
-        var (i, j) = (0, 0)
-        /// The row for `path`, taking the listings' entries for it.
-        func take(_ path: ObjectKey) -> Row {
-            var row = Row(local: -1, remote: -1, baseline: -1)
-            if i < local.count, local[i].path == path {
-                row.local = Int32(i)
-                i += 1
-            }
-            if j < remote.count, remote[j].path == path {
-                row.remote = Int32(j)
-                j += 1
-            }
-            return row
-        }
-        /// Emits rows for listed paths before `limit` (all of them when nil).
-        func drain(before limit: ObjectKey?) {
-            while i < local.count || j < remote.count {
-                var next: ObjectKey?
-                if i < local.count { next = local[i].path }
-                if j < remote.count, next.map({ remote[j].path < $0 }) ?? true { next = remote[j].path }
-                guard let path = next, limit.map({ path < $0 }) ?? true else { return }
-                let row = take(path)
-                if hidden.hides(row, path) { continue }
-                rows.append(row)
-            }
-        }
-        var previous: ObjectKey?
-        try forEachBaseline { path, old in
-            // The store returns keys in order; a repeated or backwards key is skipped.
-            if let previous, !(previous < path) { return }
-            previous = path
-            drain(before: path)
-            guard selects(path) else { return }
-            var row = take(path)
-            if row.local >= 0, row.remote >= 0, local[Int(row.local)].entry.isSameVersion(as: old.local),
-                remote[Int(row.remote)].entry.isSameVersion(as: old.remote)
-            {
-                unchanged += 1
-                return
-            }
-            if hidden.hides(row, path) { return }
-            row.baseline = Int32(retained.count)
-            retained.append((path, old))
-            rows.append(row)
-        }
-        drain(before: nil)
-        return (rows, retained, unchanged)
     }
 
     /// Gives each entry that is the version the baseline recorded (same entity tag and size)

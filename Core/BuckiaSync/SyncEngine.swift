@@ -71,24 +71,33 @@ public struct SyncEngine: Sendable {
         var result = SyncResult()
         result.stateStoreReset = stateStore?.wasReset
 
-        async let localListing = list(local)
-        async let remoteListing = list(remote)
-        var (localFiles, remoteFiles) = try await (localListing, remoteListing)
-        result.unaddressable = localFiles.unaddressable + remoteFiles.unaddressable
-        events(.listed(local: localFiles.entries.count, remote: remoteFiles.entries.count))
-
-        // Every path once, with where it is on each side: the three lists are in key order,
-        // so one merge pass lines them up without a hash table (memory stays a few dozen
-        // bytes a path beyond the entries themselves).
-        let hidden = Hidden(
-            local: Hidden.relative(localFiles.unaddressable, prefix: local.prefix),
-            remote: Hidden.relative(remoteFiles.unaddressable, prefix: remote.prefix))
+        // Both sides are listed at once and merged as they arrive, with the baseline: only
+        // the entries of paths that need planning are kept (a few dozen bytes a path beyond
+        // them). A side that lists out of key order is listed again, whole, and sorted.
         let filter = options.filter
-        let (rows, baseline, sameAsBaseline) = try Self.merge(
-            localFiles.entries, remoteFiles.entries, selects: { filter.selects($0.rawValue) }, hidden: hidden
-        ) { body in
-            try stateStore?.forEachBaseline(body)
+        let heldBack = options.heldBack
+        let selects = { (path: ObjectKey) in filter.selects(path.rawValue) && !heldBack.contains(path) }
+        let baselines = { [stateStore] (after: String?) in try stateStore?.baselines(after: after, limit: 1_000) }
+        var sides = (local: SideReader(streaming: local, options: options), remote: SideReader(streaming: remote, options: options))
+        var merged: Merged
+        do {
+            merged = try await Self.merge(sides.local, sides.remote, selects: selects, baselines: baselines)
+        } catch is SideReader.OutOfOrder {
+            sides.local.cancel()
+            sides.remote.cancel()
+            async let localListing = list(local)
+            async let remoteListing = list(remote)
+            let (localFiles, remoteFiles) = try await (localListing, remoteListing)
+            sides = (SideReader(sorted: localFiles, prefix: local.prefix), SideReader(sorted: remoteFiles, prefix: remote.prefix))
+            merged = try await Self.merge(sides.local, sides.remote, selects: selects, baselines: baselines)
         }
+        let listed = (local: sides.local.count, remote: sides.remote.count)
+        result.unaddressable = sides.local.unaddressable + sides.remote.unaddressable
+        events(.listed(local: listed.local, remote: listed.remote))
+        let (rows, baseline, sameAsBaseline) = (merged.rows, merged.baseline, merged.unchanged)
+        var localFiles = Listing(entries: merged.local)
+        var remoteFiles = Listing(entries: merged.remote)
+        merged = Merged()
         carryOver(rows, &localFiles.entries, &remoteFiles.entries, baseline)
         try await fillIn(rows, &localFiles.entries, &remoteFiles.entries, baseline)
 
@@ -105,13 +114,14 @@ public struct SyncEngine: Sendable {
                 if mine != nil || theirs != nil { unchanged += 1 }
                 continue
             }
-            steps.append(SyncStep(action: action, local: mine, remote: theirs))
+            steps.append(SyncStep(action: action, local: mine, remote: theirs, baseline: old))
             switch action {
             case .upload where theirs == nil, .download where mine == nil: result.newFiles.insert(path)
             case .record, .forget: if mine != nil || theirs != nil { unchanged += 1 }
             default: break
             }
         }
+        try await pairRenames(&steps)
         result.plan = steps.map(\.action)
         result.summary = summarize(steps)
         result.summary.unchanged = unchanged
@@ -122,25 +132,30 @@ public struct SyncEngine: Sendable {
         }
 
         let run = SyncExecution(engine: self, events: events)
+        // The steps are the run's largest structure (a few hundred bytes a file): split in
+        // place and handed over, never copied.
+        let deletes = steps.filter(\.action.isDelete)
+        steps.removeAll(where: \.action.isDelete)
         do {
-            try await run.perform(steps.filter { !$0.action.isDelete })
-            let deletes = steps.filter(\.action.isDelete)
+            try await run.perform(consume steps)
             if !deletes.isEmpty {
                 // A side that lists nothing is more often missing (an unmounted disk, a mistyped
                 // folder) than emptied on purpose: the side a push or pull reads from, or in
                 // two-way a side where the last run left files.
                 let emptied: String?
                 switch options.mode {
-                case .push: emptied = localFiles.entries.isEmpty ? "local" : nil
-                case .pull: emptied = remoteFiles.entries.isEmpty ? "remote" : nil
+                case .push: emptied = listed.local == 0 ? "local" : nil
+                case .pull: emptied = listed.remote == 0 ? "remote" : nil
                 case .twoWay:
-                    emptied = baseline.isEmpty && sameAsBaseline == 0 ? nil : localFiles.entries.isEmpty ? "local" : remoteFiles.entries.isEmpty ? "remote" : nil
+                    emptied = baseline.isEmpty && sameAsBaseline == 0 ? nil : listed.local == 0 ? "local" : listed.remote == 0 ? "remote" : nil
                 }
                 if let reason = deleteRefusal(
-                    deletes.map(\.action), local: localFiles.entries.count, remote: remoteFiles.entries.count, failures: run.failureCount,
+                    deletes.map(\.action), local: listed.local, remote: listed.remote, failures: run.failureCount,
                     emptied: emptied)
                 {
                     run.skipDeletes(reason)
+                    // A rename's new name is still copied; the old one stays, as deletes do.
+                    try await run.perform(deletes.compactMap(\.asCopy))
                 } else {
                     try await run.perform(deletes)
                 }
@@ -196,7 +211,13 @@ public struct SyncEngine: Sendable {
             }
             return nil
         }
-        let localDeletes = deletes.filter { if case .deleteLocal = $0 { true } else { false } }.count
+        // A move removes its old name: it counts as a delete on the side it moves on.
+        let localDeletes = deletes.filter {
+            switch $0 {
+            case .deleteLocal, .moveLocal: true
+            default: false
+            }
+        }.count
         let remoteDeletes = deletes.count - localDeletes
         if !limit.allows(localDeletes, of: local) || !limit.allows(remoteDeletes, of: remote) {
             return "The plan deletes \(localDeletes) local and \(remoteDeletes) remote files, over the limit of \(limit); nothing was deleted. Check the plan with a dry run, then raise the limit."
@@ -220,6 +241,8 @@ public struct SyncEngine: Sendable {
             case .download: download()
             case .deleteLocal: summary.localDeletes += 1
             case .deleteRemote: summary.remoteDeletes += 1
+            case .moveRemote: summary.remoteMoves += 1
+            case .moveLocal: summary.localMoves += 1
             case .conflict(_, let resolution):
                 summary.conflicts += 1
                 switch resolution {
@@ -242,14 +265,28 @@ struct SyncStep: Sendable {
     var action: SyncAction
     var local: SyncEntry?
     var remote: SyncEntry?
+    /// What the last run left at the path (read by rename detection).
+    var baseline: SyncBaseline?
 }
 
 extension SyncAction {
-    /// Whether the step removes a file.
+    /// Whether the step removes a file (a move removes its old name): such steps run last,
+    /// and only when the guards on deletes allow.
     var isDelete: Bool {
         switch self {
-        case .deleteLocal, .deleteRemote: true
+        case .deleteLocal, .deleteRemote, .moveLocal, .moveRemote: true
         default: false
+        }
+    }
+}
+
+extension SyncStep {
+    /// A move as the copy it replaced, for a run whose deletes are refused; nil for a delete.
+    var asCopy: SyncStep? {
+        switch action {
+        case .moveRemote(_, let to): SyncStep(action: .upload(to), local: local, remote: nil)
+        case .moveLocal(_, let to): SyncStep(action: .download(to), local: nil, remote: remote)
+        default: nil
         }
     }
 }

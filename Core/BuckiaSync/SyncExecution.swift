@@ -27,9 +27,9 @@ final class SyncExecution: Sendable {
 
     /// Performs `actions`, at most ``SyncOptions/maxConcurrentOperations`` at once. A step
     /// that fails is counted and reported; only cancellation ends the whole run.
-    func perform(_ steps: [SyncStep]) async throws {
-        var work: [SyncStep] = []
-        for step in steps {
+    func perform(_ steps: consuming [SyncStep]) async throws {
+        var work = steps
+        for step in work {
             switch step.action {
             case .record(let path):
                 if let mine = step.local, let theirs = step.remote { note(path, SyncBaseline(local: mine, remote: theirs)) }
@@ -38,7 +38,14 @@ final class SyncExecution: Sendable {
                 note(path, nil)
                 try await flushIfDue()
             default:
-                work.append(step)
+                break
+            }
+        }
+        // In place: the work is the steps less what was only noted.
+        work.removeAll { step in
+            switch step.action {
+            case .record, .forget: true
+            default: false
             }
         }
         try await forEachConcurrently(work, width: engine.options.maxConcurrentOperations) { step in
@@ -100,6 +107,8 @@ final class SyncExecution: Sendable {
         result.bytesDownloaded = done.bytesDownloaded
         result.deletedLocal = done.deletedLocal
         result.deletedRemote = done.deletedRemote
+        result.movedLocal = done.movedLocal
+        result.movedRemote = done.movedRemote
         result.conflicts = done.conflicts
         result.failures = done.failures.sorted { $0.path < $1.path }
         result.deletesSkipped = done.deletesSkipped
@@ -132,9 +141,44 @@ final class SyncExecution: Sendable {
                     .conditionNotMatch, "Changed on both sides, and no conflict copy name fits the key length limit; neither version was touched. Rename one side and sync again.",
                     operation: "sync", path: path.rawValue)
             }
+        case .moveRemote(let from, let to):
+            guard let source = step.local, let doomed = step.remote else { throw vanished(to) }
+            let moved = try await move(from, to: to, on: engine.remote, expected: doomed, source: source, action: action)
+            note(to, SyncBaseline(local: source, remote: moved))
+            state.withLock { $0.result.movedRemote += 1 }
+        case .moveLocal(let from, let to):
+            guard let source = step.remote, let doomed = step.local else { throw vanished(to) }
+            let moved = try await move(from, to: to, on: engine.local, expected: doomed, source: source, action: action)
+            note(to, SyncBaseline(local: moved, remote: source))
+            state.withLock { $0.result.movedLocal += 1 }
         case .record, .forget:
             break
         }
+    }
+
+    /// Moves a renamed file's old copy, `from`, to its new name on `endpoint`: the bytes
+    /// `source` (the renamed file on the other side) holds, which the plan showed `expected`
+    /// holds too. In a two-way run the new name must still be free (a file made there during
+    /// the run is never replaced).
+    private func move(
+        _ from: ObjectKey, to: ObjectKey, on endpoint: SyncEndpoint, expected: SyncEntry, source: SyncEntry, action: SyncAction
+    ) async throws -> SyncEntry {
+        events(.started(action, bytes: 0))
+        if engine.options.mode == .twoWay, try await endpoint.provider.stat(remotePath: endpoint.key(to)) != nil {
+            throw BuckiaError(
+                .alreadyExists, "A file appeared at the new name during the run, so the renamed file was not moved over it; sync again.",
+                operation: "sync", path: to.rawValue)
+        }
+        var moved = try await relocate(from, exactlyTo: to, on: endpoint, expected: expected, copying: false)
+        note(from, nil)
+        // A file changed between the listing and the move: what was moved is not what the
+        // other side holds, so no baseline says they are equal (the next run compares them).
+        guard moved.size == source.size else {
+            throw BuckiaError(.conditionNotMatch, "The file changed while it was moved; sync again to compare it.", operation: "sync", path: to.rawValue)
+        }
+        moved.checksums.merge(source.checksums) { current, _ in current }
+        events(.finished(action, bytes: 0))
+        return moved
     }
 
     private func upload(_ path: ObjectKey, _ step: SyncStep, action: SyncAction) async throws {
@@ -268,7 +312,6 @@ final class SyncExecution: Sendable {
     /// meanwhile is never deleted (the copy then stays as an extra file).
     private func relocate(_ path: ObjectKey, to copy: ObjectKey, on endpoint: SyncEndpoint, expected: SyncEntry) async throws -> (ObjectKey, SyncEntry) {
         let provider = endpoint.provider
-        let from = try endpoint.key(path)
         var name = copy
         var attempt = 1
         while try await provider.stat(remotePath: endpoint.key(name)) != nil {
@@ -278,6 +321,16 @@ final class SyncExecution: Sendable {
             }
             name = next
         }
+        return (name, try await relocate(path, exactlyTo: name, on: endpoint, expected: expected, copying: true))
+    }
+
+    /// Moves `path` to `name` on one endpoint: natively where the provider moves, else by a
+    /// server-side copy (or, when `copying`, a copy through this process) and a delete of the
+    /// source that happens only while the source is still the version expected, so an edit
+    /// made meanwhile is never deleted (the copy then stays as an extra file).
+    private func relocate(_ path: ObjectKey, exactlyTo name: ObjectKey, on endpoint: SyncEndpoint, expected: SyncEntry, copying: Bool) async throws -> SyncEntry {
+        let provider = endpoint.provider
+        let from = try endpoint.key(path)
         let to = try endpoint.key(name)
         let moved: RemoteFile
         if provider.capabilities.supports(.move) {
@@ -286,6 +339,7 @@ final class SyncExecution: Sendable {
             if provider.capabilities.supports(.serverSideCopy) {
                 moved = try await provider.copyFile(from: from, to: to)
             } else {
+                guard copying else { throw BuckiaError(.unsupported, "The provider can neither move nor copy files itself.", operation: "sync", path: from.rawValue) }
                 moved = try await TemporaryFile.with { url in
                     let read = ReadOptions(ifMatch: provider.capabilities.supports(.conditionalRead) ? expected.etag : nil)
                     let downloaded = try await provider.downloadFile(remotePath: from, localURL: url, options: read)
@@ -295,7 +349,7 @@ final class SyncExecution: Sendable {
             }
             guard let current = try await provider.stat(remotePath: from), current.etag == expected.etag, current.size == expected.size else {
                 throw BuckiaError(
-                    .conditionNotMatch, "The file changed while its conflict copy was made, so it was kept as it is; sync again.",
+                    .conditionNotMatch, "The file changed while it was copied to \(name.rawValue), so it was kept as it is; sync again.",
                     operation: "sync", path: from.rawValue)
             }
             try await provider.deleteFile(remotePath: from)
@@ -304,7 +358,7 @@ final class SyncExecution: Sendable {
         if moved.size == expected.size, moved.etag == expected.etag || provider.capabilities.supports(.move) {
             entry.checksums.merge(expected.checksums) { current, _ in current }
         }
-        return (name, entry)
+        return entry
     }
 
     /// `name.conflict-local-….ext` as `name.conflict-local-…-N.ext`.

@@ -31,6 +31,10 @@ public struct SyncOptions: Sendable {
     public var localPath: URL?
     /// The folder of the bucket `BuckiaClient.sync(options:)` syncs with; empty for the whole bucket.
     public var remotePath: String
+    /// Paths this run leaves alone on both sides, as ``filter`` leaves out what it does not
+    /// select (neither copied nor deleted): what a watch holds back while a program is still
+    /// writing it.
+    public var heldBack: Set<ObjectKey> = []
 
     /// Options for a sync; every default is the safe one.
     public init(

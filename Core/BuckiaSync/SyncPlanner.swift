@@ -155,12 +155,17 @@ public enum SyncAction: Hashable, Sendable {
     case forget(ObjectKey)
     /// Changed on both sides; `resolution` says what the run does about it.
     case conflict(ObjectKey, ConflictResolution)
+    /// A file renamed on the local side: the remote's copy moves from `from` to `to` (natively,
+    /// or by a server-side copy and a delete) instead of being sent again and deleted.
+    case moveRemote(from: ObjectKey, to: ObjectKey)
+    /// A file renamed on the remote side: the local copy moves from `from` to `to`.
+    case moveLocal(from: ObjectKey, to: ObjectKey)
 
-    /// The path the action is about.
+    /// The path the action is about (a move's new name).
     public var path: ObjectKey {
         switch self {
         case .upload(let path), .download(let path), .deleteLocal(let path), .deleteRemote(let path), .record(let path),
-            .forget(let path), .conflict(let path, _):
+            .forget(let path), .conflict(let path, _), .moveRemote(_, let path), .moveLocal(_, let path):
             path
         }
     }
@@ -180,6 +185,8 @@ extension SyncAction: CustomStringConvertible {
         case .conflict(let path, .download): "conflict \(path) \(ConflictPolicy.destinationWins.rawValue)"
         case .conflict(let path, .keepBoth(let copy)): "conflict \(path) keep-both \(copy)"
         case .conflict(let path, .unresolved): "conflict \(path) unresolved"
+        case .moveRemote(let from, let to): "move-remote \(from) \(to)"
+        case .moveLocal(let from, let to): "move-local \(from) \(to)"
         }
     }
 }

@@ -41,6 +41,8 @@ public struct SyncPlanSummary: Hashable, Sendable {
     public var downloads = 0, downloadBytes: Int64 = 0
     /// Files to delete on each side.
     public var localDeletes = 0, remoteDeletes = 0
+    /// Files renamed on the other side, to move on each side instead of copying them again.
+    public var localMoves = 0, remoteMoves = 0
     /// Files changed on both sides.
     public var conflicts = 0
     /// Paths already equal on both sides that need no step.
@@ -70,6 +72,9 @@ public struct SyncResult: Sendable {
     public var downloaded = 0, bytesDownloaded: Int64 = 0
     /// Files deleted on each side.
     public var deletedLocal = 0, deletedRemote = 0
+    /// Files moved on each side: renamed on the other, and moved to the new name instead of
+    /// being copied again (``SyncAction/moveLocal(from:to:)``, ``SyncAction/moveRemote(from:to:)``).
+    public var movedLocal = 0, movedRemote = 0
     /// Conflicts met (each resolved by policy, or failed).
     public var conflicts = 0
     /// Every file that failed; the others were synced.

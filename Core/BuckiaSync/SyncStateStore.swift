@@ -167,19 +167,58 @@ public final class SyncStateStore: @unchecked Sendable {
     /// not call back into it.
     public func forEachBaseline(_ body: (ObjectKey, SyncBaseline) throws -> Void) throws {
         try lock.withLock {
-            try connection.forEachRow(
-                "SELECT path, local_size, local_modified, local_etag, local_checksums, remote_size, remote_modified, remote_etag, remote_checksums FROM baseline ORDER BY path"
-            ) { row in
-                guard let text = row.string(0), let path = try? ObjectKey(text),
-                    var local = Self.entry(row, from: 1), var remote = Self.entry(row, from: 5)
-                else { return true }
-                // Both sides held the same bytes when recorded: a checksum of either is both's.
-                local.checksums.merge(remote.checksums) { mine, _ in mine }
-                remote.checksums.merge(local.checksums) { mine, _ in mine }
-                try body(path, SyncBaseline(local: local, remote: remote))
+            try connection.forEachRow("SELECT \(Self.columns) FROM baseline ORDER BY path") { row in
+                if let (path, baseline) = Self.baseline(row) { try body(path, baseline) }
                 return true
             }
         }
+    }
+
+    /// Up to `limit` baselines in key order, of the paths after `after` (all when nil): a
+    /// sync reads the store a page at a time, so it holds neither the whole store nor its
+    /// lock while it waits on the listings. SQLite's `BINARY` order of `path` is byte order,
+    /// the order of ``BuckiaCore/ObjectKey``.
+    ///
+    /// - Returns: The page, and the stored path of the last row read, nil when there was
+    ///   none (the end): the next page's `after`, so a row that cannot be read is passed over.
+    public func baselines(after: String?, limit: Int) throws -> (page: [(path: ObjectKey, baseline: SyncBaseline)], last: String?) {
+        var page: [(path: ObjectKey, baseline: SyncBaseline)] = []
+        var last: String?
+        page.reserveCapacity(limit)
+        try lock.withLock {
+            // Two statements, not `?1 IS NULL OR path > ?1`, which would scan the table a page.
+            let (sql, values): (String, [SQLiteValue]) =
+                if let after {
+                    ("SELECT \(Self.columns) FROM baseline WHERE path > ? ORDER BY path LIMIT ?", [.text(after), .integer(Int64(limit))])
+                } else {
+                    ("SELECT \(Self.columns) FROM baseline WHERE path IS NOT NULL ORDER BY path LIMIT ?", [.integer(Int64(limit))])
+                }
+            try connection.forEachRow(sql, values) { row in
+                if let text = row.string(0) { last = text }
+                if let (path, baseline) = Self.baseline(row) { page.append((path, baseline)) }
+                return true
+            }
+        }
+        return (page, last)
+    }
+
+    private static let columns =
+        "path, local_size, local_modified, local_etag, local_checksums, remote_size, remote_modified, remote_etag, remote_checksums"
+
+    /// One row of ``columns``; nil for a row no valid baseline can be read from (a key that
+    /// is not valid, a missing size): it costs that path a fresh comparison, nothing more.
+    private static func baseline(_ row: SQLiteRow) -> (ObjectKey, SyncBaseline)? {
+        guard let text = row.string(0), var local = entry(row, from: 1), var remote = entry(row, from: 5) else { return nil }
+        let path: ObjectKey
+        do {
+            path = try ObjectKey(text)
+        } catch {
+            return nil
+        }
+        // Both sides held the same bytes when recorded: a checksum of either is both's.
+        local.checksums.merge(remote.checksums) { mine, _ in mine }
+        remote.checksums.merge(local.checksums) { mine, _ in mine }
+        return (path, SyncBaseline(local: local, remote: remote))
     }
 
     /// How many paths have a baseline.

@@ -135,4 +135,44 @@ static inline int buckia_removexattr(const char *path, const char *name) { retur
 static const int buckia_no_attribute = ENODATA;
 #endif
 
+/* Opens `path` (relative to dirfd, or absolute) as openat does, but fails with ELOOP if any
+ * component is a symbolic link (Linux 5.6 openat2 with RESOLVE_NO_SYMLINKS): a whole path
+ * walked without following links in one system call. -1 with errno ENOSYS where there is no
+ * openat2 (an older kernel, a sandbox that filters it, another platform); the caller then
+ * walks one folder at a time. */
+#ifdef __linux__
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+struct buckia_open_how { unsigned long long flags; unsigned long long mode; unsigned long long resolve; };
+static inline int buckia_open_no_links(int dirfd, const char *path, int flags, mode_t mode) {
+    struct buckia_open_how how = { (unsigned long long)(flags | O_CLOEXEC), (unsigned long long)mode, 0x04 /* RESOLVE_NO_SYMLINKS */ };
+    int fd;
+    do { fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how); } while (fd < 0 && errno == EINTR);
+    /* A filter may refuse an unknown call with EPERM rather than ENOSYS: the same for the caller. */
+    if (fd < 0 && errno == EPERM) errno = ENOSYS;
+    return fd;
+}
+#else
+static inline int buckia_open_no_links(int dirfd, const char *path, int flags, mode_t mode) {
+    (void)dirfd; (void)path; (void)flags; (void)mode;
+    errno = ENOSYS;
+    return -1;
+}
+#endif
+
+/* posix_spawn's glibc extensions (2.29 and 2.34), which the headers declare only for
+ * _GNU_SOURCE: the child closes every descriptor from `low` up, and starts in `folder`.
+ * Elsewhere they fail with ENOSYS. */
+#include <spawn.h>
+#ifdef __linux__
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *, int);
+extern int posix_spawn_file_actions_addchdir_np(posix_spawn_file_actions_t *, const char *);
+static inline int buckia_spawn_close_from(posix_spawn_file_actions_t *actions, int low) { return posix_spawn_file_actions_addclosefrom_np(actions, low); }
+static inline int buckia_spawn_chdir(posix_spawn_file_actions_t *actions, const char *folder) { return posix_spawn_file_actions_addchdir_np(actions, folder); }
+#else
+static inline int buckia_spawn_close_from(posix_spawn_file_actions_t *actions, int low) { (void)actions; (void)low; return ENOSYS; }
+static inline int buckia_spawn_chdir(posix_spawn_file_actions_t *actions, const char *folder) { (void)actions; (void)folder; return ENOSYS; }
+#endif
+
 #endif

@@ -9,28 +9,56 @@ import Darwin
 #endif
 
 extension LocalProvider {
-    /// Where a key lives: its parent folder, opened by walking down from the root one
-    /// segment at a time without following links, and the chain of folders walked.
+    /// Where a key lives: its parent folder, reached without following links, and (for
+    /// pruning) the chain of folders walked.
     struct Location {
-        let root: DirectoryHandle
+        let rootPath: String
+        /// The root's handle when the walk opened it.
+        let openedRoot: DirectoryHandle?
         let parent: DirectoryHandle
         let name: String
-        /// Each folder on the way with the name of its child, root first, for pruning.
+        /// Each folder on the way with the name of its child, root first, for pruning; empty
+        /// when the parent was opened in one step.
         let chain: [(folder: DirectoryHandle, child: String)]
+
+        /// The root folder's handle: the walk's, or opened now.
+        func root() throws -> DirectoryHandle {
+            try openedRoot ?? DirectoryHandle(path: rootPath)
+        }
     }
 
-    /// Opens the folders on the way to `key`, creating them when `create` is set.
+    /// Opens the folder `key` is in, creating the folders on the way when `create` is set.
+    ///
+    /// Where the kernel can (``BuckiaCore/DirectoryHandle/openWithoutLinks(_:)``), an existing
+    /// folder opens in one system call that refuses a link anywhere on the way; otherwise, and
+    /// when a folder is missing, a link or a file is in the way, or `forPruning` asks for the
+    /// chain, the folders are walked one at a time from the root, which makes what is missing
+    /// and says exactly what is wrong. A first sync of 10,000 files in nested folders spent
+    /// four system calls a file on the walk.
     ///
     /// - Throws: ``BuckiaCore/BuckiaError/Code/notFound`` when a folder is missing (and not
     ///   created) or a file is in the way of a read; ``BuckiaCore/BuckiaError/Code/invalidPath``
     ///   when a folder on the way is a symbolic link or the key uses the reserved name;
     ///   ``BuckiaCore/BuckiaError/Code/alreadyExists`` when a file is in the way of a write.
-    func locate(_ key: ObjectKey, create: Bool, operation: String) throws -> Location {
+    func locate(_ key: ObjectKey, create: Bool, operation: String, forPruning: Bool = false) throws -> Location {
         let segments = key.segments.map(String.init)
         if segments.first == LocalProvider.reservedName {
             throw BuckiaError(
                 .invalidPath, "The first segment \(LocalProvider.reservedName) is reserved by the local provider for temporary files.",
                 operation: operation, path: key.rawValue)
+        }
+        let name = segments.last ?? key.rawValue
+        if !forPruning {
+            let folders = segments.dropLast().joined(separator: "/")
+            let path = folders.isEmpty ? rootPath : (rootPath.hasSuffix("/") ? rootPath : rootPath + "/") + folders
+            do {
+                if let parent = try DirectoryHandle.openWithoutLinks(path) {
+                    return Location(rootPath: rootPath, openedRoot: folders.isEmpty ? parent : nil, parent: parent, name: name, chain: [])
+                }
+            } catch {
+                // A folder missing, a link or a file on the way: the walk below makes what is
+                // missing or reports exactly what is wrong.
+            }
         }
         let root: DirectoryHandle
         do {
@@ -49,7 +77,7 @@ extension LocalProvider {
         } catch let error as BuckiaError {
             throw keyError(error, key: key, operation: operation, writing: create)
         }
-        return Location(root: root, parent: current, name: segments.last ?? key.rawValue, chain: chain)
+        return Location(rootPath: rootPath, openedRoot: root, parent: current, name: name, chain: chain)
     }
 
     /// The folder temporary files are written in before they are renamed into place.
@@ -109,25 +137,28 @@ extension LocalProvider {
         _ body: (LocalFile, DigestSet) throws -> Void
     ) throws -> RemoteFile {
         let location = try locate(key, create: true, operation: "upload")
-        // Shared with every other writer; excludes only `removeWorkingFiles()`, which removes
-        // `.buckia` when no writer holds this.
-        return try location.root.withSharedLock {
-            try writeObject(key, at: location, modified: modified, permissions: permissions, options: options, body)
+        // A new file (If-None-Match, as every file of a first sync is written) is written with
+        // no name in its own folder and named in place by one `linkat` that fails if anything
+        // is there: no temporary name, no lock, nothing under `.buckia`, nothing for a sweep if
+        // the writer dies.
+        if case .ifNoneMatch = options.condition, let file = try location.parent.createUnnamedFile(permissions: permissions) {
+            return try writeNew(key, file, at: location, modified: modified, options: options, body)
+        }
+        // Shared with every other writer of a temporary; excludes only `removeWorkingFiles()`,
+        // which removes `.buckia` when no writer holds this.
+        let root = try location.root()
+        return try root.withSharedLock {
+            try writeTemporary(key, at: location, root: root, modified: modified, permissions: permissions, options: options, body)
         }
     }
 
-    private func writeObject(
-        _ key: ObjectKey, at located: Location, modified: Date?, permissions: mode_t, options: UploadOptions,
+    /// Writes an object through a named temporary under `.buckia/tmp`, renamed into place.
+    private func writeTemporary(
+        _ key: ObjectKey, at located: Location, root: DirectoryHandle, modified: Date?, permissions: mode_t, options: UploadOptions,
         _ body: (LocalFile, DigestSet) throws -> Void
     ) throws -> RemoteFile {
-        // A new file (If-None-Match, as every file of a first sync is written) is written with
-        // no name in its own folder and named in place by one `linkat` that fails if anything
-        // is there: no temporary name, no lock, nothing for a sweep if the writer dies.
-        if case .ifNoneMatch = options.condition, let file = try located.parent.createUnnamedFile(permissions: permissions) {
-            return try writeNew(key, file, at: located, modified: modified, options: options, body)
-        }
         var location = located
-        let reserved = try location.root.folder(LocalProvider.reservedName, create: true)
+        let reserved = try root.folder(LocalProvider.reservedName, create: true)
         let temporary = try reserved.folder("tmp", create: true)
         let (name, file) = try temporary.createTemporaryFile(permissions: permissions)
         defer { Temporaries.unregister(file.path) }

@@ -202,28 +202,42 @@ public struct LocalProvider: StorageProviderPlugin {
     // MARK: Transfers
 
     /// The copy (and its `fsync`) runs on Buckia's blocking-work threads, never a thread of the
-    /// cooperative pool; cancelling the task stops it between chunks, keeping nothing.
+    /// cooperative pool; cancelling the task stops it between chunks, keeping nothing. A file
+    /// of at most ``inlineLimit`` bytes, without `fsync`, is copied on the calling task: a few
+    /// system calls, as a stat is, where the hop to another thread and back cost more than
+    /// the copy (a first sync of small files spent a quarter of its time waking threads).
     @discardableResult
     public func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
         try options.validate()
-        return try await BlockingWork.run("upload") { [self] in try storeFile(localURL, at: remotePath, options: options) }
+        if !durable {
+            let (source, status) = try openSource(localURL)
+            if Int64(status.st_size) <= Int64(Self.inlineLimit) {
+                defer { source.closeAfterReading() }
+                return try storeFile(source, status, at: remotePath, options: options)
+            }
+            source.closeAfterReading()
+        }
+        return try await BlockingWork.run("upload") { [self] in
+            let (source, status) = try openSource(localURL)
+            defer { source.closeAfterReading() }
+            return try storeFile(source, status, at: remotePath, options: options)
+        }
     }
 
-    private func storeFile(_ localURL: URL, at remotePath: ObjectKey, options: UploadOptions) throws -> RemoteFile {
-        // The source opens first, so a missing source creates no folders.
-        let source: LocalFile
-        let modified: Date
-        let permissions: mode_t
+    /// Opens an upload's source, described by the open's own `fstat`.
+    private func openSource(_ localURL: URL) throws -> (LocalFile, stat) {
         do {
-            source = try LocalFile.openForReading(localURL)
-            modified = try options.modificationDate ?? source.status().modificationDate
-            // As cp does without -p: the source's permission bits less the umask, never its
-            // setuid, setgid or sticky bit. A private file stays private.
-            permissions = try source.permissions() & 0o777
+            return try LocalFile.openDescribed(localURL)
         } catch {
             throw BuckiaError.wrapping(error, operation: "upload", path: localURL.path)
         }
-        defer { source.closeAfterReading() }
+    }
+
+    private func storeFile(_ source: LocalFile, _ status: stat, at remotePath: ObjectKey, options: UploadOptions) throws -> RemoteFile {
+        // As cp does without -p: the source's permission bits less the umask, never its
+        // setuid, setgid or sticky bit. A private file stays private.
+        let modified = options.modificationDate ?? LocalFile.modificationDate(of: status)
+        let permissions = status.st_mode & 0o777
         return try writeObject(remotePath, modified: modified, permissions: permissions, options: options) { output, digests in
             _ = try AtomicFile.pump(from: source, to: output) { digests.update($0) }
         }
@@ -290,7 +304,7 @@ public struct LocalProvider: StorageProviderPlugin {
     /// Renames the object's file: one `renameat` when both keys' folders exist or can be made.
     @discardableResult
     public func moveFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
-        let from = try locate(source, create: false, operation: "move")
+        let from = try locate(source, create: false, operation: "move", forPruning: true)
         guard try from.parent.entry(from.name).kind == .file else { throw BuckiaError.notFound(source, operation: "move") }
         if source == destination { return try describe(destination, operation: "move") }
         let to = try locate(destination, create: true, operation: "move")
@@ -352,7 +366,7 @@ public struct LocalProvider: StorageProviderPlugin {
     public func deleteFile(remotePath: ObjectKey) async throws {
         let location: Location
         do {
-            location = try locate(remotePath, create: false, operation: "delete")
+            location = try locate(remotePath, create: false, operation: "delete", forPruning: true)
         } catch let error as BuckiaError where error.code == .notFound {
             return
         }
@@ -426,7 +440,41 @@ public struct LocalProvider: StorageProviderPlugin {
         #else
         let changed = Int64(info.st_ctim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_ctim.tv_nsec)
         #endif
-        return "\"\(String(UInt64(info.st_ino), radix: 16))-\(String(nanoseconds, radix: 16))-\(String(changed, radix: 16))-\(String(Int64(info.st_size), radix: 16))\""
+        return etag(inode: UInt64(info.st_ino), modified: nanoseconds, changed: changed, size: Int64(info.st_size))
+    }
+
+    /// `"inode-modified-changed-size"`, each in lowercase hexadecimal as `String(_:radix: 16)`
+    /// writes it (a negative time with a `-` before its magnitude), written into one string:
+    /// formatting the four numbers apart and joining them was 2 % of a no-op resync.
+    static func etag(inode: UInt64, modified: Int64, changed: Int64, size: Int64) -> String {
+        // Quotes, three dashes, and per number a sign and 16 digits.
+        String(unsafeUninitializedCapacity: 2 + 3 + 4 * 17) { buffer in
+            var count = 0
+            func put(_ byte: UInt8) {
+                buffer[count] = byte
+                count += 1
+            }
+            func hex(_ magnitude: UInt64, negative: Bool = false) {
+                if negative { put(UInt8(ascii: "-")) }
+                var shift = 60
+                while shift > 0 && magnitude >> UInt64(shift) == 0 { shift -= 4 }
+                while shift >= 0 {
+                    let digit = UInt8(truncatingIfNeeded: (magnitude >> UInt64(shift)) & 0xF)
+                    put(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+                    shift -= 4
+                }
+            }
+            put(UInt8(ascii: "\""))
+            hex(inode)
+            put(UInt8(ascii: "-"))
+            hex(modified.magnitude, negative: modified < 0)
+            put(UInt8(ascii: "-"))
+            hex(changed.magnitude, negative: changed < 0)
+            put(UInt8(ascii: "-"))
+            hex(size.magnitude, negative: size < 0)
+            put(UInt8(ascii: "\""))
+            return count
+        }
     }
 
     func remoteFile(_ key: ObjectKey, _ info: FileStatus) -> RemoteFile {

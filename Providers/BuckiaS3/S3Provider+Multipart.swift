@@ -310,12 +310,14 @@ actor PartTurnstile {
 }
 
 extension S3Provider {
-    /// The whole file's MD5 and each part's, in one pass over the file: the first for the
-    /// `md5chksum` metadata that must go with CreateMultipartUpload, the others for each
-    /// part's `Content-MD5`, so no part is read again before it is sent.
-    func wholeAndPartMD5s(_ reader: FileReader, size: Int64) throws -> (whole: Digest, parts: [Int: Digest]) {
+    /// Files from this size up are hashed off the cooperative pool, one job per algorithm.
+    static let concurrentHashing: Int64 = 4 << 20
+
+    /// Every part's MD5, in one pass over the file, for each part's `Content-MD5`, so no part
+    /// is read again before it is sent. The whole-file MD5, for the `md5chksum` metadata that
+    /// must go with CreateMultipartUpload, is a pass of its own beside this one.
+    static func partMD5s(_ reader: FileReader, size: Int64, settings: S3Settings) throws -> [Int: Digest] {
         let partSize = settings.partSize(forFileOf: size)
-        let whole = try DigestHasher(.md5)
         var parts: [Int: Digest] = [:]
         var start: Int64 = 0
         var number = 1
@@ -323,13 +325,13 @@ extension S3Provider {
             let end = min(size, start + partSize)
             let part = try DigestHasher(.md5)
             try reader.forEachChunk(in: start..<end) { chunk in
-                whole.update(chunk)
+                try BlockingWork.checkCancellation("hash")
                 part.update(chunk)
             }
             parts[number] = part.finalize()
             start = end
             number += 1
         } while start < size
-        return (whole.finalize(), parts)
+        return parts
     }
 }

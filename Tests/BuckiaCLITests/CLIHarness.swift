@@ -49,24 +49,12 @@ struct CLIHarness: ~Copyable {
         try Self.execute(path, arguments, environment: environment.merging(extraEnvironment) { $1 }, directory: home)
     }
 
+    /// Runs the program to its end (at most two minutes) with its output in files
+    /// (``BuckiaTestSupport/ToolRun``): a pipe's end of file never comes while another child
+    /// holds a copy of its write end.
     static func execute(_ path: String, _ arguments: [String], environment: [String: String], directory: URL) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read both pipes concurrently-enough: outputs here are small, well under a pipe buffer.
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+        let run = try ToolRun.run(path: URL(fileURLWithPath: path), arguments, exactEnvironment: environment, directory: directory)
+        return Result(status: run.status, stdout: run.output, stderr: run.errors)
     }
 
     func write(_ text: String, to relative: String) throws -> URL {

@@ -26,8 +26,13 @@ struct LoginCommandTests {
         process.executableURL = CLIHarness.executable
         process.arguments = ["login", "work"]
         process.environment = harness.environment.merging(remote) { $1 }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
+        // Standard output to a file, read once login has ended: a pipe's end of file never
+        // comes while another child holds a copy of its write end (see ToolRun). Standard
+        // error stays a pipe, read as login prints its code.
+        let outURL = harness.home.appendingPathComponent("login.out")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        let err = Pipe()
+        process.standardOutput = try FileHandle(forWritingTo: outURL)
         process.standardError = err
         try process.run()
         defer { if process.isRunning { process.terminate() } }
@@ -53,7 +58,7 @@ struct LoginCommandTests {
             return process.terminationStatus
         }
         #expect(status == 0)
-        #expect(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).hasPrefix("logged in to "))
+        #expect(String(decoding: try Data(contentsOf: outURL), as: UTF8.self).hasPrefix("logged in to "))
 
         let listed = try harness.run("secrets", "list")
         #expect(listed.stdout.contains("oauth/work/access") && listed.stdout.contains("oauth/work/refresh"))

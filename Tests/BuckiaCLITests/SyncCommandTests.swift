@@ -26,6 +26,31 @@ struct SyncCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".sqlite") }.count == 1)
     }
 
+    @Test("A folder renamed with mv is moved on the destination with --delete (dry run, text and JSON), and copied without it")
+    func renamedFolder() throws {
+        let harness = try CLIHarness()
+        for n in 1...3 { _ = try harness.write("photo \(n)", to: "src/album/\(n).jpg") }
+        let src = harness.home.appendingPathComponent("src").path
+        #expect(try harness.run("sync", src, "default:mirror", "--delete").status == 0)
+        try FileManager.default.moveItem(atPath: src + "/album", toPath: src + "/photos")
+        let dry = try harness.run("sync", src, "default:mirror", "--delete", "--dry-run")
+        #expect(dry.status == 0 && dry.stdout == "move album/1.jpg photos/1.jpg\nmove album/2.jpg photos/2.jpg\nmove album/3.jpg photos/3.jpg\n", "\(dry.stdout)")
+        #expect(dry.stderr.contains("Would sync: 0 copied (0 B), 3 moved, 0 deleted"), "\(dry.stderr)")
+        // Without --delete the old names stay, so nothing moves: the new names are copies.
+        let copied = try harness.run("sync", src, "default:copy")
+        #expect(copied.status == 0)
+        try FileManager.default.moveItem(atPath: src + "/photos", toPath: src + "/renamed")
+        let kept = try harness.run("sync", src, "default:copy")
+        #expect(kept.status == 0 && kept.stderr.contains("3 copied") && !kept.stderr.contains("moved"), "\(kept.stderr)")
+        try FileManager.default.moveItem(atPath: src + "/renamed", toPath: src + "/photos")
+        let moved = try harness.run("sync", src, "default:mirror", "--delete", "--json")
+        #expect(moved.status == 0, "\(moved.stderr)")
+        #expect(moved.stdout.contains("\"movedDestination\":3") && moved.stdout.contains("\"copiedToDestination\":0"), "\(moved.stdout)")
+        #expect(moved.stdout.contains("\"action\":\"moveInDestination\"") && moved.stdout.contains("\"from\":\"album/1.jpg\""), "\(moved.stdout)")
+        let listing = try harness.run("ls", "-R", "default:mirror").stdout
+        #expect(listing.contains("mirror/photos/2.jpg") && !listing.contains("album"), "\(listing)")
+    }
+
     @Test("A dry run into a folder that does not exist plans against it as empty and creates nothing; a real run creates it")
     func dryRunCreatesNothing() throws {
         let harness = try CLIHarness()

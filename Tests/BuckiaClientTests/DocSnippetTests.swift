@@ -1,3 +1,4 @@
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -8,16 +9,9 @@ struct DocSnippetTests {
     @Test("Every Swift snippet in README.md and Docs/ is a compiled target, exactly as shown")
     func snippetsMatchTheDocs() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", root.appendingPathComponent("Tools/doc-snippets").path, "--check"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "Tools/doc-snippets --check:\n\(text)")
+        let run = try ToolRun.run("python3", [root.appendingPathComponent("Tools/doc-snippets").path, "--check"])
+        let text = run.output + run.errors
+        #expect(run.status == 0, "Tools/doc-snippets --check:\n\(text)")
         #expect(text.contains("snippet files match the docs"), "\(text)")
     }
 }

@@ -41,6 +41,32 @@ struct ListerTests {
         #expect(try await drain(walker(options)) == expected)
     }
 
+    /// Names whose order depends on a folder sorting as its name followed by `/` (0x2F), on
+    /// bytes past ASCII, and on one name being a prefix of another.
+    static let orderingNames = ["é.txt", "a/", "a-b", "a.txt", "a0", "ab", "Z", "a b", "a", "b/", "b.", "bb/", "b0"]
+
+    @Test("A folder's items are walked in the byte order of the keys they hold, whatever order the folder read gave", arguments: 0..<4)
+    func walkOrder(_ arrangement: Int) async throws {
+        var names = Self.orderingNames
+        switch arrangement {
+        case 1: names.reverse()
+        case 2: names = Array(names[5...] + names[..<5])
+        case 3: names.sort()
+        default: break
+        }
+        let arranged = names
+        let lister = try FolderWalkLister(
+            request: ListRequest(options: ListOptions()), maxPageSize: 1000,
+            readFolder: { folder in
+                guard folder.isEmpty else { return [FolderItem("x", kind: .file(nil))] }
+                return arranged.map { $0.hasSuffix("/") ? FolderItem(String($0.dropLast()), kind: .folder) : FolderItem($0, kind: .file(nil)) }
+            },
+            describe: { key in RemoteFile(path: key, size: 1) })
+        let keys = Self.orderingNames.map { $0.hasSuffix("/") ? $0 + "x" : $0 }
+        let expected = keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        #expect(try await drain(lister) == expected)
+    }
+
     @Test("A folder that cannot be read fails the listing instead of shortening it")
     func readFailureThrows() async throws {
         let lister = try walker(ListOptions(), failing: "b/deep/")

@@ -33,6 +33,7 @@ struct ObjectKeyTests {
         KeyCase("1024 ASCII bytes", String(repeating: "k", count: 1024)),
         KeyCase("1024 bytes of two-byte characters", String(repeating: "é", count: 512)),
         KeyCase("combining mark after a slash", "a/\u{301}b"),
+        KeyCase("three dots as a segment", "a/.../b"), KeyCase("dots around a name", ".x/a."),
     ]
 
     static let invalid: [KeyCase] = [
@@ -40,6 +41,7 @@ struct ObjectKeyTests {
         KeyCase("dot-dot inside", "a/../b"), KeyCase("dot-dot", ".."), KeyCase("dot-dot first", "../x"),
         KeyCase("dot-dot last", "a/.."), KeyCase("dot", "."), KeyCase("dot inside", "a/./b"),
         KeyCase("dot first", "./a"), KeyCase("empty segment", "a//b"), KeyCase("trailing slash", "a/"),
+        KeyCase("dot last", "a/."), KeyCase("empty segment after a dot-dot-ish name", "..a//b"),
         KeyCase("NUL", "a\u{0}b"), KeyCase("NUL alone", "\u{0}"),
         KeyCase("1025 bytes", String(repeating: "k", count: 1025)),
         KeyCase("1025 bytes, multi-byte", String(repeating: "é", count: 512) + "k"),
@@ -65,6 +67,19 @@ struct ObjectKeyTests {
         let error = #expect(throws: BuckiaError.self) { try ObjectKey(row.key) }
         #expect(error?.code == .invalidPath)
         #expect(error?.path.map { Array($0.utf8) } == Array(row.key.utf8))
+    }
+
+    /// A key less a prefix that ends a segment is a key, taken without validating again.
+    @Test(
+        "A key relative to a prefix", arguments: [
+            (key: "a/b/c", prefix: "", relative: "a/b/c"), (key: "a/b/c", prefix: "a/", relative: "b/c"),
+            (key: "a/b/c", prefix: "a/b/", relative: "c"), (key: "a/b", prefix: "a/b/", relative: nil),
+            (key: "a/b", prefix: "a", relative: nil), (key: "ab/c", prefix: "a/", relative: nil), (key: "a/b", prefix: "b/", relative: nil),
+        ] as [(key: String, prefix: String, relative: String?)])
+    func relativeKeys(key: String, prefix: String, relative: String?) throws {
+        let result = try ObjectKey(key).relative(to: prefix)
+        #expect(result?.rawValue == relative)
+        if let relative { #expect(result == (try ObjectKey(relative))) }
     }
 
     @Test("Prefixes may be empty or end in /", arguments: ["", "a/", "a/b/", "a", "photos/2024", "é/"])

@@ -34,8 +34,12 @@ struct CancellationStormTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia-bench")
         process.arguments = ["cancel-storm", "--url", base.absoluteString, "--transport", kind.rawValue]
-        let output = Pipe()
-        process.standardOutput = output
+        // Output to a file, not a pipe: a pipe's end of file never comes while another
+        // child holds a copy of its write end (see ToolRun).
+        let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-storm-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: outputURL) }
+        process.standardOutput = try FileHandle(forWritingTo: outputURL)
         process.standardError = FileHandle.nullDevice
         let ended = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in ended.signal() }
@@ -46,7 +50,7 @@ struct CancellationStormTests {
             kill(process.processIdentifier, SIGKILL)
             ended.wait()
         }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let text = String(decoding: try Data(contentsOf: outputURL), as: UTF8.self)
         return (finished && process.terminationStatus == 0, text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }

@@ -93,7 +93,9 @@ struct HTTPClientErrorTests {
         try await withTestServer { server in
             let client = client()
             let id = uniqueID()
-            let request = HTTPRequest(.get, try server.url("/slow?delay=240&id=\(id)"))
+            // The stall limit outlasts the server's wait, so only the cancel can end the request
+            // early: with the default 60 s, a starved CI machine once timed it out first (transient).
+            let request = HTTPRequest(.get, try server.url("/slow?delay=280&id=\(id)"), timeout: .seconds(290))
             let destination = TemporaryFile.makeURL()
             defer { try? FileManager.default.removeItem(at: destination) }
             let task = Task {
@@ -103,7 +105,7 @@ struct HTTPClientErrorTests {
             #expect(try await server.awaitCount(id) == 1)
             task.cancel()
             let error = await #expect(throws: BuckiaError.self) { try await task.value }
-            #expect(error?.code == .cancelled)
+            #expect(error?.code == .cancelled, "\(String(describing: error))")
             // Cancelled, not answered: the task ended before the server wrote its response.
             #expect(try await server.count("\(id).answered") == 0)
             #expect(!FileManager.default.fileExists(atPath: destination.path))
@@ -133,7 +135,7 @@ struct HTTPClientErrorTests {
             #expect(waits.withLock { $0.began } == 1)
             task.cancel()
             let error = await #expect(throws: BuckiaError.self) { try await task.value }
-            #expect(error?.code == .cancelled)
+            #expect(error?.code == .cancelled, "\(String(describing: error))")
             #expect(waits.withLock { $0.ranOut } == 0, "the retry wait ended by cancellation, not by running out")
         }
     }

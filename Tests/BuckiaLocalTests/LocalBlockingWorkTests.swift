@@ -93,4 +93,36 @@ struct LocalBlockingWorkTests {
             : try await provider.readData(remotePath: operation == .copy ? try ObjectKey("copy.bin") : key, range: nil)
         #expect(stored == bytes)
     }
+
+    /// Where an upload's copy runs, by the file's size and the provider's `fsync`: a small
+    /// file without `fsync` is a few system calls, copied on the calling task (the thread hop
+    /// cost a first sync of small files a quarter of its time); anything larger or synced
+    /// goes to the blocking-work threads.
+    @Test(
+        "An upload runs on the calling task only when small and not synced",
+        arguments: [
+            (size: 4_096, fsync: false, offPool: false),
+            (size: 256 << 10, fsync: false, offPool: false),
+            (size: (256 << 10) + 1, fsync: false, offPool: true),
+            (size: 4_096, fsync: true, offPool: true),
+        ])
+    func inlineUploads(size: Int, fsync: Bool, offPool: Bool) async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let configuration = BuckiaConfiguration(provider: .local, options: ["root": folder.appendingPathComponent("root").path, "fsync": String(fsync)])
+        let provider = try LocalProvider(configuration: configuration)
+        let source = folder.appendingPathComponent("source.bin")
+        let bytes = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        try bytes.write(to: source)
+        let threads = Locked<Set<String>>([])
+        let observer = TransferObserver { _ in threads.withLock { _ = $0.insert(Self.threadName()) } }
+        let key = try ObjectKey("file.bin")
+        try await TransferProgress.$observer.withValue(observer) {
+            try await provider.uploadFile(localURL: source, remotePath: key, options: UploadOptions(condition: .ifNoneMatch))
+        }
+        let seen = threads.withLock { $0 }
+        #expect(!seen.isEmpty, "the copy reported its chunks")
+        #expect(seen.contains("buckia-io") == offPool, "copied on \(seen)")
+        #expect(try await provider.readData(remotePath: key, range: nil) == bytes)
+    }
 }

@@ -49,6 +49,32 @@ struct LocalProviderTests {
         #expect(deleteError?.code == .invalidPath)
     }
 
+    /// Folders are opened in one `openat2` that refuses a link anywhere on the way (or walked
+    /// one at a time where the kernel has none): a link at any depth is refused for reads,
+    /// writes and stats alike, and nothing lands outside.
+    @Test("A link to a folder outside, at any depth of a key, is refused", arguments: ["out", "a/out", "a/b/out"])
+    func folderLinkAtDepth(_ link: String) async throws {
+        let fixture = try LocalFixture()
+        #expect(DirectoryHandle.canOpenWithoutLinks, "Linux 5.6 and later open a path without links in one call")
+        try Data("secret".utf8).write(to: fixture.outside.appendingPathComponent("secret.txt"))
+        let linkURL = fixture.root.appendingPathComponent(link)
+        try FileManager.default.createDirectory(at: linkURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: linkURL.path, withDestinationPath: fixture.outside.path)
+        let read = await #expect(throws: BuckiaError.self) { try await fixture.provider.readData(remotePath: try ObjectKey("\(link)/secret.txt"), range: nil) }
+        #expect(read?.code == .invalidPath)
+        let stat = await #expect(throws: BuckiaError.self) { try await fixture.provider.stat(remotePath: try ObjectKey("\(link)/secret.txt")) }
+        #expect(stat?.code == .invalidPath)
+        let write = await #expect(throws: BuckiaError.self) {
+            try await fixture.provider.uploadData(Data("x".utf8), remotePath: try ObjectKey("\(link)/planted.txt"), options: UploadOptions(condition: .ifNoneMatch))
+        }
+        #expect(write?.code == .invalidPath)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.outside.path) == ["secret.txt"])
+        // The same key with a real folder there works, through the one-call path.
+        try FileManager.default.removeItem(at: linkURL)
+        try await fixture.provider.uploadData(Data("in".utf8), remotePath: try ObjectKey("\(link)/planted.txt"), options: UploadOptions(condition: .ifNoneMatch))
+        #expect(try await fixture.provider.readData(remotePath: try ObjectKey("\(link)/planted.txt"), range: nil) == Data("in".utf8))
+    }
+
     @Test("Symbolic links are never followed, even to files inside the root")
     func symlinkInside() async throws {
         let fixture = try LocalFixture()
@@ -223,5 +249,22 @@ struct LocalUnaddressableTests {
         #expect(count == 25)
         #expect(pages == 7)
         #expect(reads.withLock { $0 } == ["": 1, "flat/": 1])
+    }
+}
+
+@Suite("Local entity tags")
+struct LocalETagTests {
+    @Test(
+        "An entity tag reads as the four numbers formatted apart and joined (the format stored baselines hold)",
+        arguments: [
+            (UInt64(0), Int64(0), Int64(0), Int64(0)),
+            (UInt64(1), Int64(15), Int64(16), Int64(255)),
+            (UInt64.max, Int64.max, Int64.min, Int64(1) << 40),
+            (UInt64(0x1234_5678_9abc), Int64(-1), Int64(-0x10), Int64(1_048_576)),
+            (UInt64(1) << 63, Int64(1_764_000_000_123_456_789), Int64(1_764_000_000_000_000_001), Int64(0xf)),
+        ])
+    func etagFormat(_ inode: UInt64, _ modified: Int64, _ changed: Int64, _ size: Int64) {
+        let joined = "\"\(String(inode, radix: 16))-\(String(modified, radix: 16))-\(String(changed, radix: 16))-\(String(size, radix: 16))\""
+        #expect(LocalProvider.etag(inode: inode, modified: modified, changed: changed, size: size) == joined)
     }
 }

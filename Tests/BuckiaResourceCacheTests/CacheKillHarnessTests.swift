@@ -68,7 +68,7 @@ struct CacheKillHarnessTests {
         try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run)")
     }
 
-    @Test("buckia fetch killed halfway through a body: no entry, and the next run downloads it whole and removes what the killed one left", .timeLimit(.minutes(3)))
+    @Test("buckia fetch killed halfway through a body: no entry, and the next run downloads it whole and removes what the killed one left", .timeLimit(.minutes(10)))
     func killedMidBody() async throws {
         let origin = try Origin()
         let home = try FetchCommandTests.home()
@@ -105,7 +105,7 @@ struct CacheKillHarnessTests {
         case requested, writing, placed
     }
 
-    @Test("buckia fetch killed when the request arrives, while writing, and once the file is placed: the next run serves exact bytes or downloads", .timeLimit(.minutes(5)), arguments: Moment.allCases)
+    @Test("buckia fetch killed when the request arrives, while writing, and once the file is placed: the next run serves exact bytes or downloads", .timeLimit(.minutes(10)), arguments: Moment.allCases)
     func killedAtEachMoment(_ moment: Moment) async throws {
         let origin = try Origin()
         let home = try FetchCommandTests.home()
@@ -152,7 +152,7 @@ struct CacheKillHarnessTests {
         if moment != .placed { #expect(outcomes == ["downloaded": 3], "a kill before the entry was placed, yet the rerun found one: \(outcomes)") }
     }
 
-    @Test("A full file system: the download that does not fit is a clear error; what was cached stays, and nothing is left behind", .timeLimit(.minutes(3)))
+    @Test("A full file system: the download that does not fit is a clear error; what was cached stays, and nothing is left behind", .timeLimit(.minutes(10)))
     func fullDisk() async throws {
         let origin = try Origin()
         let home = try FetchCommandTests.home()

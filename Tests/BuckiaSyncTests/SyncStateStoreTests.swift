@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaMemory
 import BuckiaSQLite
 import BuckiaSync
 import Foundation
@@ -48,6 +49,51 @@ struct SyncStateStoreTests {
         let aside = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("pair.sqlite.corrupt-") }
         #expect(aside.count == 1, "the damaged file is kept aside for inspection")
         #expect(try SyncStateStore(url: url).baseline() == [try ObjectKey("y"): Self.entry])
+    }
+
+    @Test("Baselines are read a page at a time in key order; a row whose path reads back as other bytes ends the paging instead of repeating it")
+    func paging() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = folder.appendingPathComponent("pair.sqlite")
+        let names = ["a", "b/c", "b/d", "e", "é"]
+        do {
+            let store = try SyncStateStore(url: url)
+            try store.apply(try names.reversed().map { (try ObjectKey($0), Self.entry) })
+        }
+        // Damage: a path stored as a BLOB (it sorts after every text) and one whose bytes are
+        // not UTF-8 (read back repaired, so `path > ?` finds it again).
+        let damage = try SQLiteConnection(path: url.path)
+        try damage.execute("INSERT INTO baseline VALUES (x'7a7a', 3, NULL, NULL, '', 3, NULL, NULL, '')")
+        try damage.execute("INSERT INTO baseline VALUES (CAST(x'7aff' AS TEXT), 3, NULL, NULL, '', 3, NULL, NULL, '')")
+        let store = try SyncStateStore(url: url)
+        var read: [String] = []
+        var after: String?
+        var pages = 0
+        while pages < 10 {
+            let (page, last) = try store.baselines(after: after, limit: 2)
+            read += page.map(\.path.rawValue)
+            // As the merge pages: each page must end further on, by bytes.
+            guard let last, after.map({ $0.utf8.lexicographicallyPrecedes(last.utf8) }) ?? true else { break }
+            after = last
+            pages += 1
+        }
+        // The damaged rows read back repaired (`z\u{FFFD}`, `zz`): valid keys no file has,
+        // which a sync forgets. Every stored path is read once, and the paging stops.
+        #expect(read == ["a", "b/c", "b/d", "e", "z\u{FFFD}", "é", "zz"])
+        #expect(pages < 10, "the paging stopped by itself")
+        // A sync over the damaged store ends. With 1,000 more rows sorting between the BLOB's
+        // read-back (`zz`) and the row after it, its pages of 1,000 would cycle between
+        // `zz0999` and `zz` for ever if the merge only checked that a page ended elsewhere.
+        try store.apply(try (0..<1_000).map { (try ObjectKey(String(format: "zz%04d", $0)), Self.entry) })
+        let local = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
+        for name in names { _ = try await local.uploadData(Data("abc".utf8), remotePath: try ObjectKey(name), options: UploadOptions()) }
+        let result = try await SyncEngine(
+            local: try SyncEndpoint(provider: local, backend: "memory:damaged-a"),
+            remote: try SyncEndpoint(provider: MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)), backend: "memory:damaged-b"),
+            options: SyncOptions(mode: .push), stateStore: store
+        ).run()
+        #expect(result.isComplete && result.uploaded == names.count, "\(result.summary)")
     }
 
     @Test("A store written by a newer Buckia is refused and left as it is, not reset")

@@ -78,6 +78,12 @@ public final class FaultProxy: Sendable {
         public var requests: Int
         public var drawn: Int
         public var faults: [String: Int]
+        /// Requests by method.
+        public var methods: [String: Int]
+        /// PUTs that copy an object server-side (`x-amz-copy-source`).
+        public var copies: Int
+        /// The body bytes of every other PUT: what was uploaded.
+        public var putBodyBytes: Int
 
         /// The number of faults of every kind.
         public var totalFaults: Int { faults.values.reduce(0, +) }

@@ -37,14 +37,12 @@ public final class NginxServer: Sendable {
 
     /// The version `nginx -v` reports, or "?".
     public static func version() -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-v"]
-        let pipe = Pipe()
-        process.standardError = pipe
-        guard (try? process.run()) != nil else { return "?" }
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let text: String
+        do {
+            text = try ToolRun.run(path: URL(fileURLWithPath: "/usr/sbin/nginx"), ["-v"], exactEnvironment: ProcessInfo.processInfo.environment, limit: .seconds(30)).errors
+        } catch {
+            return "?"  // only for a benchmark's label: no nginx, no version
+        }
         return text.split(separator: "/").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? "?"
     }
 

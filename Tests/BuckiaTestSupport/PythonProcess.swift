@@ -24,19 +24,12 @@ public enum PythonProcess {
         guard let python3 = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
             throw BuckiaError(.notFound, "python3 is not on PATH; the test servers need it (Tools/test installs it).")
         }
-        let process = Process()
-        process.executableURL = python3
-        process.arguments = ["-c", "import sys; print(sys.executable)"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        let text: String
         do {
-            try process.run()
+            text = try ToolRun.run(path: python3, ["-c", "import sys; print(sys.executable)"], exactEnvironment: ProcessInfo.processInfo.environment, limit: .seconds(60)).output
         } catch {
-            return python3
+            return python3  // the servers' own start then says what is wrong with it
         }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
         let resolved = text.trimmingCharacters(in: .whitespacesAndNewlines)
         return resolved.isEmpty ? python3 : URL(fileURLWithPath: resolved)
     }

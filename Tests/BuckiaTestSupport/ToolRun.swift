@@ -1,4 +1,5 @@
 import BuckiaCore
+import CLinux
 import Foundation
 
 #if canImport(Glibc)
@@ -9,6 +10,13 @@ import Darwin
 
 /// Runs another program found on `PATH` (rclone, curl, python3) with a bound on its running
 /// time: one that outlives `limit` is killed and reported, so a hung peer cannot hang the tests.
+///
+/// The program is started with `posix_spawn` and reaped with `waitpid`, its output in files,
+/// not with Foundation's `Process`. On Linux `Process` lets a child inherit the parent's other
+/// descriptors, and sees a child end only when a socket the child holds closes: a server
+/// another test started at the same moment kept a `buckia` run's socket and stdout pipe, so
+/// the run's end never came, and a whole test run hung 20 minutes with `buckia` exited and
+/// unreaped. Here the child gets no descriptor but its three, and its end is the kernel's word.
 public enum ToolRun {
     /// What a finished run printed and how it ended.
     public struct Result: Sendable {
@@ -28,33 +36,107 @@ public enum ToolRun {
     }
 
     /// Runs the program at `path` with exactly `exactEnvironment`, waiting at most `limit`.
-    public static func run(path: URL, _ arguments: [String], exactEnvironment: [String: String], limit: Duration = .seconds(120)) throws -> Result {
+    /// With `directory`, the program runs there.
+    public static func run(
+        path: URL, _ arguments: [String], exactEnvironment: [String: String], directory: URL? = nil, limit: Duration = .seconds(120)
+    ) throws -> Result {
         let executable = path.lastPathComponent
-        let process = Process()
-        process.executableURL = path
-        process.arguments = arguments
-        process.environment = exactEnvironment
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-tool-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let out = folder.appendingPathComponent("out"), err = folder.appendingPathComponent("err")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        process.standardInput = FileHandle.nullDevice
-        let ended = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in ended.signal() }
-        try process.run()
-        let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
-        if ended.wait(timeout: .now() + seconds) == .timedOut {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw BuckiaError(.io, "\(executable) \(arguments.joined(separator: " ")) ran past \(limit) and was killed.")
+        let pid = try spawn(path.path, arguments, environment: exactEnvironment, directory: directory?.path, output: out.path, errors: err.path)
+        let child = Child(pid)
+        if !child.wait(limit) {
+            // A hang is worth its backtraces: SIGABRT has the Swift runtime print every
+            // thread's to standard error (a program that is not Swift just ends), then SIGKILL.
+            let state = Self.state(of: pid)
+            kill(pid, SIGABRT)
+            if !child.wait(.seconds(30)) { kill(pid, SIGKILL) }
+            _ = child.wait(nil)
+            let errors: String
+            do {
+                errors = try text(of: err)
+            } catch {
+                errors = "(it could not be read: \(error))"
+            }
+            throw BuckiaError(
+                .io, "\(executable) \(arguments.joined(separator: " ")) ran past \(limit) (process state \(state)) and was stopped. Its standard error:\n\(errors.suffix(8_000))")
         }
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus, output: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-            errors: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+        return Result(status: child.status, output: try text(of: out), errors: try text(of: err))
+    }
+
+    /// A file the child wrote, as text: bytes that are not UTF-8 are replaced, not an error (a
+    /// tool may print any bytes); a file that cannot be read is.
+    private static func text(of url: URL) throws -> String {
+        String(decoding: try Data(contentsOf: url), as: UTF8.self)
+    }
+
+    /// Starts `path` with `posix_spawn`: standard input from /dev/null, output and errors to
+    /// the files named, and no other descriptor of this process (`closefrom`), so the child
+    /// holds none of another test's pipes or servers' sockets.
+    static func spawn(_ path: String, _ arguments: [String], environment: [String: String], directory: String?, output: String, errors: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var refused = buckia_spawn_close_from(&actions, 3)
+        if refused == 0, let directory { refused = buckia_spawn_chdir(&actions, directory) }
+        guard refused == 0 else { throw BuckiaError.posix(refused, operation: "spawn", path: path) }
+        let argv = ([path] + arguments).map { strdup($0) }
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") }
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, path, &actions, nil, argv + [nil], envp + [nil])
+        guard status == 0 else { throw BuckiaError.posix(status, operation: "spawn", path: path) }
+        return pid
+    }
+
+    /// A spawned child, reaped by a thread of its own that blocks in `waitpid`: its end is
+    /// seen when the kernel reports it, whatever descriptors anything else still holds.
+    final class Child: Sendable {
+        let pid: pid_t
+        private let ended = DispatchSemaphore(value: 0)
+        private let exit = Locked<Int32>(-1)
+
+        init(_ pid: pid_t) {
+            self.pid = pid
+            let (ended, exit) = (ended, exit)
+            Thread.detachNewThread {
+                var status: Int32 = 0
+                var reaped = waitpid(pid, &status, 0)
+                while reaped < 0 && errno == EINTR { reaped = waitpid(pid, &status, 0) }
+                // Exited: its code; killed by a signal: 128 plus the signal, as a shell says;
+                // reaped by someone else (no status to tell): -1, never a false success.
+                let code = reaped < 0 ? -1 : (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+                exit.withLock { $0 = code }
+                ended.signal()
+            }
+        }
+
+        /// Waits for the end, at most `limit` (nil: for as long as it takes); whether it came.
+        func wait(_ limit: Duration?) -> Bool {
+            guard let limit else {
+                ended.wait()
+                ended.signal()
+                return true
+            }
+            let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+            guard ended.wait(timeout: .now() + seconds) == .success else { return false }
+            ended.signal()  // ended for every later wait too
+            return true
+        }
+
+        /// The exit status once ended.
+        var status: Int32 { exit.withLock { $0 } }
+    }
+
+    /// The state letter `/proc/PID/stat` gives (R running, S sleeping, Z exited and not yet
+    /// reaped: an end its watcher missed), or "unknown".
+    static func state(of pid: Int32) -> String {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return "unknown" }
+        return stat[stat.index(after: close)...].split(separator: " ").first.map(String.init) ?? "unknown"
     }
 }

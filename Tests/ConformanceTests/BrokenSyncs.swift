@@ -53,8 +53,8 @@ enum SyncBreakage: String, Sendable {
                 plan.dryRun = true
                 for action in try await SyncEngine(local: local, remote: remote, options: plan, stateStore: store).run().plan {
                     switch action {
-                    case .deleteLocal(let path): try await local.provider.deleteFile(remotePath: ObjectKey(local.prefix + path.rawValue))
-                    case .deleteRemote(let path): try await remote.provider.deleteFile(remotePath: ObjectKey(remote.prefix + path.rawValue))
+                    case .deleteLocal(let path), .moveLocal(let path, _): try await local.provider.deleteFile(remotePath: ObjectKey(local.prefix + path.rawValue))
+                    case .deleteRemote(let path), .moveRemote(let path, _): try await remote.provider.deleteFile(remotePath: ObjectKey(remote.prefix + path.rawValue))
                     default: break
                     }
                 }
@@ -89,6 +89,7 @@ struct SyncMutantCase: Sendable, CustomTestStringConvertible {
         SyncMutantCase(.hidesDeletedObjects, "remote hides deleted objects but still lists them", [
             "two-way: delete here", "two-way: delete there", "two-way: both deleted", "two-way: rename", "two-way: case-only rename",
             "push: mirror", "no deletes after a failure", "delete limit", "emptied side", "filter change",
+            "push: a renamed file changed in place is sent, not moved",
         ]),
         SyncMutantCase(.folderReplacesFile, "remote drops a file when a folder of its name is written", ["two-way: file and folder clash"]),
         SyncMutantCase(.foldsCase, "remote folds case without declaring it", ["two-way: both edited", "two-way: case-only rename"]),
@@ -96,12 +97,13 @@ struct SyncMutantCase: Sendable, CustomTestStringConvertible {
         SyncMutantCase(.wrongChecksums, "remote lists and reports wrong checksums", ["two-way: created alike", "lost state store", "damaged state store"]),
         SyncMutantCase(.deletesFirst, "engine deletes before it copies", [
             "two-way: delete here", "two-way: delete there", "two-way: rename", "two-way: case-only rename", "push: mirror", "pull: mirror",
-            "no deletes after a failure", "delete limit", "emptied side", "filter change",
+            "no deletes after a failure", "delete limit", "emptied side", "filter change", "push: a renamed folder moves",
+            "push: renames over the delete limit are copies",
         ]),
         SyncMutantCase(.forgetsState, "engine forgets the state store", [
             "two-way: edit here", "two-way: edit there", "two-way: delete here", "two-way: delete there", "two-way: both deleted", "two-way: rename",
             "two-way: case-only rename", "no-op resync", "damaged state store", "no deletes after a failure", "delete limit", "emptied side",
-            "filter change",
+            "filter change", "push: a renamed folder moves", "two-way: renames move",
         ]),
         SyncMutantCase(.comparesBySizeAndTime, "engine compares by size and time whatever is asked", ["two-way: created alike", "touched files"]),
         SyncMutantCase(.remoteWinsConflicts, "engine lets the remote version win a conflict", ["two-way: both edited"]),

@@ -109,3 +109,80 @@ struct WrappedProviderTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["a.txt", "b.txt"])
     }
 }
+
+@Suite("Sync over a side that lists out of key order")
+struct UnsortedSideSyncTests {
+    @Test(
+        "A side that lists out of key order, or twice, is listed again whole and sorted: the run copies each file once, and the next is a no-op",
+        arguments: [Breakage.reversesPages, .duplicatesEntries])
+    func unsortedSide(_ breakage: Breakage) async throws {
+        let source = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
+        let names = (0..<30).map { "d\($0 % 3)/f\($0).txt" } + ["a", "a b", "a-b", "é"]
+        for name in names { _ = try await source.uploadData(Data(name.utf8), remotePath: name) }
+        let destination = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-unsorted-\(UUID().uuidString).sqlite")
+        defer { try? FileManager.default.removeItem(at: state) }
+        func run() async throws -> SyncResult {
+            let store = try SyncStateStore(url: state)
+            defer { store.close() }
+            return try await SyncEngine(
+                local: try SyncEndpoint(provider: BrokenProvider(base: source, breakage: breakage), backend: "memory:unsorted"),
+                remote: try SyncEndpoint(provider: destination, backend: "memory:destination"),
+                options: SyncOptions(mode: .push, deleteExtraneous: true), stateStore: store
+            ).run()
+        }
+        let first = try await run()
+        #expect(first.isComplete && first.uploaded == names.count && first.newFiles.count == names.count, "\(first.summary)")
+        var copied: [String] = []
+        for try await entry in destination.list(ListOptions()) { if let file = entry.file { copied.append(file.path.rawValue) } }
+        #expect(copied == names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        let second = try await run()
+        #expect(second.isComplete && second.plan.isEmpty && second.summary.unchanged == names.count, "\(second.summary)")
+    }
+}
+
+/// Lists `markers` among the base's keys, in byte order, as keys no path can name: an S3
+/// console's folder markers (`photos/`), as S3 and B2 list them.
+struct MarkerListingProvider: ForwardingStorageProvider {
+    let base: any StorageProvider
+    let markers: [String]
+
+    func makeLister(_ request: ListRequest) async throws -> any ObjectLister {
+        let markers = markers.map { UnaddressableKey(bytes: Array($0.utf8), reason: "it is a folder marker") }
+        return MappedLister(try await base.makeLister(request)) { page in
+            func bytes(_ entry: ListEntry) -> [UInt8] {
+                switch entry {
+                case .object(let file): Array(file.path.rawValue.utf8)
+                case .unaddressable(let key): key.bytes
+                case .directory(let folder): Array(folder.utf8)
+                }
+            }
+            let entries = (page.entries + markers.map { ListEntry.unaddressable($0) }).sorted { bytes($0).lexicographicallyPrecedes(bytes($1)) }
+            return ListPage(entries: entries, resumeToken: page.resumeToken)
+        }
+    }
+}
+
+@Suite("Sync beside folder markers")
+struct FolderMarkerSyncTests {
+    @Test("A folder marker hides the paths under it on its side, though files that sort between come first; the file of its name is not hidden")
+    func markerHidesItsFolder() async throws {
+        let source = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
+        for name in ["photos", "photos/a.txt", "photos.txt"] { _ = try await source.uploadData(Data(name.utf8), remotePath: name) }
+        let destination = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
+        _ = try await destination.uploadData(Data("photos-2".utf8), remotePath: "photos-2/x")
+        let result = try await SyncEngine(
+            local: try SyncEndpoint(provider: source, backend: "memory:source"),
+            remote: try SyncEndpoint(provider: MarkerListingProvider(base: destination, markers: ["photos/"]), backend: "memory:markers"),
+            options: SyncOptions(mode: .push, deleteExtraneous: true), stateStore: nil
+        ).run()
+        // `photos/a.txt` may be held behind the marker, unseen: neither sent nor counted as
+        // missing. `photos` and `photos.txt` sort before the marker and are sent; `photos-2/x`
+        // is not the source's, and is deleted.
+        #expect(result.plan.map { "\($0)" }.sorted() == ["delete-remote photos-2/x", "upload photos", "upload photos.txt"], "\(result.plan)")
+        var stored: [String] = []
+        for try await entry in destination.list(ListOptions()) { if let file = entry.file { stored.append(file.path.rawValue) } }
+        #expect(stored == ["photos", "photos.txt"])
+        #expect(result.unaddressable.map(\.bytes) == [Array("photos/".utf8)])
+    }
+}

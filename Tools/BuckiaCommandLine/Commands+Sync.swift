@@ -15,11 +15,14 @@ extension CLI {
         .value("conflict", "Two-way: what a file changed on both sides becomes: \(ConflictPolicy.allCases.map(\.rawValue).joined(separator: ", ")) (the first is the default)."),
         .value("concurrency", "Transfers in flight at once (default: the remotes' maxConcurrentOperations)."),
         .flag("json", "Print one JSON event per line on standard output instead of a progress line."),
+        .flag("watch", "Keep running: sync again after each burst of changes in a local side (inotify), and every --poll; stop with Ctrl-C."),
+        .value("debounce", "With --watch: how long a local side must be quiet before a pass (default 1s; 250ms, 2s…)."),
+        .value("poll", "With --watch: the longest time between passes, how soon remote changes arrive (default 60s)."),
     ]
 
     static let syncCommand = Command(
         name: "sync", summary: "Make DESTINATION match SOURCE (or merge both ways), moving only what changed.",
-        usage: "sync SOURCE DESTINATION [--mode one-way|two-way] [--dry-run] [--delete] [--max-delete N|N%] [--include GLOB] [--exclude GLOB] [--create-only GLOB] [--checksum | --size-only] [--conflict POLICY] [--concurrency N] [--json]",
+        usage: "sync SOURCE DESTINATION [--mode one-way|two-way] [--dry-run] [--delete] [--max-delete N|N%] [--include GLOB] [--exclude GLOB] [--create-only GLOB] [--checksum | --size-only] [--conflict POLICY] [--concurrency N] [--json] [--watch [--debounce DURATION] [--poll DURATION]]",
         positionals: 2...2, options: syncOptions,
         details: """
             SOURCE and DESTINATION are local folders or REMOTE:PATH folders; files always go from
@@ -27,7 +30,9 @@ extension CLI {
             (under $XDG_STATE_HOME/buckia/sync) remembers what was synced, so a resync hashes and
             asks about nothing that did not change. Deletes run last, and not at all when any
             file failed or the --max-delete limit would be passed. Exit status 0 when both sides
-            agree, as for cp otherwise.
+            agree, as for cp otherwise. With --watch it keeps running, a pass after each burst of
+            local changes and at least every --poll, holding back files still being written, until
+            Ctrl-C or SIGTERM (exit status 0).
             """
     ) { invocation in
         let session = try SyncSession(invocation: invocation, check: false)
@@ -58,6 +63,8 @@ struct SyncSession: Sendable {
     let check: Bool
     let json: Bool
     let environment: [String: String]
+    /// With `--watch`: the watch's timing and the local folder it watches (nil: none is local).
+    let watch: (options: SyncWatchOptions, folder: URL?)?
 
     init(invocation: Invocation, check: Bool) throws {
         let arguments = invocation.arguments
@@ -101,6 +108,20 @@ struct SyncSession: Sendable {
             throw UsageError(description: error.message)
         }
         options.dryRun = arguments.flag("dry-run") || check
+        if arguments.flag("watch") {
+            guard !options.dryRun else { throw UsageError(description: "--watch and --dry-run contradict each other: a watch changes what changes.") }
+            let debounce = try Self.watchDuration(arguments.value("debounce") ?? "1s", option: "debounce")
+            let poll = try Self.watchDuration(arguments.value("poll") ?? "60s", option: "poll")
+            // The side whose changes start passes: SOURCE where it is local, else DESTINATION.
+            var folder: URL?
+            for text in invocation.positionals.reversed() { if case .local(let url) = Location(text) { folder = url } }
+            watch = (SyncWatchOptions(debounce: debounce, pollInterval: poll), folder)
+        } else {
+            guard arguments.value("debounce") == nil && arguments.value("poll") == nil else {
+                throw UsageError(description: "--debounce and --poll go with --watch.")
+            }
+            watch = nil
+        }
         // A local folder that is read from must exist (a mistyped source must not look like
         // an empty one); one written to is created. Two-way creates either: the engine refuses
         // to carry deletes from a side that lists nothing where the last run left files.
@@ -180,6 +201,17 @@ struct SyncSession: Sendable {
         // other (a dry run and a check write nothing and take no lock).
         let locks = options.dryRun ? nil : try SyncLocks.acquire(source: source, destination: destination, mode: options.mode, environment: environment)
         defer { locks?.release() }
+        if let watch { return try await watching(watch.options, folder: watch.folder) }
+        let result = try await pass(options)
+        if check { return report(differences: result) }
+        if options.dryRun && !json {
+            for action in result.plan where action.isStep { Console.out(action.commandLineDescription.terminalSafe) }
+        }
+        return report(result)
+    }
+
+    /// One run of the engine, with its progress line or JSON events.
+    private func pass(_ options: SyncOptions) async throws -> SyncResult {
         let store: SyncStateStore?
         let location = SyncStateStore.location(source: source.identity, destination: destination.identity, environment: environment)
         if check {
@@ -193,6 +225,7 @@ struct SyncSession: Sendable {
                 Console.error("buckia: the sync state store was damaged and has been set aside (\(reset)); this run compares afresh.")
             }
         }
+        defer { store?.close() }
         let engine = SyncEngine(local: source, remote: destination, options: options, stateStore: store)
         let display = json || options.dryRun ? nil : ProgressDisplay(verb: "Synced")
         let printer = json ? JSONEventPrinter() : nil
@@ -208,11 +241,41 @@ struct SyncSession: Sendable {
         }
         display?.finish()
         printer?.print(result)
-        if check { return report(differences: result) }
-        if options.dryRun && !json {
-            for action in result.plan where action.isStep { Console.out(action.commandLineDescription.terminalSafe) }
+        return result
+    }
+
+    /// `--watch`: passes until Ctrl-C or SIGTERM, each reported as a run is. A pass that fails
+    /// (a remote out of reach) is reported and the watch goes on: the next pass retries.
+    private func watching(_ watch: SyncWatchOptions, folder: URL?) async throws -> ExitCode {
+        let task = Task { [self] in
+            try await SyncWatch.run(folder: folder, options: watch) { heldBack in
+                var options = self.options
+                options.heldBack = heldBack
+                do {
+                    _ = self.report(try await self.pass(options))
+                } catch let error as BuckiaError where error.code != .cancelled {
+                    Console.error("buckia: this pass failed: \(error.message.escapingControlCharacters) The watch goes on.")
+                }
+            }
         }
-        return report(result)
+        do {
+            try await ProcessEnd.stoppingCleanly("the watch", stop: { task.cancel() }) { try await task.value }
+        } catch where ProcessEnd.interruption != nil || Task.isCancelled || task.isCancelled {
+            Console.error("buckia: stopped watching.")
+            return .success
+        }
+        return .success
+    }
+
+    /// `--debounce` and `--poll`: `250ms`, or what ``CLI/parseDuration(_:option:allowsZero:maximum:)`` takes.
+    static func watchDuration(_ text: String, option: String) throws -> Duration {
+        if text.hasSuffix("ms") {
+            guard let milliseconds = Int64(text.dropLast(2)), (1...86_400_000).contains(milliseconds) else {
+                throw UsageError(description: "--\(option) takes a duration such as 250ms, 2s or 1m; \(text.debugDescription) is not one.")
+            }
+            return .milliseconds(milliseconds)
+        }
+        return try CLI.parseDuration(text, option: option, maximum: 86_400)
     }
 
     private func report(_ result: SyncResult) -> ExitCode {
@@ -230,6 +293,8 @@ struct SyncSession: Sendable {
             } else {
                 parts.append("\(forward.0) copied (\(ByteCount.format(forward.1)))")
             }
+            let moved = options.dryRun ? result.summary.localMoves + result.summary.remoteMoves : result.movedLocal + result.movedRemote
+            if moved > 0 { parts.append("\(moved) moved") }
             parts.append("\(deleted) deleted")
             if result.summary.conflicts > 0 { parts.append("\(result.summary.conflicts) conflict\(result.summary.conflicts == 1 ? "" : "s")") }
             parts.append("\(result.summary.unchanged) unchanged")
@@ -271,13 +336,16 @@ struct SyncSession: Sendable {
 extension SyncAction {
     /// The step as `buckia sync --dry-run` prints it, in SOURCE → DESTINATION terms (the
     /// engine's first side is SOURCE): `copy PATH`, `copy-to-source PATH`, `delete PATH`,
-    /// `delete-from-source PATH`, `conflict PATH POLICY`.
+    /// `delete-from-source PATH`, `move OLD NEW` (a rename in SOURCE carried out in
+    /// DESTINATION), `move-in-source OLD NEW`, `conflict PATH POLICY`.
     var commandLineDescription: String {
         switch self {
         case .upload(let path): "copy \(path)"
         case .download(let path): "copy-to-source \(path)"
         case .deleteRemote(let path): "delete \(path)"
         case .deleteLocal(let path): "delete-from-source \(path)"
+        case .moveRemote(let from, let to): "move \(from) \(to)"
+        case .moveLocal(let from, let to): "move-in-source \(from) \(to)"
         case .record, .forget, .conflict: description
         }
     }

@@ -54,7 +54,7 @@ final class JSONEventPrinter: Sendable {
         var object: [String: Any] = [
             "event": "result", "copiedToDestination": result.uploaded, "bytesToDestination": result.bytesUploaded,
             "copiedToSource": result.downloaded, "bytesToSource": result.bytesDownloaded, "deletedSource": result.deletedLocal,
-            "deletedDestination": result.deletedRemote,
+            "deletedDestination": result.deletedRemote, "movedSource": result.movedLocal, "movedDestination": result.movedRemote,
             "conflicts": result.conflicts, "unchanged": result.summary.unchanged, "failed": result.failures.map(\.path.rawValue),
             "unaddressable": result.unaddressable.map(\.displayName), "seconds": result.duration.seconds, "complete": result.isComplete,
         ]
@@ -77,6 +77,8 @@ final class JSONEventPrinter: Sendable {
         case .record: kind = "record"
         case .forget: kind = "forget"
         case .conflict: kind = "conflict"
+        case .moveRemote(let from, _): return ["action": "moveInDestination", "from": from.rawValue, "path": action.path.rawValue]
+        case .moveLocal(let from, _): return ["action": "moveInSource", "from": from.rawValue, "path": action.path.rawValue]
         }
         return ["action": kind, "path": action.path.rawValue]
     }

@@ -13,7 +13,7 @@ import Foundation
 /// ```
 public enum SyncConformance {
     /// Every sync scenario, in a stable order.
-    public static var scenarios: [SyncScenario] { twoWayScenarios + oneWayScenarios + safetyScenarios }
+    public static var scenarios: [SyncScenario] { twoWayScenarios + oneWayScenarios + safetyScenarios + renameScenarios }
 
     /// Runs one scenario between `local` and `remote` (fresh prefixes on each, removed after).
     /// The scenario is skipped when either side lacks a capability it needs.
@@ -59,10 +59,20 @@ public enum SyncConformance {
 }
 
 extension SyncResult {
+    /// Fails unless the run completed having carried one local rename across: an upload and
+    /// a remote delete, or one move on the remote.
+    func expectOneRename(_ what: String) throws {
+        if movedRemote == 1 {
+            try expect(uploaded: 0, deletedRemote: 0, what)
+        } else {
+            try expect(uploaded: 1, deletedRemote: 1, movedRemote: 0, what)
+        }
+    }
+
     /// Fails unless the run completed with these counts.
     func expect(
         uploaded: Int? = nil, downloaded: Int? = nil, deletedLocal: Int? = nil, deletedRemote: Int? = nil, conflicts: Int? = nil,
-        complete: Bool = true, _ what: String
+        movedLocal: Int? = nil, movedRemote: Int? = nil, complete: Bool = true, _ what: String
     ) throws {
         var problems: [String] = []
         if complete && !isComplete {
@@ -71,6 +81,7 @@ extension SyncResult {
         for (name, expected, actual) in [
             ("uploaded", uploaded, self.uploaded), ("downloaded", downloaded, self.downloaded), ("deleted locally", deletedLocal, self.deletedLocal),
             ("deleted remotely", deletedRemote, self.deletedRemote), ("conflicts", conflicts, self.conflicts),
+            ("moved locally", movedLocal, self.movedLocal), ("moved remotely", movedRemote, self.movedRemote),
         ] {
             if let expected, expected != actual { problems.append("\(name) \(actual), expected \(expected)") }
         }

@@ -58,6 +58,26 @@ public struct SyncScenarioContext: Sendable {
         }
     }
 
+    /// Renames `from` to `to` on `side` as a user does: the same bytes and modification time
+    /// under the new name (a native move where the provider has one, else a copy and a delete).
+    public func rename(_ side: SyncSide, _ from: String, _ to: String) async throws {
+        let endpoint = endpoint(side)
+        let (source, target) = (try ObjectKey(endpoint.prefix + from), try ObjectKey(endpoint.prefix + to))
+        try await observer.unobserved {
+            if endpoint.provider.capabilities.supports(.move) {
+                _ = try await endpoint.provider.moveFile(from: source, to: target)
+            } else if endpoint.provider.capabilities.supports(.serverSideCopy) {
+                _ = try await endpoint.provider.copyFile(from: source, to: target)
+                try await endpoint.provider.deleteFile(remotePath: source)
+            } else {
+                let data = try await endpoint.provider.readData(remotePath: source, options: ReadOptions())
+                let modified = try await endpoint.provider.stat(remotePath: source)?.effectiveModificationDate
+                _ = try await endpoint.provider.uploadData(data, remotePath: target, options: UploadOptions(modificationDate: modified))
+                try await endpoint.provider.deleteFile(remotePath: source)
+            }
+        }
+    }
+
     /// Removes `path` from `side`.
     public func remove(_ side: SyncSide, _ path: String) async throws {
         let endpoint = endpoint(side)

@@ -2,6 +2,7 @@ import BuckiaCatalog
 import BuckiaChunks
 import BuckiaConformance
 import BuckiaCore
+import BuckiaResourceCache
 import Foundation
 import Testing
 
@@ -129,6 +130,25 @@ extension ChunkStoreScenario {
         _ subject: String, sourceLocation: SourceLocation = #_sourceLocation, open: @escaping @Sendable () async throws -> any ChunkStorageComposable
     ) async throws {
         let outcome = await ChunkStoreConformance.run(self, open: open)
+        try ConformanceReporting.report(outcome, of: self, subject: subject, at: sourceLocation)
+    }
+}
+
+extension ResourceCacheScenario: CustomTestStringConvertible {
+    /// The scenario's name, so a test run lists it.
+    public var testDescription: String { name }
+}
+
+extension ResourceCacheScenario {
+    /// Runs this scenario with the cache configuration `configure` makes (given a folder of
+    /// the scenario's own for what its plugins keep beside the cache) and reports the outcome
+    /// to the current test. `capabilities` defaults to what the configuration can be seen to
+    /// do (``ResourceCacheConfiguration/capabilities``).
+    public func check(
+        _ subject: String, capabilities: Set<ResourceCacheCapability>? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+        configure: @escaping @Sendable (_ scratch: URL) throws -> ResourceCacheConfiguration
+    ) async throws {
+        let outcome = await ResourceCacheConformance.run(self, capabilities: capabilities, configure: configure)
         try ConformanceReporting.report(outcome, of: self, subject: subject, at: sourceLocation)
     }
 }

@@ -16,6 +16,12 @@ public struct FolderItem: Sendable {
     /// What it is.
     public var kind: Kind
 
+    /// Whether the item is a folder.
+    var isFolder: Bool {
+        if case .folder = kind { return true }
+        return false
+    }
+
     /// Describes one name.
     public init(name: [UInt8], kind: Kind) {
         self.name = name
@@ -118,6 +124,8 @@ public actor FolderWalkLister: ObjectLister {
         case .folder:
             return nil
         case .file(let described):
+            // The backend's description names the key it checked: no second validation.
+            if let described, described.path.rawValue.utf8.elementsEqual(path) { return .object(described) }
             guard let text = String(validating: path, as: UTF8.self) else {
                 return .unaddressable(UnaddressableKey(bytes: path, reason: "the name is not UTF-8"))
             }
@@ -155,18 +163,46 @@ public actor FolderWalkLister: ObjectLister {
     /// a broken or hostile server may report, becomes an unaddressable item: walking a folder
     /// named `.` would read the same folder again, without end.
     private func sortedItems(of folder: [UInt8]) async throws -> [FolderItem] {
-        let items = try await readFolder(String(decoding: folder, as: UTF8.self)).map { item -> FolderItem in
-            if let reason = Self.segmentProblem(item.name) { return FolderItem(name: item.name, kind: .unaddressable(reason: reason)) }
-            if case .folder = item.kind, folder.count + item.name.count + 1 > Self.maximumFolderPathBytes {
-                return FolderItem(name: item.name, kind: .unaddressable(reason: "the folder lies deeper than \(Self.maximumFolderPathBytes) bytes of path"))
+        var items = try await readFolder(String(decoding: folder, as: UTF8.self))
+        for index in items.indices {
+            if let reason = Self.segmentProblem(items[index].name) {
+                items[index].kind = .unaddressable(reason: reason)
+            } else if case .folder = items[index].kind, folder.count + items[index].name.count + 1 > Self.maximumFolderPathBytes {
+                items[index].kind = .unaddressable(reason: "the folder lies deeper than \(Self.maximumFolderPathBytes) bytes of path")
             }
-            return item
         }
-        func sortKey(_ item: FolderItem) -> [UInt8] {
-            if case .folder = item.kind { return item.name + [UInt8(ascii: "/")] }
-            return item.name
+        // Sorted as a permutation over sort keys (a folder's name followed by `/`) laid end to
+        // end in one buffer, then applied by swaps: sorting the items themselves copied each
+        // one, a name and a whole `RemoteFile`, at every comparison (10 % of a no-op resync of
+        // 100,000 files), and comparing keys in one buffer touches no reference count.
+        var bytes: [UInt8] = []
+        var spans: [Range<Int>] = []
+        spans.reserveCapacity(items.count)
+        for index in items.indices {
+            let start = bytes.count
+            bytes += items[index].name
+            if items[index].isFolder { bytes.append(UInt8(ascii: "/")) }
+            spans.append(start..<bytes.count)
         }
-        return items.map { (sortKey($0), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }.map(\.1)
+        var order = Array(items.indices)
+        bytes.withUnsafeBufferPointer { bytes in
+            spans.withUnsafeBufferPointer { spans in
+                order.sort { bytes[spans[$0]].lexicographicallyPrecedes(bytes[spans[$1]]) }
+            }
+        }
+        var placed = [Bool](repeating: false, count: items.count)
+        for start in items.indices where !placed[start] {
+            // Walk the cycle through `start`: each swap puts one item where it belongs.
+            var position = start
+            while true {
+                placed[position] = true
+                let source = order[position]
+                if source == start { break }
+                items.swapAt(position, source)
+                position = source
+            }
+        }
+        return items
     }
 
     /// Why `name` cannot be one segment of a key, or nil when it can.

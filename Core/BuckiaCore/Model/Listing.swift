@@ -268,8 +268,9 @@ public struct RemoteListing: AsyncSequence, Sendable {
             Iterator(provider: provider, request: request)
         }
 
-        /// Asks the provider's lister for one page per call.
-        public struct Iterator: AsyncIteratorProtocol {
+        /// Asks the provider's lister for one page per call. It may move to another task
+        /// between pages (a sync fetches each side's next page while it merges this one).
+        public struct Iterator: AsyncIteratorProtocol, Sendable {
             let provider: any StorageProvider
             let request: ListRequest
             var lister: (any ObjectLister)?

@@ -136,11 +136,40 @@ public struct ObjectKey: Hashable, Sendable, Comparable, CustomStringConvertible
                 return
             }
         }
-        for segment in body.split(separator: slash, omittingEmptySubsequences: false) {
-            if segment.isEmpty { throw reject("it contains an empty segment ('//')") }
-            if segment.elementsEqual([dot]) { throw reject("it contains a '.' segment") }
-            if segment.elementsEqual([dot, dot]) { throw reject("it contains a '..' segment, which could escape the root") }
+        // One pass over the bytes, counting each segment's length and dots: listing a folder
+        // validates every key it names, and splitting them allocated an array a key.
+        var length = 0
+        var dots = 0
+        func check() throws {
+            if length == 0 { throw reject("it contains an empty segment ('//')") }
+            if length == dots && length == 1 { throw reject("it contains a '.' segment") }
+            if length == dots && length == 2 { throw reject("it contains a '..' segment, which could escape the root") }
         }
+        for byte in body {
+            if byte == slash {
+                try check()
+                length = 0
+                dots = 0
+            } else {
+                length += 1
+                if byte == dot { dots += 1 }
+            }
+        }
+        try check()
+    }
+
+    /// The key less `prefix` (empty, or ending in `/`), without validating again: what
+    /// follows a `/` in a valid key is one. Nil when the key does not start with `prefix`,
+    /// is nothing more, or `prefix` does not end a segment.
+    package func relative(to prefix: String) -> ObjectKey? {
+        if prefix.isEmpty { return self }
+        guard prefix.utf8.last == Self.slash, let rest = rawValue.utf8Dropping(prefix: prefix), !rest.isEmpty else { return nil }
+        return ObjectKey(validated: rest)
+    }
+
+    /// A key already known to be valid.
+    private init(validated: String) {
+        rawValue = validated
     }
 }
 

@@ -24,7 +24,7 @@ package final class FileReader: Sendable {
     ///   `invalidPath` for anything but a regular file, refused at once (a FIFO is never
     ///   waited on).
     package init(_ url: URL) throws {
-        descriptor = try LocalFile.openRegularFile(url.path)
+        descriptor = try LocalFile.openRegularFile(url.path).descriptor
         path = url.path
     }
 
@@ -78,6 +78,31 @@ package final class FileReader: Sendable {
         let digests = try DigestSet(algorithms)
         try forEachChunk(in: range) { digests.update($0) }
         return digests.finalize()
+    }
+
+    /// The digests of the bytes in `range`, each algorithm computed by a job of its own on
+    /// ``BlockingWork``'s threads at once (the second read of each chunk comes from the page
+    /// cache): a large file's MD5 and SHA-256 take the time of the slower one, not of both, and
+    /// no cooperative thread waits on the disk. Cancelling the task stops the jobs between
+    /// chunks.
+    package func digestsConcurrently(of range: Range<Int64>, _ algorithms: [HashAlgorithm]) async throws -> [HashAlgorithm: Digest] {
+        try await withThrowingTaskGroup(of: [HashAlgorithm: Digest].self) { group in
+            for algorithm in Set(algorithms) {
+                group.addTask {
+                    try await BlockingWork.run("hash") {
+                        let digests = try DigestSet([algorithm])
+                        try self.forEachChunk(in: range) { chunk in
+                            try BlockingWork.checkCancellation("hash")
+                            digests.update(chunk)
+                        }
+                        return digests.finalize()
+                    }
+                }
+            }
+            var all: [HashAlgorithm: Digest] = [:]
+            for try await digests in group { all.merge(digests) { first, _ in first } }
+            return all
+        }
     }
 
     /// Copies the bytes of `range` to `output`, hashing them on the way.

@@ -51,19 +51,27 @@ package final class LocalFile {
     ///   device, a FIFO, a socket): opened without blocking, so a FIFO with no writer is
     ///   refused at once instead of waiting forever.
     package static func openForReading(_ url: URL) throws -> LocalFile {
-        LocalFile(descriptor: try openRegularFile(url.path), path: url.path)
+        try openDescribed(url).file
+    }
+
+    /// Opens an existing file for reading, as ``openForReading(_:)``, with the `stat` record
+    /// the open checked it by: what was opened, described without another system call.
+    package static func openDescribed(_ url: URL) throws -> (file: LocalFile, status: stat) {
+        let (fd, info) = try openRegularFile(url.path)
+        return (LocalFile(descriptor: fd, path: url.path), info)
     }
 
     /// The descriptor of the regular file at `path`, opened for reading (``openForReading(_:)``
-    /// and ``FileReader`` share it).
+    /// and ``FileReader`` share it), and its `stat` record.
     ///
     /// It is opened with `O_NONBLOCK` (a FIFO with no writer would otherwise block the open
-    /// before it could be refused) and `O_NOCTTY`, checked with `fstat`, and switched back to
-    /// blocking reads.
+    /// before it could be refused) and `O_NOCTTY`, and checked with `fstat`. The flag stays:
+    /// it changes nothing for a regular file, whose reads never wait in that sense, and
+    /// clearing it was two system calls a file.
     ///
     /// - Throws: ``BuckiaError/Code/invalidPath`` for anything but a regular file; the open's
     ///   or `fstat`'s error otherwise.
-    static func openRegularFile(_ path: String) throws -> Int32 {
+    static func openRegularFile(_ path: String) throws -> (descriptor: Int32, status: stat) {
         let fd = try openDescriptor(path, flags: O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode: 0, operation: "open")
         var info = stat()
         let status = fstat(fd, &info)
@@ -75,8 +83,7 @@ package final class LocalFile {
                 .invalidPath, "\(path.debugDescription) is not a regular file (a folder, device, pipe or socket); only files are read.",
                 operation: "open", path: path)
         }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        return fd
+        return (fd, info)
     }
 
     /// Refuses a destination that a rename would replace but that is no regular file: a

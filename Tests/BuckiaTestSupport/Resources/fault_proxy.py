@@ -25,8 +25,10 @@ hit by one fault with probability `rate`; the kind is drawn uniformly from `faul
 A fault that does not apply to a request (no body to corrupt or cut) is not counted in
 "faults" and the request is forwarded intact; "drawn" counts every request a fault was drawn
 for, applicable or not, so it follows `rate` whatever the mix of requests. `GET
-/__proxy__/stats` answers JSON: {"requests": N, "drawn": N, "faults": {KIND: N}} (never
-itself faulted; no S3 bucket can be named `__proxy__`).
+/__proxy__/stats` answers JSON: {"requests": N, "drawn": N, "faults": {KIND: N}, "methods":
+{METHOD: N}, "copies": N, "putBodyBytes": N} (never itself faulted; no S3 bucket can be named
+`__proxy__`): copies are PUTs with x-amz-copy-source, putBodyBytes the bytes of the other
+PUTs' bodies as they came (aws-chunked framing included).
 
 Bounded: at most 128 connections at once (more wait in the listen queue), every socket
 operation times out after 60 s, and the proxy exits when its stdin closes, on SIGTERM, or
@@ -56,10 +58,18 @@ class Stats:
         self.requests = 0
         self.drawn = 0
         self.faults = {}
+        self.methods = {}
+        self.copies = 0
+        self.put_body_bytes = 0
 
-    def request(self):
+    def request(self, method, body, lookup):
         with self.lock:
             self.requests += 1
+            self.methods[method] = self.methods.get(method, 0) + 1
+            if method == "PUT" and "x-amz-copy-source" in lookup:
+                self.copies += 1
+            elif method == "PUT":
+                self.put_body_bytes += len(body)
 
     def draw(self):
         with self.lock:
@@ -71,7 +81,8 @@ class Stats:
 
     def snapshot(self):
         with self.lock:
-            return {"requests": self.requests, "drawn": self.drawn, "faults": dict(self.faults)}
+            return {"requests": self.requests, "drawn": self.drawn, "faults": dict(self.faults),
+                    "methods": dict(self.methods), "copies": self.copies, "putBodyBytes": self.put_body_bytes}
 
 
 class Config:
@@ -224,8 +235,8 @@ class Handler(socketserver.StreamRequestHandler):
                                         json.dumps(Config.stats.snapshot()).encode())
             self.send(head, data)
             return True
-        Config.stats.request()
         lookup = {k.lower(): v for k, v in headers}
+        Config.stats.request(method, body, lookup)
         kind = Config.draw()
         if kind is not None:
             Config.stats.draw()

@@ -125,7 +125,7 @@ let package = Package(
         .target(
             name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaClient", "BuckiaSync", "BuckiaLocal", "CLinux"], path: "Tests/BuckiaTestSupport",
             resources: [.copy("Resources")]),
-        .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore"], path: "Tests/BuckiaCoreTests"),
+        .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaCoreTests"),
         .testTarget(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaHTTPTests",
             resources: [.copy("Resources")]),

@@ -175,4 +175,18 @@ static inline int buckia_spawn_close_from(posix_spawn_file_actions_t *actions, i
 static inline int buckia_spawn_chdir(posix_spawn_file_actions_t *actions, const char *folder) { (void)actions; (void)folder; return ENOSYS; }
 #endif
 
+/* A pipe whose two ends close on exec (pipe2, declared only for _GNU_SOURCE): no program
+ * another thread starts meanwhile inherits them. Elsewhere a pipe, then FD_CLOEXEC on each. */
+#ifdef __linux__
+extern int pipe2(int fds[2], int flags);
+static inline int buckia_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+#else
+static inline int buckia_pipe_cloexec(int fds[2]) {
+    if (pipe(fds) != 0) return -1;
+    (void)fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+    (void)fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+    return 0;
+}
+#endif
+
 #endif

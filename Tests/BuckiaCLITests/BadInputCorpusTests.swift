@@ -1,3 +1,5 @@
+import BuckiaCore
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -159,34 +161,32 @@ struct BadInputCorpusTests {
     /// the group gets SIGTERM, then SIGKILL 5 s later, so a hung `buckia` fails its case
     /// instead of hanging the suite.
     func shell(_ script: String, in home: URL, extraEnvironment: [String: String] = [:], limit: Int = timeLimit) throws -> ShellResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        process.arguments = ["-k", "5", String(limit), "/bin/sh", "-c", script]
-        process.currentDirectoryURL = home
-        process.environment = [
+        let environment = [
             "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
             "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_CACHE_HOME": home.appendingPathComponent("cache").path,
             "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "B": CLIHarness.executable.path, "H": Self.hostileServer.path,
         ].merging(extraEnvironment) { $1 }
         let out = home.appendingPathComponent(".out-\(UUID().uuidString)")
         let err = home.appendingPathComponent(".err-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         defer {
             try? FileManager.default.removeItem(at: out)
             try? FileManager.default.removeItem(at: err)
         }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = try FileHandle(forWritingTo: err)
-        try process.run()
-        process.waitUntilExit()
-        let status = process.terminationStatus
+        let process = try Spawned(
+            URL(fileURLWithPath: "/usr/bin/timeout"), ["-k", "5", String(limit), "/bin/sh", "-c", script], environment: environment,
+            directory: home, output: .file(out), errors: .file(err))
+        // `timeout` ends it within limit + 5 s; a minute more is for a loaded machine.
+        guard process.wait(.seconds(limit + 65)) else {
+            process.stop()
+            throw BuckiaError(.io, "timeout itself did not end \(limit + 65) s after starting: \(script)")
+        }
+        let status = process.status
         // timeout exits 124 when it stopped the script with SIGTERM, 137 when SIGKILL was needed.
-        let timedOut = process.terminationReason == .exit && (status == 124 || status == 137)
+        let timedOut = process.termination == .exited(124) || process.termination == .exited(137)
         // sh reports a child killed by a signal as 128 + the signal: SIGILL, SIGTRAP, SIGABRT, SIGSEGV;
         // timeout passes on a signal that killed sh itself.
-        let trapped = process.terminationReason == .uncaughtSignal || [132, 133, 134, 139].contains(status)
+        var trapped = [132, 133, 134, 139].contains(status)
+        if case .signalled = process.termination { trapped = true }
         return ShellResult(
             status: status, trapped: trapped, timedOut: timedOut, stdout: Self.text(of: out), stderr: Self.text(of: err))
     }

@@ -1,9 +1,12 @@
+import BuckiaTestSupport
 import Foundation
 
-/// A `buckia` started in the background, for tests that act on it while it runs: every wait is
-/// a bounded number of short polls, and a process still running at the end is killed.
+/// A `buckia` started in the background, for tests that act on it while it runs: every wait
+/// is bounded, and a process still running at the end is killed. Started as ``Spawned``, not
+/// with Foundation's `Process`, whose end can go unseen (ToolRun says why).
 final class BuckiaProcess {
-    let process = Process()
+    let process: Spawned
+    let arguments: [String]
     /// Where standard error goes (read with ``errorText``).
     let errorFile: URL
 
@@ -11,60 +14,51 @@ final class BuckiaProcess {
     /// output `stdout` (a descriptor the caller keeps, or /dev/null) and standard error a file.
     init(_ arguments: [String], home: URL, environment: [String: String], stdout: FileHandle? = nil) throws {
         errorFile = home.appendingPathComponent(".stderr-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-        process.executableURL = CLIHarness.executable
-        process.arguments = arguments
-        process.currentDirectoryURL = home
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = stdout ?? FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: errorFile)
-        try process.run()
+        self.arguments = arguments
+        process = try Spawned(
+            CLIHarness.executable, arguments, environment: environment, directory: home,
+            output: stdout.map { .descriptor($0.fileDescriptor) } ?? .null, errors: .file(errorFile))
     }
 
     deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        process.stop()
         try? FileManager.default.removeItem(at: errorFile)
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
 
     /// What it wrote to standard error so far.
     var errorText: String { String(decoding: (try? Data(contentsOf: errorFile)) ?? Data(), as: UTF8.self) }
 
-    /// Waits for it to exit, polling every 10 ms at most `polls` times (60 s by default); one
-    /// still running then is killed, and the wait fails.
+    /// Waits for it to exit, at most `polls` times 10 ms (60 s by default); one still running
+    /// then is killed, and the wait fails.
     ///
     /// - Returns: The exit status; a death by signal is an error.
     @discardableResult
     func wait(polls: Int = 6_000) throws -> Int32 {
-        var count = 0
-        while process.isRunning && count < polls {
-            count += 1
-            usleep(10_000)
+        guard process.wait(.milliseconds(10 * polls)) else {
+            process.stop()
+            throw Failure(description: "buckia \(arguments) still ran after \(polls) polls and was killed; stderr: \(errorText)")
         }
-        guard !process.isRunning else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw Failure(description: "buckia \(process.arguments ?? []) still ran after \(polls) polls and was killed; stderr: \(errorText)")
+        guard case .exited(let status) = process.termination else {
+            throw Failure(description: "buckia \(arguments) ended by \(String(describing: process.termination)); stderr: \(errorText)")
         }
-        process.waitUntilExit()
-        guard process.terminationReason == .exit else {
-            throw Failure(description: "buckia \(process.arguments ?? []) died of signal \(process.terminationStatus); stderr: \(errorText)")
-        }
-        return process.terminationStatus
+        return status
     }
 
-    /// Polls every millisecond, at most `polls` times, until `condition` holds or the process
-    /// has exited; returns whether the condition held.
+    /// Kills it with SIGKILL and waits for its end; whether the kill is what ended it (false
+    /// when it had already exited).
+    func killed() -> Bool {
+        process.stop()
+        return process.termination == .signalled(SIGKILL)
+    }
+
+    /// Polls every millisecond until `condition` holds or the process has exited, for at most
+    /// `polls` milliseconds of waiting; returns whether the condition held.
     func poll(until condition: () -> Bool, polls: Int = 30_000) -> Bool {
-        var count = 0
+        let deadline = ContinuousClock.now + .milliseconds(polls)
         while !condition() {
-            guard process.isRunning, count < polls else { return condition() }
-            count += 1
+            guard process.isRunning, ContinuousClock.now < deadline else { return condition() }
             usleep(1_000)
         }
         return true

@@ -285,9 +285,7 @@ private final class CatalogKillWorld {
         let handle = try FileHandle(forWritingTo: output)
         let running = try BuckiaProcess(arguments, home: home, environment: environment, stdout: handle)
         _ = running.poll(until: { reached(lines(output)) }, polls: 60_000)
-        Glibc.kill(running.pid, SIGKILL)
-        running.process.waitUntilExit()
-        return (running.process.terminationReason == .uncaughtSignal, lines(output))
+        return (running.killed(), lines(output))
     }
 
     func runToEnd(_ arguments: [String]) throws -> (Int32, [String], String) {

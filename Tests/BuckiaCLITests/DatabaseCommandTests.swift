@@ -114,19 +114,12 @@ struct DatabaseCommandTests {
             let database = cli.home.appendingPathComponent("kill-\(kill).sqlite")
             try FileManager.default.copyItem(at: base, to: database)
             if kill % 2 == 0 { try SQLiteConnection(path: database.path).setJournalMode(.wal) }
-            let process = Process()
-            process.executableURL = CLIHarness.executable
-            process.arguments = ["db", "apply", database.path] + files
-            process.environment = cli.environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
             let delay = Int(random.next() % UInt64(max(1, Int(duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000))))
-            try process.run()
+            let process = try Spawned(CLIHarness.executable, ["db", "apply", database.path] + files, environment: cli.environment)
             usleep(UInt32(clamping: delay))
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.stop()
             let applied = try Self.appliedCount(database)
-            if process.terminationReason == .uncaughtSignal && applied < count { midRun += 1 }
+            if process.termination == .signalled(SIGKILL) && applied < count { midRun += 1 }
             violations += try Self.check(database, applied: applied, label: "after kill \(kill)")
             let rerun = try cli.runArray(["db", "apply", database.path] + files)
             if rerun.status != 0 { violations.append("rerun \(kill) exited \(rerun.status): \(rerun.stderr)") }

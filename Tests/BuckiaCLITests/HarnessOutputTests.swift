@@ -28,4 +28,30 @@ struct HarnessOutputTests {
         #expect(pid != nil, "the shell printed the sleeper's process id: \(result.output.debugDescription)")
         if let pid { kill(pid, SIGKILL) }
     }
+
+    // Regression: test servers and kill harnesses started children with Foundation's
+    // `Process` and waited with `waitUntilExit()`, unbounded, on cooperative threads; one end
+    // unseen held a thread for ever, and a CI run sat silent for 80 minutes. Every child is
+    // now a `Spawned`: it holds nothing of the test process (a pipe open here, not
+    // close-on-exec, as Foundation's `Pipe` makes them, stays here), it starts with no signal
+    // blocked (an async test's thread has SIGTERM blocked, and `Process` passed that on), and
+    // its end is seen within a bound.
+    @Test("A spawned program holds only its three descriptors, has no signal blocked, and its end is seen")
+    func spawnedChildIsClean() async throws {
+        let leaked = Pipe()
+        defer {
+            try? leaked.fileHandleForReading.close()
+            try? leaked.fileHandleForWriting.close()
+        }
+        let child = try Spawned(URL(fileURLWithPath: "/bin/sleep"), ["30"], input: .pipe, output: .pipe)
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.pid)/fd").sorted()
+        #expect(descriptors == ["0", "1", "2"])
+        let status = try String(contentsOfFile: "/proc/\(child.pid)/status", encoding: .utf8)
+        let blocked = status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") }
+        #expect(blocked?.split(separator: "\t").last.map { $0.allSatisfy { $0 == "0" } } == true, "\(blocked ?? "no SigBlk line")")
+        #expect(child.isRunning)
+        child.signal(SIGTERM)
+        #expect(await child.ended(within: .seconds(30)))
+        #expect(child.termination == .signalled(SIGTERM))
+    }
 }

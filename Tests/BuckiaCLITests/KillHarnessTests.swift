@@ -90,33 +90,18 @@ private final class World {
         return (status, try Data(contentsOf: output))
     }
 
-    func start(_ arguments: [String], stdout: URL? = nil) throws -> Process {
-        let process = Process()
-        process.executableURL = CLIHarness.executable
-        process.arguments = arguments
-        process.currentDirectoryURL = home
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try stdout.map { try FileHandle(forWritingTo: $0) } ?? FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+    func start(_ arguments: [String], stdout: URL? = nil) throws -> Spawned {
+        try Spawned(CLIHarness.executable, arguments, environment: environment, directory: home, output: stdout.map { .file($0) } ?? .null)
     }
 
     /// Waits for `process`; one still running after `limit` is killed and reported.
     @discardableResult
-    func wait(_ process: Process, upTo limit: Duration) throws -> Int32 {
-        let deadline = ContinuousClock.now + limit
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else {
-                Glibc.kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-                throw HarnessError(description: "buckia \(process.arguments ?? []) ran past \(limit)")
-            }
-            usleep(1_000)
+    func wait(_ process: Spawned, upTo limit: Duration) throws -> Int32 {
+        guard process.wait(limit) else {
+            process.stop()
+            throw HarnessError(description: "\(process.command) ran past \(limit)")
         }
-        process.waitUntilExit()
-        return process.terminationStatus
+        return process.status
     }
 
     /// Starts `arguments`, kills it with SIGKILL once `reached()` says so (polled every
@@ -125,9 +110,8 @@ private final class World {
         let process = try start(arguments)
         let deadline = ContinuousClock.now + .seconds(120)
         while process.isRunning && !reached() && ContinuousClock.now < deadline { usleep(1_000) }
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        return process.terminationReason == .uncaughtSignal
+        process.stop()
+        return process.termination == .signalled(SIGKILL)
     }
 
     // MARK: Looking at the file system

@@ -22,41 +22,25 @@ struct LoginCommandTests {
             "BUCKIA_REMOTE_WORK_AUTH_METHOD": "oauth", "BUCKIA_REMOTE_WORK_CREDENTIAL_ISSUER": emulator.issuer.absoluteString,
             "BUCKIA_REMOTE_WORK_CREDENTIAL_CLIENT_ID": emulator.clientId,
         ]
-        let process = Process()
-        process.executableURL = CLIHarness.executable
-        process.arguments = ["login", "work"]
-        process.environment = harness.environment.merging(remote) { $1 }
-        // Standard output to a file, read once login has ended: a pipe's end of file never
-        // comes while another child holds a copy of its write end (see ToolRun). Standard
-        // error stays a pipe, read as login prints its code.
+        // Standard output to a file, read once login has ended; standard error a pipe, read
+        // as login prints its code.
         let outURL = harness.home.appendingPathComponent("login.out")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        let err = Pipe()
-        process.standardOutput = try FileHandle(forWritingTo: outURL)
-        process.standardError = err
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
+        let process = try Spawned(
+            CLIHarness.executable, ["login", "work"], environment: harness.environment.merging(remote) { $1 }, output: .file(outURL),
+            errors: .pipe)
 
         // The code, from what login prints on standard error (30 s at most).
         let code: String = try await Self.offThePool {
-            var text = ""
-            let start = Date()
-            while Date().timeIntervalSince(start) < 30 {
-                let chunk = err.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
-                if let range = text.range(of: "enter the code ") {
-                    let rest = text[range.upperBound...]
-                    if let end = rest.firstIndex(of: "\n") { return String(rest[..<end]) }
-                }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline, let line = process.readLine(timeout: deadline - ContinuousClock.now, errors: true) {
+                if let range = line.range(of: "enter the code ") { return String(line[range.upperBound...]) }
             }
             throw CancellationError()
         }
         try await emulator.control("approve", ["user_code": code, "sub": "alice"])
-        let status: Int32 = try await Self.offThePool {
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
+        let ended = await process.ended(within: .seconds(120))
+        #expect(ended, "login did not end within two minutes of the approval")
+        let status = process.status
         #expect(status == 0)
         #expect(String(decoding: try Data(contentsOf: outURL), as: UTF8.self).hasPrefix("logged in to "))
 

@@ -98,9 +98,7 @@ private final class SyncWorld {
     func kill(when reached: () -> Bool) throws -> Bool {
         let running = try BuckiaProcess(syncArguments, home: home, environment: environment)
         _ = running.poll(until: reached, polls: 120_000)
-        Glibc.kill(running.pid, SIGKILL)
-        running.process.waitUntilExit()
-        return running.process.terminationReason == .uncaughtSignal
+        return running.killed()
     }
 
     // MARK: Changing and looking

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// `buckia sync --watch` between two local folders, acted on while it runs. Every wait is a
-/// bounded poll of the destination (at most 30 s), never a timing: the check is that the
+/// bounded poll of the destination (at most 60 s), never a timing: the check is that the
 /// destination converges after each burst, not how fast. The polling interval is an hour, so
 /// every pass after the first is one the folder's events started.
 @Suite("buckia sync --watch", .serialized)
@@ -31,7 +31,7 @@ struct SyncWatchTests {
         var watcher = try watch()
         func converges(_ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
             // A tree read while files change under it may fail; that is only "not yet".
-            let done = watcher.poll(until: { (try? Self.tree(destination)) == (try? Self.tree(source)) })
+            let done = watcher.poll(until: { (try? Self.tree(destination)) == (try? Self.tree(source)) }, polls: 60_000)
             #expect(done, "\(what): the destination did not converge; stderr: \(watcher.errorText)", sourceLocation: sourceLocation)
         }
 

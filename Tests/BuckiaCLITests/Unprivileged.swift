@@ -1,3 +1,4 @@
+import BuckiaTestSupport
 import Foundation
 
 /// Runs `buckia` as a user whom permission bits bind, for tests of unreadable files and folders.
@@ -41,14 +42,6 @@ enum Unprivileged {
     }
 
     private static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        try ToolRun.run(path: URL(fileURLWithPath: executable), arguments, exactEnvironment: ProcessInfo.processInfo.environment, limit: .seconds(60)).status
     }
 }

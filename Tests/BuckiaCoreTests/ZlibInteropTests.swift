@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -7,26 +8,10 @@ enum Python {
     static let isAvailable = (try? run("import gzip, hashlib", arguments: [])) != nil
 
     /// Runs `script` with `arguments` and returns its standard output, trimmed.
-    ///
-    /// Output goes through a file rather than a pipe: reading a pipe while the child exits
-    /// can be interrupted by SIGCHLD, which `FileHandle` does not retry.
     static func run(_ script: String, arguments: [String]) throws -> String {
-        let directory = try ScratchDirectory()
-        defer { directory.remove() }
-        let outputURL = directory.file("stdout")
-        try Data().write(to: outputURL)
-        let output = try FileHandle(forWritingTo: outputURL)
-        defer { try? output.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script] + arguments
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
-        return try String(decoding: Data(contentsOf: outputURL), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try ToolRun.run("python3", ["-c", script] + arguments, limit: .seconds(60))
+        guard run.status == 0 else { throw BuckiaError(.io, "python3 failed (\(run.status)): \(run.errors)") }
+        return run.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 

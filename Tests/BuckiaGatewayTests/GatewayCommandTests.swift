@@ -78,7 +78,7 @@ struct GatewayCommandTests {
         }
         let whole = try wire("whole.bin")
         let cut = try wire("cut.bin")
-        let process = server.process.processIdentifier
+        let process = server.process.pid
         // Every step with the sockets runs on one thread of its own, with no `await` between
         // them. The server gives a client 30 s between reads (its rule against slow clients);
         // a test task that waited for a thread of the cooperative pool, held by other tests,

@@ -120,8 +120,8 @@ func freshBucket() -> String { "b-" + UUID().uuidString.lowercased().prefix(18) 
 
 /// `buckia serve s3` in a process of its own, in front of a remote from `configuration`, with
 /// one static key pair; stopped with SIGTERM by ``stop()``.
-final class GatewayProcess: GatewayEndpoint, @unchecked Sendable {
-    let process: Process
+final class GatewayProcess: GatewayEndpoint, Sendable {
+    let process: Spawned
     let home: URL
     let port: Int
     let accessKeyId = "GATEWAYADMIN"
@@ -171,18 +171,12 @@ final class GatewayProcess: GatewayEndpoint, @unchecked Sendable {
         } else {
             temporary = nil
         }
-        process = Process()
-        process.executableURL = Self.executable
-        process.arguments = ["serve", "s3", "served:", "--config", config.path, "--addr", "127.0.0.1:0", "--auth-key", "\(accessKeyId),\(secretAccessKey.exposedValue)"]
-            + arguments
-        process.environment = environment
         let errors = home.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        let output = home.appendingPathComponent("stdout")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        try process.run()
+        process = try Spawned(
+            Self.executable,
+            ["serve", "s3", "served:", "--config", config.path, "--addr", "127.0.0.1:0", "--auth-key", "\(accessKeyId),\(secretAccessKey.exposedValue)"]
+                + arguments,
+            environment: environment, output: .file(home.appendingPathComponent("stdout")), errors: .file(errors))
         var found: Int?
         for _ in 0..<200 where found == nil {
             let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
@@ -193,7 +187,7 @@ final class GatewayProcess: GatewayEndpoint, @unchecked Sendable {
             }
         }
         guard let found else {
-            process.terminate()
+            process.stop()
             throw BuckiaError(.io, "buckia serve s3 did not say where it listens: \((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
         }
         port = found
@@ -211,20 +205,23 @@ final class GatewayProcess: GatewayEndpoint, @unchecked Sendable {
     /// What the server has written to standard output (its access log) so far.
     var accessLog: String { (try? String(contentsOf: home.appendingPathComponent("stdout"), encoding: .utf8)) ?? "" }
 
-    /// Waits for the server to exit on its own (after a signal the test sent); returns as ``stop()`` does.
+    /// Waits (at most two minutes) for the server to exit on its own (after a signal the test
+    /// sent); returns as ``stop()`` does.
     func waitForExit() -> (Int32, String) {
-        process.waitUntilExit()
+        _ = process.wait(.seconds(120))
         return stop()
     }
 
-    /// Stops the server with SIGTERM; returns its exit status and what it wrote to standard error.
+    /// Stops the server with SIGTERM (SIGKILL after a minute); returns its exit status (128
+    /// plus the signal when one ended it) and what it wrote to standard error.
     @discardableResult
     func stop() -> (Int32, String) {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        process.waitUntilExit()
+        process.signal(SIGTERM)
+        _ = process.wait(.seconds(60))
+        process.stop()
         let text = (try? String(contentsOf: home.appendingPathComponent("stderr"), encoding: .utf8)) ?? ""
         try? FileManager.default.removeItem(at: home)
-        return (process.terminationStatus, text)
+        return (process.status, text)
     }
 }
 

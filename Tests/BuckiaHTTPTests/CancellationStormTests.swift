@@ -1,5 +1,6 @@
 import BuckiaCore
 import BuckiaHTTP
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -31,26 +32,14 @@ struct CancellationStormTests {
 
     /// Runs the storm; false when it had to be killed.
     static func runStorm(base: URL, kind: HTTPClient.TransportKind, bound: Int) throws -> (Bool, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia-bench")
-        process.arguments = ["cancel-storm", "--url", base.absoluteString, "--transport", kind.rawValue]
-        // Output to a file, not a pipe: a pipe's end of file never comes while another
-        // child holds a copy of its write end (see ToolRun).
         let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-storm-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: outputURL) }
-        process.standardOutput = try FileHandle(forWritingTo: outputURL)
-        process.standardError = FileHandle.nullDevice
-        let ended = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in ended.signal() }
-        try process.run()
-        var finished = true
-        if ended.wait(timeout: .now() + .seconds(bound)) == .timedOut {
-            finished = false
-            kill(process.processIdentifier, SIGKILL)
-            ended.wait()
-        }
+        let process = try Spawned(
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia-bench"),
+            ["cancel-storm", "--url", base.absoluteString, "--transport", kind.rawValue], output: .file(outputURL))
+        let finished = process.wait(.seconds(bound))
+        process.stop()
         let text = String(decoding: try Data(contentsOf: outputURL), as: UTF8.self)
-        return (finished && process.terminationStatus == 0, text.trimmingCharacters(in: .whitespacesAndNewlines))
+        return (finished && process.termination == .exited(0), text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }

@@ -12,15 +12,10 @@ struct HTTPClientTLSTests {
     /// A CA, and a certificate for 127.0.0.1 it signed, made with the openssl tool.
     static func makeCertificates(in folder: URL) throws -> (ca: URL, tls: NginxServer.TLS) {
         func openssl(_ arguments: [String]) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            process.arguments = arguments
-            process.currentDirectoryURL = folder
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { throw BuckiaError(.io, "openssl \(arguments.first ?? "") failed.") }
+            let run = try ToolRun.run(
+                path: URL(fileURLWithPath: "/usr/bin/openssl"), arguments, exactEnvironment: ProcessInfo.processInfo.environment, directory: folder,
+                limit: .seconds(60))
+            guard run.status == 0 else { throw BuckiaError(.io, "openssl \(arguments.first ?? "") failed: \(run.errors)") }
         }
         let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         try openssl(["req", "-x509"] + key + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=Buckia Test CA"])

@@ -15,16 +15,8 @@ struct CacheKillHarnessTests {
     static var executable: URL { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia") }
 
     /// Starts `buckia` with `arguments` and a private home; standard output and error to files.
-    static func start(_ arguments: [String], home: URL) throws -> Process {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = FetchCommandTests.environment(home: home)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+    static func start(_ arguments: [String], home: URL) throws -> Spawned {
+        try Spawned(executable, arguments, environment: FetchCommandTests.environment(home: home))
     }
 
     /// Waits for `condition`, checking every millisecond for at most `seconds`: the event is
@@ -81,10 +73,9 @@ struct CacheKillHarnessTests {
         let url = try origin.url("big").absoluteString
         let process = try Self.start(["fetch", url, "--cache", cache.path], home: home)
         let written = try await offPool { Self.poll(seconds: 60) { Self.bytes(under: temporaries) > 0 } }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.stop()
         #expect(written, "the download never wrote a byte")
-        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(process.termination == .signalled(SIGKILL))
         let left = Self.bytes(under: temporaries)
         #expect(left > 0 && left < Int64(size), "the killed download left \(left) bytes in .buckia-tmp")
         let named = try Self.entryFiles(cache)
@@ -122,7 +113,6 @@ struct CacheKillHarnessTests {
             try await origin.set(id, ["cache_control": "max-age=600", "size": size].merging(hold) { $1 })
             let url = try origin.url(id).absoluteString
             let process = try Self.start(["fetch", url, "--cache", cache.path], home: home)
-            defer { kill(process.processIdentifier, SIGKILL) }
             let reached: Bool
             switch moment {
             case .requested: reached = try await origin.await(id, full: 1).full == 1
@@ -134,8 +124,7 @@ struct CacheKillHarnessTests {
                     }
                 }
             }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.stop()
             #expect(reached, "round \(round): the kill did not land \(moment.rawValue)")
             try await origin.set(id, ["cache_control": "max-age=600", "size": size])
             let rerun = try await FetchCommandTests.buckia(["fetch", url, "--cache", cache.path, "--json"], home: home)

@@ -10,9 +10,8 @@ import Glibc
 #endif
 
 /// The scripted origin (`Resources/origin_server.py`), one per test, on 127.0.0.1.
-final class Origin: @unchecked Sendable {
-    let process: Process
-    let input: Pipe
+final class Origin: Sendable {
+    let server: Spawned
     let port: Int
     let client = HTTPClient()
 
@@ -20,13 +19,10 @@ final class Origin: @unchecked Sendable {
         guard let script = Bundle.module.url(forResource: "origin_server", withExtension: "py", subdirectory: "Resources") else {
             throw BuckiaError(.notFound, "origin_server.py is not among the test resources")
         }
-        (process, input, port) = try PythonProcess.startServer(script: script, arguments: [])
+        (server, port) = try PythonProcess.startServer(script: script, arguments: [])
     }
 
-    deinit {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
+    deinit { server.stop() }
 
     func url(_ id: String) throws -> URL { try #require(URL(string: "http://127.0.0.1:\(port)/r/\(id)")) }
     func location(_ id: String) throws -> ResourceLocation { .url(try url(id)) }

@@ -175,26 +175,14 @@ struct FaultInjectionTests {
     static func runBounded(
         _ arguments: [String], environment: [String: String], log: URL, bound: Duration
     ) throws -> (status: Int32, signalled: Bool, hung: Bool) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
-        process.arguments = arguments
-        process.environment = environment
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        defer { try? handle.close() }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = handle
-        let finished = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in finished.signal() }
-        try process.run()
-        let seconds = Double(bound.components.seconds)
-        var hung = false
-        if finished.wait(timeout: .now() + seconds) == .timedOut {
-            hung = true
-            kill(process.processIdentifier, SIGKILL)
-            finished.wait()
-        }
-        return (process.terminationStatus, process.terminationReason == .uncaughtSignal, hung)
+        let process = try Spawned(
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia"), arguments,
+            environment: environment, errors: .file(log))
+        let hung = !process.wait(bound)
+        process.stop()
+        var signalled = false
+        if case .signalled = process.termination { signalled = true }
+        return (process.status, signalled, hung)
     }
 
     /// Writes the tree (`count` files: two multipart ones of three parts, the rest up to

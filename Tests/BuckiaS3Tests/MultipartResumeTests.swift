@@ -31,10 +31,7 @@ struct MultipartResumeTests {
         let state = provider.settings.stateDirectory
 
         // 1. A real process, one part at a time, killed once two parts are on the server.
-        let cli = Process()
-        cli.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
-        cli.arguments = ["cp", "--verbose", source.path, "moto:big.bin"]
-        cli.environment = [
+        let environment = [
             "HOME": work.path, "PATH": "/usr/bin:/bin", "BUCKIA_REMOTE_MOTO_PROVIDER": "s3", "BUCKIA_REMOTE_MOTO_BUCKET": bucket,
             "BUCKIA_REMOTE_MOTO_ENDPOINT": server.endpoint.absoluteString, "BUCKIA_REMOTE_MOTO_CREDENTIAL_ACCESS_KEY_ID": server.accessKeyId,
             "BUCKIA_REMOTE_MOTO_CREDENTIAL_SECRET_ACCESS_KEY": server.secretAccessKey.exposedValue,
@@ -43,20 +40,20 @@ struct MultipartResumeTests {
         ]
         // The kill follows the process's own log (its second part acknowledged), not polls of
         // moto, which a busy moto answers too late to catch a fast upload.
-        let log = Pipe()
-        cli.standardOutput = FileHandle.nullDevice
-        cli.standardError = log
-        try cli.run()
+        let cli = try Spawned(
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia"),
+            ["cp", "--verbose", source.path, "moto:big.bin"], environment: environment, errors: .pipe)
         var before: [Int: String] = [:]
         var acknowledged = 0
-        while acknowledged < 2, let line = PythonProcess.readLine(from: log.fileHandleForReading.fileDescriptor, timeout: .seconds(60)) {
+        while acknowledged < 2, let line = cli.readLine(timeout: .seconds(60), errors: true) {
             if line.contains("partNumber="), line.contains("-> 200") { acknowledged += 1 }
         }
-        if acknowledged >= 2 { kill(cli.processIdentifier, SIGKILL) }
+        if acknowledged >= 2 { cli.signal(SIGKILL) }
         // Drain what is left so the process never blocks on a full pipe.
-        while PythonProcess.readLine(from: log.fileHandleForReading.fileDescriptor, timeout: .seconds(60)) != nil {}
-        cli.waitUntilExit()
-        #expect(cli.terminationReason == .uncaughtSignal, "the upload finished before it could be killed")
+        while cli.readLine(timeout: .seconds(60), errors: true) != nil {}
+        _ = cli.wait(.seconds(60))
+        cli.stop()
+        #expect(cli.termination == .signalled(SIGKILL), "the upload finished before it could be killed")
         let saved = try #require(try FileManager.default.contentsOfDirectory(at: state, includingPropertiesForKeys: nil).first)
         let uploadId = try JSONDecoder().decode(MultipartState.self, from: Data(contentsOf: saved)).uploadId
         before = try await provider.listParts(ObjectKey("big.bin"), uploadId: uploadId)

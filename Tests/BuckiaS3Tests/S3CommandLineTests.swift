@@ -16,22 +16,12 @@ struct S3CommandLineTests {
     }
 
     func buckia(_ arguments: [String], environment: [String: String], home: URL) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
-        process.arguments = arguments
-        process.environment = ["HOME": home.path, "PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": home.appendingPathComponent("config").path]
-            .merging(environment) { $1 }
-        let output = home.appendingPathComponent("out-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let errors = home.appendingPathComponent("err-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus, stdout: try String(contentsOf: output, encoding: .utf8),
-            stderr: try String(contentsOf: errors, encoding: .utf8))
+        let run = try ToolRun.run(
+            path: URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia"), arguments,
+            exactEnvironment: ["HOME": home.path, "PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": home.appendingPathComponent("config").path]
+                .merging(environment) { $1 },
+            limit: .seconds(300))
+        return Run(status: run.status, stdout: run.output, stderr: run.errors)
     }
 
     @Test("cp, ls, cat, url and rm work on an S3 remote from the config file and from AWS variables", arguments: ["file", "environment"])
@@ -194,40 +184,22 @@ struct S3RcatTests {
         defer { try? FileManager.default.removeItem(at: home) }
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
         let errors = home.appendingPathComponent("err.txt")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exec \"$0\" rcat --verbose lake:cut.bin 2> \"$1\"", executable.path, errors.path]
-        process.environment = lakeEnvironment(home: home, bucket: bucket, server: server)
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        defer {
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
+        let process = try Spawned(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$0\" rcat --verbose lake:cut.bin 2> \"$1\"", executable.path, errors.path],
+            environment: lakeEnvironment(home: home, bucket: bucket, server: server), input: .pipe)
         let log = { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
         // 12 MiB: the first part is sent as a multipart upload's part once the second starts.
         let piece = Data(repeating: 0x5A, count: 1 << 20)
-        for _ in 0..<12 { try input.fileHandleForWriting.write(contentsOf: piece) }
-        var polls = 0
-        while !log().contains("partNumber="), process.isRunning, polls < 30_000 {
-            polls += 1
-            usleep(1_000)
-        }
+        for _ in 0..<12 { try process.writeInput(piece) }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !log().contains("partNumber="), process.isRunning, ContinuousClock.now < deadline { usleep(1_000) }
         try #require(log().contains("partNumber="), "no part was sent: \(log())")
-        kill(process.processIdentifier, SIGINT)
-        if !inputStaysOpen { try input.fileHandleForWriting.close() }
-        polls = 0
-        while process.isRunning, polls < 6_000 {
-            polls += 1
-            usleep(10_000)
-        }
-        try #require(!process.isRunning, "rcat still ran 60 s after SIGINT: \(log())")
-        if inputStaysOpen { try input.fileHandleForWriting.close() }
-        #expect(process.terminationReason == .exit && process.terminationStatus == 130, "status \(process.terminationStatus): \(log())")
+        process.signal(SIGINT)
+        if !inputStaysOpen { process.closeInput() }
+        let ended = await process.ended(within: .seconds(60))
+        try #require(ended, "rcat still ran 60 s after SIGINT: \(log())")
+        process.closeInput()
+        #expect(process.termination == .exited(130), "ended \(String(describing: process.termination)): \(log())")
         #expect(log().contains("interrupted; stopping the upload"), "\(log())")
         #expect(log().contains("nothing was stored at lake:cut.bin"), "\(log())")
         #expect(try await provider.unfinishedUploads(prefix: "").isEmpty, "the multipart upload is still on the server")

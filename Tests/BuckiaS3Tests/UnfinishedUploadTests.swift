@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -103,17 +104,10 @@ struct UnfinishedUploadTests {
             "BUCKIA_REMOTE_M_CREDENTIAL_SECRET_ACCESS_KEY": "y", "BUCKIA_REMOTE_M_STATE_DIRECTORY": provider.settings.stateDirectory.path,
         ]
         func cleanup(_ arguments: String...) throws -> (status: Int32, stdout: String) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
-            process.arguments = ["cleanup"] + arguments
-            process.environment = environment
-            let output = work.appendingPathComponent("out-\(UUID().uuidString)")
-            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-            process.standardOutput = try FileHandle(forWritingTo: output)
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
+            let run = try ToolRun.run(
+                path: URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia"),
+                ["cleanup"] + arguments, exactEnvironment: environment, limit: .seconds(120))
+            return (run.status, run.output)
         }
         func keys() async throws -> Set<String> { Set(try await provider.unfinishedUploads(prefix: "").map(\.key)) }
         let all: Set<String> = ["in/resumable.bin", "in/abandoned.bin", "in/foreign.bin", "out/foreign.bin"]

@@ -13,7 +13,7 @@ import Darwin
 ///
 /// Each emulator has its own buckets, keys and files; tests that share one keep apart by
 /// prefix. It dies with the test process: it exits when its stdin closes, and ``stop()`` sends
-/// SIGKILL (a child of an async test inherits a blocked SIGTERM).
+/// SIGKILL.
 public final class B2Emulator: Sendable {
     /// `http://127.0.0.1:PORT`: where accounts are authorized (the provider's `endpoint`).
     public let endpoint: URL

@@ -21,11 +21,11 @@ public final class FaultProxy: Sendable {
 
     /// Where clients connect instead of the upstream server.
     public let endpoint: URL
-    private let child: Locked<(process: Process, input: Pipe)?>
+    private let child: Spawned
 
-    private init(endpoint: URL, process: Process, input: Pipe) {
+    private init(endpoint: URL, child: Spawned) {
         self.endpoint = endpoint
-        child = Locked((process, input))
+        self.child = child
     }
 
     deinit { stop() }
@@ -43,25 +43,17 @@ public final class FaultProxy: Sendable {
         guard let script = Bundle.module.url(forResource: "fault_proxy", withExtension: "py", subdirectory: "Resources") else {
             throw BuckiaError(.notFound, "fault_proxy.py is missing from the BuckiaTestSupport bundle.")
         }
-        let process = Process()
-        process.executableURL = try PythonProcess.executable()
-        process.arguments = [
+        let arguments = [
             script.path, "--upstream", upstream.absoluteString, "--rate", String(rate), "--seed", String(seed),
             "--faults", kinds.joined(separator: ","), "--stall-seconds", String(Double(stall.components.seconds)), "--lifetime", "1800",
         ]
-        let output = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let child = try Spawned(try PythonProcess.executable(), arguments, input: .pipe, output: .pipe)
         func abandon(_ message: String) -> BuckiaError {
-            try? input.fileHandleForWriting.close()
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            child.closeInput()
+            child.stop()
             return BuckiaError(.io, message)
         }
-        guard let line = PythonProcess.readLine(from: output.fileHandleForReading.fileDescriptor, timeout: .seconds(30)) else {
+        guard let line = child.readLine(timeout: .seconds(30)) else {
             throw abandon("fault_proxy.py printed nothing within 30 s; run `python3 \(script.path) --upstream \(upstream)` to see why.")
         }
         guard let object = try? JSONDecoder().decode([String: String].self, from: Data(line.utf8)),
@@ -69,7 +61,7 @@ public final class FaultProxy: Sendable {
         else {
             throw abandon("fault_proxy.py did not start: \(line)")
         }
-        return FaultProxy(endpoint: endpoint, process: process, input: input)
+        return FaultProxy(endpoint: endpoint, child: child)
     }
 
     /// What the proxy has done so far: requests seen, faults drawn (one per request with
@@ -103,12 +95,7 @@ public final class FaultProxy: Sendable {
 
     /// Stops the proxy: closes its stdin, sends SIGKILL and reaps it. Safe to call twice.
     public func stop() {
-        child.withLock { child in
-            guard let running = child else { return }
-            child = nil
-            try? running.input.fileHandleForWriting.close()
-            if running.process.isRunning { kill(running.process.processIdentifier, SIGKILL) }
-            running.process.waitUntilExit()
-        }
+        child.closeInput()
+        child.stop()
     }
 }

@@ -15,7 +15,7 @@ import Darwin
 /// the test runner it would report the runner's size, so the wrapper (about 10 MiB) is the
 /// image that is replaced. The figure is therefore the larger of the child's peak and the
 /// wrapper's size — an overestimate when the child is tiny, never an underestimate.
-public final class MeasuredProcess: @unchecked Sendable {  // Process is not Sendable; it is only read after start, and the semaphore is thread-safe.
+public final class MeasuredProcess: Sendable {
     /// How a measured child ended.
     public struct Ending: Sendable, Decodable {
         /// The exit status, or nil when a signal ended it.
@@ -52,41 +52,25 @@ public final class MeasuredProcess: @unchecked Sendable {  // Process is not Sen
             json.dump(ending, out)
         """
 
-    private let process: Process
+    private let process: Spawned
     private let result: URL
-    private let ended = DispatchSemaphore(value: 0)
 
     /// Starts `executable` with `arguments` and exactly `environment`; its output and errors
     /// go to `output`, standard input is /dev/null.
     public init(_ executable: URL, _ arguments: [String], environment: [String: String], output: URL) throws {
         result = output.deletingLastPathComponent().appendingPathComponent(".measured-\(UUID().uuidString).json")
-        process = Process()
-        process.executableURL = try PythonProcess.executable()
-        process.arguments = ["-c", Self.wrapper, result.path, executable.path] + arguments
-        process.environment = environment
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: output)
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        let ended = ended
-        process.terminationHandler = { _ in ended.signal() }
-        try process.run()
+        process = try Spawned(
+            try PythonProcess.executable(), ["-c", Self.wrapper, result.path, executable.path] + arguments, environment: environment,
+            output: .file(output), errors: .file(output))
     }
 
     /// Kills the measured child with SIGKILL (through the wrapper, which then reports it).
     public func kill() {
-        guard process.isRunning else { return }
-        #if canImport(Glibc)
-        _ = Glibc.kill(process.processIdentifier, SIGTERM)
-        #else
-        _ = Darwin.kill(process.processIdentifier, SIGTERM)
-        #endif
+        process.signal(SIGTERM)
     }
 
     /// ``wait(upTo:)`` on a thread of its own, so a long child does not hold one of the
-    /// cooperative pool's threads (two on a 2-core machine; Foundation's process bookkeeping
-    /// needs one to notice any child ending).
+    /// cooperative pool's threads (two on a 2-core machine).
     public func ending(upTo limit: Duration) async throws -> Ending {
         try await withCheckedThrowingContinuation { continuation in
             let waiter = Thread { continuation.resume(with: Result { try self.wait(upTo: limit) }) }
@@ -96,16 +80,14 @@ public final class MeasuredProcess: @unchecked Sendable {  // Process is not Sen
 
     /// Waits for the child to end; one still running after `limit` is killed and reported.
     public func wait(upTo limit: Duration) throws -> Ending {
-        let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
-        if ended.wait(timeout: .now() + seconds) == .timedOut {
+        guard process.wait(limit) else {
             kill()
-            _ = ended.wait(timeout: .now() + 10)
+            if !process.wait(.seconds(10)) { process.stop() }
             throw BuckiaError(.io, "The measured child ran past \(limit) and was killed.")
         }
-        process.waitUntilExit()
         defer { try? FileManager.default.removeItem(at: result) }
         guard let data = try? Data(contentsOf: result) else {
-            throw BuckiaError(.io, "The measuring wrapper ended (status \(process.terminationStatus)) without reporting on its child.")
+            throw BuckiaError(.io, "The measuring wrapper ended (status \(process.status)) without reporting on its child.")
         }
         return try JSONDecoder().decode(Ending.self, from: data)
     }

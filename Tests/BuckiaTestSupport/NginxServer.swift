@@ -25,9 +25,9 @@ public final class NginxServer: Sendable {
     public let port: Int
     /// The request log (with `logRequests`).
     public let accessLog: URL
-    private let process: Process
+    private let process: Spawned
 
-    private init(process: Process, port: Int, accessLog: URL) {
+    private init(process: Spawned, port: Int, accessLog: URL) {
         self.process = process
         self.port = port
         self.accessLog = accessLog
@@ -99,12 +99,8 @@ public final class NginxServer: Sendable {
             """
         let file = work.appendingPathComponent("conf/nginx.conf")
         try Data(config.utf8).write(to: file)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-p", work.path, "-c", file.path, "-e", work.appendingPathComponent("error.log").path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try Spawned(
+            URL(fileURLWithPath: "/usr/sbin/nginx"), ["-p", work.path, "-c", file.path, "-e", work.appendingPathComponent("error.log").path])
         let server = NginxServer(process: process, port: port, accessLog: accessLog)
         for _ in 0..<100 {
             if canConnect(port) { return server }
@@ -116,12 +112,12 @@ public final class NginxServer: Sendable {
         throw BuckiaError(.io, "nginx did not start on port \(port): \(log.suffix(400))")
     }
 
-    /// Stops nginx gracefully (SIGQUIT) and reaps it. Safe to call twice.
+    /// Stops nginx gracefully (SIGQUIT) and reaps it; one still running after 30 s is
+    /// killed. Safe to call twice.
     public func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGQUIT)
-            process.waitUntilExit()
-        }
+        process.signal(SIGQUIT)
+        _ = process.wait(.seconds(30))
+        process.stop()
     }
 
     /// The lines of the access log so far.

@@ -36,23 +36,14 @@ public enum PythonProcess {
 
     /// Starts a Python test server `script` with `arguments` and waits (at most `timeout`) for
     /// the port it prints first. Its stdin is a pipe: closing it stops a server that watches it.
-    public static func startServer(script: URL, arguments: [String], timeout: Duration = .seconds(10)) throws -> (Process, Pipe, Int) {
+    public static func startServer(script: URL, arguments: [String], timeout: Duration = .seconds(10)) throws -> (Spawned, Int) {
         guard FileManager.default.fileExists(atPath: script.path) else { throw BuckiaError(.notFound, "The test server \(script.path) is missing.") }
-        let process = Process()
-        process.executableURL = try executable()
-        process.arguments = [script.path] + arguments
-        let output = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        guard let line = readLine(from: output.fileHandleForReading.fileDescriptor, timeout: timeout), let port = Int(line) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        let server = try Spawned(try executable(), [script.path] + arguments, input: .pipe, output: .pipe)
+        guard let line = server.readLine(timeout: timeout), let port = Int(line) else {
+            server.stop()
             throw BuckiaError(.io, "\(script.lastPathComponent) did not print its port.")
         }
-        return (process, input, port)
+        return (server, port)
     }
 
     /// Reads one line from a pipe; nil at end of file, on error, or when the timeout passes.

@@ -76,20 +76,51 @@ public enum ToolRun {
     /// the files named, and no other descriptor of this process (`closefrom`), so the child
     /// holds none of another test's pipes or servers' sockets.
     static func spawn(_ path: String, _ arguments: [String], environment: [String: String], directory: String?, output: String, errors: String) throws -> pid_t {
+        try spawn(path, arguments, environment: environment, directory: directory, streams: [.null, .file(output), .file(errors)])
+    }
+
+    /// Where one of a child's three standard descriptors leads.
+    enum Stream {
+        /// /dev/null.
+        case null
+        /// A file, created or truncated.
+        case file(String)
+        /// A descriptor of this process (duplicated into the child; the caller keeps it).
+        case descriptor(Int32)
+    }
+
+    /// Starts `path` with `streams` as its descriptors 0, 1 and 2 and no other descriptor of
+    /// this process, with no signal blocked and every signal's default action (as a shell
+    /// starts a program; a thread of an async test has SIGTERM blocked, and a child would keep
+    /// that mask).
+    static func spawn(_ path: String, _ arguments: [String], environment: [String: String], directory: String?, streams: [Stream]) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        for (target, stream) in zip(Int32(0)..., streams) {
+            switch stream {
+            case .null: posix_spawn_file_actions_addopen(&actions, target, "/dev/null", target == 0 ? O_RDONLY : O_WRONLY, 0)
+            case .file(let file): posix_spawn_file_actions_addopen(&actions, target, file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            case .descriptor(let descriptor): posix_spawn_file_actions_adddup2(&actions, descriptor, target)
+            }
+        }
         var refused = buckia_spawn_close_from(&actions, 3)
         if refused == 0, let directory { refused = buckia_spawn_chdir(&actions, directory) }
         guard refused == 0 else { throw BuckiaError.posix(refused, operation: "spawn", path: path) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let argv = ([path] + arguments).map { strdup($0) }
         let envp = environment.map { strdup("\($0.key)=\($0.value)") }
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, path, &actions, nil, argv + [nil], envp + [nil])
+        let status = posix_spawn(&pid, path, &actions, &attributes, argv + [nil], envp + [nil])
         guard status == 0 else { throw BuckiaError.posix(status, operation: "spawn", path: path) }
         return pid
     }
@@ -99,19 +130,18 @@ public enum ToolRun {
     final class Child: Sendable {
         let pid: pid_t
         private let ended = DispatchSemaphore(value: 0)
-        private let exit = Locked<Int32>(-1)
+        private let termination = Locked<Termination?>(nil)
 
         init(_ pid: pid_t) {
             self.pid = pid
-            let (ended, exit) = (ended, exit)
+            let (ended, termination) = (ended, termination)
             Thread.detachNewThread {
                 var status: Int32 = 0
                 var reaped = waitpid(pid, &status, 0)
                 while reaped < 0 && errno == EINTR { reaped = waitpid(pid, &status, 0) }
-                // Exited: its code; killed by a signal: 128 plus the signal, as a shell says;
-                // reaped by someone else (no status to tell): -1, never a false success.
-                let code = reaped < 0 ? -1 : (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-                exit.withLock { $0 = code }
+                let how: Termination =
+                    reaped < 0 ? .unknown : (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signalled(status & 0x7f)
+                termination.withLock { $0 = how }
                 ended.signal()
             }
         }
@@ -129,8 +159,26 @@ public enum ToolRun {
             return true
         }
 
-        /// The exit status once ended.
-        var status: Int32 { exit.withLock { $0 } }
+        /// How it ended; nil while it runs.
+        var ending: Termination? { termination.withLock { $0 } }
+
+        /// The exit status once ended: its code; killed by a signal, 128 plus the signal, as a
+        /// shell says; reaped by someone else (no status to tell), -1, never a false success.
+        var status: Int32 {
+            switch ending {
+            case .exited(let code): code
+            case .signalled(let signal): 128 + signal
+            case .unknown, nil: -1
+            }
+        }
+    }
+
+    /// How a child ended.
+    public enum Termination: Sendable, Equatable {
+        case exited(Int32)
+        case signalled(Int32)
+        /// Reaped by someone else: no status to tell.
+        case unknown
     }
 
     /// The state letter `/proc/PID/stat` gives (R running, S sleeping, Z exited and not yet

@@ -15,23 +15,16 @@ import Darwin
 /// ids, so parallel tests never see each other's counters, and the machine does not start
 /// dozens of interpreters at once. Tests that need a server to go away start their own.
 ///
-/// It listens on 127.0.0.1 only, on a port it chooses and prints. It is stopped with SIGKILL:
-/// a child started from an async test inherits a blocked SIGTERM, so `terminate()` would do
-/// nothing. It also exits when its stdin closes, which happens when the test process ends,
-/// so even the shared server never outlives the tests.
-///
-/// `@unchecked Sendable`: `Process` is not `Sendable`, but after `start()` returns the
-/// process is only touched by `stop()`, which holds `lock`.
-final class TestServer: @unchecked Sendable {
+/// It listens on 127.0.0.1 only, on a port it chooses and prints, and is stopped with
+/// SIGKILL. It also exits when its stdin closes, which happens when the test process ends, so
+/// even the shared server never outlives the tests.
+final class TestServer: Sendable {
     let port: Int
-    private let process: Process
-    private let input: Pipe
-    private let lock = NSLock()
+    private let server: Spawned
 
-    private init(port: Int, process: Process, input: Pipe) {
+    private init(port: Int, server: Spawned) {
         self.port = port
-        self.process = process
-        self.input = input
+        self.server = server
     }
 
     /// The server shared by every test of this process, started on first use.
@@ -54,33 +47,14 @@ final class TestServer: @unchecked Sendable {
     }
 
     private static func startBlocking() throws -> TestServer {
-        let process = Process()
-        process.executableURL = try PythonProcess.executable()
-        process.arguments = [try scriptURL().path]
-        let output = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        guard let line = PythonProcess.readLine(from: output.fileHandleForReading.fileDescriptor, timeout: .seconds(10)),
-            let port = Int(line)
-        else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw BuckiaError(.io, "The test server did not print its port.")
-        }
-        return TestServer(port: port, process: process, input: input)
+        let (server, port) = try PythonProcess.startServer(script: try scriptURL(), arguments: [])
+        return TestServer(port: port, server: server)
     }
 
     /// Stops the server; safe to call more than once.
     func stop() {
-        lock.lock()
-        defer { lock.unlock() }
-        guard process.isRunning else { return }
-        try? input.fileHandleForWriting.close()
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        server.closeInput()
+        server.stop()
     }
 
     /// A URL on this server; `path` may carry a query.

@@ -26,8 +26,8 @@
 // unique bucket names (`uniqueBucketName()`). Each listens on 127.0.0.1 only, on a port it
 // picks and prints in a JSON line. Each exits when its stdin reaches EOF — so it dies with the
 // test process, however that ends — on SIGTERM, or after an hour. ``stop()`` closes stdin; moto
-// is then killed at once (a child started from an async test inherits a blocked SIGTERM), the
-// Ceph script is given time to stop its daemons and remove its folder.
+// is then killed at once, the Ceph script is given time to stop its daemons and remove its
+// folder.
 
 import BuckiaCore
 import BuckiaTestSupport
@@ -62,23 +62,17 @@ final class S3TestServer: Sendable {
     /// Whether the server verifies header signatures (false for moto's `auth: false` server).
     let checksSignatures: Bool
 
-    private struct Child {
-        let process: Process
-        let input: Pipe
-    }
+    /// The server's process (``Spawned``: its end is seen whatever another child holds).
+    private let child: Spawned
 
-    /// nil once stopped. `Process` is not `Sendable`: it is touched only under this lock, which
-    /// also makes `stop()` safe from any task and from `deinit`.
-    private let child: Locked<Child?>
-
-    private init(kind: Kind, endpoint: URL, info: StartupLine, checksSignatures: Bool, child: Child) {
+    private init(kind: Kind, endpoint: URL, info: StartupLine, checksSignatures: Bool, child: Spawned) {
         self.kind = kind
         self.endpoint = endpoint
         self.accessKeyId = info.accessKeyId
         self.secretAccessKey = Secret(info.secretAccessKey)
         self.region = info.region
         self.checksSignatures = checksSignatures
-        self.child = Locked(child)
+        self.child = child
     }
 
     deinit { stop() }
@@ -157,17 +151,9 @@ final class S3TestServer: Sendable {
     /// stops its daemons and removes its folder when its stdin closes, and is killed only if it
     /// has not exited within 30 s. Safe to call twice.
     func stop() {
-        child.withLock { child in
-            guard let running = child else { return }
-            child = nil
-            try? running.input.fileHandleForWriting.close()
-            if kind == .cephRGW {
-                let deadline = ContinuousClock.now + .seconds(30)
-                while running.process.isRunning, ContinuousClock.now < deadline { usleep(50_000) }
-            }
-            if running.process.isRunning { kill(running.process.processIdentifier, SIGKILL) }
-            running.process.waitUntilExit()
-        }
+        child.closeInput()
+        if kind == .cephRGW { _ = child.wait(.seconds(30)) }
+        child.stop()
     }
 
     private struct StartupLine: Decodable {
@@ -192,24 +178,16 @@ final class S3TestServer: Sendable {
     private static func launch(
         _ kind: Kind, executable: URL, arguments: [String], checksSignatures: Bool, timeout: Duration, installHint: String, rerun: String
     ) throws -> S3TestServer {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let output = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice  // moto prints a traceback per unsigned request
-        try process.run()
-        let child = Child(process: process, input: input)
+        // Standard error to /dev/null: moto prints a traceback per unsigned request.
+        let child = try Spawned(executable, arguments, input: .pipe, output: .pipe)
         func abandon(_ error: BuckiaError) -> BuckiaError {
-            try? input.fileHandleForWriting.close()
-            if kind == .moto { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
+            child.closeInput()
+            if kind == .cephRGW { _ = child.wait(.seconds(30)) }
+            child.stop()
             return error
         }
 
-        guard let line = PythonProcess.readLine(from: output.fileHandleForReading.fileDescriptor, timeout: timeout) else {
+        guard let line = child.readLine(timeout: timeout) else {
             throw abandon(BuckiaError(.io, "The \(kind) server printed nothing within \(timeout); run `\(rerun)` by hand to see why."))
         }
         let data = Data(line.utf8)

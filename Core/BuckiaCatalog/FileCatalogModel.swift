@@ -118,14 +118,18 @@ public final class FileCatalogModel {
         case .listed:
             break
         case .planned(let summary):
-            var progress = SyncProgress()
-            progress.isRunning = true
-            progress.filesPlanned = summary.transfers + summary.localDeletes + summary.remoteDeletes
-            progress.bytesPlanned = summary.bytes
-            progress.lastResult = syncProgress.lastResult
-            syncProgress = progress
-            runStarted = clock()
-            moved = [:]
+            // A run that copies as it lists reports its plan after each batch, the totals so
+            // far: only its first report starts the run's progress afresh.
+            if !syncProgress.isRunning {
+                var progress = SyncProgress()
+                progress.isRunning = true
+                progress.lastResult = syncProgress.lastResult
+                syncProgress = progress
+                runStarted = clock()
+                moved = [:]
+            }
+            syncProgress.filesPlanned = summary.transfers + summary.localDeletes + summary.remoteDeletes
+            syncProgress.bytesPlanned = summary.bytes
         case .started(let action, _):
             syncProgress.currentFile = action.path.rawValue
         case .progress(let key, let bytes):

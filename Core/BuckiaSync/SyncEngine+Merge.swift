@@ -190,11 +190,19 @@ extension SyncEngine {
     /// Baselines of paths the filter leaves out are skipped (they stay in the store), and so
     /// is every path a side cannot show because a key it cannot address stands there or above
     /// it (a folder replaced by a symbolic link): what cannot be seen is unknown, not deleted.
+    ///
+    /// With `batch`, each time that many rows are kept they go to `onBatch`, which plans and
+    /// performs them and leaves `merged` empty; what is left at the end is returned.
     static func merge(
         _ local: SideReader, _ remote: SideReader, selects: (ObjectKey) -> Bool,
-        baselines: (String?) throws -> (page: [(path: ObjectKey, baseline: SyncBaseline)], last: String?)?
+        baselines: (String?) throws -> (page: [(path: ObjectKey, baseline: SyncBaseline)], last: String?)?,
+        batch: Int? = nil, onBatch: (inout Merged) async throws -> Void = { _ in }
     ) async throws -> Merged {
         var merged = Merged()
+        /// Hands a full batch over.
+        func handOver() async throws {
+            if let batch, merged.rows.count >= batch { try await onBatch(&merged) }
+        }
         /// A row for `path` with the entries it needs, kept.
         func row(_ path: ObjectKey, _ mine: Optional<SyncEntry>, _ theirs: Optional<SyncEntry>) -> Row {
             var row = Row(local: -1, remote: -1, baseline: -1)
@@ -222,6 +230,7 @@ extension SyncEngine {
                 let (mine, theirs) = (local.take(path), remote.take(path))
                 if hidden(path, mine, theirs) { continue }
                 merged.rows.append(row(path, mine, theirs))
+                try await handOver()
             }
         }
         var previous: ObjectKey?
@@ -243,6 +252,7 @@ extension SyncEngine {
                 kept.baseline = Int32(merged.baseline.count)
                 merged.baseline.append((path, old))
                 merged.rows.append(kept)
+                try await handOver()
             }
             // Each page ends further on, by bytes, unless a stored path does not read back as
             // itself (a BLOB, or bytes that are not UTF-8, in a damaged store): then the same

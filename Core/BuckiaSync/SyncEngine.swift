@@ -61,10 +61,18 @@ public struct SyncEngine: Sendable {
 
     /// Runs the sync, reporting each step to `events`.
     ///
+    /// A run that cannot delete (a push or pull without ``SyncOptions/deleteExtraneous``, a
+    /// two-way run with no baseline yet: every first sync) copies as it lists, a batch of
+    /// ``batchSize`` paths at a time, so its memory is a batch's, not the tree's; it reports
+    /// ``SyncEvent/planned(_:)`` after each batch with the plan so far. A run that can delete
+    /// plans every path before it copies one: a delete and a copy far apart in the listing
+    /// may be one rename, which moves instead.
+    ///
     /// - Returns: What was done, with every file that failed; a failed file is not an error.
-    /// - Throws: When a side cannot be listed (nothing is changed then), when the state store
-    ///   cannot be written, and ``BuckiaCore/BuckiaError/Code/cancelled`` when the task is
-    ///   cancelled (what completed is recorded).
+    /// - Throws: When a side cannot be listed (nothing is changed then, unless the run copies
+    ///   as it lists: then what completed is recorded), when the state store cannot be written,
+    ///   and ``BuckiaCore/BuckiaError/Code/cancelled`` when the task is cancelled (what
+    ///   completed is recorded).
     public func run(events: @escaping @Sendable (SyncEvent) -> Void = { _ in }) async throws -> SyncResult {
         try local.requireApart(from: remote)
         let started = ContinuousClock.now
@@ -78,60 +86,76 @@ public struct SyncEngine: Sendable {
         let heldBack = options.heldBack
         let selects = { (path: ObjectKey) in filter.selects(path.rawValue) && !heldBack.contains(path) }
         let baselines = { [stateStore] (after: String?) in try stateStore?.baselines(after: after, limit: 1_000) }
+        let canDelete =
+            switch options.mode {
+            case .push, .pull: options.deleteExtraneous
+            case .twoWay: try stateStore?.baselines(after: nil, limit: 1).last != nil
+            }
+        let streamed = !options.dryRun && !canDelete
+        let planner = SyncPlanner(
+            mode: options.mode, detection: detection, conflicts: options.conflicts, propagateDeletes: options.deleteExtraneous, now: now)
+        let run = SyncExecution(engine: self, events: events)
+        var tally = Tally()
+        var held: [SyncStep] = []
+        /// Copies a planned batch now (a run that copies as it lists); its deletes wait.
+        func perform(_ batch: inout Merged) async throws {
+            var planned = try await plan(&batch, planner: planner, tally: &tally, result: &result)
+            result.plan += planned.map(\.action)
+            summarize(planned, into: &result.summary)
+            result.summary.unchanged = tally.unchanged
+            events(.planned(result.summary))
+            held += planned.filter(\.action.isDelete)
+            planned.removeAll(where: \.action.isDelete)
+            try await run.perform(consume planned)
+        }
+
         var sides = (local: SideReader(streaming: local, options: options), remote: SideReader(streaming: remote, options: options))
         var merged: Merged
         do {
-            merged = try await Self.merge(sides.local, sides.remote, selects: selects, baselines: baselines)
-        } catch is SideReader.OutOfOrder {
-            sides.local.cancel()
-            sides.remote.cancel()
-            async let localListing = list(local)
-            async let remoteListing = list(remote)
-            let (localFiles, remoteFiles) = try await (localListing, remoteListing)
-            sides = (SideReader(sorted: localFiles, prefix: local.prefix), SideReader(sorted: remoteFiles, prefix: remote.prefix))
-            merged = try await Self.merge(sides.local, sides.remote, selects: selects, baselines: baselines)
+            do {
+                merged = try await Self.merge(sides.local, sides.remote, selects: selects, baselines: baselines, batch: streamed ? Self.batchSize : nil) {
+                    try await perform(&$0)
+                }
+            } catch is SideReader.OutOfOrder {
+                sides.local.cancel()
+                sides.remote.cancel()
+                async let localListing = list(local)
+                async let remoteListing = list(remote)
+                let (localFiles, remoteFiles) = try await (localListing, remoteListing)
+                sides = (SideReader(sorted: localFiles, prefix: local.prefix), SideReader(sorted: remoteFiles, prefix: remote.prefix))
+                merged = try await Self.merge(sides.local, sides.remote, selects: selects, baselines: baselines, batch: streamed ? Self.batchSize : nil) {
+                    try await perform(&$0)
+                }
+            }
+        } catch {
+            // Batches a streamed run copied are kept (recorded); a run that had not started
+            // copying has nothing to keep.
+            try await stop(run, after: error)
         }
         let listed = (local: sides.local.count, remote: sides.remote.count)
         result.unaddressable = sides.local.unaddressable + sides.remote.unaddressable
         events(.listed(local: listed.local, remote: listed.remote))
-        let (rows, baseline, sameAsBaseline) = (merged.rows, merged.baseline, merged.unchanged)
-        var localFiles = Listing(entries: merged.local)
-        var remoteFiles = Listing(entries: merged.remote)
-        merged = Merged()
-        carryOver(rows, &localFiles.entries, &remoteFiles.entries, baseline)
-        try await fillIn(rows, &localFiles.entries, &remoteFiles.entries, baseline)
-
-        let planner = SyncPlanner(
-            mode: options.mode, detection: detection, conflicts: options.conflicts, propagateDeletes: options.deleteExtraneous, now: now)
         var steps: [SyncStep] = []
-        var unchanged = sameAsBaseline
-        for row in rows {
-            let path = row.path(localFiles.entries, remoteFiles.entries, baseline)
-            let mine = row.local >= 0 ? localFiles.entries[Int(row.local)].entry : nil
-            let theirs = row.remote >= 0 ? remoteFiles.entries[Int(row.remote)].entry : nil
-            let old = row.baseline >= 0 ? baseline[Int(row.baseline)].baseline : nil
-            guard let action = planner.action(for: path, local: mine, remote: theirs, baseline: old), allowed(action, remote: theirs) else {
-                if mine != nil || theirs != nil { unchanged += 1 }
-                continue
+        do {
+            if streamed {
+                try await perform(&merged)
+                steps = held
+            } else {
+                steps = try await plan(&merged, planner: planner, tally: &tally, result: &result)
+                try await pairRenames(&steps)
+                result.plan = steps.map(\.action)
+                summarize(steps, into: &result.summary)
+                result.summary.unchanged = tally.unchanged
+                events(.planned(result.summary))
+                if options.dryRun {
+                    result.duration = ContinuousClock.now - started
+                    return result
+                }
             }
-            steps.append(SyncStep(action: action, local: mine, remote: theirs, baseline: old))
-            switch action {
-            case .upload where theirs == nil, .download where mine == nil: result.newFiles.insert(path)
-            case .record, .forget: if mine != nil || theirs != nil { unchanged += 1 }
-            default: break
-            }
-        }
-        try await pairRenames(&steps)
-        result.plan = steps.map(\.action)
-        result.summary = summarize(steps)
-        result.summary.unchanged = unchanged
-        events(.planned(result.summary))
-        if options.dryRun {
-            result.duration = ContinuousClock.now - started
-            return result
+        } catch {
+            try await stop(run, after: error)
         }
 
-        let run = SyncExecution(engine: self, events: events)
         // The steps are the run's largest structure (a few hundred bytes a file): split in
         // place and handed over, never copied.
         let deletes = steps.filter(\.action.isDelete)
@@ -147,7 +171,7 @@ public struct SyncEngine: Sendable {
                 case .push: emptied = listed.local == 0 ? "local" : nil
                 case .pull: emptied = listed.remote == 0 ? "remote" : nil
                 case .twoWay:
-                    emptied = baseline.isEmpty && sameAsBaseline == 0 ? nil : listed.local == 0 ? "local" : listed.remote == 0 ? "remote" : nil
+                    emptied = tally.baselineRows == 0 && tally.sameAsBaseline == 0 ? nil : listed.local == 0 ? "local" : listed.remote == 0 ? "remote" : nil
                 }
                 if let reason = deleteRefusal(
                     deletes.map(\.action), local: listed.local, remote: listed.remote, failures: run.failureCount,
@@ -161,24 +185,81 @@ public struct SyncEngine: Sendable {
                 }
             }
         } catch {
-            // Cancelled, or the state store failed: keep what completed, then stop. The error
-            // is the run's; a failure to flush after it would only hide it. A failure to tidy
-            // is said in the same error, since the folder keeps Buckia's files.
-            try? run.flush()
-            do {
-                try removeWorkingFiles()
-            } catch let tidying {
-                var stated = BuckiaError.wrapping(error)
-                stated.message += " Buckia's working files could not be removed either: \(BuckiaError.wrapping(tidying).message)"
-                throw stated
-            }
-            throw error
+            try await stop(run, after: error)
         }
         try await run.flushOffPool()
         try removeWorkingFiles()
         run.collect(into: &result)
         result.duration = ContinuousClock.now - started
         return result
+    }
+
+    /// Paths a run that copies as it lists plans and copies at a time.
+    public static let batchSize = 2_048
+
+    /// Counts kept across a run's batches.
+    private struct Tally {
+        /// Paths with both sides as planned (unchanged, recorded or forgotten).
+        var unchanged = 0
+        /// Paths both of whose sides are still the versions the baseline recorded.
+        var sameAsBaseline = 0
+        /// Planned paths the baseline knew.
+        var baselineRows = 0
+    }
+
+    /// Plans the rows of `merged` (which is emptied): carries the baseline's checksums over,
+    /// fills in what the comparison lacks, and returns the steps, counting new files into
+    /// `result` and unchanged paths into `tally`.
+    private func plan(_ merged: inout Merged, planner: SyncPlanner, tally: inout Tally, result: inout SyncResult) async throws -> [SyncStep] {
+        let (rows, baseline) = (merged.rows, merged.baseline)
+        var localFiles = Listing(entries: merged.local)
+        var remoteFiles = Listing(entries: merged.remote)
+        tally.sameAsBaseline += merged.unchanged
+        tally.unchanged += merged.unchanged
+        tally.baselineRows += baseline.count
+        merged = Merged()
+        carryOver(rows, &localFiles.entries, &remoteFiles.entries, baseline)
+        try await fillIn(rows, &localFiles.entries, &remoteFiles.entries, baseline)
+        var steps: [SyncStep] = []
+        for row in rows {
+            let path = row.path(localFiles.entries, remoteFiles.entries, baseline)
+            let mine = row.local >= 0 ? localFiles.entries[Int(row.local)].entry : nil
+            let theirs = row.remote >= 0 ? remoteFiles.entries[Int(row.remote)].entry : nil
+            let old = row.baseline >= 0 ? baseline[Int(row.baseline)].baseline : nil
+            guard let action = planner.action(for: path, local: mine, remote: theirs, baseline: old), allowed(action, remote: theirs) else {
+                if mine != nil || theirs != nil { tally.unchanged += 1 }
+                continue
+            }
+            steps.append(SyncStep(action: action, local: mine, remote: theirs, baseline: old))
+            switch action {
+            case .upload where theirs == nil, .download where mine == nil: result.newFiles.insert(path)
+            case .record, .forget: if mine != nil || theirs != nil { tally.unchanged += 1 }
+            default: break
+            }
+        }
+        return steps
+    }
+
+    /// Ends a run that failed with `error` (cancelled, a side that could not be listed, a
+    /// state store that could not be written): keeps what completed, tidies, and throws the
+    /// error, with what else failed on the way said in it (the folder may keep Buckia's files).
+    private func stop(_ run: SyncExecution, after error: any Error) async throws -> Never {
+        var also: [String] = []
+        do {
+            // Here, not on the blocking-work threads: a cancelled task could not start the job.
+            try run.flush()
+        } catch let recording {
+            also.append("What completed could not be recorded either: \(BuckiaError.wrapping(recording).message)")
+        }
+        do {
+            try removeWorkingFiles()
+        } catch let tidying {
+            also.append("Buckia's working files could not be removed either: \(BuckiaError.wrapping(tidying).message)")
+        }
+        guard !also.isEmpty else { throw error }
+        var stated = BuckiaError.wrapping(error)
+        stated.message += " " + also.joined(separator: " ")
+        throw stated
     }
 
     /// Removes each side's working files (``BuckiaCore/StorageProvider/removeWorkingFiles()``),
@@ -225,8 +306,8 @@ public struct SyncEngine: Sendable {
         return nil
     }
 
-    private func summarize(_ steps: [SyncStep]) -> SyncPlanSummary {
-        var summary = SyncPlanSummary()
+    /// Adds `steps` to `summary`.
+    private func summarize(_ steps: [SyncStep], into summary: inout SyncPlanSummary) {
         for step in steps {
             func upload() {
                 summary.uploads += 1
@@ -256,7 +337,6 @@ public struct SyncEngine: Sendable {
             case .record, .forget: break
             }
         }
-        return summary
     }
 }
 

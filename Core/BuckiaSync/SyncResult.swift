@@ -15,9 +15,13 @@ public struct SyncFailure: Sendable, CustomStringConvertible {
 
 /// Something a running sync reports, in order, for progress displays and logs.
 public enum SyncEvent: Sendable {
-    /// Both sides are listed: how many files each holds (after the filter).
+    /// Both sides are listed: how many files each holds (after the filter). A run that copies
+    /// as it lists (one that cannot delete) reports it once the listing ends, after the copies
+    /// of every batch but the last.
     case listed(local: Int, remote: Int)
-    /// The plan is made: what the run will do.
+    /// The plan is made: what the run will do. A run that copies as it lists reports the plan
+    /// so far after each batch of paths (``SyncEngine/batchSize``) and before copying it; the
+    /// last report is the whole plan.
     case planned(SyncPlanSummary)
     /// A step started; `bytes` is what it expects to move.
     case started(SyncAction, bytes: Int64)

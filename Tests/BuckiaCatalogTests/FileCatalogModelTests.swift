@@ -65,6 +65,13 @@ struct FileCatalogModelTests {
         #expect(model.syncProgress.bytesDone == 60 && model.syncProgress.bytesPerSecond == 30)
         model.apply(.finished(.upload(a), bytes: 100))  // the total replaces the progress sum
         #expect(model.syncProgress.bytesDone == 100 && model.syncProgress.filesDone == 1 && model.syncProgress.currentFile == nil)
+        // A run that copies as it lists reports its plan again after each batch: the totals
+        // change, what is done stays.
+        var more = summary
+        more.uploads = 3
+        model.apply(.planned(more))
+        #expect(model.syncProgress.filesPlanned == 4 && model.syncProgress.bytesDone == 100 && model.syncProgress.filesDone == 1)
+        model.apply(.planned(summary))
         model.apply(.started(.upload(b), bytes: 200))
         model.apply(.progress(b, bytes: 50))
         model.apply(.failed(.upload(b), BuckiaError(.transient, "the server went away")))

@@ -87,7 +87,8 @@ extension SyncEngine {
                     // The folder's own marker (`prefix/`) and the like: held, but not a path.
                     return .unaddressable(UnaddressableKey(bytes: Array(file.path.rawValue.utf8), reason: "it names no file inside the synced folder"))
                 }
-                guard filter.selects(path.rawValue), !heldBack.contains(path) else { return nil }
+                // (An empty set still hashes the path to look in it.)
+                guard filter.selects(path.rawValue), heldBack.isEmpty || !heldBack.contains(path) else { return nil }
                 return .file(path, SyncEntry(size: file.size, modified: file.modificationDate, checksums: file.checksums, etag: file.etag))
             case .unaddressable(let key):
                 return .unaddressable(key)

@@ -84,7 +84,7 @@ public struct SyncEngine: Sendable {
         // them). A side that lists out of key order is listed again, whole, and sorted.
         let filter = options.filter
         let heldBack = options.heldBack
-        let selects = { (path: ObjectKey) in filter.selects(path.rawValue) && !heldBack.contains(path) }
+        let selects = { (path: ObjectKey) in filter.selects(path.rawValue) && (heldBack.isEmpty || !heldBack.contains(path)) }
         let baselines = { [stateStore] (after: String?) in try stateStore?.baselines(after: after, limit: 1_000) }
         let canDelete =
             switch options.mode {

@@ -45,6 +45,24 @@ extension LocalProvider {
                 operation: "list", path: folder, cause: error.cause)
         }
         let reserved = Array(LocalProvider.reservedName.utf8)
+        // Checked once here, so each file's key checks only its own name.
+        let validFolder: Bool
+        do {
+            try ObjectKey.validatePrefix(folder)
+            validFolder = true
+        } catch {
+            validFolder = false
+        }
+        /// The key of a file named `text` here; nil for a name no key can hold (it is listed
+        /// as unaddressable).
+        func key(_ text: String) -> ObjectKey? {
+            guard validFolder else { return nil }
+            do {
+                return try ObjectKey(folder: folder, name: text)
+            } catch {
+                return nil
+            }
+        }
         return try names.compactMap { name, kind in
             if folder.isEmpty && name == reserved { return nil }
             // A download or copy in progress (or abandoned) here is not an object.
@@ -52,7 +70,7 @@ extension LocalProvider {
             switch kind {
             case .file:
                 // Described here, relative to the open folder: one fstatat, not a walk from the root.
-                guard let text = String(validating: name, as: UTF8.self), let key = try? ObjectKey(folder + text) else {
+                guard let text = String(validating: name, as: UTF8.self), let key = key(text) else {
                     return FolderItem(name: name, kind: .file(nil))
                 }
                 let (current, info) = try handle.entry(text)

@@ -137,6 +137,24 @@ struct ObjectKeyTests {
         #expect(error?.code == .invalidPath)
     }
 
+    /// Names as a folder listing meets them, in a folder or at the root.
+    static let listedNames: [(String, String)] = [
+        ("", "a.txt"), ("photos/", "a.txt"), ("photos/", "."), ("photos/", ".."), ("photos/", "..."), ("", ".env"), ("", "..x"),
+        ("photos/", ""), ("photos/", "a/b"), ("photos/", "a\u{0}b"), ("photos/", String(repeating: "n", count: 1017)),
+        ("photos/", String(repeating: "n", count: 1018)), ("photos/", "cafe\u{301}"),
+    ]
+
+    @Test("A name joined to a checked folder is accepted and refused exactly as the whole key would be", arguments: listedNames)
+    func folderAndName(_ folder: String, _ name: String) throws {
+        let whole = Result { try ObjectKey(folder + name) }
+        let joined = Result { try ObjectKey(folder: folder, name: name) }
+        switch (whole, joined) {
+        case (.success(let expected), .success(let key)): #expect(key == expected && key.rawValue.utf8.elementsEqual(expected.rawValue.utf8))
+        case (.failure(let expected), .failure(let error)): #expect("\(error)" == "\(expected)")
+        default: Issue.record("\(folder.debugDescription) + \(name.debugDescription): whole \(whole), joined \(joined)")
+        }
+    }
+
     @Test("Keys encode as a JSON string and decoding validates")
     func codable() throws {
         let key = try ObjectKey("a/b c/\(Self.nfd)")

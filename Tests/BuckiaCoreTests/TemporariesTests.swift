@@ -125,6 +125,7 @@ struct TemporariesTests {
 
     @Test("Temporary names are recognised by bytes", arguments: [
         (".buckia-0F3A.tmp", true), (".buckia-.tmp", false), ("buckia-x.tmp", false), (".buckia-x.tmpx", false), (".buckia-x", false),
+        (".buckia-x.tmp", true), (".buckia-xyz.tm", false), (".buckia_xyz.tmp", false), (".env", false), ("a-long-name.tmp", false),
     ])
     func names(_ name: String, _ expected: Bool) {
         #expect(Temporaries.isTemporaryName(Array(name.utf8)) == expected)

@@ -108,8 +108,14 @@ public actor FolderWalkLister: ObjectLister {
                 } else {
                     stack.append(Frame(folder: folder, items: try await sortedItems(of: folder)))
                 }
-            } else if filter.isEligible(path), let entry = try await entry(path, item.kind), let admitted = filter.admit(entry) {
-                page.append(admitted)
+            } else if filter.isEligible(path), let entry = try await entry(path, item.kind) {
+                // A recursive listing admits every eligible entry, which this one is (its key
+                // is `path`): `admit` would copy the key's bytes again to check it again.
+                if filter.options.recursive {
+                    page.append(entry)
+                } else if let admitted = filter.admit(entry) {
+                    page.append(admitted)
+                }
             }
         }
         guard let last = page.last else { return nil }

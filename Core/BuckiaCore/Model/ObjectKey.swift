@@ -158,6 +158,29 @@ public struct ObjectKey: Hashable, Sendable, Comparable, CustomStringConvertible
         try check()
     }
 
+    /// `name`, one segment, in `folder`: a listing names every file of a folder this way,
+    /// validating each name and not the folder again. `folder` is empty or a prefix ending in
+    /// `/` that ``validatePrefix(_:)`` accepted, which makes the two rules the same: every
+    /// segment of `folder` is checked there, `name` here, and the length of the whole.
+    ///
+    /// - Throws: ``BuckiaError`` with code ``BuckiaError/Code/invalidPath`` naming the rule broken.
+    package init(folder: String, name: String) throws {
+        let bytes = name.utf8
+        var dots = 0
+        for byte in bytes {
+            if byte == Self.slash || byte == 0 {
+                self = try ObjectKey(folder + name)  // the full check says which rule
+                return
+            }
+            if byte == Self.dot { dots += 1 }
+        }
+        guard !bytes.isEmpty, dots != bytes.count || dots > 2, folder.utf8.count + bytes.count <= Self.maximumUTF8Length else {
+            self = try ObjectKey(folder + name)
+            return
+        }
+        rawValue = folder + name
+    }
+
     /// The key less `prefix` (empty, or ending in `/`), without validating again: what
     /// follows a `/` in a valid key is one. Nil when the key does not start with `prefix`,
     /// is nothing more, or `prefix` does not end a segment.

@@ -104,8 +104,11 @@ package enum Temporaries {
     private static let counter = Locked<UInt64>(0)
 
     /// Whether `name` is one of Buckia's temporary file names (never an object, never copied).
+    @inlinable
     package static func isTemporaryName<Name: Collection>(_ name: Name) -> Bool where Name.Element == UInt8 {
-        name.starts(with: ".buckia-".utf8) && Array(name).suffix(4).elementsEqual(".tmp".utf8) && name.count > 12
+        // Nearly every name a listing meets fails at its first byte.
+        guard name.first == UInt8(ascii: "."), name.count > 12 else { return false }
+        return name.starts(with: ".buckia-".utf8) && name.reversed().starts(with: "pmt.".utf8)
     }
 
     /// Records a temporary this process is writing.

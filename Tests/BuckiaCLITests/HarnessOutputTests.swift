@@ -38,11 +38,9 @@ struct HarnessOutputTests {
     // its end is seen within a bound.
     @Test("A spawned program holds only its three descriptors, has no signal blocked, and its end is seen")
     func spawnedChildIsClean() async throws {
-        let leaked = Pipe()
-        defer {
-            try? leaked.fileHandleForReading.close()
-            try? leaked.fileHandleForWriting.close()
-        }
+        var leaked: [Int32] = [-1, -1]
+        try #require(pipe(&leaked) == 0)
+        defer { leaked.forEach { _ = close($0) } }
         let child = try Spawned(URL(fileURLWithPath: "/bin/sleep"), ["30"], input: .pipe, output: .pipe)
         let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.pid)/fd").sorted()
         #expect(descriptors == ["0", "1", "2"])

@@ -92,6 +92,7 @@ public struct SyncEngine: Sendable {
             case .twoWay: try stateStore?.baselines(after: nil, limit: 1).last != nil
             }
         let streamed = !options.dryRun && !canDelete
+        let records = options.recordsPlan || options.dryRun
         let planner = SyncPlanner(
             mode: options.mode, detection: detection, conflicts: options.conflicts, propagateDeletes: options.deleteExtraneous, now: now)
         let run = SyncExecution(engine: self, events: events)
@@ -99,8 +100,8 @@ public struct SyncEngine: Sendable {
         var held: [SyncStep] = []
         /// Copies a planned batch now (a run that copies as it lists); its deletes wait.
         func perform(_ batch: inout Merged) async throws {
-            var planned = try await plan(&batch, planner: planner, tally: &tally, result: &result)
-            result.plan += planned.map(\.action)
+            var planned = try await plan(&batch, planner: planner, tally: &tally, result: &result, records: records)
+            if records { result.plan += planned.map(\.action) }
             summarize(planned, into: &result.summary)
             result.summary.unchanged = tally.unchanged
             events(.planned(result.summary))
@@ -141,9 +142,9 @@ public struct SyncEngine: Sendable {
                 try await perform(&merged)
                 steps = held
             } else {
-                steps = try await plan(&merged, planner: planner, tally: &tally, result: &result)
+                steps = try await plan(&merged, planner: planner, tally: &tally, result: &result, records: records)
                 try await pairRenames(&steps)
-                result.plan = steps.map(\.action)
+                if records { result.plan = steps.map(\.action) }
                 summarize(steps, into: &result.summary)
                 result.summary.unchanged = tally.unchanged
                 events(.planned(result.summary))
@@ -208,9 +209,11 @@ public struct SyncEngine: Sendable {
     }
 
     /// Plans the rows of `merged` (which is emptied): carries the baseline's checksums over,
-    /// fills in what the comparison lacks, and returns the steps, counting new files into
-    /// `result` and unchanged paths into `tally`.
-    private func plan(_ merged: inout Merged, planner: SyncPlanner, tally: inout Tally, result: inout SyncResult) async throws -> [SyncStep] {
+    /// fills in what the comparison lacks, and returns the steps, counting unchanged paths
+    /// into `tally` and, when it `records`, new files into `result`.
+    private func plan(
+        _ merged: inout Merged, planner: SyncPlanner, tally: inout Tally, result: inout SyncResult, records: Bool
+    ) async throws -> [SyncStep] {
         let (rows, baseline) = (merged.rows, merged.baseline)
         var localFiles = Listing(entries: merged.local)
         var remoteFiles = Listing(entries: merged.remote)
@@ -232,7 +235,7 @@ public struct SyncEngine: Sendable {
             }
             steps.append(SyncStep(action: action, local: mine, remote: theirs, baseline: old))
             switch action {
-            case .upload where theirs == nil, .download where mine == nil: result.newFiles.insert(path)
+            case .upload where theirs == nil, .download where mine == nil: if records { result.newFiles.insert(path) }
             case .record, .forget: if mine != nil || theirs != nil { tally.unchanged += 1 }
             default: break
             }

@@ -35,6 +35,11 @@ public struct SyncOptions: Sendable {
     /// select (neither copied nor deleted): what a watch holds back while a program is still
     /// writing it.
     public var heldBack: Set<ObjectKey> = []
+    /// Whether the result lists every planned action and new file (``SyncResult/plan``,
+    /// ``SyncResult/newFiles``): on by default, and always for a dry run, whose plan is its
+    /// result. Off, a run that copies as it lists holds no more for a million files than for
+    /// a thousand; `buckia sync` turns it off, since it prints counts.
+    public var recordsPlan = true
 
     /// Options for a sync; every default is the safe one.
     public init(

@@ -64,11 +64,12 @@ public struct SyncPlanSummary: Hashable, Sendable {
 /// What a sync did.
 public struct SyncResult: Sendable {
     /// Every step planned, in path order; with ``SyncOptions/dryRun`` it is all that happened.
+    /// Empty when ``SyncOptions/recordsPlan`` is off (``summary`` still counts it).
     public var plan: [SyncAction] = []
     /// The plan, counted.
     public var summary = SyncPlanSummary()
     /// The planned copies whose destination held no file: new files, as opposed to changed
-    /// ones (what `buckia check` calls missing).
+    /// ones (what `buckia check` calls missing). Empty when ``SyncOptions/recordsPlan`` is off.
     public var newFiles: Set<ObjectKey> = []
     /// Files copied to the remote, and their bytes.
     public var uploaded = 0, bytesUploaded: Int64 = 0

@@ -55,6 +55,26 @@ struct SyncStreamingTests {
         #expect(again.uploaded == 0 && again.summary.unchanged == count)
     }
 
+    @Test("Without recordsPlan a run lists no action and no new file, and still counts and copies them", arguments: [false, true])
+    func unrecordedPlan(_ canDelete: Bool) async throws {
+        let count = SyncEngine.batchSize + 10
+        let (source, destination, stored) = try await Self.pair(count)
+        var options = SyncOptions(deleteExtraneous: canDelete)
+        options.recordsPlan = false
+        let (result, _) = try await Self.run(SyncEngine(local: source, remote: destination, options: options, stateStore: nil))
+        #expect(result.plan.isEmpty && result.newFiles.isEmpty)
+        #expect(result.summary.uploads == count && result.uploaded == count)
+        #expect(try await stored.listFiles(path: "d").count == count)
+        // A dry run's plan is its result: listed whatever the option says.
+        options.dryRun = true
+        let (dry, _) = try await Self.run(SyncEngine(local: source, remote: destination, options: options, stateStore: nil))
+        #expect(dry.plan.count == count && dry.summary.transfers == 0, "every path recorded, nothing to copy: \(dry.summary)")
+        try await stored.deleteFile(remotePath: "d/0/0.txt")
+        let (missing, _) = try await Self.run(SyncEngine(local: source, remote: destination, options: options, stateStore: nil))
+        let uploads = missing.plan.filter { if case .upload = $0 { true } else { false } }
+        #expect(uploads.map(\.path.rawValue) == ["0/0.txt"] && missing.newFiles.map(\.rawValue) == ["0/0.txt"])
+    }
+
     @Test("A push that can delete plans every path before copying one")
     func deletingPushPlansFirst() async throws {
         let count = SyncEngine.batchSize + 10

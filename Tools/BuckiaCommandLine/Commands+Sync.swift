@@ -108,6 +108,8 @@ struct SyncSession: Sendable {
             throw UsageError(description: error.message)
         }
         options.dryRun = arguments.flag("dry-run") || check
+        // A run prints counts; only a dry run (and check) prints its plan, path by path.
+        options.recordsPlan = options.dryRun
         if arguments.flag("watch") {
             guard !options.dryRun else { throw UsageError(description: "--watch and --dry-run contradict each other: a watch changes what changes.") }
             let debounce = try Self.watchDuration(arguments.value("debounce") ?? "1s", option: "debounce")

@@ -28,7 +28,7 @@ extension SyncEngine {
         var listing = Listing()
         var sorted = true
         for try await entry in endpoint.provider.list(ListOptions(prefix: endpoint.prefix)) {
-            switch SideReader.item(entry, prefix: endpoint.prefix, filter: options.filter, heldBack: options.heldBack) {
+            switch SideReader.item(entry, prefix: endpoint.prefix, options: options) {
             case .file(let path, let file):
                 if let last = listing.entries.last?.path, !(last < path) { sorted = false }
                 listing.entries.append((path, file))

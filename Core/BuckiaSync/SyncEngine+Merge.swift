@@ -24,7 +24,7 @@ extension SyncEngine {
 
         private let prefix: String
         /// What a streamed side selects (nil when it was listed whole).
-        private let selection: (filter: PathFilter, heldBack: Set<ObjectKey>)?
+        private let selection: SyncOptions?
         private var items: [Item]
         private var index = 0
         private var pending: Fetch?
@@ -46,10 +46,10 @@ extension SyncEngine {
         /// Streams `endpoint`'s listing, filtered as `options` say.
         init(streaming endpoint: SyncEndpoint, options: SyncOptions) {
             prefix = endpoint.prefix
-            selection = (options.filter, options.heldBack)
+            selection = options
             items = []
             let pages = endpoint.provider.list(ListOptions(prefix: endpoint.prefix)).pages.makeAsyncIterator()
-            pending = Self.fetch(pages, prefix: endpoint.prefix, filter: options.filter, heldBack: options.heldBack)
+            pending = Self.fetch(pages, prefix: endpoint.prefix, options: options)
         }
 
         /// Reads a listing already whole and sorted (a side that lists out of order).
@@ -63,14 +63,14 @@ extension SyncEngine {
         deinit { pending?.cancel() }
 
         /// Fetches one page and converts it, off the merge's task.
-        private static func fetch(_ pages: RemoteListing.Pages.Iterator, prefix: String, filter: PathFilter, heldBack: Set<ObjectKey>) -> Fetch {
+        private static func fetch(_ pages: RemoteListing.Pages.Iterator, prefix: String, options: SyncOptions) -> Fetch {
             Task {
                 var pages = pages
                 guard let page = try await pages.next() else { return ([], nil) }
                 var items: [Item] = []
                 items.reserveCapacity(page.entries.count)
                 for entry in page.entries {
-                    if let item = item(entry, prefix: prefix, filter: filter, heldBack: heldBack) { items.append(item) }
+                    if let item = item(entry, prefix: prefix, options: options) { items.append(item) }
                 }
                 return (items, pages)
             }
@@ -78,7 +78,7 @@ extension SyncEngine {
 
         /// A listed entry as the merge reads it, its path relative to the endpoint's `prefix`;
         /// nil for a folder, a key outside the prefix, or a file the filter leaves out.
-        static func item(_ entry: ListEntry, prefix: String, filter: PathFilter, heldBack: Set<ObjectKey>) -> Item? {
+        static func item(_ entry: ListEntry, prefix: String, options: SyncOptions) -> Item? {
             switch entry {
             case .object(let file):
                 guard file.path.hasPrefix(prefix) else { return nil }
@@ -87,8 +87,7 @@ extension SyncEngine {
                     // The folder's own marker (`prefix/`) and the like: held, but not a path.
                     return .unaddressable(UnaddressableKey(bytes: Array(file.path.rawValue.utf8), reason: "it names no file inside the synced folder"))
                 }
-                // (An empty set still hashes the path to look in it.)
-                guard filter.selects(path.rawValue), heldBack.isEmpty || !heldBack.contains(path) else { return nil }
+                guard options.takesPart(path) else { return nil }
                 return .file(path, SyncEntry(size: file.size, modified: file.modificationDate, checksums: file.checksums, etag: file.etag))
             case .unaddressable(let key):
                 return .unaddressable(key)
@@ -123,7 +122,7 @@ extension SyncEngine {
                 // The page is read; the next one is fetched while the merge works through it.
                 (items, index) = (page, 0)
                 if let rest, let selection {
-                    pending = Self.fetch(rest, prefix: prefix, filter: selection.filter, heldBack: selection.heldBack)
+                    pending = Self.fetch(rest, prefix: prefix, options: selection)
                 } else {
                     pending = nil
                 }

@@ -82,9 +82,7 @@ public struct SyncEngine: Sendable {
         // Both sides are listed at once and merged as they arrive, with the baseline: only
         // the entries of paths that need planning are kept (a few dozen bytes a path beyond
         // them). A side that lists out of key order is listed again, whole, and sorted.
-        let filter = options.filter
-        let heldBack = options.heldBack
-        let selects = { (path: ObjectKey) in filter.selects(path.rawValue) && (heldBack.isEmpty || !heldBack.contains(path)) }
+        let selects = { [options] (path: ObjectKey) in options.takesPart(path) }
         let baselines = { [stateStore] (after: String?) in try stateStore?.baselines(after: after, limit: 1_000) }
         let canDelete =
             switch options.mode {
@@ -110,11 +108,12 @@ public struct SyncEngine: Sendable {
             try await run.perform(consume planned)
         }
 
+        let batch = streamed ? Self.batchSize : nil
         var sides = (local: SideReader(streaming: local, options: options), remote: SideReader(streaming: remote, options: options))
         var merged: Merged
         do {
             do {
-                merged = try await Self.merge(sides.local, sides.remote, selects: selects, baselines: baselines, batch: streamed ? Self.batchSize : nil) {
+                merged = try await Self.merge(sides.local, sides.remote, selects: selects, baselines: baselines, batch: batch) {
                     try await perform(&$0)
                 }
             } catch is SideReader.OutOfOrder {
@@ -124,7 +123,7 @@ public struct SyncEngine: Sendable {
                 async let remoteListing = list(remote)
                 let (localFiles, remoteFiles) = try await (localListing, remoteListing)
                 sides = (SideReader(sorted: localFiles, prefix: local.prefix), SideReader(sorted: remoteFiles, prefix: remote.prefix))
-                merged = try await Self.merge(sides.local, sides.remote, selects: selects, baselines: baselines, batch: streamed ? Self.batchSize : nil) {
+                merged = try await Self.merge(sides.local, sides.remote, selects: selects, baselines: baselines, batch: batch) {
                     try await perform(&$0)
                 }
             }

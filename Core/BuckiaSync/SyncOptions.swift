@@ -124,3 +124,12 @@ extension ChangeDetection {
         (local.checksums[algorithm]?.rawValue ?? 9) + (remote.checksums[algorithm]?.rawValue ?? 9)
     }
 }
+
+extension SyncOptions {
+    /// Whether `path` takes part in the run: the filter selects it and it is not held back.
+    /// The one test every listed path and stored baseline passes through. An empty held-back
+    /// set is not asked (a set hashes the path even to find nothing there).
+    func takesPart(_ path: ObjectKey) -> Bool {
+        filter.selects(path.rawValue) && (heldBack.isEmpty || !heldBack.contains(path))
+    }
+}

@@ -137,6 +137,19 @@ public struct SQLiteRow {
         return try body(UnsafeRawBufferPointer(start: start, count: start == nil ? 0 : count))
     }
 
+    /// Column `index`'s bytes where SQLite holds them (text as UTF-8, a blob as is; empty
+    /// for NULL), valid until the statement steps on or is reset. Not generic, unlike
+    /// ``withBytes(_:_:)``: a reader of many rows across modules pays no unspecialised call a
+    /// column (460 instructions each, reading a sync state store).
+    package func unsafeBytes(_ index: Int) -> UnsafeBufferPointer<UInt8> {
+        let column = Int32(index)
+        // sqlite3_column_bytes after sqlite3_column_blob: the order SQLite documents as safe.
+        let start = sqlite3_column_blob(statement.handle, column)
+        let count = Int(sqlite3_column_bytes(statement.handle, column))
+        guard let start, count > 0 else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(start: start.assumingMemoryBound(to: UInt8.self), count: count)
+    }
+
     /// SQLite's storage classes.
     public enum StorageClass: Sendable {
         case null, integer, real, text, blob

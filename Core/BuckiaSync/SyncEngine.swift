@@ -77,13 +77,13 @@ public struct SyncEngine: Sendable {
         try local.requireApart(from: remote)
         let started = ContinuousClock.now
         var result = SyncResult()
-        result.stateStoreReset = stateStore?.wasReset
 
         // Both sides are listed at once and merged as they arrive, with the baseline: only
         // the entries of paths that need planning are kept (a few dozen bytes a path beyond
         // them). A side that lists out of key order is listed again, whole, and sorted.
-        let selects = { [options] (path: ObjectKey) in options.takesPart(path) }
-        let baselines = { [stateStore] (after: String?) in try stateStore?.baselines(after: after, limit: 1_000) }
+        // No filter rule and nothing held back: no path is asked about (nor made a key for it).
+        let selects: ((ObjectKey) -> Bool)? = options.takesEverything ? nil : { [options] (path: ObjectKey) in options.takesPart(path) }
+        let baselines = { [stateStore] (after: String?) in try stateStore?.baselinePage(after: after, limit: 1_000) }
         let canDelete =
             switch options.mode {
             case .push, .pull: options.deleteExtraneous
@@ -148,6 +148,7 @@ public struct SyncEngine: Sendable {
                 result.summary.unchanged = tally.unchanged
                 events(.planned(result.summary))
                 if options.dryRun {
+                    result.stateStoreReset = stateStore?.wasReset
                     result.duration = ContinuousClock.now - started
                     return result
                 }
@@ -190,6 +191,8 @@ public struct SyncEngine: Sendable {
         try await run.flushOffPool()
         try removeWorkingFiles()
         run.collect(into: &result)
+        // Read last: damage met during the run resets the store then.
+        result.stateStoreReset = stateStore?.wasReset
         result.duration = ContinuousClock.now - started
         return result
     }

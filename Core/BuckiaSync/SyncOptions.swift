@@ -129,6 +129,9 @@ extension SyncOptions {
     /// Whether `path` takes part in the run: the filter selects it and it is not held back.
     /// The one test every listed path and stored baseline passes through. An empty held-back
     /// set is not asked (a set hashes the path even to find nothing there).
+    /// Whether every path takes part: no filter rule, nothing held back.
+    var takesEverything: Bool { filter.includes.isEmpty && filter.excludes.isEmpty && heldBack.isEmpty }
+
     func takesPart(_ path: ObjectKey) -> Bool {
         filter.selects(path.rawValue) && (heldBack.isEmpty || !heldBack.contains(path))
     }

@@ -63,30 +63,36 @@ extension LocalProvider {
                 return nil
             }
         }
-        return try names.compactMap { name, kind in
-            if folder.isEmpty && name == reserved { return nil }
+        // Appended one by one: through `compactMap`'s optional, each file's description was
+        // copied (its key, entity tag and the rest retained) and the original released.
+        var items: [FolderItem] = []
+        items.reserveCapacity(names.count)
+        for (name, kind) in names {
+            if folder.isEmpty && name == reserved { continue }
             // A download or copy in progress (or abandoned) here is not an object.
-            if kind == .file && Temporaries.isTemporaryName(name) { return nil }
+            if kind == .file && Temporaries.isTemporaryName(name) { continue }
             switch kind {
             case .file:
                 // Described here, relative to the open folder: one fstatat, not a walk from the root.
-                guard let text = String(validating: name, as: UTF8.self), let key = key(text) else {
-                    return FolderItem(name: name, kind: .file(nil))
+                guard let text = String.validatingUTF8(name), let key = key(text) else {
+                    items.append(FolderItem(name: name, kind: .file(nil)))
+                    continue
                 }
                 let (current, info) = try handle.entry(text)
                 switch current {
-                case .file: return FolderItem(name: name, kind: .file(remoteFile(key, info)))
-                case .missing: return nil
-                default: return FolderItem(name: name, kind: .file(nil))
+                case .file: items.append(FolderItem(name: name, kind: .file(remoteFile(key, info))))
+                case .missing: continue
+                default: items.append(FolderItem(name: name, kind: .file(nil)))
                 }
-            case .folder: return FolderItem(name: name, kind: .folder)
+            case .folder: items.append(FolderItem(name: name, kind: .folder))
             case .symbolicLink:
-                return FolderItem(name: name, kind: .unaddressable(reason: "it is a symbolic link; the local provider does not follow links"))
+                items.append(FolderItem(name: name, kind: .unaddressable(reason: "it is a symbolic link; the local provider does not follow links")))
             case .other:
-                return FolderItem(name: name, kind: .unaddressable(reason: "it is not a regular file"))
+                items.append(FolderItem(name: name, kind: .unaddressable(reason: "it is not a regular file")))
             case .missing:
-                return nil
+                continue
             }
         }
+        return items
     }
 }

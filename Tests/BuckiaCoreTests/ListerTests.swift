@@ -43,7 +43,12 @@ struct ListerTests {
 
     /// Names whose order depends on a folder sorting as its name followed by `/` (0x2F), on
     /// bytes past ASCII, and on one name being a prefix of another.
-    static let orderingNames = ["é.txt", "a/", "a-b", "a.txt", "a0", "ab", "Z", "a b", "a", "b/", "b.", "bb/", "b0"]
+    /// Short names, and names whose first eight bytes are the same (the sort compares those as
+    /// one number first: these are ordered by the bytes after).
+    static let orderingNames = [
+        "é.txt", "a/", "a-b", "a.txt", "a0", "ab", "Z", "a b", "a", "b/", "b.", "bb/", "b0",
+        "longname-b", "longname", "longname/", "longname-a", "longname0", "longnamf", "longname.",
+    ]
 
     @Test("A folder's items are walked in the byte order of the keys they hold, whatever order the folder read gave", arguments: 0..<4)
     func walkOrder(_ arrangement: Int) async throws {

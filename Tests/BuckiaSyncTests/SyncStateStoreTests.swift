@@ -96,6 +96,67 @@ struct SyncStateStoreTests {
         #expect(result.isComplete && result.uploaded == names.count, "\(result.summary)")
     }
 
+    @Test("Damage met after opening (a page deep in the store) resets the store then: what was read stands, the write that met it goes to the fresh store, and a sync over it completes and says so")
+    func damagedDeep() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = folder.appendingPathComponent("pair.sqlite")
+        let names = (0..<3_000).map { String(format: "f%04d", $0) }
+        do {
+            let store = try SyncStateStore(url: url)
+            try store.apply(try names.map { (try ObjectKey($0), Self.entry) })
+        }
+        // The keys went in sorted, so the table's last page is a leaf of its last rows: damage
+        // there is met only by a read that gets that far (or a write that lands there).
+        let handle = try FileHandle(forUpdating: url)
+        let length = try handle.seekToEnd()
+        try handle.seek(toOffset: length - 4_096)
+        try handle.write(contentsOf: Data(repeating: 0x5A, count: 4_096))
+        try handle.close()
+
+        let store = try SyncStateStore(url: url)
+        #expect(store.wasReset == nil, "opening reads the header and the schema, not every page")
+        var read = 0
+        var after: String?
+        while let (page, last) = Optional(try store.baselines(after: after, limit: 1_000)), let last {
+            read += page.count
+            after = last
+        }
+        #expect(read > 0 && read < names.count, "the rows before the damaged page stand (\(read) read)")
+        #expect(store.wasReset?.contains("reading baselines") == true, "\(store.wasReset ?? "not reset")")
+        #expect(try store.count() == 0, "the store started afresh")
+        let aside = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("pair.sqlite.corrupt-") }
+        #expect(aside.count == 1, "the damaged file is kept aside: \(aside)")
+
+        // A sync over a store whose first rows are damaged completes, records every path in
+        // the fresh store, and reports the reset it met on the way.
+        let second = folder.appendingPathComponent("second.sqlite")
+        do {
+            let store = try SyncStateStore(url: second)
+            try store.apply(try names.map { (try ObjectKey($0), Self.entry) })
+        }
+        let bytes = try Data(contentsOf: second)
+        let first = try #require(bytes.range(of: Data("f0000".utf8)), "the first row is in the file")
+        let page = first.lowerBound / 4_096 * 4_096
+        #expect(page > 0, "the first row is not on the header's page")
+        let damage = try FileHandle(forUpdating: second)
+        try damage.seek(toOffset: UInt64(page))
+        try damage.write(contentsOf: Data(repeating: 0x5A, count: 4_096))
+        try damage.close()
+        let damaged = try SyncStateStore(url: second)
+        #expect(damaged.wasReset == nil)
+        let local = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
+        for name in names.prefix(50) { _ = try await local.uploadData(Data("abc".utf8), remotePath: try ObjectKey(name), options: UploadOptions()) }
+        let result = try await SyncEngine(
+            local: try SyncEndpoint(provider: local, backend: "memory:deep-a"),
+            remote: try SyncEndpoint(provider: MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)), backend: "memory:deep-b"),
+            options: SyncOptions(mode: .push), stateStore: damaged
+        ).run()
+        #expect(result.isComplete && result.uploaded == 50, "\(result.summary)")
+        #expect(result.stateStoreReset != nil, "the run says the store was reset")
+        #expect(try damaged.count() == 50, "each copied path was recorded in the fresh store")
+    }
+
     @Test("A store written by a newer Buckia is refused and left as it is, not reset")
     func newer() throws {
         let folder = try Self.folder()

@@ -223,9 +223,6 @@ struct SyncSession: Sendable {
             store = try SyncStateStore(url: location, readOnly: true)
         } else {
             store = try SyncStateStore(url: location)
-            if let reset = store?.wasReset {
-                Console.error("buckia: the sync state store was damaged and has been set aside (\(reset)); this run compares afresh.")
-            }
         }
         defer { store?.close() }
         let engine = SyncEngine(local: source, remote: destination, options: options, stateStore: store)
@@ -242,6 +239,10 @@ struct SyncSession: Sendable {
             throw error
         }
         display?.finish()
+        // Damage is found where SQLite meets it, on opening or during the run.
+        if !options.dryRun, let reset = result.stateStoreReset {
+            Console.error("buckia: the sync state store was damaged and has been set aside (\(reset)); what it no longer held was compared afresh.")
+        }
         printer?.print(result)
         return result
     }

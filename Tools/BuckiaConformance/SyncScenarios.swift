@@ -20,6 +20,16 @@ extension SyncConformance {
                 try await context.sync(twoWay).expect(uploaded: 0, downloaded: 1, "after the remote edit")
                 try await context.expectBoth(["a.txt": "a", "dir/b.txt": "b edited there"], "after the remote edit")
             },
+            SyncScenario("same-size edits", contract: "An edit that keeps a file's size is an edit: uploaded in two-way and push runs, downloaded in two-way runs.") { context in
+                try await seed(context)
+                try await context.write(.local, "a.txt", "z")
+                try await context.sync(twoWay).expect(uploaded: 1, downloaded: 0, "after a same-size local edit")
+                try await context.write(.remote, "dir/b.txt", "y")
+                try await context.sync(twoWay).expect(uploaded: 0, downloaded: 1, "after a same-size remote edit")
+                try await context.write(.local, "a.txt", "q")
+                try await context.sync(SyncOptions(mode: .push)).expect(uploaded: 1, downloaded: 0, "a push after a same-size local edit")
+                try await context.expectBoth(["a.txt": "q", "dir/b.txt": "y"], "after the same-size edits")
+            },
             SyncScenario("two-way: delete here", contract: "A file deleted on the local side since the last sync is deleted remotely.") { context in
                 try await seed(context)
                 try await context.remove(.local, "a.txt")

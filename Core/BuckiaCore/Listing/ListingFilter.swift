@@ -68,8 +68,19 @@ public struct ListingFilter: Sendable {
     /// Whether an entry with these bytes is under the prefix and after the resume point, so a
     /// lister can skip describing entries it would drop.
     public func isEligible(_ bytes: [UInt8]) -> Bool {
-        guard bytes.starts(with: prefix) else { return false }
-        if let resumeAfter { return resumeAfter.lexicographicallyPrecedes(bytes) }
+        bytes.withUnsafeBufferPointer { isEligible($0) }
+    }
+
+    /// Whether the entry whose key is `key` is eligible (``isEligible(_:)``), read where the
+    /// string holds its bytes.
+    package func isEligible(key: String) -> Bool {
+        key.utf8.withContiguousStorageIfAvailable { isEligible($0) } ?? isEligible(Array(key.utf8))
+    }
+
+    private func isEligible(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.count >= prefix.count, prefix.withUnsafeBufferPointer({ ObjectKey.compareBytes($0, UnsafeBufferPointer(rebasing: bytes[..<$0.count])) == 0 })
+        else { return false }
+        if let resumeAfter { return resumeAfter.withUnsafeBufferPointer { ObjectKey.compareBytes($0, bytes) < 0 } }
         return true
     }
 

@@ -201,7 +201,7 @@ package final class DirectoryHandle {
     /// are not valid UTF-8 are left out too (``rawNames()`` has them).
     package func names() throws -> [(name: String, kind: EntryKind)] {
         try rawNames().compactMap { entry in
-            String(validating: entry.name, as: UTF8.self).map { ($0, entry.kind) }
+            String.validatingUTF8(entry.name).map { ($0, entry.kind) }
         }
     }
 
@@ -217,7 +217,8 @@ package final class DirectoryHandle {
             throw BuckiaError.posix(code, operation: "list", path: path)
         }
         defer { closedir(stream) }
-        var result: [([UInt8], EntryKind)] = []
+        // Labelled as returned: an unlabelled array was converted element by element on return.
+        var result: [(name: [UInt8], kind: EntryKind)] = []
         while true {
             errno = 0
             guard let entry = readdir(stream) else {
@@ -225,7 +226,12 @@ package final class DirectoryHandle {
                 if errno != 0 { throw BuckiaError.posix(errno, operation: "list", path: path) }
                 break
             }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            // The name's bytes up to its NUL, copied once (a byte-by-byte `prefix` over the
+            // 256-byte field cost a thousand instructions a name).
+            let name = withUnsafeBytes(of: &entry.pointee.d_name) { raw -> [UInt8] in
+                guard let base = raw.baseAddress else { return [] }
+                return Array(UnsafeRawBufferPointer(start: base, count: strnlen(base.assumingMemoryBound(to: CChar.self), raw.count)))
+            }
             if name == [0x2E] || name == [0x2E, 0x2E] { continue }
             let kind: EntryKind
             switch Int32(entry.pointee.d_type) {

@@ -104,8 +104,9 @@ package enum Temporaries {
     private static let counter = Locked<UInt64>(0)
 
     /// Whether `name` is one of Buckia's temporary file names (never an object, never copied).
-    @inlinable
-    package static func isTemporaryName<Name: Collection>(_ name: Name) -> Bool where Name.Element == UInt8 {
+    /// Not generic: called across modules, a generic version ran unspecialised (440
+    /// instructions a name a listing met, where the first byte decides nearly all).
+    package static func isTemporaryName(_ name: [UInt8]) -> Bool {
         // Nearly every name a listing meets fails at its first byte.
         guard name.first == UInt8(ascii: "."), name.count > 12 else { return false }
         return name.starts(with: ".buckia-".utf8) && name.reversed().starts(with: "pmt.".utf8)

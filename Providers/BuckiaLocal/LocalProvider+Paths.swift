@@ -41,16 +41,21 @@ extension LocalProvider {
     ///   when a folder on the way is a symbolic link or the key uses the reserved name;
     ///   ``BuckiaCore/BuckiaError/Code/alreadyExists`` when a file is in the way of a write.
     func locate(_ key: ObjectKey, create: Bool, operation: String, forPruning: Bool = false) throws -> Location {
-        let segments = key.segments.map(String.init)
-        if segments.first == LocalProvider.reservedName {
+        // Split at the first and last `/`, not into an array of segments: a sync locates every
+        // file it copies twice, once on each side.
+        let raw = key.rawValue
+        let slash = UInt8(ascii: "/")
+        let first = raw.utf8.firstIndex(of: slash).map { raw[..<$0] } ?? raw[...]
+        if first.utf8.elementsEqual(LocalProvider.reservedName.utf8) {
             throw BuckiaError(
                 .invalidPath, "The first segment \(LocalProvider.reservedName) is reserved by the local provider for temporary files.",
                 operation: operation, path: key.rawValue)
         }
-        let name = segments.last ?? key.rawValue
+        let last = raw.utf8.lastIndex(of: slash)
+        let name = last.map { String(raw[raw.utf8.index(after: $0)...]) } ?? raw
         if !forPruning {
-            let folders = segments.dropLast().joined(separator: "/")
-            let path = folders.isEmpty ? rootPath : (rootPath.hasSuffix("/") ? rootPath : rootPath + "/") + folders
+            let folders = last.map { raw[..<$0] } ?? ""
+            let path = folders.isEmpty ? rootPath : (rootPath.utf8.last == slash ? rootPath : rootPath + "/") + folders
             do {
                 if let parent = try DirectoryHandle.openWithoutLinks(path) {
                     return Location(rootPath: rootPath, openedRoot: folders.isEmpty ? parent : nil, parent: parent, name: name, chain: [])
@@ -69,7 +74,7 @@ extension LocalProvider {
         var current = root
         var chain: [(folder: DirectoryHandle, child: String)] = []
         do {
-            for segment in segments.dropLast() {
+            for segment in key.segments.dropLast().map(String.init) {
                 let next = try current.folder(segment, create: create)
                 chain.append((current, segment))
                 current = next

@@ -19,9 +19,9 @@ struct DatabaseFolder: ~Copyable {
 
 @Suite("SQLite connection")
 struct SQLiteConnectionTests {
-    @Test("Every storage class round-trips, including NULL and an empty blob", arguments: [
+    @Test("Every storage class round-trips, including NULL, empty text, text holding NUL and an empty blob", arguments: [
         SQLiteValue.null, .integer(0), .integer(Int64.min), .integer(Int64.max), .real(-1.5), .text(""), .text("héllo 😀"),
-        .blob(Data()), .blob(Data([0, 1, 2, 255])),
+        .text("a\u{0}b"), .text(String(repeating: "long text ", count: 100)), .blob(Data()), .blob(Data([0, 1, 2, 255])),
     ])
     func roundTrip(_ value: SQLiteValue) throws {
         let db = try SQLiteConnection.inMemory()

@@ -82,6 +82,7 @@ struct SyncMutantCase: Sendable, CustomTestStringConvertible {
     static let all: [SyncMutantCase] = [
         SyncMutantCase(.ignoresOverwrites, "remote keeps the old bytes on overwrite", [
             "two-way: edit here", "two-way: edit there", "two-way: both edited", "two-way: rename here, edit there", "pull: mirror",
+            "same-size edits",
         ]),
         SyncMutantCase(.listsStaleMetadata, "remote lists the size and time first seen", [
             "two-way: edit there", "two-way: both edited", "two-way: rename here, edit there", "pull: mirror",

@@ -50,6 +50,7 @@ let package = Package(
         .library(name: "BuckiaCommandLine", targets: ["BuckiaCommandLine"]),
         .executable(name: "buckia", targets: ["BuckiaCLI"]),
         .executable(name: "buckia-bench", targets: ["BuckiaBench"]),
+        .executable(name: "buckia-fuzz", targets: ["BuckiaFuzz"]),
     ],
     targets: [
         // MARK: System libraries
@@ -119,6 +120,12 @@ let package = Package(
             name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaResourceCache", "CLinux"],
             path: "Tools/BuckiaCommandLine"),
         .executableTarget(name: "BuckiaCLI", dependencies: ["BuckiaCommandLine"], path: "Tools/BuckiaCLI"),
+        // The parsers of outside input as fuzz targets (Tools/fuzz runs them under libFuzzer;
+        // FuzzTests replays what they keep), and the binary that drives them.
+        .target(
+            name: "BuckiaFuzzTargets", dependencies: ["BuckiaCore", "BuckiaSigV4", "BuckiaSecurity", "BuckiaChunks", "BuckiaDatabase"],
+            path: "Tools/BuckiaFuzzTargets"),
+        .executableTarget(name: "BuckiaFuzz", dependencies: ["BuckiaFuzzTargets", "CLinux"], path: "Tools/buckia-fuzz"),
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "BuckiaSQLite", "BuckiaDatabase", "BuckiaCatalog", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
 
         // MARK: Tests
@@ -195,6 +202,7 @@ let package = Package(
             name: "ConformanceTests",
             dependencies: ["Buckia", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaResourceCache"],
             path: "Tests/ConformanceTests"),
+        .testTarget(name: "FuzzTests", dependencies: ["BuckiaFuzzTargets"], path: "Tests/FuzzTests"),
         .testTarget(
             name: "BuckiaCLITests", dependencies: ["BuckiaCommandLine", "Buckia", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaSigV4", "BuckiaTestSupport"],
             path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),

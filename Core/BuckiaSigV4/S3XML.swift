@@ -25,6 +25,9 @@ package struct XMLNode: Sendable {
     /// - Throws: ``BuckiaCore/BuckiaError/Code/corrupt`` for malformed, truncated or empty XML
     ///   (`XMLParser.parse()` alone returns true for some of those).
     package static func parse(_ data: Data, what: String, from sender: String = "server") throws -> XMLNode {
+        if let problem = encodingProblem(data) {
+            throw BuckiaError(.corrupt, "The \(sender)'s \(what) body is not valid XML: \(problem).", operation: what)
+        }
         let builder = TreeBuilder()
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
@@ -43,6 +46,49 @@ package struct XMLNode: Sendable {
             throw BuckiaError(.corrupt, "The \(sender)'s \(what) body is not valid XML: \(reason).", operation: what)
         }
         return root
+    }
+
+    /// Why `data` is not a document Foundation's parser may be given, or nil. It must be UTF-8
+    /// (what S3 writes), declare no other encoding, hold no NUL, and have nothing of XML that S3
+    /// bodies never use and that trap swift-corelibs-foundation's `XMLParser`: processing
+    /// instructions beyond the leading declaration, and document type declarations.
+    ///
+    /// Both were found by `Tools/fuzz` (target `s3-xml`). The parser force-unwraps each element,
+    /// attribute, comment and processing-instruction name as UTF-8 (`UTF8STRING(…)!`), so
+    /// `<?xml\u{DC} …` trapped; and it takes a processing instruction's data as a C string
+    /// that libxml2 leaves null when there is none, so `<?x?>`, all of five valid bytes, read
+    /// address 0. A hostile S3 server could end a sync with one answer, and a client holding any
+    /// credential could end `buckia serve s3` with one `POST ?delete` body. Declarations of a
+    /// document type go for the same reason (their callbacks unwrap the same way) and because
+    /// nothing S3 sends has one.
+    static func encodingProblem(_ data: Data) -> String? {
+        guard String(validating: data, as: UTF8.self) != nil else { return "it is not UTF-8 text" }
+        let bytes = [UInt8](data)
+        guard !bytes.contains(0) else { return "it holds a NUL character" }
+        // The declaration, if any, is the first thing in the document (after a byte-order
+        // mark): `<?xml … encoding="…"?>`.
+        var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        if bytes[start...].starts(with: Array("<?xml".utf8)), start + 5 < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[start + 5]) {
+            guard let end = Self.find(Array("?>".utf8), in: bytes, from: start) else { return "its declaration does not end" }
+            let declaration = String(decoding: bytes[start..<end], as: UTF8.self).lowercased()
+            if let encoding = declaration.range(of: "encoding") {
+                let value = declaration[encoding.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "'" }.prefix { $0 != "\"" && $0 != "'" }
+                guard value == "utf-8" || value == "utf8" else { return "it declares the encoding \(String(value).debugDescription); S3 bodies are UTF-8" }
+            }
+            start = end + 2
+        }
+        if Self.find(Array("<?".utf8), in: bytes, from: start) != nil { return "it holds a processing instruction, which no S3 body has" }
+        if Self.find(Array("<!DOCTYPE".utf8), in: bytes, from: start) != nil { return "it declares a document type, which no S3 body does" }
+        return nil
+    }
+
+    /// Where `needle` first occurs in `bytes` at or after `start`.
+    private static func find(_ needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+        guard needle.count <= bytes.count, start <= bytes.count - needle.count else { return nil }
+        for index in start...(bytes.count - needle.count) where bytes[index] == needle[0] && bytes[index..<(index + needle.count)].elementsEqual(needle) {
+            return index
+        }
+        return nil
     }
 
     /// The deepest nesting of elements a response may have. S3's deepest answers nest four;

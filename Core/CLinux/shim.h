@@ -189,4 +189,10 @@ static inline int buckia_pipe_cloexec(int fds[2]) {
 }
 #endif
 
+/* libFuzzer's entry for a program that has its own main (`buckia-fuzz`, built with
+ * -sanitize=fuzzer): declared here, linked only into that build. */
+#include <stdint.h>
+#include <stddef.h>
+int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*callback)(const uint8_t *data, size_t size));
+
 #endif

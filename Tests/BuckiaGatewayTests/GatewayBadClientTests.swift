@@ -12,6 +12,9 @@ struct GatewayBadClientTests {
     enum Bad: String, CaseIterable, Sendable, CustomStringConvertible {
         case requestLine1MB, headers10000, bodyShorter, bodyLonger, stopsMidBody, idle1000, signedOtherValue, signedMissingHeader
         case signedOtherRange
+        /// An XML body whose processing instruction is named in bytes that are not UTF-8:
+        /// Foundation's parser traps on it, and trapped the whole server (`Tools/fuzz` found it).
+        case xmlNotUTF8
         var description: String { rawValue }
     }
 
@@ -90,6 +93,11 @@ struct GatewayBadClientTests {
             #expect(status == 200 && body == Data("kept".utf8))
             #expect(harness.server.connectionCount <= HTTPServerLimits().maximumConnections + 1)
             withExtendedLifetime(clients) {}
+        case .xmlNotUTF8:
+            let body = Data(Array("<?xml".utf8) + [0xDC] + Array(" version=\"1.0\"?><Delete><Object><Key>kept.txt</Key></Object></Delete>".utf8))
+            let (status, answer) = try await harness.send("POST", "/safe?delete", body: body)
+            #expect(status == 400, "\(String(decoding: answer, as: UTF8.self))")
+            #expect(String(decoding: answer, as: UTF8.self).contains("<Code>MalformedXML</Code>"))
         case .signedOtherValue, .signedMissingHeader, .signedOtherRange:
             let (method, target, signed, sent): (String, String, [String: String], [String: String]) =
                 switch bad {

@@ -35,6 +35,34 @@ struct S3ResponseTests {
         }
     }
 
+    /// Names that are not UTF-8 reach swift-corelibs-foundation's force-unwraps and trap the
+    /// process (the first document is what `Tools/fuzz` found: a processing instruction named
+    /// `xml\u{DC}`); a body must be UTF-8 and say so, or it is refused before parsing.
+    @Test("A body that is not UTF-8, declares another encoding, or holds a processing instruction, a document type or NUL is corrupt, never a trap", arguments: [
+        Array("<?xml".utf8) + [0xDC] + Array(" version=\"1.0\"?><Error><Code>NoSuchKey</Code></Error>".utf8),
+        Array("<a><".utf8) + [0xFF, 0xFE] + Array("/></a>".utf8),
+        Array("<a><!-- ".utf8) + [0xC3] + Array(" --></a>".utf8),
+        Array("<a ".utf8) + [0xE2, 0x82] + Array("=\"1\"/>".utf8),
+        Array("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><a>x</a>".utf8),
+        Array("<?xml version='1.0' encoding='UTF-16'?><a>x</a>".utf8),
+        // A processing instruction without data: libxml2 hands the parser a null pointer.
+        Array("<?x?><a>x</a>".utf8), Array("<a><?x?></a>".utf8),
+        Array("<!DOCTYPE a [<!NOTATION n SYSTEM \"x\">]><a>x</a>".utf8),
+        Array("<a>x\u{0}y</a>".utf8),
+    ])
+    func notUTF8(_ bytes: [UInt8]) {
+        let error = #expect(throws: BuckiaError.self) { try XMLNode.parse(Data(bytes), what: "list") }
+        #expect(error?.code == .corrupt)
+    }
+
+    @Test("UTF-8 bodies with a declaration, a byte-order mark and comments still parse", arguments: [
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><a>é</a>", "<?xml version='1.0' encoding='utf-8'?><a>é</a>", "<?xml version=\"1.0\"?><a>é</a>",
+        "<a><!-- a comment: ü -->é</a>", "\u{FEFF}<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<a>é</a>",
+    ])
+    func utf8Parses(_ text: String) throws {
+        #expect(try XMLNode.parse(Data(text.utf8), what: "test").text == "é")
+    }
+
     @Test("Text split by entities and CDATA is joined")
     func textPieces() throws {
         let root = try XMLNode.parse(Data("<a><b>x &amp; y<![CDATA[ <z> ]]>w</b></a>".utf8), what: "test")

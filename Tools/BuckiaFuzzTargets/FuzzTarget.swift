@@ -1,0 +1,159 @@
+import BuckiaChunks
+import BuckiaCore
+import BuckiaDatabase
+import BuckiaSecurity
+import BuckiaSigV4
+import Foundation
+
+/// A parser of outside input, driven by a fuzzer: given any bytes, it must return (an error
+/// is a fine answer) and never trap, hang or touch memory it does not own. Where a parser has a
+/// law (what it decodes encodes back to the same value), a broken law traps here on purpose,
+/// so the fuzzer reports it as it reports a crash.
+///
+/// `Tools/fuzz` runs each under libFuzzer with AddressSanitizer; `FuzzTests` replays every
+/// input kept under `Tests/Fuzz/<target>/` on each test run, so a crash once found stays fixed.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// S3's XML answers (`XMLNode.parse`): listings, errors, multipart replies.
+    case s3XML = "s3-xml"
+    /// Strict RFC 8259 JSON with a depth bound (`JSONValidation`), which every JSON document
+    /// from outside passes first: B2 and Bunny answers, manifests, configurations.
+    case json
+    /// Glob patterns (`GlobPattern`), first line the pattern, each further line a path to match.
+    case glob
+    /// A remote's JSON configuration (`BuckiaConfiguration.decode`).
+    case configuration
+    /// KSUIDs as text, which name diff files between users.
+    case ksuid
+    /// User tokens (JWT, compact form) against a verifier holding the fuzz key, and
+    /// `UserTokenVerifier.inspect`.
+    case jwt
+    /// JSON Web Keys (`UserTokenVerificationKey(jwk:)`).
+    case jwk
+    /// Chunk manifests (`ChunkManifest.decode`); what decodes must encode and decode back equal.
+    case chunkManifest = "chunk-manifest"
+    /// A SigV4 request's authorization (`SigV4Verifier.parse`): first line the method, second the
+    /// target, each further line a header `name: value`.
+    case sigV4 = "sigv4"
+    /// Diff files between users (`DiffSummary(contentsOf:)`): an SQLite database, checked
+    /// before anything reads its rows.
+    case diffFile = "diff-file"
+
+    /// Runs one input through the parser: nil when the input was accepted, else what refused
+    /// it (for `buckia-fuzz --verbose` and for checking that seeds reach the accepting paths).
+    @discardableResult
+    public func run(_ data: Data) -> String? {
+        func refusal(_ body: () throws -> Void) -> String? {
+            do {
+                try body()
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        switch self {
+        case .s3XML:
+            return refusal { _ = try XMLNode.parse(data, what: "fuzz input") }
+        case .json:
+            return refusal { try JSONValidation.validate(data) }
+        case .glob:
+            let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            guard let first = lines.first else { return "no pattern" }
+            return refusal {
+                let pattern = try GlobPattern(String(first))
+                for path in lines.dropFirst().prefix(64) { _ = pattern.matches(String(path)) }
+            }
+        case .configuration:
+            return refusal { _ = try BuckiaConfiguration.decode(from: data) }
+        case .ksuid:
+            guard let ksuid = KSUID(String(decoding: data, as: UTF8.self)) else { return "not a KSUID" }
+            // A KSUID read from text writes back as text that reads as itself.
+            guard KSUID(ksuid.description) == ksuid else { fatalError("KSUID \(ksuid) does not read back as itself") }
+            return nil
+        case .jwt:
+            let token = String(decoding: data, as: UTF8.self)
+            let inspected = refusal { _ = try UserTokenVerifier.inspect(token) }
+            return refusal { _ = try Self.verifier.verify(token) }.map { "\($0) (inspect: \(inspected ?? "read"))" }
+        case .jwk:
+            return refusal { _ = try UserTokenVerificationKey(jwk: String(decoding: data, as: UTF8.self)) }
+        case .chunkManifest:
+            let manifest: ChunkManifest
+            do {
+                manifest = try ChunkManifest.decode(data)
+            } catch {
+                return "\(error)"
+            }
+            // What decodes encodes, and that decodes back to the same manifest.
+            guard let encoded = try? manifest.encoded(), let again = try? ChunkManifest.decode(encoded), again == manifest else {
+                fatalError("a decoded chunk manifest does not survive encoding and decoding again")
+            }
+            return nil
+        case .sigV4:
+            let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            guard lines.count >= 2 else { return "no method and target" }
+            let headers = lines.dropFirst(2).prefix(64).map { line -> (name: String, value: String) in
+                guard let colon = line.firstIndex(of: ":") else { return (String(line), "") }
+                return (String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+            }
+            return refusal { _ = try SigV4Verifier.parse(SigV4Request(method: String(lines[0]), target: String(lines[1]), headers: headers)) }
+        case .diffFile:
+            let url = Self.diffFolder.appendingPathComponent("input.sqlite")
+            defer { _ = unlink(url.path) }
+            do {
+                try data.write(to: url)
+                _ = try DiffSummary(contentsOf: url, now: Self.diffClock)
+                return nil
+            } catch let error as BuckiaError {
+                // The file's name must be the change it holds, which a fuzzer cannot know: named
+                // so and read again, the checks past the name (row shapes, the hash) are reached.
+                guard case .nameMismatch(_, let ksuid)? = error.cause as? DiffProblem, KSUID(ksuid) != nil else { return "\(error)" }
+                let named = url.deletingLastPathComponent().appendingPathComponent("\(ksuid).sqlite")
+                defer { _ = unlink(named.path) }
+                return refusal {
+                    try data.write(to: named)
+                    _ = try DiffSummary(contentsOf: named, now: Self.diffClock)
+                }
+            } catch {
+                return "\(error)"
+            }
+        }
+    }
+
+    /// A folder of this process's own for the `diff-file` target's files.
+    static let diffFolder: URL = {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-fuzz-\(getpid())-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            fatalError("the diff-file target's folder cannot be made: \(error)")
+        }
+        diffFolderPath = folder.path
+        // Each input's file goes as soon as it is read; the folder goes with the process.
+        atexit { _ = diffFolderPath.map { rmdir($0) } }
+        return folder
+    }()
+
+    /// The time diff files are read at: fixed, so a seed's verdict does not change with the day.
+    static let diffClock = Date(timeIntervalSince1970: 1_795_000_000)
+
+    /// The verifier the `jwt` target checks tokens with: an HS256 key whose secret is fixed, so
+    /// tokens the seed corpus holds stay valid for as long as their expiry says.
+    static let verifier: UserTokenVerifier = {
+        do {
+            return try UserTokenVerifier(keys: [fuzzSigningKey.verificationKey()])
+        } catch {
+            fatalError("the fuzz verifier cannot be made: \(error)")
+        }
+    }()
+
+    /// The fixed HS256 key of the `jwt` target (32 bytes 0x2A), for seeding its corpus.
+    public static let fuzzSigningKey: UserTokenSigningKey = {
+        do {
+            return try UserTokenSigningKey(keyId: "fuzz", algorithm: .hs256, encoded: Secret(Base64URL.encode(Data(repeating: 0x2A, count: 32))))
+        } catch {
+            fatalError("the fuzz signing key cannot be made: \(error)")
+        }
+    }()
+}
+
+/// The `diff-file` target's folder, for removing it at exit.
+nonisolated(unsafe) private var diffFolderPath: String?

@@ -222,6 +222,44 @@ public final class HTTPServer: @unchecked Sendable {
     }
 }
 
+/// What reading one request from a client's bytes came to (``HTTPServer/parse(_:limits:)``).
+package enum HTTPParseOutcome: Sendable, Hashable {
+    /// A request read whole: its method, target, number of header fields and body bytes.
+    case request(method: String, target: String, headerCount: Int, bodyBytes: Int)
+    /// The request refused with `status`; the connection ends there.
+    case refused(status: Int, reason: String)
+}
+
+extension HTTPServer {
+    /// Reads requests from `bytes` as a connection would from a client that sends them and
+    /// then closes: each head and its whole body (by `Content-Length` or chunked), until the
+    /// bytes end or a request is refused. The server's own parser, over bytes instead of a
+    /// socket: for the fuzzer (`buckia-fuzz http-request`) and tests of pipelining.
+    package static func parse(_ bytes: [UInt8], limits: HTTPServerLimits = HTTPServerLimits()) -> [HTTPParseOutcome] {
+        let connection = Connection(bytes: bytes, limits: limits)
+        var outcomes: [HTTPParseOutcome] = []
+        while true {
+            switch connection.readHead() {
+            case .closed:
+                return outcomes
+            case .refused(let status, let reason):
+                return outcomes + [.refused(status: status, reason: reason)]
+            case .request(let request):
+                do {
+                    let body = try HTTPRequestBody(request: request, connection: connection)
+                    var count = 0
+                    while let piece = try body.read(upTo: 64 * 1024) { count += piece.count }
+                    outcomes.append(.request(method: request.method, target: request.target, headerCount: request.headers.count, bodyBytes: count))
+                } catch let refusal as HTTPRefusal {
+                    return outcomes + [.refused(status: refusal.status, reason: refusal.reason)]
+                } catch {
+                    return outcomes + [.refused(status: 400, reason: "the request cannot be read")]
+                }
+            }
+        }
+    }
+}
+
 /// A refusal a handler (or the body reader) throws to answer with `status`.
 public struct HTTPRefusal: Error, Sendable {
     /// The status to answer.
@@ -390,10 +428,20 @@ fileprivate final class Connection: @unchecked Sendable {
     let limits: HTTPServerLimits
     private var buffer: [UInt8] = []
     private var start = 0
+    /// What a connection over bytes (no socket) has yet to receive: all of it at the first read.
+    private var unreceived: [UInt8]?
 
     init(descriptor: Int32, limits: HTTPServerLimits) {
         self.descriptor = descriptor
         self.limits = limits
+    }
+
+    /// A connection whose client sends `bytes` and then closes, and whose answers go nowhere:
+    /// the parser exactly as a socket drives it, for ``HTTPServer/parse(_:limits:)``.
+    init(bytes: [UInt8], limits: HTTPServerLimits) {
+        descriptor = -1
+        self.limits = limits
+        unreceived = bytes
     }
 
     enum Head {
@@ -417,6 +465,12 @@ fileprivate final class Connection: @unchecked Sendable {
 
     /// Reads more bytes into the buffer; false at end of stream, on error or timeout.
     private func fill() -> Bool {
+        if let unreceived {
+            guard !unreceived.isEmpty else { return false }
+            buffer += unreceived
+            self.unreceived = []
+            return true
+        }
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             let count = recv(descriptor, &chunk, chunk.count, 0)
@@ -503,7 +557,7 @@ fileprivate final class Connection: @unchecked Sendable {
         (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
     }
 
-    func send(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { Self.sendAll(descriptor, $0) } }
+    func send(_ bytes: [UInt8]) -> Bool { unreceived != nil || bytes.withUnsafeBytes { Self.sendAll(descriptor, $0) } }
 
     static func sendAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         var offset = 0

@@ -69,7 +69,12 @@ package struct XMLNode: Sendable {
         // mark): `<?xml … encoding="…"?>`.
         var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         if bytes[start...].starts(with: Array("<?xml".utf8)), start + 5 < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[start + 5]) {
-            guard let end = Self.find(Array("?>".utf8), in: bytes, from: start) else { return "its declaration does not end" }
+            // It ends at its first `>`, which must close it as `?>`: a later `?>` would let the
+            // declaration hide a processing instruction (`Tools/fuzz` found that too).
+            guard let close = Self.find([UInt8(ascii: ">")], in: bytes, from: start), bytes[close - 1] == UInt8(ascii: "?"), close - 1 > start + 5 else {
+                return "its declaration does not end with ?>"
+            }
+            let end = close - 1
             let declaration = String(decoding: bytes[start..<end], as: UTF8.self).lowercased()
             if let encoding = declaration.range(of: "encoding") {
                 let value = declaration[encoding.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\"" || $0 == "'" }.prefix { $0 != "\"" && $0 != "'" }

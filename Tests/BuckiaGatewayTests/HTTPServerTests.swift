@@ -255,4 +255,20 @@ struct HTTPServerTests {
         #expect(stopped.withLock { $0 })
         #expect(throws: BuckiaError.self) { try RawClient(port: server.port) }
     }
+
+    @Test("The parser over bytes reads pipelined requests whole and stops at the first refusal", arguments: [
+        ("GET /a HTTP/1.1\r\nHost: h\r\n\r\nPUT /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcGET /c HTTP/1.0\r\n\r\n",
+         [HTTPParseOutcome.request(method: "GET", target: "/a", headerCount: 1, bodyBytes: 0), .request(method: "PUT", target: "/b", headerCount: 2, bodyBytes: 3),
+          .request(method: "GET", target: "/c", headerCount: 0, bodyBytes: 0)]),
+        ("PUT /b HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nT: v\r\n\r\n",
+         [.request(method: "PUT", target: "/b", headerCount: 2, bodyBytes: 5)]),
+        ("PUT /b HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\nGET /c HTTP/1.1\r\nHost: h\r\n\r\n",
+         [.refused(status: 400, reason: "a chunk size is not hexadecimal")]),
+        ("GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\n\r\n",
+         [.request(method: "GET", target: "/a", headerCount: 1, bodyBytes: 0), .refused(status: 400, reason: "an HTTP/1.1 request needs exactly one Host header")]),
+        ("PUT /b HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc", [.refused(status: 400, reason: "the client stopped 7 bytes before the end of the body")]),
+    ] as [(String, [HTTPParseOutcome])])
+    func parseOverBytes(_ wire: String, _ expected: [HTTPParseOutcome]) {
+        #expect(HTTPServer.parse(Array(wire.utf8)) == expected)
+    }
 }

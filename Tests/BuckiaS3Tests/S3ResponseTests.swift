@@ -49,6 +49,8 @@ struct S3ResponseTests {
         Array("<?x?><a>x</a>".utf8), Array("<a><?x?></a>".utf8),
         Array("<!DOCTYPE a [<!NOTATION n SYSTEM \"x\">]><a>x</a>".utf8),
         Array("<a>x\u{0}y</a>".utf8),
+        // A declaration that does not end before a processing instruction's `?>`.
+        Array("<?xml utodgc=n\"UTF-8r><Code>NoSuchKey</<?xmlUTF-8c?>\n<Eessag*e".utf8),
     ])
     func notUTF8(_ bytes: [UInt8]) {
         let error = #expect(throws: BuckiaError.self) { try XMLNode.parse(Data(bytes), what: "list") }

@@ -1,6 +1,7 @@
 import BuckiaChunks
 import BuckiaCore
 import BuckiaDatabase
+import BuckiaGateway
 import BuckiaSecurity
 import BuckiaSigV4
 import Foundation
@@ -34,6 +35,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A SigV4 request's authorization (`SigV4Verifier.parse`): first line the method, second the
     /// target, each further line a header `name: value`.
     case sigV4 = "sigv4"
+    /// What a client sends `buckia serve s3` (`HTTPServer.parse`): request heads, then bodies
+    /// by `Content-Length` or chunked, pipelined until the bytes end or one is refused.
+    case httpRequest = "http-request"
     /// Diff files between users (`DiffSummary(contentsOf:)`): an SQLite database, checked
     /// before anything reads its rows.
     case diffFile = "diff-file"
@@ -95,6 +99,14 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 return (String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
             }
             return refusal { _ = try SigV4Verifier.parse(SigV4Request(method: String(lines[0]), target: String(lines[1]), headers: headers)) }
+        case .httpRequest:
+            let outcomes = HTTPServer.parse([UInt8](data))
+            // Only the last request read may be refused: a refusal ends the connection.
+            guard !outcomes.dropLast().contains(where: { if case .refused = $0 { true } else { false } }) else {
+                fatalError("a request was read after a refused one")
+            }
+            if case .refused(_, let reason)? = outcomes.last { return reason }
+            return nil
         case .diffFile:
             let url = Self.diffFolder.appendingPathComponent("input.sqlite")
             defer { _ = unlink(url.path) }

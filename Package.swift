@@ -130,7 +130,7 @@ let package = Package(
 
         // MARK: Tests
         .target(
-            name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaClient", "BuckiaSync", "BuckiaLocal", "CLinux"], path: "Tests/BuckiaTestSupport",
+            name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSigV4", "BuckiaSQLite", "BuckiaDatabase", "BuckiaClient", "BuckiaSync", "BuckiaLocal", "CLinux"], path: "Tests/BuckiaTestSupport",
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaCoreTests"),
         .testTarget(
@@ -157,7 +157,7 @@ let package = Package(
                 "BuckiaS3", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaLocal",
                 "BuckiaSync", "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDiskEngine", "BuckiaClient",
             ],
-            path: "Tests/BuckiaS3Tests", resources: [.copy("Resources")]),
+            path: "Tests/BuckiaS3Tests"),
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
         .testTarget(
             name: "BuckiaSQLiteEngineTests", dependencies: ["BuckiaSQLiteEngine"], path: "Tests/BuckiaSQLiteEngineTests"),
@@ -203,6 +203,13 @@ let package = Package(
             dependencies: ["Buckia", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaResourceCache"],
             path: "Tests/ConformanceTests"),
         .testTarget(name: "FuzzTests", dependencies: ["BuckiaFuzzTargets"], path: "Tests/FuzzTests"),
+        .testTarget(
+            name: "BuckiaReliabilityTests",
+            dependencies: [
+                "BuckiaS3", "BuckiaB2", "BuckiaBunny", "BuckiaGateway", "BuckiaSecurity", "BuckiaSigV4", "BuckiaLocal", "BuckiaHTTP", "BuckiaCore",
+                "BuckiaTestSupport",
+            ],
+            path: "Tests/BuckiaReliabilityTests"),
         .testTarget(
             name: "BuckiaCLITests", dependencies: ["BuckiaCommandLine", "Buckia", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaSigV4", "BuckiaTestSupport"],
             path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),

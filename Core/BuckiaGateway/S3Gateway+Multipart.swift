@@ -284,16 +284,25 @@ extension S3Gateway {
             throw S3Failure("InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
         }
         var options = try uploadOptions(context)  // the condition, if any
-        // Take the upload for completing: parts arriving now are refused.
-        let claimed: MultipartUpload? = try state.withLock { state in
+        let asked = listed.map { "\($0.number) \(Self.bareTag($0.etag))" }
+        let now = self.options.clock()
+        // Take the upload for completing: parts arriving now are refused. The same request
+        // again, for an upload completed here, gets the answer it was given (its client lost it).
+        let (claimed, replay): (MultipartUpload?, String?) = try state.withLock { state in
             guard var upload = state.uploads[uploadId], upload.bucket == context.bucket, upload.key == context.key,
                   upload.owner == context.principal?.name
-            else { return nil }
+            else {
+                guard let done = state.completed[uploadId], now.timeIntervalSince(done.at) < 3_600, done.bucket == context.bucket,
+                      done.key == context.key, done.owner == context.principal?.name, done.parts == asked
+                else { return (nil, nil) }
+                return (nil, done.answer)
+            }
             guard !upload.completing else { throw S3Failure("OperationAborted", "The upload is already being completed.") }
             upload.completing = true
             state.uploads[uploadId] = upload
-            return upload
+            return (upload, nil)
         }
+        if let replay { return Self.xml(replay) }
         guard let upload = claimed else { throw S3Failure("NoSuchUpload", "The specified multipart upload does not exist.") }
         let release = { [state] in state.withLock { $0.uploads[uploadId]?.completing = false } }
         var pieces: [(location: MultipartUpload.Location, size: Int64)] = []
@@ -341,11 +350,21 @@ extension S3Gateway {
             }
             throw error
         }
-        state.withLock { _ = $0.uploads.removeValue(forKey: uploadId) }
-        Self.removeQuietly(upload.folder)
-        return Self.xml(
+        let answer =
             "<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/\(context.bucket.xmlEscaped)/\(context.key.xmlEscaped)</Location><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><ETag>\(Self.etag(of: stored).xmlEscaped)</ETag></CompleteMultipartUploadResult>"
-        )
+        let owner = context.principal?.name
+        state.withLock { state in
+            _ = state.uploads.removeValue(forKey: uploadId)
+            if state.completed.count >= Self.completedMemory {
+                // The oldest half goes: a retry comes seconds after its first try, not hours.
+                let kept = state.completed.sorted { $0.value.at > $1.value.at }.prefix(Self.completedMemory / 2)
+                state.completed = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
+            }
+            state.completed[uploadId] = CompletedUpload(
+                bucket: context.bucket, key: context.key, owner: owner, parts: asked, answer: answer, at: now)
+        }
+        Self.removeQuietly(upload.folder)
+        return Self.xml(answer)
     }
 
     func abortUpload(_ context: RequestContext, uploadId: String) throws -> HTTPServerResponse {

@@ -92,7 +92,24 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         /// Buckets created here that may have no object yet, and buckets seen to exist.
         var knownBuckets: Set<String> = []
         var uploads: [String: MultipartUpload] = [:]
+        /// Uploads completed in the last hour (at most ``completedMemory``), so a retried
+        /// `CompleteMultipartUpload` whose first answer was lost gets that answer again, as S3
+        /// gives it, rather than `NoSuchUpload` for an object it stored.
+        var completed: [String: CompletedUpload] = [:]
     }
+
+    /// What a completed upload answered, and what it was asked, for a retry of the same request.
+    struct CompletedUpload {
+        var bucket: String
+        var key: String
+        var owner: String?
+        var parts: [String]
+        var answer: String
+        var at: Date
+    }
+
+    /// How many completed uploads are remembered for retries.
+    static let completedMemory = 1_000
 
     /// A gateway for `provider`.
     ///

@@ -115,6 +115,16 @@ extension HTTPClient {
                 status: result.status, headers: result.headers, body: result.body, url: request.url, redaction: redaction, attempts: attempt)
             response.bodyDigests = result.bodyDigests
             response.bodyStream = result.bodyStream.map { mappingErrors(of: $0, request: request, attempt: attempt) }
+            // A range held in memory is as long as its Content-Range says, or it was damaged on
+            // the way (a Content-Length one byte short read as a whole body): another attempt.
+            // (A streamed body is counted by its reader: its `data` is empty.)
+            if result.bodyStream == nil, case .data(let data) = result.body, let span = response.contentRangeSpan, span != Int64(data.count) {
+                throw MappedFailure(
+                    error: BuckiaError(
+                        .transient,
+                        "\(request.summary(redaction)) delivered \(data.count) bytes for a range of \(span) (Content-Range \(response.header("Content-Range") ?? "")); they were discarded."),
+                    retryable: true)
+            }
             return response
         }
         result.bodyStream?.cancel()

@@ -169,6 +169,32 @@ struct GatewayMultipartTests {
         #expect(try await harness.provider.readData(remotePath: ObjectKey("multi/taken.bin"), options: ReadOptions()) == parts[0] + parts[1])
     }
 
+    /// Found by the fault matrix: a completion whose answer was lost was retried by the client
+    /// and refused with NoSuchUpload, so an upload the gateway had stored was reported failed.
+    /// S3 answers the same request again with the same result.
+    @Test("A completion sent again gets its first answer; other parts, or another key, get NoSuchUpload")
+    func completionRetried() async throws {
+        let harness = try GatewayHarness()
+        defer { harness.stop() }
+        try await harness.createBucket("multi")
+        let id = try await Self.start(harness, "/multi/again.bin")
+        let parts = [Self.bytes(Self.partSize, seed: 21), Self.bytes(3000, seed: 22)]
+        var listed: [(Int, String)] = []
+        for (index, data) in parts.enumerated() {
+            listed.append((index + 1, try #require(try await Self.part(harness, "/multi/again.bin", id, index + 1, data))))
+        }
+        let first = try await Self.complete(harness, "/multi/again.bin", id, listed)
+        #expect(first.0 == 200, "\(first)")
+        let again = try await Self.complete(harness, "/multi/again.bin", id, listed)
+        #expect(again.0 == 200, "\(again)")
+        #expect(Self.value(Data(again.1.utf8), "ETag") == Self.value(Data(first.1.utf8), "ETag"))
+        #expect(try await harness.provider.readData(remotePath: ObjectKey("multi/again.bin"), options: ReadOptions()) == parts[0] + parts[1])
+        let fewer = try await Self.complete(harness, "/multi/again.bin", id, Array(listed.prefix(1)))
+        #expect(fewer.0 == 404 && fewer.1.contains("NoSuchUpload"), "\(fewer)")
+        let elsewhere = try await Self.complete(harness, "/multi/other.bin", id, listed)
+        #expect(elsewhere.0 == 404 && elsewhere.1.contains("NoSuchUpload"), "\(elsewhere)")
+    }
+
     @Test("An upload without a part for longer than its lifetime is aborted when another starts; one still given parts is kept")
     func abandonedUploads() async throws {
         let now = Locked(Date())

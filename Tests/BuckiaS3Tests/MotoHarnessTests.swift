@@ -1,5 +1,6 @@
 import BuckiaCore
 import BuckiaHTTP
+import BuckiaTestSupport
 import Foundation
 import Testing
 

@@ -3,6 +3,7 @@ import BuckiaConformanceTesting
 import BuckiaCore
 import BuckiaHTTP
 import BuckiaS3
+import BuckiaTestSupport
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 import BuckiaCore
 import BuckiaHTTP
 import BuckiaSecurity
+import BuckiaTestSupport
 import Foundation
 import Testing
 

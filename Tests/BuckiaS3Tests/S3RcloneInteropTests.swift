@@ -1,6 +1,7 @@
 import BuckiaConformance
 import BuckiaCore
 import BuckiaS3
+import BuckiaTestSupport
 import Foundation
 import Testing
 

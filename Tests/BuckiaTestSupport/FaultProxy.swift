@@ -12,12 +12,23 @@ import Darwin
 /// front of a test server: each request is hit by one fault with probability `rate` — 503,
 /// 429 with Retry-After, a connection dropped before or after the server acted, headers
 /// without a body, a truncated or corrupted body, a corrupted request body answered
-/// `BadDigest`, a stall, or bytes that are not HTTP. The script's header lists them.
+/// `BadDigest`, a stall, or bytes that are not HTTP. The script's header lists them. A test can
+/// also aim one fault at one request (``arm(_:skip:count:)``).
 public final class FaultProxy: Sendable {
-    /// Every kind of fault the proxy can inject.
+    /// The kinds a mixed run draws from: every fault a client can recover from by retrying.
     public static let allKinds = [
         "503", "429", "drop-before", "drop-after", "headers-only", "truncate", "corrupt", "corrupt-request", "stall", "garbage",
     ]
+
+    /// Every kind the proxy knows: ``allKinds``, an expired authorization (answered in the
+    /// server's dialect), a body under a `Content-Length` one byte short, and a body sent slowly
+    /// but whole.
+    public static let everyKind = allKinds + ["expired-auth", "wrong-length", "slow"]
+
+    /// Whose error documents the proxy answers with.
+    public enum Dialect: String, Sendable {
+        case s3, b2, bunny
+    }
 
     /// Where clients connect instead of the upstream server.
     public let endpoint: URL
@@ -37,8 +48,11 @@ public final class FaultProxy: Sendable {
     ///   - seed: Seeds the proxy's choices, so a failing run can be replayed.
     ///   - kinds: Which faults to draw from (all by default).
     ///   - stall: How long a stalled response sends nothing before its connection closes.
+    ///   - dialect: The shape of the error answers it makes up.
+    ///   - slowPause: The pause between the four pieces of a `slow` body.
     public static func start(
-        upstream: URL, rate: Double, seed: UInt64, kinds: [String] = allKinds, stall: Duration = .seconds(3)
+        upstream: URL, rate: Double, seed: UInt64, kinds: [String] = allKinds, stall: Duration = .seconds(3), dialect: Dialect = .s3,
+        slowPause: Duration = .milliseconds(300)
     ) throws -> FaultProxy {
         guard let script = Bundle.module.url(forResource: "fault_proxy", withExtension: "py", subdirectory: "Resources") else {
             throw BuckiaError(.notFound, "fault_proxy.py is missing from the BuckiaTestSupport bundle.")
@@ -46,6 +60,7 @@ public final class FaultProxy: Sendable {
         let arguments = [
             script.path, "--upstream", upstream.absoluteString, "--rate", String(rate), "--seed", String(seed),
             "--faults", kinds.joined(separator: ","), "--stall-seconds", String(Double(stall.components.seconds)), "--lifetime", "1800",
+            "--dialect", dialect.rawValue, "--slow-pause", String(Double(slowPause.components.seconds) + Double(slowPause.components.attoseconds) / 1e18),
         ]
         let child = try Spawned(try PythonProcess.executable(), arguments, input: .pipe, output: .pipe)
         func abandon(_ message: String) -> BuckiaError {
@@ -76,6 +91,16 @@ public final class FaultProxy: Sendable {
         public var copies: Int
         /// The body bytes of every other PUT: what was uploaded.
         public var putBodyBytes: Int
+        /// The last 200 requests, as `METHOD target`.
+        public var recent: [String]
+        /// What the current arming (``FaultProxy/arm(_:skip:count:)``) has seen and done.
+        public var armed: Armed
+
+        /// Requests seen since the proxy was armed, and faults it applied to them.
+        public struct Armed: Decodable, Sendable {
+            public var seen: Int
+            public var applied: Int
+        }
 
         /// The number of faults of every kind.
         public var totalFaults: Int { faults.values.reduce(0, +) }
@@ -91,6 +116,23 @@ public final class FaultProxy: Sendable {
         let response = try await HTTPClient(configuration: .init(retryPolicy: .none)).send(
             HTTPRequest(.get, endpoint.appendingPathComponent("__proxy__/stats")))
         return try JSONDecoder().decode(Stats.self, from: response.data)
+    }
+
+    /// Aims `kind` at requests: the next `skip` requests pass, the `count` after them are hit
+    /// (a fault that does not apply to its request passes it intact); random draws stop until
+    /// ``disarm()``. The stats' ``Stats/armed`` counts from here.
+    public func arm(_ kind: String, skip: Int = 0, count: Int = 1) async throws {
+        try await control(JSONSerialization.data(withJSONObject: ["kind": kind, "skip": skip, "count": count] as [String: Any]))
+    }
+
+    /// Stops aimed faults; random draws (at the proxy's rate) resume.
+    public func disarm() async throws {
+        try await control(Data(#"{"kind": null}"#.utf8))
+    }
+
+    private func control(_ body: Data) async throws {
+        _ = try await HTTPClient(configuration: .init(retryPolicy: .none)).send(
+            HTTPRequest(.post, endpoint.appendingPathComponent("__proxy__/arm"), body: .data(body)))
     }
 
     /// Stops the proxy: closes its stdin, sends SIGKILL and reaps it. Safe to call twice.

@@ -416,6 +416,15 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
+    def base_url(self):
+        """Where clients reach this server: the loopback address they asked for (a proxy's, when
+        a test puts one in front), else the emulator's own."""
+        host = self.headers.get("Host", "")
+        name, _, port = host.partition(":")
+        if name == "127.0.0.1" and port.isdigit():
+            return "http://" + host
+        return "http://127.0.0.1:%d" % self.server.server_address[1]
+
     def choose_fault(self, call):
         faults = STATE.faults
         if faults["rate"] <= 0 or not faults["kinds"]:
@@ -524,7 +533,7 @@ class Handler(BaseHTTPRequestHandler):
             STATE.tokens[token] = {"key_id": key_id, "expires": now() + OPTIONS.auth_lifetime}
             STATE.stats["authorizations"] += 1
             bucket_name = STATE.buckets[key["bucket_id"]]["name"] if key["bucket_id"] else None
-        base = "http://127.0.0.1:%d" % self.server.server_address[1]
+        base = self.base_url()
         allowed = {"bucketId": key["bucket_id"], "bucketName": bucket_name, "capabilities": key["capabilities"],
                    "namePrefix": key["prefix"] or None}
         if version == "v4":
@@ -660,7 +669,7 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             STATE.upload_urls[upload_id] = dict(target, token=token, busy=False, expired=False)
         answer = dict(answer)
-        answer["uploadUrl"] = "http://127.0.0.1:%d/b2api/%s/%s/%s" % (self.server.server_address[1], version, call, upload_id)
+        answer["uploadUrl"] = "%s/b2api/%s/%s/%s" % (self.base_url(), version, call, upload_id)
         answer["authorizationToken"] = token
         self.send_json(200, answer)
 

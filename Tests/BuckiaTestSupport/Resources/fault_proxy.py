@@ -3,6 +3,7 @@
 
 Usage: fault_proxy.py --upstream http://127.0.0.1:PORT [--rate 0.10] [--seed N]
                       [--faults KIND,KIND,...] [--stall-seconds 3] [--lifetime 600]
+                      [--dialect s3|b2|bunny] [--slow-pause 0.3]
 
 Listens on 127.0.0.1 on a port the kernel chooses, prints {"endpoint": "http://127.0.0.1:PORT"}
 as its first stdout line, and forwards every request to the upstream server. Each request is
@@ -21,6 +22,16 @@ hit by one fault with probability `rate`; the kind is drawn uniformly from `faul
   stall           forwards, sends the headers and part of the body (or nothing, for an empty
                   body), then sends nothing for --stall-seconds before closing
   garbage         answers bytes that are not HTTP and closes, nothing forwarded
+  expired-auth    answers as the server does for an expired authorization, nothing forwarded:
+                  S3's 400 ExpiredToken, B2's 401 expired_auth_token, Bunny's 401
+  wrong-length    forwards, and answers a non-empty body under a Content-Length one byte short
+                  (the whole body follows it), then closes
+  slow            forwards, and sends a non-empty body in four pieces, --slow-pause seconds
+                  apart: late but whole (a client must wait for it, not abandon it)
+
+The first ten are what a mixed run draws from by default; the last three are for tests that
+ask for them. Error answers are in the --dialect's shape (S3's XML by default, B2's or Bunny's
+JSON), and carry no body when they answer a HEAD.
 
 A fault that does not apply to a request (no body to corrupt or cut) is not counted in
 "faults" and the request is forwarded intact; "drawn" counts every request a fault was drawn
@@ -28,7 +39,14 @@ for, applicable or not, so it follows `rate` whatever the mix of requests. `GET
 /__proxy__/stats` answers JSON: {"requests": N, "drawn": N, "faults": {KIND: N}, "methods":
 {METHOD: N}, "copies": N, "putBodyBytes": N} (never itself faulted; no S3 bucket can be named
 `__proxy__`): copies are PUTs with x-amz-copy-source, putBodyBytes the bytes of the other
-PUTs' bodies as they came (aws-chunked framing included).
+PUTs' bodies as they came (aws-chunked framing included), and "recent", the last 200 requests as
+"METHOD target".
+
+Armed faults, for a test that targets one request: `POST /__proxy__/arm` with
+{"kind": KIND, "skip": S, "count": C} lets the next S requests through and hits the C after
+them with KIND (a large C: every request from then on); random draws stop meanwhile. `{"kind":
+null}` disarms. The stats' "armed" says how many requests the arming saw and how many it
+faulted ("applied": a fault that does not apply to its request is not counted).
 
 Bounded: at most 128 connections at once (more wait in the listen queue), every socket
 operation times out after 60 s, and the proxy exits when its stdin closes, on SIGTERM, or
@@ -45,8 +63,9 @@ import sys
 import threading
 from urllib.parse import urlsplit
 
-KINDS = ("503", "429", "drop-before", "drop-after", "headers-only", "truncate", "corrupt",
+MIXED = ("503", "429", "drop-before", "drop-after", "headers-only", "truncate", "corrupt",
          "corrupt-request", "stall", "garbage")
+KINDS = MIXED + ("expired-auth", "wrong-length", "slow")
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer",
               "upgrade", "proxy-authorization", "proxy-authenticate"}
 SLOTS = threading.BoundedSemaphore(128)
@@ -61,10 +80,14 @@ class Stats:
         self.methods = {}
         self.copies = 0
         self.put_body_bytes = 0
+        self.recent = []
+        self.armed = {"seen": 0, "applied": 0}
 
-    def request(self, method, body, lookup):
+    def request(self, method, target, body, lookup):
         with self.lock:
             self.requests += 1
+            self.recent.append("%s %s" % (method, target))
+            del self.recent[:-200]
             self.methods[method] = self.methods.get(method, 0) + 1
             if method == "PUT" and "x-amz-copy-source" in lookup:
                 self.copies += 1
@@ -78,29 +101,60 @@ class Stats:
     def fault(self, kind):
         with self.lock:
             self.faults[kind] = self.faults.get(kind, 0) + 1
+            if Config.arming is not None:
+                self.armed["applied"] += 1
 
     def snapshot(self):
         with self.lock:
             return {"requests": self.requests, "drawn": self.drawn, "faults": dict(self.faults),
-                    "methods": dict(self.methods), "copies": self.copies, "putBodyBytes": self.put_body_bytes}
+                    "methods": dict(self.methods), "copies": self.copies, "putBodyBytes": self.put_body_bytes,
+                    "recent": list(self.recent), "armed": dict(self.armed)}
 
 
 class Config:
     upstream_host = "127.0.0.1"
     upstream_port = 80
     rate = 0.1
-    kinds = KINDS
+    kinds = MIXED
     stall_seconds = 3.0
+    slow_pause = 0.3
+    dialect = "s3"
     random = random.Random(0)
     random_lock = threading.Lock()
     stats = Stats()
+    # {"kind": KIND, "skip": S, "count": C} while armed, else None.
+    arming = None
 
     @classmethod
     def draw(cls):
         with cls.random_lock:
+            if cls.arming is not None:
+                arming = cls.arming
+                with cls.stats.lock:
+                    cls.stats.armed["seen"] += 1
+                if arming["skip"] > 0:
+                    arming["skip"] -= 1
+                    return None
+                if arming["count"] <= 0:
+                    return None
+                arming["count"] -= 1
+                return arming["kind"]
             if cls.random.random() >= cls.rate:
                 return None
             return cls.random.choice(cls.kinds)
+
+    @classmethod
+    def arm(cls, order):
+        with cls.random_lock:
+            kind = order.get("kind")
+            if kind is None:
+                cls.arming = None
+                return
+            if kind not in KINDS:
+                raise ValueError("unknown fault kind %r" % kind)
+            cls.arming = {"kind": kind, "skip": max(int(order.get("skip", 0)), 0), "count": max(int(order.get("count", 1)), 0)}
+            with cls.stats.lock:
+                cls.stats.armed = {"seen": 0, "applied": 0}
 
 
 class Closed(Exception):
@@ -169,10 +223,28 @@ def response_bytes(status, reason, headers, body):
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1"), body
 
 
-def s3_error(status, reason, code, message, extra=()):
-    body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>%s</Message>"
-            "<RequestId>fault-proxy</RequestId></Error>" % (code, message)).encode()
-    return response_bytes(status, reason, [("Content-Type", "application/xml")] + list(extra), body)
+def error_answer(method, status, reason, code, message, extra=()):
+    """An error in the dialect's shape: S3's XML, B2's or Bunny's JSON; no body for a HEAD."""
+    if Config.dialect == "b2":
+        body = json.dumps({"status": status, "code": code, "message": message}).encode()
+        kind = "application/json"
+    elif Config.dialect == "bunny":
+        body = json.dumps({"HttpCode": status, "Message": message}).encode()
+        kind = "application/json"
+    else:
+        body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>%s</Message>"
+                "<RequestId>fault-proxy</RequestId></Error>" % (code, message)).encode()
+        kind = "application/xml"
+    head, body = response_bytes(status, reason, [("Content-Type", kind)] + list(extra), body)
+    return head, (b"" if method == "HEAD" else body)
+
+
+# The answer each dialect gives to an expired authorization: (status, reason, code, message).
+EXPIRED = {
+    "s3": (400, "Bad Request", "ExpiredToken", "The provided token has expired."),
+    "b2": (401, "Unauthorized", "expired_auth_token", "Authorization token has expired"),
+    "bunny": (401, "Unauthorized", "Unauthorized", "Unauthorized"),
+}
 
 
 class Handler(socketserver.StreamRequestHandler):
@@ -235,8 +307,16 @@ class Handler(socketserver.StreamRequestHandler):
                                         json.dumps(Config.stats.snapshot()).encode())
             self.send(head, data)
             return True
+        if target.startswith("/__proxy__/arm") and method == "POST":
+            try:
+                Config.arm(json.loads(body or b"{}"))
+            except (ValueError, TypeError, AttributeError) as error:
+                self.send(*response_bytes(400, "Bad Request", [("Content-Type", "text/plain")], str(error).encode()))
+                return True
+            self.send(*response_bytes(204, "No Content", [], b""))
+            return True
         lookup = {k.lower(): v for k, v in headers}
-        Config.stats.request(method, body, lookup)
+        Config.stats.request(method, target, body, lookup)
         kind = Config.draw()
         if kind is not None:
             Config.stats.draw()
@@ -244,11 +324,17 @@ class Handler(socketserver.StreamRequestHandler):
             kind = None
         if kind == "503":
             Config.stats.fault(kind)
-            self.send(*s3_error(503, "Service Unavailable", "SlowDown", "Please reduce your request rate."))
+            self.send(*error_answer(method, 503, "Service Unavailable", "SlowDown" if Config.dialect == "s3" else "service_unavailable",
+                                    "Please reduce your request rate."))
             return True
         if kind == "429":
             Config.stats.fault(kind)
-            self.send(*s3_error(429, "Too Many Requests", "TooManyRequests", "Slow down.", [("Retry-After", "1")]))
+            self.send(*error_answer(method, 429, "Too Many Requests", "TooManyRequests" if Config.dialect == "s3" else "too_many_requests",
+                                    "Slow down.", [("Retry-After", "1")]))
+            return True
+        if kind == "expired-auth":
+            Config.stats.fault(kind)
+            self.send(*error_answer(method, *EXPIRED[Config.dialect]))
             return True
         if kind == "drop-before":
             Config.stats.fault(kind)
@@ -259,8 +345,8 @@ class Handler(socketserver.StreamRequestHandler):
             return False
         if kind == "corrupt-request":
             Config.stats.fault(kind)
-            self.send(*s3_error(400, "Bad Request", "BadDigest",
-                                "The Content-MD5 you specified did not match what we received."))
+            self.send(*error_answer(method, 400, "Bad Request", "BadDigest",
+                                    "The Content-MD5 you specified did not match what we received."))
             return True
         status, reason, kept, data = self.forward(method, target, headers, body)
         content_type = next((v for k, v in kept if k.lower() == "content-type"), "")
@@ -285,6 +371,21 @@ class Handler(socketserver.StreamRequestHandler):
             damaged = bytearray(data)
             damaged[index] ^= 0x5A
             self.send(*response_bytes(status, reason, kept, bytes(damaged)))
+            return True
+        if kind == "wrong-length" and method != "HEAD" and len(data) > 1:
+            Config.stats.fault(kind)
+            short = [(k, v) for k, v in kept if k.lower() != "content-length"] + [("Content-Length", str(len(data) - 1))]
+            head, _ = response_bytes(status, reason, short, data)
+            self.send(head, data)
+            return False
+        if kind == "slow" and method != "HEAD" and len(data) > 1:
+            Config.stats.fault(kind)
+            head, _ = response_bytes(status, reason, kept, data)
+            self.send(head)
+            step = (len(data) + 3) // 4
+            for start in range(0, len(data), step):
+                threading.Event().wait(Config.slow_pause)
+                self.send(data[start:start + step])
             return True
         if kind == "stall":
             Config.stats.fault(kind)
@@ -321,7 +422,7 @@ def main():
     Config.upstream_host, Config.upstream_port = upstream.hostname, upstream.port
     Config.rate = min(max(float(option("--rate", "0.1")), 0.0), 1.0)
     Config.random = random.Random(int(option("--seed", "0")))
-    kinds = tuple(k for k in option("--faults", ",".join(KINDS)).split(",") if k)
+    kinds = tuple(k for k in option("--faults", ",".join(MIXED)).split(",") if k)
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
         sys.stdout.write(json.dumps({"error": "unknown fault kinds %s; known: %s" % (unknown, ",".join(KINDS))}) + "\n")
@@ -329,6 +430,12 @@ def main():
         os._exit(2)
     Config.kinds = kinds
     Config.stall_seconds = min(float(option("--stall-seconds", "3")), 30.0)
+    Config.slow_pause = min(float(option("--slow-pause", "0.3")), 5.0)
+    Config.dialect = option("--dialect", "s3")
+    if Config.dialect not in EXPIRED:
+        sys.stdout.write(json.dumps({"error": "--dialect must be s3, b2 or bunny"}) + "\n")
+        sys.stdout.flush()
+        os._exit(2)
     lifetime = float(option("--lifetime", "600"))
 
     server = Server(("127.0.0.1", 0), Handler)

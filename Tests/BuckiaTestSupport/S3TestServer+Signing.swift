@@ -9,7 +9,7 @@ extension S3TestServer {
     /// - Parameters:
     ///   - secret: The secret to sign with; nil signs with the right one.
     ///   - accepts: Which statuses ``HTTPClient`` returns rather than throws.
-    func signedRequest(
+    public func signedRequest(
         _ method: HTTPRequest.Method, bucket: String, key: String? = nil, body: Data = Data(), secret: Secret? = nil,
         accepts: HTTPRequest.AcceptedStatuses = .successful
     ) -> HTTPRequest {
@@ -34,12 +34,12 @@ extension S3TestServer {
 }
 
 /// A bucket name no other test uses (S3 rules: 3–63 lowercase letters, digits and hyphens).
-func uniqueBucketName(_ prefix: String = "buckia") -> String {
+public func uniqueBucketName(_ prefix: String = "buckia") -> String {
     "\(prefix)-\(UUID().uuidString.lowercased())"
 }
 
 /// An HTTP client for harness checks: no retries (moto answers 500 to unsigned requests in
 /// auth mode) and a bounded timeout.
-func harnessClient() -> HTTPClient {
+public func harnessClient() -> HTTPClient {
     HTTPClient(configuration: HTTPClient.Configuration(timeout: .seconds(30), retryPolicy: .none), resources: .tests)
 }

@@ -30,7 +30,6 @@
 // folder.
 
 import BuckiaCore
-import BuckiaTestSupport
 import BuckiaSigV4
 import Foundation
 
@@ -41,26 +40,26 @@ import Darwin
 #endif
 
 /// A running S3 test server and the credentials it accepts.
-final class S3TestServer: Sendable {
+public final class S3TestServer: Sendable {
     /// Which server runs.
-    enum Kind: String, Sendable, CustomStringConvertible {
+    public enum Kind: String, Sendable, CustomStringConvertible {
         case moto
         case cephRGW = "ceph-rgw"
 
-        var description: String { self == .moto ? "moto" : "Ceph RGW" }
+        public var description: String { self == .moto ? "moto" : "Ceph RGW" }
     }
 
-    let kind: Kind
+    public let kind: Kind
     /// `http://127.0.0.1:PORT`; buckets are addressed path-style (`endpoint/bucket/key`).
-    let endpoint: URL
+    public let endpoint: URL
     /// The access key id the script created.
-    let accessKeyId: String
+    public let accessKeyId: String
     /// That key's secret.
-    let secretAccessKey: Secret
+    public let secretAccessKey: Secret
     /// The region to sign for: `us-east-1`.
-    let region: String
+    public let region: String
     /// Whether the server verifies header signatures (false for moto's `auth: false` server).
-    let checksSignatures: Bool
+    public let checksSignatures: Bool
 
     /// The server's process (``Spawned``: its end is seen whatever another child holds).
     private let child: Spawned
@@ -78,12 +77,12 @@ final class S3TestServer: Sendable {
     deinit { stop() }
 
     /// The credentials the server accepts.
-    var credentials: AWSCredentials {
+    public var credentials: AWSCredentials {
         AWSCredentials(accessKeyId: accessKeyId, secretAccessKey: secretAccessKey)
     }
 
     /// A path-style URL for a bucket, or an object when `key` is given (encoded per segment).
-    func url(bucket: String, key: String? = nil) -> URL {
+    public func url(bucket: String, key: String? = nil) -> URL {
         var url = endpoint.appendingPathComponent(bucket)
         if let key {
             for segment in key.split(separator: "/", omittingEmptySubsequences: false) {
@@ -96,12 +95,12 @@ final class S3TestServer: Sendable {
     // MARK: Starting and stopping
 
     /// The moto server shared by every test of this process, started on first use.
-    static func shared(auth: Bool = true) async throws -> S3TestServer {
+    public static func shared(auth: Bool = true) async throws -> S3TestServer {
         try await (auth ? sharedAuth : sharedNoAuth).value
     }
 
     /// The shared server of `kind` (moto with signatures checked).
-    static func shared(_ kind: Kind) async throws -> S3TestServer {
+    public static func shared(_ kind: Kind) async throws -> S3TestServer {
         switch kind {
         case .moto: try await sharedAuth.value
         case .cephRGW: try await sharedRGW.value
@@ -120,7 +119,7 @@ final class S3TestServer: Sendable {
     ///   - timeout: How long moto may take to import and start; cold imports are slow.
     /// - Throws: `notFound` when python3, moto or boto3 is missing (the message says how to
     ///   install them); `io` when the server does not start in time.
-    static func start(auth: Bool = true, timeout: Duration = .seconds(60)) async throws -> S3TestServer {
+    public static func start(auth: Bool = true, timeout: Duration = .seconds(60)) async throws -> S3TestServer {
         try await offPool {
             let script = try motoScript()
             return try launch(
@@ -134,10 +133,10 @@ final class S3TestServer: Sendable {
     /// in a fresh temporary folder, and waits for its JSON line.
     /// - Throws: `notFound` when Ceph's packages are missing (Tools/test installs them); `io`
     ///   when the cluster does not come up in `timeout`.
-    static func startRGW(timeout: Duration = .seconds(180)) async throws -> S3TestServer {
+    public static func startRGW(timeout: Duration = .seconds(180)) async throws -> S3TestServer {
         try await offPool {
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent("Emulators/ceph_rgw.sh")
+                .appendingPathComponent("Emulators/ceph_rgw.sh")
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-rgw-\(UUID().uuidString)")
             return try launch(
                 .cephRGW, executable: URL(fileURLWithPath: "/bin/bash"), arguments: [script.path, "serve", folder.path],
@@ -150,7 +149,7 @@ final class S3TestServer: Sendable {
     /// Stops the server: closes its stdin and reaps it. moto is killed at once; the Ceph script
     /// stops its daemons and removes its folder when its stdin closes, and is killed only if it
     /// has not exited within 30 s. Safe to call twice.
-    func stop() {
+    public func stop() {
         child.closeInput()
         if kind == .cephRGW { _ = child.wait(.seconds(30)) }
         child.stop()
@@ -172,7 +171,7 @@ final class S3TestServer: Sendable {
         if let url = Bundle.module.url(forResource: "moto_server", withExtension: "py", subdirectory: "Resources") {
             return url
         }
-        throw BuckiaError(.notFound, "moto_server.py is missing from the BuckiaS3Tests bundle.")
+        throw BuckiaError(.notFound, "moto_server.py is missing from the BuckiaTestSupport bundle.")
     }
 
     private static func launch(

@@ -274,11 +274,27 @@ extension LocalFile {
         _ = fchmod(descriptorForLocking, info.st_mode & 0o7777 & ~Temporaries.creatingMark)
     }
 
-    /// Creates the temporary file at `url` (which must not exist) and locks it, marked while
-    /// it is unlocked (``Temporaries/creatingMark``), so a sweep never takes it while its
-    /// writer lives and always takes it once the writer is killed. Keep it open until it has
-    /// been renamed away.
+    /// Creates the temporary file at `url` (which must not exist) and locks it, so a sweep
+    /// never takes it while its writer lives and always takes it once the writer is killed.
+    /// Keep it open until it has been renamed away.
+    ///
+    /// On Linux it is made unnamed (`O_TMPFILE`), locked, and only then linked at `url`: it is
+    /// never visible unlocked. Made by name, it would be marked (``Temporaries/creatingMark``)
+    /// until locked, and a writer killed in that instant left an empty marked file that every
+    /// sweep spares for a minute as one being created — after the rerun that should have taken
+    /// it. Elsewhere, or where the file system has no `O_TMPFILE`, that is still the way.
     package static func createLockedTemporary(_ url: URL, permissions: mode_t = 0o644) throws -> LocalFile {
+        #if os(Linux)
+        let unnamed = buckia_create_unnamed(AT_FDCWD, url.deletingLastPathComponent().path, O_WRONLY, permissions)
+        if unnamed >= 0 {
+            let candidate = LocalFile(descriptor: unnamed, path: url.path)
+            if flock(unnamed, LOCK_EX | LOCK_NB) == 0 && buckia_link_unnamed(unnamed, AT_FDCWD, url.path) == 0 { return candidate }
+            let failure = errno
+            candidate.closeAfterReading()  // wrote nothing and was never named: nothing to lose or remove
+            // Something is already there: the same refusal a create by name gives.
+            if failure == EEXIST { throw BuckiaError.posix(failure, operation: "create", path: url.path) }
+        }
+        #endif
         let file = try createExclusive(url, permissions: permissions | Temporaries.creatingMark)
         if file.lockAsTemporary() { file.clearCreatingMark() }
         return file

@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+
+/// What `Tools/sanitize --canary` runs to show that a sanitizer run can fail: a data race for
+/// ThreadSanitizer, a read past a heap block for AddressSanitizer. It runs only when
+/// `BUCKIA_SANITIZER_CANARY` names one (`thread` or `address`), and is skipped otherwise.
+@Suite("Sanitizer canary")
+struct SanitizerCanaryTests {
+    /// A counter two threads update without a lock.
+    private final class Racy: @unchecked Sendable {
+        var count = 0
+    }
+
+    @Test(
+        "A deliberate race or overflow, for the sanitizer script to catch",
+        .enabled(if: ProcessInfo.processInfo.environment["BUCKIA_SANITIZER_CANARY"] != nil, "only under Tools/sanitize --canary"))
+    func canary() {
+        switch ProcessInfo.processInfo.environment["BUCKIA_SANITIZER_CANARY"] {
+        case "thread":
+            let racy = Racy()
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                for _ in 0..<10_000 { racy.count += 1 }
+            }
+            #expect(racy.count > 0)
+        case "address":
+            let block = UnsafeMutablePointer<UInt8>.allocate(capacity: 8)
+            block.initialize(repeating: 1, count: 8)
+            let past = block + 8
+            #expect(past.pointee != 7, "read past the end of an 8-byte block")
+            block.deallocate()
+        default:
+            Issue.record("BUCKIA_SANITIZER_CANARY must be thread or address")
+        }
+    }
+}

@@ -212,7 +212,7 @@ let package = Package(
             path: "Tests/BuckiaReliabilityTests"),
         .testTarget(
             name: "BuckiaCLITests", dependencies: ["BuckiaCommandLine", "Buckia", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaSigV4", "BuckiaTestSupport"],
-            path: "Tests/BuckiaCLITests", resources: [.copy("Corpus")]),
+            path: "Tests/BuckiaCLITests"),
     ],
     swiftLanguageModes: [.v6]
 )

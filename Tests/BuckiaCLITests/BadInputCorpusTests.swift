@@ -3,7 +3,7 @@ import BuckiaTestSupport
 import Foundation
 import Testing
 
-/// One case of the bad-input corpus (Corpus/bad-inputs.json): shell lines run in a fresh home
+/// One case of the bad-input corpus (Tests/Fixtures/BadInputs/bad-inputs.json): shell lines run in a fresh home
 /// folder holding `f.txt` ("hello"), `dir/a.txt` and `dir/sub/b.txt`, with `$B` the built
 /// `buckia`.
 struct CorpusCase: Decodable, Sendable, CustomTestStringConvertible {
@@ -31,7 +31,7 @@ struct CorpusCase: Decodable, Sendable, CustomTestStringConvertible {
 
     var testDescription: String { "[\(`class`)] \(name)" }
 
-    /// Every case of every file in Corpus/ (`bad-inputs.json` from the first hardening round,
+    /// Every case of every file in Tests/Fixtures/BadInputs/ (`bad-inputs.json` from the first hardening round,
     /// `bad-inputs-2.json` from the second, `hostile-servers.json` against
     /// Tests/Emulators/hostile_server.py). A file that cannot be read or decoded yields no cases,
     /// which ``BadInputCorpusTests/corpusFiles()`` reports as a failure naming it.
@@ -43,9 +43,10 @@ struct CorpusCase: Decodable, Sendable, CustomTestStringConvertible {
 
     /// The corpus files, in name order.
     static var corpusFiles: [URL] {
-        guard let folder = Bundle.module.url(forResource: "Corpus", withExtension: nil),
-              let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path)
-        else { return [] }
+        // Read where they are kept, with the project's other fixtures (Tests/Fixtures).
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/BadInputs")
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return [] }
         return names.filter { $0.hasSuffix(".json") }.sorted().map { folder.appendingPathComponent($0) }
     }
 }

@@ -100,25 +100,29 @@ static inline int buckia_link_unnamed(int fd, int dirfd, const char *name) {
 }
 /* Creates the file `name` (relative to `dirfd`) in `folder` already holding an exclusive
  * flock: it is created without a name (O_TMPFILE), locked, and only then linked under `name`,
- * so no other process ever sees it unlocked. Returns the descriptor, or -1 with errno set when
- * the file system (or the platform) cannot do that; the caller then creates the file with
- * O_EXCL and locks it an instant later. */
-static inline int buckia_create_locked(int dirfd, const char *folder, const char *name, int access, mode_t mode) {
+ * so no other process ever sees it unlocked. With `epoch` it is dated 1970 until written (a
+ * sweep that finds it empty and unlocked knows it is no new one). Returns the descriptor, or
+ * -1 with errno set when the file system (or the platform) cannot do that; the caller then
+ * creates the file with O_EXCL and locks it an instant later. */
+static inline int buckia_create_locked_dated(int dirfd, const char *folder, const char *name, int access, mode_t mode, int epoch) {
 #ifdef __linux__
     int fd = buckia_create_unnamed(dirfd, folder, access, mode);
     if (fd < 0) return -1;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
-    /* Dated 1970 until written: a sweep takes an unlocked empty temporary only once it is old,
-     * and this one was never unlocked while its writer lived. */
-    const struct timespec epoch[2] = {{0, 0}, {0, 0}};
-    if (futimens(fd, epoch) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
+    const struct timespec dates[2] = {{0, 0}, {0, 0}};
+    if (epoch && futimens(fd, dates) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
     if (buckia_link_unnamed(fd, dirfd, name) != 0) { int saved = errno; close(fd); errno = saved; return -1; }
     return fd;
 #else
-    (void)dirfd; (void)folder; (void)name; (void)access; (void)mode;
+    (void)dirfd; (void)folder; (void)name; (void)access; (void)mode; (void)epoch;
     errno = EOPNOTSUPP;
     return -1;
 #endif
+}
+/* buckia_create_locked_dated, dated 1970: the temporaries AtomicFile and the local provider
+ * write. */
+static inline int buckia_create_locked(int dirfd, const char *folder, const char *name, int access, mode_t mode) {
+    return buckia_create_locked_dated(dirfd, folder, name, access, mode, 1);
 }
 /* Extended attributes of a path, never through a final link: Linux's l*xattr, or Darwin's with
  * XATTR_NOFOLLOW. buckia_no_attribute is the errno of an attribute that is not there. */

@@ -22,7 +22,7 @@ struct FuzzReplayTests {
         // A target without seeds would replay nothing and pass: every target has some.
         #expect(!seeds.isEmpty, "Tests/Fuzz/\(target.rawValue)/corpus holds no seed")
         for file in seeds + (try Self.inputs(target, "crashes")) {
-            target.run(try Data(contentsOf: file))
+            try target.run(try Data(contentsOf: file))
         }
     }
 

@@ -8,8 +8,9 @@ import Foundation
 
 /// A parser of outside input, driven by a fuzzer: given any bytes, it must return (an error
 /// is a fine answer) and never trap, hang or touch memory it does not own. Where a parser has a
-/// law (what it decodes encodes back to the same value), a broken law traps here on purpose,
-/// so the fuzzer reports it as it reports a crash.
+/// law (what it decodes encodes back to the same value), a broken law is thrown as a
+/// ``FuzzFinding``: `buckia-fuzz` under libFuzzer aborts on it, so the fuzzer keeps the input as
+/// it keeps a crash, and the replays fail on it without ending the test process.
 ///
 /// `Tools/fuzz` runs each under libFuzzer with AddressSanitizer; `FuzzTests` replays every
 /// input kept under `Tests/Fuzz/<target>/` on each test run, so a crash once found stays fixed.
@@ -44,8 +45,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     /// Runs one input through the parser: nil when the input was accepted, else what refused
     /// it (for `buckia-fuzz --verbose` and for checking that seeds reach the accepting paths).
+    ///
+    /// - Throws: ``FuzzFinding`` when the input breaks a law of the parser; what setting up a
+    ///   target failed with (the `diff-file` target's folder, the `jwt` target's verifier).
     @discardableResult
-    public func run(_ data: Data) -> String? {
+    public func run(_ data: Data) throws -> String? {
         func refusal(_ body: () throws -> Void) -> String? {
             do {
                 try body()
@@ -71,12 +75,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .ksuid:
             guard let ksuid = KSUID(String(decoding: data, as: UTF8.self)) else { return "not a KSUID" }
             // A KSUID read from text writes back as text that reads as itself.
-            guard KSUID(ksuid.description) == ksuid else { fatalError("KSUID \(ksuid) does not read back as itself") }
+            guard KSUID(ksuid.description) == ksuid else { throw FuzzFinding("KSUID \(ksuid) does not read back as itself") }
             return nil
         case .jwt:
             let token = String(decoding: data, as: UTF8.self)
             let inspected = refusal { _ = try UserTokenVerifier.inspect(token) }
-            return refusal { _ = try Self.verifier.verify(token) }.map { "\($0) (inspect: \(inspected ?? "read"))" }
+            let verifier = try Self.verifier.get()
+            return refusal { _ = try verifier.verify(token) }.map { "\($0) (inspect: \(inspected ?? "read"))" }
         case .jwk:
             return refusal { _ = try UserTokenVerificationKey(jwk: String(decoding: data, as: UTF8.self)) }
         case .chunkManifest:
@@ -88,7 +93,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             }
             // What decodes encodes, and that decodes back to the same manifest.
             guard let encoded = try? manifest.encoded(), let again = try? ChunkManifest.decode(encoded), again == manifest else {
-                fatalError("a decoded chunk manifest does not survive encoding and decoding again")
+                throw FuzzFinding("a decoded chunk manifest does not survive encoding and decoding again")
             }
             return nil
         case .sigV4:
@@ -103,12 +108,12 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             let outcomes = HTTPServer.parse([UInt8](data))
             // Only the last request read may be refused: a refusal ends the connection.
             guard !outcomes.dropLast().contains(where: { if case .refused = $0 { true } else { false } }) else {
-                fatalError("a request was read after a refused one")
+                throw FuzzFinding("a request was read after a refused one")
             }
             if case .refused(_, let reason)? = outcomes.last { return reason }
             return nil
         case .diffFile:
-            let url = Self.diffFolder.appendingPathComponent("input.sqlite")
+            let url = try Self.diffFolder.get().appendingPathComponent("input.sqlite")
             defer { _ = unlink(url.path) }
             do {
                 try data.write(to: url)
@@ -130,41 +135,37 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
-    /// A folder of this process's own for the `diff-file` target's files.
-    static let diffFolder: URL = {
+    /// A folder of this process's own for the `diff-file` target's files, made on first use.
+    static let diffFolder = Result { () throws -> URL in
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-fuzz-\(getpid())-\(UUID().uuidString)")
-        do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        } catch {
-            fatalError("the diff-file target's folder cannot be made: \(error)")
-        }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         diffFolderPath = folder.path
         // Each input's file goes as soon as it is read; the folder goes with the process.
         atexit { _ = diffFolderPath.map { rmdir($0) } }
         return folder
-    }()
+    }
 
     /// The time diff files are read at: fixed, so a seed's verdict does not change with the day.
     static let diffClock = Date(timeIntervalSince1970: 1_795_000_000)
 
     /// The verifier the `jwt` target checks tokens with: an HS256 key whose secret is fixed, so
     /// tokens the seed corpus holds stay valid for as long as their expiry says.
-    static let verifier: UserTokenVerifier = {
-        do {
-            return try UserTokenVerifier(keys: [fuzzSigningKey.verificationKey()])
-        } catch {
-            fatalError("the fuzz verifier cannot be made: \(error)")
-        }
-    }()
+    static let verifier = Result { try UserTokenVerifier(keys: [fuzzSigningKey.get().verificationKey()]) }
 
     /// The fixed HS256 key of the `jwt` target (32 bytes 0x2A), for seeding its corpus.
-    public static let fuzzSigningKey: UserTokenSigningKey = {
-        do {
-            return try UserTokenSigningKey(keyId: "fuzz", algorithm: .hs256, encoded: Secret(Base64URL.encode(Data(repeating: 0x2A, count: 32))))
-        } catch {
-            fatalError("the fuzz signing key cannot be made: \(error)")
-        }
-    }()
+    public static let fuzzSigningKey = Result {
+        try UserTokenSigningKey(keyId: "fuzz", algorithm: .hs256, encoded: Secret(Base64URL.encode(Data(repeating: 0x2A, count: 32))))
+    }
+}
+
+/// An input that breaks a law of its parser (a KSUID that does not read back as itself, a
+/// manifest that does not survive encoding, a request read after a refused one): a bug the
+/// fuzzer found, as a crash is.
+public struct FuzzFinding: Error, CustomStringConvertible {
+    /// Which law broke, and on what.
+    public var description: String
+
+    init(_ description: String) { self.description = description }
 }
 
 /// The `diff-file` target's folder, for removing it at exit.

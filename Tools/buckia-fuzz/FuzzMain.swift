@@ -20,7 +20,14 @@ struct FuzzMain {
         var argc = CommandLine.argc
         var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
         exit(LLVMFuzzerRunDriver(&argc, &argv) { bytes, count in
-            selected?.run(bytes.map { Data(bytes: $0, count: count) } ?? Data())
+            do {
+                try selected?.run(bytes.map { Data(bytes: $0, count: count) } ?? Data())
+            } catch {
+                // A broken law, or a target that cannot be set up: libFuzzer keeps an input (and
+                // stops) only when the process dies, so this is the one place a finding aborts.
+                FileHandle.standardError.write(Data("buckia-fuzz: \(error)\n".utf8))
+                abort()
+            }
             return 0
         })
         #else
@@ -39,8 +46,14 @@ struct FuzzMain {
                 let values = try url.resourceValues(forKeys: [.isDirectoryKey])
                 files = values.isDirectory == true ? try FileManager.default.contentsOfDirectory(at: url, includingPropertiesForKeys: nil).sorted { $0.path < $1.path } : [url]
                 for file in files {
-                    let refusal = target.run(try Data(contentsOf: file))
-                    if verbose { print("\(file.lastPathComponent): \(refusal.map { "refused: \($0)" } ?? "accepted")") }
+                    let data = try Data(contentsOf: file)
+                    do {
+                        let refusal = try target.run(data)
+                        if verbose { print("\(file.lastPathComponent): \(refusal.map { "refused: \($0)" } ?? "accepted")") }
+                    } catch {
+                        print("buckia-fuzz: \(file.path): \(error)")
+                        exit(1)
+                    }
                     count += 1
                 }
             } catch {

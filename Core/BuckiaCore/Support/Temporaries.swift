@@ -284,17 +284,12 @@ extension LocalFile {
     /// sweep spares for a minute as one being created — after the rerun that should have taken
     /// it. Elsewhere, or where the file system has no `O_TMPFILE`, that is still the way.
     package static func createLockedTemporary(_ url: URL, permissions: mode_t = 0o644) throws -> LocalFile {
-        #if os(Linux)
-        let unnamed = buckia_create_unnamed(AT_FDCWD, url.deletingLastPathComponent().path, O_WRONLY, permissions)
-        if unnamed >= 0 {
-            let candidate = LocalFile(descriptor: unnamed, path: url.path)
-            if flock(unnamed, LOCK_EX | LOCK_NB) == 0 && buckia_link_unnamed(unnamed, AT_FDCWD, url.path) == 0 { return candidate }
-            let failure = errno
-            candidate.closeAfterReading()  // wrote nothing and was never named: nothing to lose or remove
-            // Something is already there: the same refusal a create by name gives.
-            if failure == EEXIST { throw BuckiaError.posix(failure, operation: "create", path: url.path) }
-        }
-        #endif
+        // Not dated 1970 as other temporaries are: a restored empty file keeps the time it is
+        // made at.
+        let locked = buckia_create_locked_dated(AT_FDCWD, url.deletingLastPathComponent().path, url.path, O_WRONLY, permissions, 0)
+        if locked >= 0 { return LocalFile(descriptor: locked, path: url.path) }
+        // Something is already there: the same refusal a create by name gives.
+        if errno == EEXIST { throw BuckiaError.posix(EEXIST, operation: "create", path: url.path) }
         let file = try createExclusive(url, permissions: permissions | Temporaries.creatingMark)
         if file.lockAsTemporary() { file.clearCreatingMark() }
         return file

@@ -18,9 +18,18 @@ final class SyncExecution: Sendable {
     static let flushCount = 256
     static let flushInterval: Duration = .seconds(1)
 
+    /// Both sides as open-file stores, when both are (folder to folder on this machine):
+    /// looked up once, not cast again for every file.
+    private let openStores: (local: any OpenFileStore, remote: any OpenFileStore)?
+
     init(engine: SyncEngine, events: @escaping @Sendable (SyncEvent) -> Void) {
         self.engine = engine
         self.events = events
+        if let local = engine.local.provider as? any OpenFileStore, let remote = engine.remote.provider as? any OpenFileStore {
+            openStores = (local, remote)
+        } else {
+            openStores = nil
+        }
     }
 
     var failureCount: Int { state.withLock { $0.result.failures.count } }
@@ -48,6 +57,14 @@ final class SyncExecution: Sendable {
             default: false
             }
         }
+        // The batch's writes into a local folder reuse each folder's handle (FolderHandles);
+        // a batch is a few thousand paths, so nothing is held past it.
+        try await FolderHandles.$current.withValue(FolderHandles()) {
+            try await performConcurrently(work)
+        }
+    }
+
+    private func performConcurrently(_ work: [SyncStep]) async throws {
         try await forEachConcurrently(work, width: engine.options.maxConcurrentOperations) { step in
             try Task.checkCancellation()
             let action = step.action
@@ -183,7 +200,7 @@ final class SyncExecution: Sendable {
 
     private func upload(_ path: ObjectKey, _ step: SyncStep, action: SyncAction) async throws {
         guard let source = step.local else { throw vanished(path) }
-        let (stored, sent) = try await transfer(path, from: engine.local, source, to: engine.remote, replacing: step.remote, action: action)
+        let (stored, sent) = try await transfer(path, from: engine.local, source, to: engine.remote, replacing: step.remote, action: action, upward: true)
         note(path, SyncBaseline(local: sent, remote: stored))
         state.withLock {
             $0.result.uploaded += 1
@@ -193,7 +210,7 @@ final class SyncExecution: Sendable {
 
     private func download(_ path: ObjectKey, _ step: SyncStep, action: SyncAction) async throws {
         guard let source = step.remote else { throw vanished(path) }
-        let (stored, sent) = try await transfer(path, from: engine.remote, source, to: engine.local, replacing: step.local, action: action)
+        let (stored, sent) = try await transfer(path, from: engine.remote, source, to: engine.local, replacing: step.local, action: action, upward: false)
         note(path, SyncBaseline(local: stored, remote: sent))
         state.withLock {
             $0.result.downloaded += 1
@@ -207,9 +224,9 @@ final class SyncExecution: Sendable {
     private func keepBoth(_ path: ObjectKey, _ step: SyncStep, copy: ObjectKey, action: SyncAction) async throws {
         guard let mine = step.local, let theirs = step.remote else { throw vanished(path) }
         let (copy, moved) = try await relocate(path, to: copy, on: engine.local, expected: mine)
-        let (downloaded, got) = try await transfer(path, from: engine.remote, theirs, to: engine.local, replacing: nil, action: action)
+        let (downloaded, got) = try await transfer(path, from: engine.remote, theirs, to: engine.local, replacing: nil, action: action, upward: false)
         note(path, SyncBaseline(local: downloaded, remote: got))
-        let (uploaded, sent) = try await transfer(copy, from: engine.local, moved, to: engine.remote, replacing: nil, action: action)
+        let (uploaded, sent) = try await transfer(copy, from: engine.local, moved, to: engine.remote, replacing: nil, action: action, upward: true)
         note(copy, SyncBaseline(local: sent, remote: uploaded))
         state.withLock {
             $0.result.downloaded += 1
@@ -225,13 +242,15 @@ final class SyncExecution: Sendable {
 
     /// Copies the version `source` of `path` from one endpoint to the other, replacing exactly
     /// the version `replacing` (or creating the file when it is nil) where the destination can
-    /// check that. Returns the stored entry and the source entry as it was sent.
+    /// check that. Returns the stored entry and the source entry as it was sent. `upward`
+    /// says which way: from the local endpoint to the remote one, or back.
     private func transfer(
-        _ path: ObjectKey, from: SyncEndpoint, _ source: SyncEntry, to: SyncEndpoint, replacing: SyncEntry?, action: SyncAction
+        _ path: ObjectKey, from: SyncEndpoint, _ source: SyncEntry, to: SyncEndpoint, replacing: SyncEntry?, action: SyncAction,
+        upward: Bool
     ) async throws -> (stored: SyncEntry, sent: SyncEntry) {
         events(.started(action, bytes: source.size))
         let (file, sent) = try await TransferProgress.$observer.withValue(TransferObserver { [events] bytes in events(.progress(path, bytes: bytes)) }) {
-            try await copy(path, from: from, source, to: to, replacing: replacing)
+            try await copy(path, from: from, source, to: to, replacing: replacing, upward: upward)
         }
         var stored = SyncEntry(size: file.size, modified: file.modificationDate ?? sent.modified, checksums: file.checksums, etag: file.etag)
         // The bytes stored are the bytes sent: what the source's checksums say holds for both.
@@ -241,7 +260,7 @@ final class SyncExecution: Sendable {
     }
 
     private func copy(
-        _ path: ObjectKey, from: SyncEndpoint, _ source: SyncEntry, to: SyncEndpoint, replacing: SyncEntry?
+        _ path: ObjectKey, from: SyncEndpoint, _ source: SyncEntry, to: SyncEndpoint, replacing: SyncEntry?, upward: Bool
     ) async throws -> (RemoteFile, SyncEntry) {
         let sourceKey = try from.key(path)
         let targetKey = try to.key(path)
@@ -259,14 +278,20 @@ final class SyncExecution: Sendable {
         if from.backend == to.backend, to.provider.capabilities.supports(.serverSideCopy), engine.options.mode != .twoWay {
             return (try await to.provider.copyFile(from: sourceKey, to: targetKey), unverified)
         }
+        // Folder to folder on this machine: the source opened once, by descriptor, and written
+        // on this task when small (a local sync's common case).
+        if let stores = openStores {
+            let (reader, writer) = upward ? (stores.local, stores.remote) : (stores.remote, stores.local)
+            let (file, status, now) = try reader.openForReading(sourceKey)
+            defer { file.closeAfterReading() }
+            let sent = Self.sending(source, now: now)
+            let known = sent.checksums.filter { $0.key.hashAlgorithm != nil }
+            let options = UploadOptions(modificationDate: sent.modified, knownChecksums: known, condition: condition)
+            if let stored = try writer.storeInline(file, status: status, at: targetKey, options: options) { return (stored, sent) }
+        }
         if let store = from.fileStore {
             let (url, now) = try store.fileForReading(sourceKey)
-            // Checksums known for the listed version are handed on only if the file is still
-            // that version: the destination then verifies them instead of reading the file twice.
-            var sent = source
-            if now.etag != source.etag || now.size != source.size {
-                sent = SyncEntry(size: now.size, modified: now.modificationDate, etag: now.etag)
-            }
+            let sent = Self.sending(source, now: now)
             let known = sent.checksums.filter { $0.key.hashAlgorithm != nil }
             let options = UploadOptions(modificationDate: sent.modified, knownChecksums: known, condition: condition)
             return (try await to.provider.uploadFile(localURL: url, remotePath: targetKey, options: options), sent)
@@ -304,6 +329,14 @@ final class SyncExecution: Sendable {
                 contentType: downloaded.file.contentType, modificationDate: downloaded.file.effectiveModificationDate, condition: condition)
             return (try await to.provider.uploadFile(localURL: url, remotePath: targetKey, options: options), exact ? source : unverified)
         }
+    }
+
+    /// What a copy sends: the listed version with the checksums known for it, if the file
+    /// is still that version (the destination then verifies them instead of reading the file
+    /// twice), else the version `now` found, with none.
+    private static func sending(_ source: SyncEntry, now: RemoteFile) -> SyncEntry {
+        guard now.etag != source.etag || now.size != source.size else { return source }
+        return SyncEntry(size: now.size, modified: now.modificationDate, etag: now.etag)
     }
 
     /// Renames `path` to `copy` (or `copy-2`, `copy-3`… when that name is taken) on one

@@ -128,3 +128,38 @@ extension LocalProvider: LocalFileStore {
         return remoteFile(key, try placed.statRecord())
     }
 }
+
+extension LocalProvider: OpenFileStore {
+    /// The object's file opened in one `openat2` of its whole path, no link followed; any
+    /// failure takes the folder-by-folder way of ``fileForReading(_:)``, for its exact error.
+    package func openForReading(_ key: ObjectKey) throws -> (file: LocalFile, status: stat, description: RemoteFile) {
+        let raw = key.rawValue
+        let slash = UInt8(ascii: "/")
+        let first = raw.utf8.firstIndex(of: slash).map { raw[..<$0] } ?? raw[...]
+        if !first.utf8.elementsEqual(LocalProvider.reservedName.utf8),
+            let (file, status) = LocalFile.openRegularWithoutLinks((rootPath.utf8.last == slash ? rootPath : rootPath + "/") + raw)
+        {
+            return (file, status, remoteFile(key, status))
+        }
+        let location = try locate(key, create: false, operation: "read")
+        switch try location.parent.entry(location.name).kind {
+        case .file:
+            let file = try location.parent.openFile(location.name)
+            let status = try file.statRecord()
+            return (file, status, remoteFile(key, status))
+        case .symbolicLink:
+            throw BuckiaError(
+                .invalidPath, "The key names a symbolic link; the local provider does not follow links.", operation: "read", path: key.rawValue)
+        default:
+            throw BuckiaError.notFound(key, operation: "read")
+        }
+    }
+
+    /// As ``uploadFile(localURL:remotePath:options:)`` does inline: up to ``inlineLimit``
+    /// bytes, when writes are not synced one by one.
+    package func storeInline(_ source: LocalFile, status: stat, at key: ObjectKey, options: UploadOptions) throws -> RemoteFile? {
+        guard !durable, Int64(status.st_size) <= Int64(Self.inlineLimit) else { return nil }
+        try options.validate()
+        return try storeFile(source, status, at: key, options: options)
+    }
+}

@@ -20,6 +20,9 @@ extension LocalProvider {
         /// Each folder on the way with the name of its child, root first, for pruning; empty
         /// when the parent was opened in one step.
         let chain: [(folder: DirectoryHandle, child: String)]
+        /// The folder's path when `parent` is held for a batch (``BuckiaCore/FolderHandles``),
+        /// to let go of if it turns out to be gone.
+        var heldAs: String? = nil
 
         /// The root folder's handle: the walk's, or opened now.
         func root() throws -> DirectoryHandle {
@@ -40,7 +43,10 @@ extension LocalProvider {
     ///   created) or a file is in the way of a read; ``BuckiaCore/BuckiaError/Code/invalidPath``
     ///   when a folder on the way is a symbolic link or the key uses the reserved name;
     ///   ``BuckiaCore/BuckiaError/Code/alreadyExists`` when a file is in the way of a write.
-    func locate(_ key: ObjectKey, create: Bool, operation: String, forPruning: Bool = false) throws -> Location {
+    ///
+    /// With `held`, a folder other than the root is taken from (and kept in) that batch's
+    /// open folders rather than looked up again.
+    func locate(_ key: ObjectKey, create: Bool, operation: String, forPruning: Bool = false, held: FolderHandles? = nil) throws -> Location {
         // Split at the first and last `/`, not into an array of segments: a sync locates every
         // file it copies twice, once on each side.
         let raw = key.rawValue
@@ -57,7 +63,12 @@ extension LocalProvider {
             let folders = last.map { raw[..<$0] } ?? ""
             let path = folders.isEmpty ? rootPath : (rootPath.utf8.last == slash ? rootPath : rootPath + "/") + folders
             do {
-                if let parent = try DirectoryHandle.openWithoutLinks(path) {
+                // The root is never held: writers lock its handle, and a lock belongs to a handle.
+                if let held, !folders.isEmpty {
+                    if let parent = try held.folder(path, open: { try DirectoryHandle.openWithoutLinks(path) }) {
+                        return Location(rootPath: rootPath, openedRoot: nil, parent: parent, name: name, chain: [], heldAs: path)
+                    }
+                } else if let parent = try DirectoryHandle.openWithoutLinks(path) {
                     return Location(rootPath: rootPath, openedRoot: folders.isEmpty ? parent : nil, parent: parent, name: name, chain: [])
                 }
             } catch {
@@ -81,6 +92,13 @@ extension LocalProvider {
             }
         } catch let error as BuckiaError {
             throw keyError(error, key: key, operation: operation, writing: create)
+        }
+        // A folder the walk reached (and perhaps made), no link on the way, is held as one
+        // opened in a single step would be.
+        if let held, !forPruning, let (folder, child) = chain.last {
+            let path = folder.child(child)
+            let parent = held.folder(path) { current } ?? current
+            return Location(rootPath: rootPath, openedRoot: root, parent: parent, name: name, chain: chain, heldAs: path)
         }
         return Location(rootPath: rootPath, openedRoot: root, parent: current, name: name, chain: chain)
     }
@@ -141,13 +159,25 @@ extension LocalProvider {
         _ key: ObjectKey, modified: Date?, permissions: mode_t = 0o644, options: UploadOptions,
         _ body: (LocalFile, DigestSet) throws -> Void
     ) throws -> RemoteFile {
-        let location = try locate(key, create: true, operation: "upload")
+        let held = FolderHandles.current
+        var location = try locate(key, create: true, operation: "upload", held: held)
         // A new file (If-None-Match, as every file of a first sync is written) is written with
         // no name in its own folder and named in place by one `linkat` that fails if anything
         // is there: no temporary name, no lock, nothing under `.buckia`, nothing for a sweep if
         // the writer dies.
-        if case .ifNoneMatch = options.condition, let file = try location.parent.createUnnamedFile(permissions: permissions) {
-            return try writeNew(key, file, at: location, modified: modified, options: options, body)
+        if case .ifNoneMatch = options.condition {
+            let unnamed: LocalFile?
+            do {
+                unnamed = try location.parent.createUnnamedFile(permissions: permissions)
+            } catch where location.heldAs != nil {
+                // The held folder may have been removed since it was opened (no file can be
+                // made in it then; ext4 says EPERM): look it up (and make it) again, and let
+                // that lookup report what is really wrong.
+                if let path = location.heldAs { held?.forget(path) }
+                location = try locate(key, create: true, operation: "upload")
+                unnamed = try location.parent.createUnnamedFile(permissions: permissions)
+            }
+            if let file = unnamed { return try writeNew(key, file, at: location, modified: modified, options: options, body) }
         }
         // Shared with every other writer of a temporary; excludes only `removeWorkingFiles()`,
         // which removes `.buckia` when no writer holds this.
@@ -237,6 +267,7 @@ extension LocalProvider {
                 return
             } catch let error as BuckiaError where (error.cause as? POSIXErrorNumber)?.rawValue == ENOENT && attempts < 4 {
                 attempts += 1
+                if let path = location.heldAs { FolderHandles.current?.forget(path) }
                 location = try locate(key, create: true, operation: operation)
             }
         }

@@ -233,7 +233,7 @@ public struct LocalProvider: StorageProviderPlugin {
         }
     }
 
-    private func storeFile(_ source: LocalFile, _ status: stat, at remotePath: ObjectKey, options: UploadOptions) throws -> RemoteFile {
+    func storeFile(_ source: LocalFile, _ status: stat, at remotePath: ObjectKey, options: UploadOptions) throws -> RemoteFile {
         // As cp does without -p: the source's permission bits less the umask, never its
         // setuid, setgid or sticky bit. A private file stays private.
         let modified = options.modificationDate ?? LocalFile.modificationDate(of: status)
@@ -385,7 +385,10 @@ public struct LocalProvider: StorageProviderPlugin {
 
     /// Removes the folders on the way to a removed key that it left empty.
     private func prune(_ location: Location) {
-        for (folder, child) in location.chain.reversed() where !folder.removeFolderIfEmpty(child) { break }
+        for (folder, child) in location.chain.reversed() {
+            guard folder.removeFolderIfEmpty(child) else { break }
+            FolderHandles.current?.forget(folder.child(child))
+        }
     }
 
     public func stat(remotePath: ObjectKey) async throws -> RemoteFile? {

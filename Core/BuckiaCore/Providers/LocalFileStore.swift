@@ -1,4 +1,11 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A provider whose objects are files on this machine, so a transfer to or from another
 /// provider moves bytes straight between those files and the other provider, with no copy in
@@ -18,3 +25,26 @@ import Foundation
 ///   condition the same way.
 /// - Never hand out a path that leaves the provider's root.
 public protocol LocalFileStore: StorageProvider {}
+
+/// A local file store that hands its files out open and takes them in open, so a copy between
+/// two folders on this machine (a local sync) looks each path up once and builds no URL.
+///
+/// Package-only, and not forwarded by ``ForwardingStorageProvider``: a wrapped local provider
+/// copies through ``StorageProvider/fileForReading(_:)`` and
+/// ``StorageProvider/uploadFile(localURL:remotePath:options:)`` as before, with the same
+/// guarantees and a few more system calls a file.
+package protocol OpenFileStore: LocalFileStore {
+    /// Opens the regular file at `key` for reading without following a link, with the `stat`
+    /// record of what was opened and its description from that record.
+    ///
+    /// - Throws: What ``StorageProvider/fileForReading(_:)`` throws for the same key.
+    func openForReading(_ key: ObjectKey) throws -> (file: LocalFile, status: stat, description: RemoteFile)
+
+    /// Stores the bytes of `source` (open, at its start, described by `status`) at `key`, as
+    /// ``StorageProvider/uploadFile(localURL:remotePath:options:)`` would, when that can be
+    /// done on the calling task: a small file, written without `fsync`.
+    ///
+    /// - Returns: The stored object, or nil (nothing done) when the write belongs on the
+    ///   blocking-work threads; the caller then uploads by URL.
+    func storeInline(_ source: LocalFile, status: stat, at key: ObjectKey, options: UploadOptions) throws -> RemoteFile?
+}

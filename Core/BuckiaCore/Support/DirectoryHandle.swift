@@ -326,7 +326,8 @@ package final class DirectoryHandle {
         }
     }
 
-    func child(_ name: String) -> String { path.hasSuffix("/") ? path + name : path + "/" + name }
+    /// The path of `name` in this folder, for messages and for naming held folders.
+    package func child(_ name: String) -> String { path.hasSuffix("/") ? path + name : path + "/" + name }
 
     private func symbolicLink(_ name: String) -> BuckiaError {
         BuckiaError(

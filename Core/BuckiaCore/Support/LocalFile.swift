@@ -57,8 +57,29 @@ package final class LocalFile {
     /// Opens an existing file for reading, as ``openForReading(_:)``, with the `stat` record
     /// the open checked it by: what was opened, described without another system call.
     package static func openDescribed(_ url: URL) throws -> (file: LocalFile, status: stat) {
-        let (fd, info) = try openRegularFile(url.path)
-        return (LocalFile(descriptor: fd, path: url.path), info)
+        let path = url.path  // Foundation decodes the URL again for every call
+        let (fd, info) = try openRegularFile(path)
+        return (LocalFile(descriptor: fd, path: path), info)
+    }
+
+    /// Opens the regular file at the absolute `path` for reading without following a link
+    /// anywhere on the way (`openat2` with `RESOLVE_NO_SYMLINKS`, as
+    /// ``DirectoryHandle/openWithoutLinks(_:)``), described by its own `fstat`: one lookup of
+    /// the path where opening its folder, checking the name and opening the file took three.
+    ///
+    /// - Returns: Nil when that fails for any reason (no `openat2` here, a link or a file on
+    ///   the way, nothing there, not a regular file): the caller then takes the path one
+    ///   folder at a time, which reports exactly what is wrong.
+    package static func openRegularWithoutLinks(_ path: String) -> (file: LocalFile, status: stat)? {
+        guard DirectoryHandle.canOpenWithoutLinks else { return nil }
+        let fd = buckia_open_no_links(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0)
+        guard fd >= 0 else { return nil }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            _ = systemClose(fd)  // opened for reading only: closing it loses nothing
+            return nil
+        }
+        return (LocalFile(descriptor: fd, path: path), info)
     }
 
     /// The descriptor of the regular file at `path`, opened for reading (``openForReading(_:)``

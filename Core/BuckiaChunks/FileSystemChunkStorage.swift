@@ -58,10 +58,25 @@ public struct FileSystemRetrieval: ChunkStorageRetrieval {
     /// When chunk writes reach stable storage.
     public let durability: Durability
 
+    /// The chunk folders this store's writes have swept (shared by its copies): each is swept
+    /// of a killed writer's temporaries at the first write into it, once per process.
+    private let swept = Locked<Set<String>>([])
+
     /// Stores chunks under `baseURL`, which is created on the first write.
     public init(baseURL: URL, durability: Durability = .onSynchronize) {
         self.baseURL = baseURL.standardizedFileURL
         self.durability = durability
+    }
+
+    /// Removes what a killed writer left in the folder of the chunk at `url` (an unlocked
+    /// temporary: a live writer holds its lock), the first time this store writes there. A
+    /// `chunk put` killed mid-chunk left such a file in a fan-out folder, and only a listing
+    /// of the whole store (`allChunks`) swept them, so a rerun that put the file whole still
+    /// left it there (the chunk kill harness).
+    private func sweepOnce(_ url: URL) {
+        let folder = url.deletingLastPathComponent().path
+        guard swept.withLock({ $0.insert(folder).inserted }), let handle = try? DirectoryHandle(path: folder) else { return }
+        Temporaries.sweep(handle)
     }
 
     private var durableWrites: Bool { durability == .eachChunk }
@@ -112,6 +127,7 @@ public struct FileSystemRetrieval: ChunkStorageRetrieval {
     public func writeChunk(_ data: Data, at path: String, metadata: ChunkMetadata?) async throws {
         let url = try url(path, operation: "write chunk")
         try checkFolders(of: path, operation: "write chunk")
+        sweepOnce(url)
         guard durableWrites || Int64(data.count) > Self.inlineLimit else { return try write(data, to: url) }
         let durable = durableWrites
         try await BlockingWork.run("write chunk") { try Self.write(data, to: url, durable: durable) }

@@ -24,7 +24,8 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     /// The file name used inside the engine's directory.
     public static let defaultFileName = "buckia-kv.sqlite3"
 
-    public nonisolated let capabilities: Set<EngineCapability> = [.persistent, .pagination]
+    /// A batch is one transaction: ``EngineCapability/atomicBatches``.
+    public nonisolated let capabilities: Set<EngineCapability> = [.persistent, .pagination, .atomicBatches]
 
     /// The database file.
     public nonisolated let fileURL: URL

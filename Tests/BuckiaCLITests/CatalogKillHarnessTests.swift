@@ -27,6 +27,10 @@ struct CatalogKillHarnessTests {
         let seed = ProcessInfo.processInfo.environment["BUCKIA_KILL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max)
         let report = try await offPool { try CatalogKillWorld.run(trials: Self.trials, seed: seed) }
         print("catalog kill harness: \(report.kills) kills (\(report.midRun) mid-run: \(report.midRunByKind)), \(report.violations.count) violations (seed \(seed))")
+        KillReport(
+            component: "catalog writes", kills: report.kills, midRun: report.midRun, violations: report.violations.count, seed: seed,
+            checks: "the catalog intact with every acknowledged write, media removed only with its record; the rerun completes"
+        ).write()
         #expect(report.kills == Self.trials)
         #expect(report.midRun >= Self.trials / 2, "only \(report.midRun) of \(report.kills) kills landed mid-run")
         for kind in ["import", "rm"] {

@@ -126,6 +126,10 @@ struct DatabaseCommandTests {
             violations += try Self.check(database, applied: count, label: "after rerun \(kill)")
         }
         print("db apply kill harness: 20 kills, \(midRun) mid-run, \(violations.count) violations (seed \(seed))")
+        KillReport(
+            component: "db apply", kills: 20, midRun: midRun, violations: violations.count, seed: seed,
+            checks: "the database intact with whole diffs applied and recorded; the rerun applies each remaining diff once"
+        ).write()
         #expect(midRun >= 10, "only \(midRun) kills landed mid-run")
         #expect(violations.isEmpty, "seed \(seed): \(violations.joined(separator: "; "))")
     }

@@ -27,7 +27,20 @@ struct KillHarnessTests {
         case treeDownload = "cp -r tree from a local remote"
         case sqlitePuts = "kv put loop, sqlite engine"
         case diskPuts = "kv put loop, disk engine"
+        case sqliteImport = "kv import in batches, sqlite engine"
+        case diskImport = "kv import in batches, disk engine"
         var testDescription: String { rawValue }
+
+        /// What follows each kill, for the report.
+        var checks: String {
+            switch self {
+            case .bigUpload, .bigDownload, .treeUpload, .treeDownload:
+                "no partial file at the destination; the rerun leaves exact copies and no temporary"
+            case .sqlitePuts, .diskPuts: "every acknowledged put intact, the killed one absent or whole; no temporary after the rerun"
+            case .sqliteImport, .diskImport:
+                "every acknowledged batch whole, every value intact, batches all or nothing where the engine declares atomicBatches; the rerun stores every value"
+            }
+        }
     }
 
     /// What one scenario's kills found.
@@ -46,15 +59,21 @@ struct KillHarnessTests {
     func killAndRerun(_ scenario: Scenario) async throws {
         let seed = ProcessInfo.processInfo.environment["BUCKIA_KILL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max)
         var random = SplitMix64(seed: seed ^ UInt64(scenario.rawValue.utf8.count))
-        let world = try World()
+        let world = try KillWorld()
         var tally = Tally()
         switch scenario {
         case .bigUpload, .bigDownload: try await world.bigFile(download: scenario == .bigDownload, random: &random, tally: &tally)
         case .treeUpload, .treeDownload: try await world.tree(download: scenario == .treeDownload, random: &random, tally: &tally)
         case .sqlitePuts: try await world.puts(engine: "sqlite", random: &random, tally: &tally)
         case .diskPuts: try await world.puts(engine: "disk", random: &random, tally: &tally)
+        case .sqliteImport: try await world.imports(engine: "sqlite", random: &random, tally: &tally)
+        case .diskImport: try await world.imports(engine: "disk", random: &random, tally: &tally)
         }
         print("kill harness: \(scenario.rawValue): \(tally) (seed \(seed))")
+        KillReport(
+            component: scenario.rawValue, kills: tally.kills, midRun: tally.midRun, violations: tally.violations.count, seed: seed,
+            checks: scenario.checks
+        ).write()
         #expect(tally.kills == Self.kills)
         // A harness whose kills all land after the work is done checks nothing.
         #expect(tally.midRun >= Self.kills / 2, "only \(tally.midRun) of \(tally.kills) kills landed mid-run")
@@ -63,7 +82,7 @@ struct KillHarnessTests {
 }
 
 /// A private home with a local remote `k:` and the files the scenarios copy.
-private final class World {
+final class KillWorld {
     let home: URL
     let root: URL
     let environment: [String: String]
@@ -139,7 +158,7 @@ private final class World {
         guard fstat(fd, &info) == 0 else { return "cannot stat" }
         let locked = flock(fd, LOCK_SH | LOCK_NB) != 0
         if !locked { _ = flock(fd, LOCK_UN) }
-        return "mtime \(info.st_mtim.tv_sec), ctime \(info.st_ctim.tv_sec), now \(time(nil)), \(locked ? "locked" : "unlocked")"
+        return "mode \(String(info.st_mode & 0o7777, radix: 8)), mtime \(info.st_mtim.tv_sec), ctime \(info.st_ctim.tv_sec), now \(time(nil)), \(locked ? "locked" : "unlocked")"
     }
 
     /// Every regular file under `folder`, with its size (links are not followed).
@@ -293,12 +312,88 @@ private final class World {
         }
     }
 
-    /// Everything in the engine, read in this process (every read checks its CRC).
-    func read(engine: String, folder: URL) async throws -> [String: Data] {
+    /// `kv import` of 16 batches of 150 values, killed once it has written a random number of
+    /// bytes; a batch is acknowledged by a line on its standard output, written once it is
+    /// stored.
+    /// After the kill: every acknowledged batch whole, every value present intact, and on an
+    /// engine that declares ``EngineCapability/atomicBatches`` every batch all or nothing.
+    /// The rerun imports the same file again and must leave every value.
+    func imports(engine: String, random: inout SplitMix64, tally: inout KillHarnessTests.Tally) async throws {
+        let folder = home.appendingPathComponent("kv-import-\(engine)")
+        let (batches, perBatch) = (16, 150)
+        var expected: [String: Data] = [:]
+        var atomic = false
+        for trial in 0..<KillHarnessTests.kills {
+            // A file of its own each trial, so every kill lands in new work.
+            var lines: [String] = []
+            var batchOf: [String: Int] = [:]
+            for index in 0..<(batches * perBatch) {
+                let key = "t\(trial)/k\(index)"
+                let size = Int.random(in: 0...3_000, using: &random)
+                let text = String((0..<size).map { _ in Character(UnicodeScalar(UInt8.random(in: 32...126, using: &random))) })
+                let line = try JSONSerialization.data(withJSONObject: ["key": key, "value": text], options: [.sortedKeys])
+                lines.append(String(decoding: line, as: UTF8.self))
+                expected[key] = Data(text.utf8)
+                batchOf[key] = index / perBatch
+            }
+            let input = home.appendingPathComponent("tmp/import-\(trial).jsonl")
+            try Data(lines.joined(separator: "\n").utf8).write(to: input)
+            let arguments = ["kv", "--engine", engine, "--path", folder.path, "import", input.path, "--batch", "\(perBatch)", "--json"]
+            let output = home.appendingPathComponent("tmp/import-\(trial).out")
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+            func acknowledged() -> Int {
+                ((try? String(contentsOf: output, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.contains(#""event":"batch""#) }.count
+            }
+            // A moment in what the import writes (its own count of bytes written, /proc/PID/io:
+            // the engine's writes, nearly all of it), so the kill lands inside a batch's writes
+            // as often as they take bytes, not while lines are parsed; one trial in ten after
+            // the end.
+            let written = expected.filter { $0.key.hasPrefix("t\(trial)/") }.reduce(0) { $0 + $1.value.count }
+            let threshold = Int.random(in: 0..<10, using: &random) == 0 ? Int.max : Int.random(in: 0..<written, using: &random)
+            let process = try start(arguments, stdout: output)
+            let deadline = ContinuousClock.now + .seconds(120)
+            while process.isRunning, ContinuousClock.now < deadline, (Self.bytesWritten(by: process.pid) ?? Int.max) < threshold { usleep(200) }
+            process.stop()
+            tally.kills += 1
+            if process.termination == .signalled(SIGKILL) { tally.midRun += 1 }
+            let done = acknowledged()
+            let (stored, capabilities) = try await readWithCapabilities(engine: engine, folder: folder)
+            atomic = capabilities.contains(.atomicBatches)
+            var present = [Int](repeating: 0, count: batches)
+            for (key, value) in expected where key.hasPrefix("t\(trial)/") {
+                guard let found = stored[key] else {
+                    if let batch = batchOf[key], batch < done { tally.violations.append("trial \(trial): \(key) of acknowledged batch \(batch) is missing") }
+                    continue
+                }
+                if found != value { tally.violations.append("trial \(trial): \(key) holds wrong bytes after the kill") }
+                if let batch = batchOf[key] { present[batch] += 1 }
+            }
+            if atomic {
+                for (batch, count) in present.enumerated() where count != 0 && count != perBatch {
+                    tally.violations.append("trial \(trial): batch \(batch) is \(count) of \(perBatch) values after the kill")
+                }
+            }
+            let rerun = try run(arguments)
+            if rerun.status != 0 { tally.violations.append("trial \(trial): the rerun exited \(rerun.status)") }
+            let after = try await read(engine: engine, folder: folder)
+            if after != expected { tally.violations.append("trial \(trial): after the rerun \(after.count) values, \(expected.count) expected, \(after.filter { expected[$0.key] != $0.value }.count) differ") }
+            let left = temporaries(under: folder)
+            if left.count > 0 { tally.violations.append("trial \(trial): temporaries after the rerun: \(left.names.joined(separator: ", "))") }
+        }
+        print("kill harness: kv import, \(engine) engine: batches checked as \(atomic ? "all or nothing (atomicBatches)" : "values each whole")")
+    }
+
+    /// ``read(engine:folder:)`` with the engine's declared capabilities.
+    func readWithCapabilities(engine: String, folder: URL) async throws -> ([String: Data], Set<EngineCapability>) {
         let store = try await EngineRegistry.builtIn.makeEngine(for: EngineConfiguration(type: EngineType(rawValue: engine), directory: folder.path))
         var values: [String: Data] = [:]
         for (key, data) in try await store.readAllDataAndKeys() { values[key.value] = data }
-        return values
+        return (values, store.capabilities)
+    }
+
+    /// Everything in the engine, read in this process (every read checks its CRC).
+    func read(engine: String, folder: URL) async throws -> [String: Data] {
+        try await readWithCapabilities(engine: engine, folder: folder).0
     }
 }
 

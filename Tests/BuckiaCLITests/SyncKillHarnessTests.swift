@@ -42,6 +42,10 @@ struct SyncKillHarnessTests {
             if !left.isEmpty { violations.append("trial \(trial): temporaries after the rerun: \(left.joined(separator: ", "))") }
         }
         print("sync kill harness: \(mode.rawValue): \(kills) kills (\(midRun) mid-run), \(violations.count) violations (seed \(seed))")
+        KillReport(
+            component: "sync \(mode.rawValue)", kills: kills, midRun: midRun, violations: violations.count, seed: seed,
+            checks: "no partial file on either side, the state store opens clean; the rerun converges to the model with no temporary"
+        ).write()
         #expect(kills == Self.kills)
         #expect(midRun >= Self.kills / 2, "only \(midRun) of \(kills) kills landed mid-run")
         #expect(violations.isEmpty, "seed \(seed): \(violations.prefix(10).joined(separator: "; "))")

@@ -7,8 +7,9 @@ import Glibc
 #endif
 
 /// A store whose settings were lost is refused until adopted with the options its chunks were
-/// written with; chunks are never written through a symbolic link out of the store.
-@Suite("Chunk stores: lost settings, planted links")
+/// written with; chunks are never written through a symbolic link out of the store; what a
+/// killed writer left in a chunk folder goes with the next write there.
+@Suite("Chunk stores: lost settings, planted links, killed writers")
 struct ChunkStoreHardeningTests {
     static let key = [UInt8](repeating: 7, count: 32)
 
@@ -88,5 +89,30 @@ struct ChunkStoreHardeningTests {
         let retrieval = FileSystemRetrieval(baseURL: store, durability: .none)
         await #expect { try await retrieval.writeChunk(data, at: path, metadata: nil) } throws: { ($0 as? BuckiaError)?.code == .invalidPath }
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
+    }
+
+    @Test("A write into a chunk folder removes the temporary a killed writer left there, and no live writer's")
+    func killedWritersTemporarySwept() async throws {
+        let scratch = try Scratch()
+        let store = FileSystemRetrieval(baseURL: scratch.url, durability: .none)
+        let folder = scratch.path("ab")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        // What `chunk put` killed mid-chunk left: named, empty, unlocked, dated now.
+        let left = folder.appendingPathComponent(Temporaries.makeName())
+        try Data().write(to: left)
+        // A live writer's: locked by this process, through a descriptor kept open.
+        let live = folder.appendingPathComponent(Temporaries.makeName())
+        let held = try LocalFile.createLockedTemporary(live)
+        defer { try? held.close() }
+        // And one in a folder nothing writes into: left for a listing's sweep.
+        try FileManager.default.createDirectory(at: scratch.path("cd"), withIntermediateDirectories: true)
+        let elsewhere = scratch.path("cd").appendingPathComponent(Temporaries.makeName())
+        try Data().write(to: elsewhere)
+
+        try await store.writeChunk(Data("chunk".utf8), at: "ab/cdef", metadata: nil)
+        #expect(!FileManager.default.fileExists(atPath: left.path), "the killed writer's temporary is still there")
+        #expect(FileManager.default.fileExists(atPath: live.path), "a live writer's temporary was taken")
+        #expect(FileManager.default.fileExists(atPath: elsewhere.path))
+        #expect(try await store.readChunk(at: "ab/cdef") == Data("chunk".utf8))
     }
 }

@@ -105,6 +105,7 @@ struct CacheKillHarnessTests {
         let temporaries = cache.appendingPathComponent(".buckia-tmp")
         let size = 2 << 20
         var outcomes: [String: Int] = [:]
+        var (landed, broken) = (0, 0)
         for round in 0..<3 {
             let id = "r\(round)"
             // Held before the body, or halfway through it, so the kill lands there.
@@ -126,18 +127,25 @@ struct CacheKillHarnessTests {
             }
             process.stop()
             #expect(reached, "round \(round): the kill did not land \(moment.rawValue)")
+            if reached && process.termination == .signalled(SIGKILL) { landed += 1 }
             try await origin.set(id, ["cache_control": "max-age=600", "size": size])
             let rerun = try await FetchCommandTests.buckia(["fetch", url, "--cache", cache.path, "--json"], home: home)
             let object = try Self.object(rerun)
             let outcome = object["outcome"] as? String ?? "?"
             outcomes[outcome, default: 0] += 1
-            #expect(["hit", "downloaded"].contains(outcome), "\(rerun)")
             let path = try #require(object["path"] as? String)
-            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Self.body(id, size: size), "round \(round): wrong bytes after a kill \(moment.rawValue)")
+            let exact = try Data(contentsOf: URL(fileURLWithPath: path)) == Self.body(id, size: size)
             let left = try FileManager.default.contentsOfDirectory(atPath: temporaries.path)
+            #expect(["hit", "downloaded"].contains(outcome), "\(rerun)")
+            #expect(exact, "round \(round): wrong bytes after a kill \(moment.rawValue)")
             #expect(left.isEmpty, "round \(round): left in .buckia-tmp: \(left)")
+            if !["hit", "downloaded"].contains(outcome) || !exact || !left.isEmpty { broken += 1 }
         }
         print("resource cache kill harness, killed \(moment.rawValue): reruns \(outcomes)")
+        KillReport(
+            component: "resource cache fetch, killed \(moment.rawValue)", kills: 3, midRun: landed, violations: broken, seed: 0,
+            checks: "the next fetch serves exact bytes (a hit only once the entry was placed), nothing left in .buckia-tmp"
+        ).write()
         if moment != .placed { #expect(outcomes == ["downloaded": 3], "a kill before the entry was placed, yet the rerun found one: \(outcomes)") }
     }
 

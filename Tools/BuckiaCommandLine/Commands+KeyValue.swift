@@ -7,14 +7,21 @@ extension CLI {
 
     static let kvCommand = Command(
         name: "kv", summary: "Read and write a key-value engine (sqlite, disk, chunk, memory).",
-        usage: "kv [--engine TYPE] [--path DIR] put KEY [VALUE] | get KEY | rm KEY | ls | count", positionals: 1...3,
+        usage: "kv [--engine TYPE] [--path DIR] put KEY [VALUE] | get KEY | rm KEY | ls | count | import FILE [--batch N] [--json]",
+        positionals: 1...3,
         options: [
             .value("engine", "The engine type (default sqlite)."),
             .value("path", "The engine's folder (default $XDG_DATA_HOME/buckia/kv-TYPE)."),
+            .value("batch", "import: values written together, in one transaction on the sqlite engine (default 1000)."),
+            .flag("json", "import: print a JSON line as each batch is stored, and one at the end."),
         ],
         details: """
             put reads the value from standard input when VALUE is omitted. Keys are stored verbatim.
             get writes the value's bytes to standard output; a missing key exits 3.
+            import reads JSON lines from FILE (- for standard input), each {"key": K, "value": TEXT} or {"key": K, "base64": BYTES},
+            and writes them in batches; on the sqlite engine a batch is stored whole or not at all, so an import that is
+            stopped keeps the batches it reported and none of the next. A malformed line stops the import there (exit 1),
+            naming the line; the batches before it are kept.
             """
     ) { invocation in
         let type = EngineType(rawValue: invocation.arguments.value("engine") ?? "sqlite")
@@ -48,8 +55,11 @@ extension CLI {
             for key in try await engine.allKeys() { Console.out(key.value.terminalSafe) }
         case "count":
             Console.out(String(try await engine.keyCount()))
+        case "import":
+            guard arguments.count == 2 else { throw UsageError(description: "kv import needs one FILE (- for standard input).") }
+            try await CLI.keyValueImport(invocation, engine: engine, file: arguments[1])
         default:
-            throw UsageError(description: "Unknown kv action \(arguments[0].debugDescription); use put, get, rm, ls or count.")
+            throw UsageError(description: "Unknown kv action \(arguments[0].debugDescription); use put, get, rm, ls, count or import.")
         }
         return .success
     }

@@ -119,11 +119,15 @@ public struct EngineCapability: CapabilityVocabulary {
     public static let persistent: EngineCapability = "persistent"
     /// The engine is a ``PaginatedStorageEngine``.
     public static let pagination: EngineCapability = "pagination"
+    /// A batch write (``StorageEngine``'s `write` of many values) is stored whole or not at
+    /// all, even when the process dies partway: `kv import` then keeps exactly the batches it
+    /// reported. Without it, each value of a batch is stored atomically on its own.
+    public static let atomicBatches: EngineCapability = "atomicBatches"
 
     public static let subject = "engine"
 
     /// Every engine capability Buckia defines.
-    public static let known: Set<EngineCapability> = [.persistent, .pagination]
+    public static let known: Set<EngineCapability> = [.persistent, .pagination, .atomicBatches]
 }
 
 /// What it costs to learn one checksum of an object.

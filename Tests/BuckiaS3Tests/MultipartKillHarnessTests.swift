@@ -1,0 +1,114 @@
+import BuckiaCore
+import BuckiaS3
+import BuckiaTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `buckia cp` of a 24 MiB file to S3 (moto, 5 MiB parts) killed with SIGKILL at 20 random
+/// moments of its multipart upload, each moment a random number of body bytes the server has
+/// received (counted by a pass-through proxy). Each trial writes a new 5 MiB stretch of the
+/// file first and dates it a minute later. After each kill the object is the previous version or the new one, never a
+/// mix. The rerun (the same command) must leave exactly the new file; where the killed run
+/// left a resumable upload it sends only the missing parts. Uploads a kill orphaned (killed
+/// before its resume state was written) are what `buckia cleanup --max-age 0s` is for: after
+/// it, none is left.
+@Suite("Multipart kill harness: SIGKILL at random moments of a multipart upload to S3")
+struct MultipartKillHarnessTests {
+    static let kills = 20
+
+    @Test("Killed at 20 random moments: never a partial object, each rerun completes, cleanup leaves no upload", .timeLimit(.minutes(15)))
+    func killAndRerun() async throws {
+        let seed = ProcessInfo.processInfo.environment["BUCKIA_KILL_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max)
+        var random = SplitMix64(seed: seed)
+        var bytes = RandomBytes(seed: seed)
+        func fresh(_ count: Int) -> [UInt8] {
+            var buffer = [UInt8](repeating: 0, count: count)
+            bytes.fill(&buffer)
+            return buffer
+        }
+        let (direct, server, bucket) = try await makeS3Provider(auth: false)
+        let proxy = try FaultProxy.start(upstream: server.endpoint, rate: 0, seed: 1)
+        defer { proxy.stop() }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-mpkill-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let state = work.appendingPathComponent("state")
+        let environment = [
+            "HOME": work.path, "PATH": "/usr/bin:/bin", "BUCKIA_REMOTE_M_PROVIDER": "s3", "BUCKIA_REMOTE_M_BUCKET": bucket,
+            "BUCKIA_REMOTE_M_ENDPOINT": proxy.endpoint.absoluteString, "BUCKIA_REMOTE_M_CREDENTIAL_ACCESS_KEY_ID": server.accessKeyId,
+            "BUCKIA_REMOTE_M_CREDENTIAL_SECRET_ACCESS_KEY": server.secretAccessKey.exposedValue,
+            "BUCKIA_REMOTE_M_MULTIPART_THRESHOLD_MI_B": "5", "BUCKIA_REMOTE_M_PART_SIZE_MI_B": "5",
+            "BUCKIA_REMOTE_M_STATE_DIRECTORY": state.path, "BUCKIA_REMOTE_M_MAX_CONCURRENT_OPERATIONS": "2",
+        ]
+        let size = 24 << 20
+        let source = work.appendingPathComponent("big.bin")
+        var current = Data(fresh(size))
+        try current.write(to: source)
+        let key = "big.bin"
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("buckia")
+        func run(_ arguments: [String]) throws -> Int32 {
+            let process = try Spawned(executable, arguments, environment: environment, errors: .file(work.appendingPathComponent("stderr.log")))
+            guard process.wait(.seconds(180)) else {
+                process.stop()
+                throw BuckiaError(.io, "buckia \(arguments.joined(separator: " ")) ran past 3 minutes")
+            }
+            return process.status
+        }
+        let copy = ["cp", source.path, "m:big.bin"]
+        guard try run(copy) == 0 else { throw BuckiaError(.io, "the first copy failed") }
+
+        var (kills, midRun, resumed, orphans) = (0, 0, 0, 0)
+        var violations: [String] = []
+        for trial in 0..<Self.kills {
+            let previous = current
+            let offset = Int.random(in: 0...(size - (5 << 20)), using: &random)
+            current.replaceSubrange(offset..<(offset + (5 << 20)), with: fresh(5 << 20))
+            try current.write(to: source)
+            // A later time of its own: cp skips a file of the same size and second, as rclone
+            // and rsync do, and the trials come faster than a second apart.
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_800_000_000 + Double(trial) * 60)], ofItemAtPath: source.path)
+            let before = try await proxy.stats().putBodyBytes
+            // Mostly within the parts; one trial in ten after the upload has ended.
+            let threshold = Int.random(in: 0..<10, using: &random) == 0 ? Int.max : Int.random(in: 0..<size, using: &random)
+            let process = try Spawned(executable, copy, environment: environment)
+            let deadline = ContinuousClock.now + .seconds(120)
+            while process.isRunning, ContinuousClock.now < deadline, try await proxy.stats().putBodyBytes - before < threshold {
+                usleep(2_000)
+            }
+            process.stop()
+            kills += 1
+            if process.termination == .signalled(SIGKILL) { midRun += 1 }
+            let stored = try await direct.readData(remotePath: key)
+            if stored != previous && stored != current {
+                violations.append("trial \(trial): after the kill the object is neither version (\(stored.count) bytes)")
+            }
+            let sentBefore = try await proxy.stats().putBodyBytes
+            let rerun = try run(copy)
+            if rerun != 0 { violations.append("trial \(trial): the rerun exited \(rerun)") }
+            let sent = try await proxy.stats().putBodyBytes - sentBefore
+            if sent > 0 && sent < size { resumed += 1 }  // 0: nothing to send (the killed run had finished)
+            if try await direct.readData(remotePath: key) != current { violations.append("trial \(trial): the rerun did not leave the new file") }
+            orphans += try await direct.unfinishedUploads(prefix: "").count
+        }
+        // What the kills orphaned is aborted by cleanup, and then nothing is left.
+        let cleanup = try run(["cleanup", "m:", "--max-age", "0s"])
+        let left = try await direct.unfinishedUploads(prefix: "")
+        print(
+            "multipart kill harness: \(kills) kills (\(midRun) mid-run), \(resumed) reruns resumed a killed upload, "
+                + "\(orphans) unfinished uploads seen after reruns, \(violations.count) violations (seed \(seed))")
+        KillReport(
+            component: "multipart cp to S3 (moto)", kills: kills, midRun: midRun, violations: violations.count + (left.isEmpty ? 0 : 1), seed: seed,
+            checks: "the object the old version or the new, never a mix; the rerun resumes (\(resumed) of \(kills)) and completes; cleanup leaves no upload"
+        ).write()
+        #expect(cleanup == 0)
+        #expect(left.isEmpty, "after cleanup: \(left.map { "\($0.key) \($0.id) \($0.status)" })")
+        #expect(kills == Self.kills)
+        #expect(midRun >= Self.kills / 2, "only \(midRun) of \(kills) kills landed mid-run")
+        #expect(resumed > 0, "no rerun resumed the upload its killed run left")
+        #expect(violations.isEmpty, "seed \(seed): \(violations.prefix(10).joined(separator: "; "))")
+    }
+}

@@ -76,7 +76,7 @@ extension KillWorld {
             let threshold = Int.random(in: 0..<10, using: &random) == 0 ? Int.max : Int.random(in: 0..<stretch, using: &random)
             let process = try start(put)
             let deadline = ContinuousClock.now + .seconds(120)
-            while process.isRunning, ContinuousClock.now < deadline, (Self.bytesWritten(by: process.pid) ?? Int.max) < threshold { usleep(500) }
+            while process.isRunning, ContinuousClock.now < deadline, (process.bytesWritten ?? Int.max) < threshold { usleep(500) }
             process.stop()
             tally.kills += 1
             if process.termination == .signalled(SIGKILL) { tally.midRun += 1 }
@@ -95,16 +95,6 @@ extension KillWorld {
                 if left.count > 0 { tally.violations.append("trial \(trial): temporaries after the rerun: \(left.names.joined(separator: ", "))") }
             }
         }
-    }
-
-    /// What the process `pid` has written so far (`wchar` of /proc/PID/io), or nil once it is
-    /// gone.
-    static func bytesWritten(by pid: pid_t) -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix("wchar:") {
-            return Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces))
-        }
-        return nil
     }
 
     /// The store's chunk files, each with the identifier its path spells (fan-out folders and

@@ -352,7 +352,7 @@ final class KillWorld {
             let threshold = Int.random(in: 0..<10, using: &random) == 0 ? Int.max : Int.random(in: 0..<written, using: &random)
             let process = try start(arguments, stdout: output)
             let deadline = ContinuousClock.now + .seconds(120)
-            while process.isRunning, ContinuousClock.now < deadline, (Self.bytesWritten(by: process.pid) ?? Int.max) < threshold { usleep(200) }
+            while process.isRunning, ContinuousClock.now < deadline, (process.bytesWritten ?? Int.max) < threshold { usleep(200) }
             process.stop()
             tally.kills += 1
             if process.termination == .signalled(SIGKILL) { tally.midRun += 1 }

@@ -9,11 +9,13 @@ import Glibc
 #endif
 
 /// `buckia cp` of a 24 MiB file to S3 (moto, 5 MiB parts) killed with SIGKILL at 20 random
-/// moments of its multipart upload, each moment a random number of body bytes the server has
-/// received (counted by a pass-through proxy). Each trial writes a new 5 MiB stretch of the
+/// moments of its multipart upload, each moment a random number of bytes it has read of the
+/// file as it sends the parts (its own count). A pass-through proxy counts what each rerun
+/// sends. Each trial writes a new 5 MiB stretch of the
 /// file first and dates it a minute later. After each kill the object is the previous version or the new one, never a
 /// mix. The rerun (the same command) must leave exactly the new file; where the killed run
-/// left a resumable upload it sends only the missing parts. Uploads a kill orphaned (killed
+/// left a resumable upload it sends only the missing parts, and where the file changed again
+/// in between (one trial in four) none of the killed run's parts may be used. Uploads a kill orphaned (killed
 /// before its resume state was written) are what `buckia cleanup --max-age 0s` is for: after
 /// it, none is left.
 @Suite("Multipart kill harness: SIGKILL at random moments of a multipart upload to S3")
@@ -71,20 +73,35 @@ struct MultipartKillHarnessTests {
             // A later time of its own: cp skips a file of the same size and second, as rclone
             // and rsync do, and the trials come faster than a second apart.
             try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_800_000_000 + Double(trial) * 60)], ofItemAtPath: source.path)
-            let before = try await proxy.stats().putBodyBytes
             // Mostly within the parts; one trial in ten after the upload has ended.
-            let threshold = Int.random(in: 0..<10, using: &random) == 0 ? Int.max : Int.random(in: 0..<size, using: &random)
+            // The file is read three times over: hashed whole first (its MD5 goes with the
+            // completion), then each part hashed for its Content-MD5 and read again as it is
+            // sent; parts complete late in that. A moment anywhere in it, every other trial in
+            // its last third (where a kill leaves completed parts to resume), and one trial in
+            // ten after the end.
+            let threshold =
+                Int.random(in: 0..<10, using: &random) == 0
+                ? Int.max : trial % 2 == 0 ? Int.random(in: 0..<(3 * size), using: &random) : Int.random(in: (2 * size)..<(3 * size), using: &random)
             let process = try Spawned(executable, copy, environment: environment)
             let deadline = ContinuousClock.now + .seconds(120)
-            while process.isRunning, ContinuousClock.now < deadline, try await proxy.stats().putBodyBytes - before < threshold {
-                usleep(2_000)
-            }
+            // Its own count of bytes read (/proc/PID/io), looked at locally: the proxy's count of
+            // bytes received, asked over HTTP, came back after the upload had ended.
+            while process.isRunning, ContinuousClock.now < deadline, (process.bytesRead ?? Int.max) < threshold { usleep(200) }
             process.stop()
             kills += 1
             if process.termination == .signalled(SIGKILL) { midRun += 1 }
             let stored = try await direct.readData(remotePath: key)
             if stored != previous && stored != current {
                 violations.append("trial \(trial): after the kill the object is neither version (\(stored.count) bytes)")
+            }
+            // One trial in four, the file changes again before the rerun: the killed run's
+            // upload, and its parts, are of a version that is gone, and must not be resumed.
+            if trial % 4 == 3 {
+                let again = Int.random(in: 0...(size - (1 << 20)), using: &random)
+                current.replaceSubrange(again..<(again + (1 << 20)), with: fresh(1 << 20))
+                try current.write(to: source)
+                try FileManager.default.setAttributes(
+                    [.modificationDate: Date(timeIntervalSince1970: 1_800_000_030 + Double(trial) * 60)], ofItemAtPath: source.path)
             }
             let sentBefore = try await proxy.stats().putBodyBytes
             let rerun = try run(copy)

@@ -174,3 +174,22 @@ public final class Spawned: Sendable {
         return descriptor >= 0 ? PythonProcess.readLine(from: descriptor, timeout: timeout) : nil
     }
 }
+
+extension Spawned {
+    /// What the process has written so far with `write` and its kin, to files and pipes
+    /// (`wchar` of /proc/PID/io; not what `send` puts on a socket), or nil once it is gone or
+    /// where there is no /proc: a kill harness's measure of progress, one read to look at
+    /// however much the process has done.
+    public var bytesWritten: Int? { inputOutput("wchar") }
+
+    /// What the process has read so far with `read` and its kin (`rchar`), as ``bytesWritten``.
+    public var bytesRead: Int? { inputOutput("rchar") }
+
+    private func inputOutput(_ field: String) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+            return Int(line.dropFirst(field.count + 1).trimmingCharacters(in: .whitespaces))
+        }
+        return nil
+    }
+}

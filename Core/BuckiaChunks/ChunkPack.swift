@@ -93,29 +93,64 @@ public enum ChunkPack {
 
     /// Reads and checks the whole pack, handing each verified chunk to `body`.
     static func read(_ url: URL, _ body: (ChunkIdentifier, Data) async throws -> Void) async throws -> ChunkPackSummary {
-        let reader = try PackReader(url)
-        let header = try reader.bytes(magic.count, what: "its header")
-        guard header == magic else {
+        let entries = try PackEntries(url)
+        while let (identifier, data) = try entries.next() { try await body(identifier, data) }
+        return try entries.finish()
+    }
+
+    /// Reads and checks the whole pack at `url` and stores nothing: what an import checks
+    /// before it stores a chunk (the `chunk-pack` fuzz target drives it).
+    ///
+    /// - Throws: ``BuckiaError/Code/corrupt`` for a truncated, altered or foreign file.
+    package static func check(_ url: URL) throws -> ChunkPackSummary {
+        let entries = try PackEntries(url)
+        while try entries.next() != nil {}
+        return try entries.finish()
+    }
+}
+
+/// A pack's chunks one at a time, each checked against its digest, then the end checked
+/// against the count and the trailer: the one reading of the format, for imports and checks.
+final class PackEntries {
+    private let reader: PackReader
+    private var count = 0
+    private var total: Int64 = 0
+    private var ended = false
+
+    init(_ url: URL) throws {
+        reader = try PackReader(url)
+        let header = try reader.bytes(ChunkPack.magic.count, what: "its header")
+        guard header == ChunkPack.magic else {
             throw BuckiaError(.corrupt, "\(url.lastPathComponent.debugDescription) is not a Buckia chunk pack (version 1).", operation: "import chunks", path: url.path)
         }
-        var count = 0
-        var total: Int64 = 0
-        while true {
-            let tag = try reader.bytes(1, what: "an entry")[0]
-            if tag == 0 { break }
-            guard tag == 1 else { throw reader.corrupt("an entry starts with unknown tag \(tag)") }
-            guard let algorithm = algorithm(try reader.bytes(1, what: "an entry")[0]) else { throw reader.corrupt("an entry names an unknown hash algorithm") }
-            let digest = try reader.bytes(algorithm.byteCount, what: "a chunk's digest")
-            let lengthBytes = try reader.bytes(4, what: "a chunk's length")
-            let length = lengthBytes.enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
-            guard length <= ChunkPath.maximumChunkSize else { throw reader.corrupt("a chunk claims \(length) bytes, more than any chunk") }
-            let data = Data(try reader.bytes(length, what: "a chunk's bytes"))
-            let identifier = try ChunkIdentifier(digest: Digest(bytes: digest), algorithm: algorithm)
-            guard identifier.matches(data) else { throw reader.corrupt("chunk \(identifier) does not match its digest") }
-            try await body(identifier, data)
-            count += 1
-            total += Int64(length)
+    }
+
+    /// The next chunk, verified; nil at the end mark.
+    func next() throws -> (ChunkIdentifier, Data)? {
+        guard !ended else { return nil }
+        let tag = try reader.bytes(1, what: "an entry")[0]
+        if tag == 0 {
+            ended = true
+            return nil
         }
+        guard tag == 1 else { throw reader.corrupt("an entry starts with unknown tag \(tag)") }
+        guard let algorithm = ChunkPack.algorithm(try reader.bytes(1, what: "an entry")[0]) else { throw reader.corrupt("an entry names an unknown hash algorithm") }
+        let digest = try reader.bytes(algorithm.byteCount, what: "a chunk's digest")
+        let lengthBytes = try reader.bytes(4, what: "a chunk's length")
+        let length = lengthBytes.enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+        guard length <= ChunkPath.maximumChunkSize else { throw reader.corrupt("a chunk claims \(length) bytes, more than any chunk") }
+        let data = Data(try reader.bytes(length, what: "a chunk's bytes"))
+        let identifier = try ChunkIdentifier(digest: Digest(bytes: digest), algorithm: algorithm)
+        guard identifier.matches(data) else { throw reader.corrupt("chunk \(identifier) does not match its digest") }
+        count += 1
+        total += Int64(length)
+        return (identifier, data)
+    }
+
+    /// Checks the end: the declared count, the checksum trailer, nothing after it. Call once
+    /// ``next()`` has returned nil.
+    func finish() throws -> ChunkPackSummary {
+        guard ended else { throw reader.corrupt("it was not read to its end mark") }
         let declared = ChunkEnvelope.readUInt64(Data(try reader.bytes(8, what: "the chunk count")), at: 0)
         let expected = reader.digest()
         let trailer = try reader.bytes(32, what: "the checksum trailer", hashing: false)

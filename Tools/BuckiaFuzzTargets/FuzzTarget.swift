@@ -42,6 +42,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// Diff files between users (`DiffSummary(contentsOf:)`): an SQLite database, checked
     /// before anything reads its rows.
     case diffFile = "diff-file"
+    /// Chunk packs (`ChunkPack.check`, the reading an import does before it stores a chunk):
+    /// what is accepted was read to its last byte.
+    case chunkPack = "chunk-pack"
 
     /// Runs one input through the parser: nil when the input was accepted, else what refused
     /// it (for `buckia-fuzz --verbose` and for checking that seeds reach the accepting paths).
@@ -132,10 +135,25 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             } catch {
                 return "\(error)"
             }
+        case .chunkPack:
+            let url = try Self.diffFolder.get().appendingPathComponent("input.pack")
+            defer { _ = unlink(url.path) }
+            let summary: ChunkPackSummary
+            do {
+                try data.write(to: url)
+                summary = try ChunkPack.check(url)
+            } catch {
+                return "\(error)"
+            }
+            guard summary.packBytes == Int64(data.count) else {
+                throw FuzzFinding("a pack of \(data.count) bytes was accepted after reading \(summary.packBytes)")
+            }
+            return nil
         }
     }
 
-    /// A folder of this process's own for the `diff-file` target's files, made on first use.
+    /// A folder of this process's own for the `diff-file` and `chunk-pack` targets' files,
+    /// made on first use.
     static let diffFolder = Result { () throws -> URL in
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-fuzz-\(getpid())-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

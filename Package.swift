@@ -123,7 +123,8 @@ let package = Package(
         // The parsers of outside input as fuzz targets (Tools/fuzz runs them under libFuzzer;
         // FuzzTests replays what they keep), and the binary that drives them.
         .target(
-            name: "BuckiaFuzzTargets", dependencies: ["BuckiaCore", "BuckiaSigV4", "BuckiaSecurity", "BuckiaChunks", "BuckiaDatabase", "BuckiaGateway"],
+            name: "BuckiaFuzzTargets",
+            dependencies: ["BuckiaCore", "BuckiaSigV4", "BuckiaSecurity", "BuckiaChunks", "BuckiaDatabase", "BuckiaGateway", "BuckiaHTTP", "BuckiaS3", "BuckiaB2", "BuckiaBunny"],
             path: "Tools/BuckiaFuzzTargets"),
         .executableTarget(name: "BuckiaFuzz", dependencies: ["BuckiaFuzzTargets", "CLinux"], path: "Tools/buckia-fuzz"),
         .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "BuckiaSQLite", "BuckiaDatabase", "BuckiaCatalog", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),

@@ -30,7 +30,7 @@ public struct ChunkIdentifier: Hashable, Sendable, Comparable, Codable, CustomSt
                 "\(String(id.prefix(80)).debugDescription) is not a chunk identifier: use 64 lowercase hex digits (SHA-256) or 40 (SHA-1).",
                 operation: "parse chunk identifier")
         }
-        guard id.utf8.count == inferred.byteCount * 2, id.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+        guard Hex.isDigest(id, length: inferred.byteCount) else {
             throw BuckiaError(
                 .invalidPath,
                 "\(String(id.prefix(80)).debugDescription) is not a \(inferred) chunk identifier: it must be \(inferred.byteCount * 2) lowercase hex digits.",

@@ -236,7 +236,7 @@ package enum DiffReader {
         guard case .integer(let created) = row.3, (0...(1 << 40)).contains(created) else {
             throw DiffProblem.malformedManifest("created_at is not a time in Unix seconds").error(path)
         }
-        guard case .text(let sha) = row.4, sha.utf8.count == 64, sha.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+        guard case .text(let sha) = row.4, Hex.isDigest(sha, length: 32) else {
             throw DiffProblem.malformedManifest("payload_sha256 is not 64 lowercase hex digits").error(path)
         }
         return DiffManifest(formatVersion: version, id: id, sender: sender, createdAtSeconds: created, payloadSHA256: sha)

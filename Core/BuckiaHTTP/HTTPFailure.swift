@@ -52,11 +52,13 @@ public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
     /// The standard reason phrase for the status, such as `not found`.
     public var reasonPhrase: String { HTTPURLResponse.localizedString(forStatusCode: status) }
 
-    /// The first characters of the body on one line, for messages.
+    /// The first characters of the body on one line, for messages: line breaks and tabs made
+    /// spaces, and any other control character escaped (`\e`, `\x07`), for the body is the
+    /// server's text and this reaches a terminal in an error's description.
     public var bodyExcerpt: String {
         let limit = 300
         let flat = bodyText.map { $0.isNewline || $0 == "\t" ? " " : $0 }
-        let text = String(flat.prefix(limit)).trimmingCharacters(in: .whitespaces)
+        let text = String(flat.prefix(limit)).trimmingCharacters(in: .whitespaces).escapingControlCharacters
         return flat.count > limit || isBodyTruncated ? text + "…" : text
     }
 

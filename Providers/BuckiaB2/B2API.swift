@@ -177,7 +177,8 @@ enum B2ErrorMapping {
         default:
             buckiaCode = failure.status >= 500 ? .transient : .invalidConfiguration
         }
-        let sentence = "B2 refused the request with \(failure.status) \(code)\(detail)." + (advice.isEmpty ? "" : " \(advice)")
+        // The code is the server's text too: escaped like the message, for both reach a terminal.
+        let sentence = "B2 refused the request with \(failure.status) \(code.escapingControlCharacters)\(detail)." + (advice.isEmpty ? "" : " \(advice)")
         return BuckiaError(buckiaCode, sentence, cause: failure, retryAfter: failure.retryAfter)
     }
 

@@ -14,35 +14,19 @@ extension B2Provider {
         let options = request.options
         let provider = self
         return try TokenPagedLister(request: request) { token in
-            let page = try await provider.fileNames(
+            let answer = try await provider.fileNames(
                 prefix: options.prefix, delimiter: options.recursive ? nil : "/", start: token ?? options.startAfter,
                 count: options.effectivePageSize(maximum: 1000))
-            var entries: [ListEntry] = []
-            for file in page.files {
-                if let startAfter = options.startAfter, token == nil, !startAfter.utf8Precedes(file.fileName) { continue }
-                switch file.action {
-                case "folder":
-                    if (try? ObjectKey.validatePrefix(file.fileName)) != nil {
-                        entries.append(.directory(file.fileName))
-                    } else {
-                        entries.append(.unaddressable(UnaddressableKey(file.fileName, reason: "the folder's name is not a valid key prefix")))
-                    }
-                case "upload", nil:
-                    entries.append(UnaddressableKey.entry(for: file.fileName) { key in B2Provider.remoteFile(key, file) })
-                default:
-                    continue  // hide markers and unfinished large files are not files
-                }
-            }
-            return (entries.sortedByKeyBytes(), page.nextFileName)
+            return try B2Provider.listingPage(answer: answer, startAfter: token == nil ? options.startAfter : nil)
         }
     }
 
-    /// One b2_list_file_names page.
-    func fileNames(prefix: String, delimiter: String?, start: String?, count: Int) async throws -> B2API.FileNames {
+    /// One b2_list_file_names page, as B2 answered it.
+    func fileNames(prefix: String, delimiter: String?, start: String?, count: Int) async throws -> Data {
         var fields: [String: any Sendable] = ["bucketId": try await bucketId(), "maxFileCount": count]
         if !prefix.isEmpty { fields["prefix"] = prefix }
         if let delimiter { fields["delimiter"] = delimiter }
         if let start, !start.isEmpty { fields["startFileName"] = start }
-        return try await api("b2_list_file_names", fields, as: B2API.FileNames.self, operation: "list", path: prefix)
+        return try await api("b2_list_file_names", fields, operation: "list", path: prefix)
     }
 }

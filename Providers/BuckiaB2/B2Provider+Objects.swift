@@ -133,8 +133,7 @@ extension B2Provider {
         } catch {
             throw BuckiaError.wrapping(error, operation: "upload", path: key.rawValue)
         }
-        let file = try B2API.decode(B2API.File.self, from: response.data, call: "b2_upload_file")
-        return Self.remoteFile(key, file)
+        return try Self.describedFile(answer: response.data, key: key, call: "b2_upload_file")
     }
 
     /// Sends a request to an upload URL taken from the pool for `scope` (or fetched), one per

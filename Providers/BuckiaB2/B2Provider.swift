@@ -188,7 +188,7 @@ public struct B2Provider: StorageProviderPlugin {
         for candidate in [declared, info[largeFileSHA1Info]] {
             guard var value = candidate?.lowercased() else { continue }
             if value.hasPrefix("unverified:") { value.removeFirst("unverified:".count) }
-            if value.utf8.count == 40, value.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) { return value }
+            if Hex.isDigest(value, length: 20) { return value }
         }
         return nil
     }

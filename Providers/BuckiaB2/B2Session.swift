@@ -109,7 +109,13 @@ actor B2Session {
         } catch {
             throw BuckiaError.wrapping(error, operation: "authorize")
         }
-        let granted = try B2API.decode(B2API.Authorization.self, from: response.data, call: "b2_authorize_account")
+        return try account(answer: response.data, settings: settings)
+    }
+
+    /// The account a b2_authorize_account answer grants, checked: usable URLs that do not
+    /// lead from https to http, and a token.
+    static func account(answer data: Data, settings: B2Settings) throws -> Account {
+        let granted = try B2API.decode(B2API.Authorization.self, from: data, call: "b2_authorize_account")
         let storage = granted.apiInfo.storageApi
         guard let apiURL = URL(string: storage.apiUrl), apiURL.host != nil, let downloadURL = URL(string: storage.downloadUrl), downloadURL.host != nil else {
             throw BuckiaError(.corrupt, "B2's authorization names no usable API or download URL.", operation: "authorize")

@@ -166,11 +166,7 @@ extension BunnyProvider {
     public func makeLister(_ request: ListRequest) async throws -> any ObjectLister {
         let provider = self
         let ahead = FolderReadAhead(width: settings.concurrency) { folder in
-            try await provider.folder(folder).map { object in
-                if object.IsDirectory { return FolderItem(object.ObjectName, kind: .folder) }
-                let key = try? ObjectKey(folder + object.ObjectName)
-                return FolderItem(object.ObjectName, kind: .file(key.map { BunnyProvider.remoteFile($0, object) }))
-            }
+            try await provider.folder(folder)
         }
         return try FolderWalkLister(
             request: request, maxPageSize: 1000,

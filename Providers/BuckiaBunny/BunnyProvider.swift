@@ -153,9 +153,14 @@ public struct BunnyProvider: StorageProviderPlugin {
     func describe(_ key: ObjectKey, operation: String) async throws -> StorageObject? {
         let response = try await send(request("DESCRIBE", key.rawValue, accepts: .successfulAnd([404])), operation: operation, path: key.rawValue)
         guard response.status != 404 else { return nil }
+        return try Self.storageObject(answer: response.data, key: key, operation: operation)
+    }
+
+    /// A `DESCRIBE` answer: the object, or nil when the key names a directory.
+    static func storageObject(answer data: Data, key: ObjectKey, operation: String) throws -> StorageObject? {
         let object: StorageObject
         do {
-            object = try JSONValidation.decode(StorageObject.self, from: response.data, what: "Bunny's description")
+            object = try JSONValidation.decode(StorageObject.self, from: data, what: "Bunny's description")
         } catch {
             throw BuckiaError(.corrupt, "Bunny described the object in JSON Buckia cannot read\(Self.reason(error)).", operation: operation, path: key.rawValue, cause: error)
         }
@@ -168,8 +173,11 @@ public struct BunnyProvider: StorageProviderPlugin {
         (error as? BuckiaError).map { ": \(String($0.message.hasSuffix(".") ? $0.message.dropLast() : Substring($0.message)))" } ?? ""
     }
 
+    /// What Bunny's description says of `key`. Its `Checksum` is taken as the object's SHA-256
+    /// only when it is one (64 hex digits): a whole download is verified against it, and text
+    /// that is not hex would verify nothing while a sync compared it as the content's name.
     static func remoteFile(_ key: ObjectKey, _ object: StorageObject) -> RemoteFile {
-        let sha256 = object.Checksum.map { $0.lowercased() }.flatMap { $0.utf8.count == 64 ? $0 : nil }
+        let sha256 = object.Checksum.map { $0.lowercased() }.flatMap { Hex.isDigest($0, length: 32) ? $0 : nil }
         return RemoteFile(
             path: key, size: object.Length ?? 0, serverModified: object.LastChanged.flatMap(parseDate),
             checksums: sha256.map { [.sha256: $0] } ?? [:], contentType: object.ContentType.flatMap { $0.isEmpty ? nil : $0 },
@@ -197,13 +205,9 @@ public struct BunnyProvider: StorageProviderPlugin {
     }
 
     /// The items of one folder (`""` for the root, else ending in `/`); a missing folder is empty.
-    func folder(_ prefix: String) async throws -> [StorageObject] {
+    func folder(_ prefix: String) async throws -> [FolderItem] {
         let response = try await send(request(.get, prefix, accepts: .successfulAnd([404])), operation: "list", path: prefix)
         guard response.status != 404 else { return [] }
-        do {
-            return try JSONValidation.decode([StorageObject].self, from: response.data, what: "Bunny's listing")
-        } catch {
-            throw BuckiaError(.corrupt, "Bunny listed the folder in JSON Buckia cannot read\(Self.reason(error)).", operation: "list", path: prefix, cause: error)
-        }
+        return try Self.folderItems(answer: response.data, folder: prefix)
     }
 }

@@ -52,7 +52,18 @@ enum S3ErrorMapping {
             buckiaCode = failure.status >= 500 ? .transient : .invalidConfiguration
             advice = ""
         }
-        let sentence = "S3 refused the \(failure.method) request with \(code)\(message)." + (advice.isEmpty ? "" : " \(advice)")
+        // The code is the server's text too: escaped like the message, for both reach a terminal.
+        let sentence = "S3 refused the \(failure.method) request with \(code.escapingControlCharacters)\(message)." + (advice.isEmpty ? "" : " \(advice)")
         return BuckiaError(buckiaCode, sentence, path: key, cause: failure, retryAfter: failure.retryAfter)
+    }
+}
+
+extension S3Provider {
+    /// The error the provider's HTTP client throws for a failed request with this status and
+    /// body: S3's reading of its XML error document, or the client's mapping by status when the
+    /// body is none. The fuzz target `s3-xml` reads each input through this as well as the parser.
+    package static func error(status: Int, method: String, body: Data) -> BuckiaError {
+        let failure = HTTPFailure(method: method, url: "https://s3.amazonaws.com/", status: status, body: body)
+        return S3ErrorMapping.map(failure) ?? failure.buckiaError()
     }
 }

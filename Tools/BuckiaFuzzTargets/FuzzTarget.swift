@@ -15,7 +15,9 @@ import Foundation
 /// `Tools/fuzz` runs each under libFuzzer with AddressSanitizer; `FuzzTests` replays every
 /// input kept under `Tests/Fuzz/<target>/` on each test run, so a crash once found stays fixed.
 public enum FuzzTarget: String, CaseIterable, Sendable {
-    /// S3's XML answers (`XMLNode.parse`): listings, errors, multipart replies.
+    /// S3's XML answers (`XMLNode.parse`): listings, errors, multipart replies; and the error
+    /// each makes as a failed request's body (`S3Provider.error`), whose message must hold no
+    /// control character.
     case s3XML = "s3-xml"
     /// Strict RFC 8259 JSON with a depth bound (`JSONValidation`), which every JSON document
     /// from outside passes first: B2 and Bunny answers, manifests, configurations.
@@ -45,6 +47,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// Chunk packs (`ChunkPack.check`, the reading an import does before it stores a chunk):
     /// what is accepted was read to its last byte.
     case chunkPack = "chunk-pack"
+    /// B2's answers past the JSON (`B2Provider.listingPage`, `describedFile`,
+    /// `readAuthorization`, `error`): first line `list [START]`, `file`, `authorize` or
+    /// `error STATUS`, then the body. Laws in ``ProviderAnswers``.
+    case b2Answer = "b2-answer"
+    /// Bunny's answers past the JSON (`BunnyProvider.folderItems`, `described`, `error`): first
+    /// line `list [FOLDER]`, `describe` or `error STATUS`, then the body.
+    case bunnyAnswer = "bunny-answer"
 
     /// Runs one input through the parser: nil when the input was accepted, else what refused
     /// it (for `buckia-fuzz --verbose` and for checking that seeds reach the accepting paths).
@@ -63,7 +72,12 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
         switch self {
         case .s3XML:
+            try ProviderAnswers.s3Error(data)
             return refusal { _ = try XMLNode.parse(data, what: "fuzz input") }
+        case .b2Answer:
+            return try ProviderAnswers.b2(data)
+        case .bunnyAnswer:
+            return try ProviderAnswers.bunny(data)
         case .json:
             return refusal { try JSONValidation.validate(data) }
         case .glob:

@@ -236,6 +236,17 @@ public enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Whether `text` is the lowercase hex of a digest of `length` bytes (`nil`: of any
+    /// nonzero length): how a checksum from outside is checked before it is trusted.
+    public static func isDigest(_ text: String, length: Int?) -> Bool {
+        guard let length else { return !text.isEmpty && isLowercase(text) }
+        return text.utf8.count == length * 2 && isLowercase(text)
+    }
+
+    private static func isLowercase(_ text: String) -> Bool {
+        text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
     /// The bytes of a hex string (either case), or nil if it is not hex.
     public static func decode(_ string: String) -> [UInt8]? {
         let chars = Array(string.utf8)

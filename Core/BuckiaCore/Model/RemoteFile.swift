@@ -115,8 +115,7 @@ public struct UploadOptions: Hashable, Sendable {
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming the bad value.
     public func validate(operation: String = "upload") throws {
         for (algorithm, value) in knownChecksums {
-            let length = algorithm.hashAlgorithm.map { $0.byteCount * 2 }
-            guard value.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }), length.map({ $0 == value.utf8.count }) ?? !value.isEmpty else {
+            guard Hex.isDigest(value, length: algorithm.hashAlgorithm?.byteCount) else {
                 throw BuckiaError(
                     .invalidConfiguration, "The known \(algorithm) checksum \(value.debugDescription) is not lowercase hex of the right length.",
                     operation: operation)

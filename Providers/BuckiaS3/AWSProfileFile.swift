@@ -1,3 +1,4 @@
+import BuckiaCore
 import Foundation
 
 /// The shared AWS configuration files: `~/.aws/credentials` and `~/.aws/config`.
@@ -32,9 +33,27 @@ struct AWSProfileFile {
         }
     }
 
-    /// Reads a file, or returns nil when it does not exist.
-    static func load(_ path: String, isConfigFile: Bool) -> AWSProfileFile? {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+    /// Reads a file, or returns nil when it does not exist (as the AWS tools, which then look
+    /// elsewhere for credentials).
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidConfiguration`` when the file is there
+    ///   but cannot be read (permissions, a folder) or is not UTF-8 text: credentials silently
+    ///   taken from elsewhere, or none, would be a worse surprise than the error.
+    static func load(_ path: String, isConfigFile: Bool) throws -> AWSProfileFile? {
+        let what = isConfigFile ? "The AWS config file" : "The AWS credentials file"
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch CocoaError.fileReadNoSuchFile, CocoaError.fileNoSuchFile {
+            return nil
+        } catch {
+            throw BuckiaError(
+                .invalidConfiguration, "\(what) \(path) is there but could not be read; fix its permissions, or point \(isConfigFile ? "AWS_CONFIG_FILE" : "AWS_SHARED_CREDENTIALS_FILE") at another file.",
+                path: path, cause: SendableErrorDescription(error))
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw BuckiaError(.invalidConfiguration, "\(what) \(path) is not UTF-8 text.", path: path)
+        }
         return AWSProfileFile(text: text, isConfigFile: isConfigFile)
     }
 

@@ -79,9 +79,9 @@ public struct S3Settings: Sendable {
         try checkBucketName(configuration.bucketName)
         let homeDirectory = home ?? environment["HOME"] ?? NSHomeDirectory()
         let profileName = options["profile"] ?? environment["AWS_PROFILE"] ?? "default"
-        let credentialsFile = AWSProfileFile.load(
+        let credentialsFile = try AWSProfileFile.load(
             environment["AWS_SHARED_CREDENTIALS_FILE"] ?? "\(homeDirectory)/.aws/credentials", isConfigFile: false)
-        let configFile = AWSProfileFile.load(environment["AWS_CONFIG_FILE"] ?? "\(homeDirectory)/.aws/config", isConfigFile: true)
+        let configFile = try AWSProfileFile.load(environment["AWS_CONFIG_FILE"] ?? "\(homeDirectory)/.aws/config", isConfigFile: true)
         let awsProfile = (configFile?.profile(profileName) ?? [:]).merging(credentialsFile?.profile(profileName) ?? [:]) { $1 }
 
         let region = options["region"] ?? environment["AWS_REGION"] ?? environment["AWS_DEFAULT_REGION"] ?? awsProfile["region"] ?? "us-east-1"

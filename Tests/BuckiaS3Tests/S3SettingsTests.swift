@@ -77,6 +77,28 @@ struct S3SettingsTests {
         #expect(fallback.credentials.accessKeyId == "AKIDDEFAULT")
     }
 
+    /// A shared AWS file that is there but cannot be read (a folder in its place, bytes that
+    /// are not UTF-8) was taken as absent: credentials then came silently from elsewhere.
+    @Test("A shared AWS file that cannot be read is refused by path, not taken as absent", arguments: ["folder", "not UTF-8"])
+    func unreadableProfileFile(_ kind: String) throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-aws-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: home) }
+        let credentials = home.appendingPathComponent(".aws/credentials")
+        if kind == "folder" {
+            try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
+        } else {
+            try FileManager.default.createDirectory(at: home.appendingPathComponent(".aws"), withIntermediateDirectories: true)
+            try Data([0x5B, 0x64, 0x65, 0x66, 0x61, 0x75, 0x6C, 0x74, 0x5D, 0x0A, 0xFF, 0xFE]).write(to: credentials)
+        }
+        let environment = ["AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "env-secret"]
+        let error = #expect(throws: BuckiaError.self) { try S3Settings.resolve(Self.configuration(), environment: environment, home: home.path) }
+        #expect(error?.code == .invalidConfiguration)
+        #expect(error?.path == credentials.path)
+        // Absent, it is no error: the environment's credentials are used.
+        try FileManager.default.removeItem(at: credentials)
+        #expect(try S3Settings.resolve(Self.configuration(), environment: environment, home: home.path).credentials.accessKeyId == "AKIDENV")
+    }
+
     @Test("Missing credentials are unauthorized, with a message naming every source")
     func noCredentials() {
         let error = #expect(throws: BuckiaError.self) { try S3Settings.resolve(Self.configuration(), environment: [:], home: "/nonexistent") }

@@ -24,7 +24,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case json
     /// Glob patterns (`GlobPattern`), first line the pattern, each further line a path to match.
     case glob
-    /// A remote's JSON configuration (`BuckiaConfiguration.decode`).
+    /// A remote's JSON configuration (`BuckiaConfiguration.decode`), then the provider's
+    /// settings resolved from it and an environment; no secret in what either prints
+    /// (``ConfigurationTarget``).
     case configuration
     /// KSUIDs as text, which name diff files between users.
     case ksuid
@@ -88,7 +90,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 for path in lines.dropFirst().prefix(64) { _ = pattern.matches(String(path)) }
             }
         case .configuration:
-            return refusal { _ = try BuckiaConfiguration.decode(from: data) }
+            return try ConfigurationTarget.run(data)
         case .ksuid:
             guard let ksuid = KSUID(String(decoding: data, as: UTF8.self)) else { return "not a KSUID" }
             // A KSUID read from text writes back as text that reads as itself.

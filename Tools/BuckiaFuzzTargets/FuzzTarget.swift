@@ -37,8 +37,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case jwk
     /// Chunk manifests (`ChunkManifest.decode`); what decodes must encode and decode back equal.
     case chunkManifest = "chunk-manifest"
-    /// A SigV4 request's authorization (`SigV4Verifier.parse`): first line the method, second the
-    /// target, each further line a header `name: value`.
+    /// A SigV4 request's authorization (`SigV4Verifier.parse`, then `verify`): first line the
+    /// method, second the target, each further line a header `name: value`. Laws in
+    /// ``SigV4Target``: nothing unsigned verifies, everything the client signs does.
     case sigV4 = "sigv4"
     /// What a client sends `buckia serve s3` (`HTTPServer.parse`): request heads, then bodies
     /// by `Content-Length` or chunked, pipelined until the bytes end or one is refused.
@@ -116,13 +117,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             }
             return nil
         case .sigV4:
-            let lines = String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-            guard lines.count >= 2 else { return "no method and target" }
-            let headers = lines.dropFirst(2).prefix(64).map { line -> (name: String, value: String) in
-                guard let colon = line.firstIndex(of: ":") else { return (String(line), "") }
-                return (String(line[..<colon]), String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
-            }
-            return refusal { _ = try SigV4Verifier.parse(SigV4Request(method: String(lines[0]), target: String(lines[1]), headers: headers)) }
+            return try SigV4Target.run(data)
         case .httpRequest:
             let outcomes = HTTPServer.parse([UInt8](data))
             // Only the last request read may be refused: a refusal ends the connection.

@@ -22,7 +22,7 @@ extension B2Provider {
             if let startAfter, !startAfter.utf8Precedes(file.fileName) { continue }
             switch file.action {
             case "folder":
-                if (try? ObjectKey.validatePrefix(file.fileName)) != nil {
+                if ObjectKey.isValidPrefix(file.fileName) {
                     entries.append(.directory(file.fileName))
                 } else {
                     entries.append(.unaddressable(UnaddressableKey(file.fileName, reason: "the folder's name is not a valid key prefix")))

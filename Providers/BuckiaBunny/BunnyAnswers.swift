@@ -22,7 +22,7 @@ extension BunnyProvider {
         }
         return objects.map { object in
             if object.IsDirectory { return FolderItem(object.ObjectName, kind: .folder) }
-            let key = try? ObjectKey(folder + object.ObjectName)
+            let key = ObjectKey(ifValid: folder + object.ObjectName)
             return FolderItem(object.ObjectName, kind: .file(key.map { remoteFile($0, object) }))
         }
     }

@@ -54,7 +54,7 @@ extension S3Provider {
         }
         for prefix in try root.children("CommonPrefixes").compactMap({ $0.value("Prefix") }).map(decode) {
             if let startAfter = options.startAfter, !startAfter.utf8Precedes(prefix) { continue }
-            if (try? ObjectKey.validatePrefix(prefix)) != nil {
+            if ObjectKey.isValidPrefix(prefix) {
                 entries.append(.directory(prefix))
             } else {
                 entries.append(.unaddressable(UnaddressableKey(prefix, reason: "the folder's name is not a valid key prefix")))

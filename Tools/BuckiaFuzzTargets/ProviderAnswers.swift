@@ -77,7 +77,7 @@ enum ProviderAnswers {
         let (kind, argument, body) = split(data)
         switch kind {
         case "list":
-            let folder = argument.flatMap { (try? ObjectKey.validatePrefix($0)) != nil && $0.hasSuffix("/") ? $0 : nil } ?? ""
+            let folder = argument.flatMap { ObjectKey.isValidPrefix($0) && $0.hasSuffix("/") ? $0 : nil } ?? ""
             let items: [FolderItem]
             do {
                 items = try BunnyProvider.folderItems(answer: body, folder: folder)

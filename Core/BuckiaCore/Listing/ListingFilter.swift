@@ -96,7 +96,7 @@ public struct ListingFilter: Sendable {
         // "dir/" (a token or a start-after) does not list "dir/" again.
         if let resumeAfter, !resumeAfter.lexicographicallyPrecedes(directory) { return nil }
         lastDirectory = directory
-        if let text = String(validating: directory, as: UTF8.self), (try? ObjectKey.validatePrefix(text)) != nil {
+        if let text = String(validating: directory, as: UTF8.self), ObjectKey.isValidPrefix(text) {
             return .directory(text)
         }
         return .unaddressable(UnaddressableKey(bytes: directory, reason: "the folder's name is not a valid key prefix"))

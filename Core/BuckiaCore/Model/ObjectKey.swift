@@ -111,17 +111,35 @@ public struct ObjectKey: Hashable, Sendable, Comparable, CustomStringConvertible
     private static let dot = UInt8(ascii: ".")
 
     private static func validate(_ string: String, allowEmpty: Bool, allowTrailingSlash: Bool) throws {
+        if let problem = brokenRule(string, allowEmpty: allowEmpty, allowTrailingSlash: allowTrailingSlash) {
+            throw BuckiaError(.invalidPath, "The object key is not valid: \(problem).", path: string)
+        }
+    }
+
+    /// Whether `prefix` is one a key can start with, by the rules ``validatePrefix(_:)``
+    /// checks: for a name from outside (a listed folder) that is either a prefix or listed as
+    /// unaddressable, where not being one is an answer, not a failure.
+    public static func isValidPrefix(_ prefix: String) -> Bool {
+        brokenRule(prefix, allowEmpty: true, allowTrailingSlash: true) == nil
+    }
+
+    /// `string` as a key when it is a valid one, else nil: for a name from outside that is
+    /// either a key or listed as unaddressable.
+    package init?(ifValid string: String) {
+        guard Self.brokenRule(string, allowEmpty: false, allowTrailingSlash: false) == nil else { return nil }
+        rawValue = string
+    }
+
+    /// Which rule `string` breaks, or nil for none.
+    private static func brokenRule(_ string: String, allowEmpty: Bool, allowTrailingSlash: Bool) -> String? {
         // Over the bytes where the string keeps them (a native string's are contiguous): the
         // same checks over `String.UTF8View` stepped an index a byte, and every listed key and
         // every stored baseline passes here (a fifth of reading a sync state store's row).
         let found: String?? = string.utf8.withContiguousStorageIfAvailable { bytes -> String? in
             brokenRule(bytes, allowEmpty: allowEmpty, allowTrailingSlash: allowTrailingSlash)
         }
-        let problem: String? =
-            if let found { found } else {
-                Array(string.utf8).withUnsafeBufferPointer { brokenRule($0, allowEmpty: allowEmpty, allowTrailingSlash: allowTrailingSlash) }
-            }
-        if let problem { throw BuckiaError(.invalidPath, "The object key is not valid: \(problem).", path: string) }
+        if let found { return found }
+        return Array(string.utf8).withUnsafeBufferPointer { brokenRule($0, allowEmpty: allowEmpty, allowTrailingSlash: allowTrailingSlash) }
     }
 
     /// Which rule `bytes` breaks as a key (or, allowing it, as a prefix), or nil for none.

@@ -191,15 +191,18 @@ public struct BunnyProvider: StorageProviderPlugin {
 
     /// Bunny's dates: `2023-04-20T15:32:08.004`, UTC, no zone, 0 to 7 fractional digits, kept
     /// to the millisecond as a whole number of them (so the same text always makes the same
-    /// `Date`, bit for bit, and a state store's baseline compares equal).
+    /// `Date`, bit for bit, and a state store's baseline compares equal). Anything else — no
+    /// seconds part, a fraction that is not all digits, a zone — is no date (`nil`), never a trap.
     static func parseDate(_ text: String) -> Date? {
-        let parts = text.split(separator: ".", maxSplits: 1)
-        guard let whole = try? Date(String(parts[0]) + "Z", strategy: Date.ISO8601FormatStyle()) else { return nil }
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let seconds = parts.first, !seconds.isEmpty,
+              let whole = try? Date(String(seconds) + "Z", strategy: Date.ISO8601FormatStyle()) else { return nil }
         var milliseconds = Int64(whole.timeIntervalSince1970) * 1000
         if parts.count == 2 {
-            let digits = String(parts[1].prefix(3)).padding(toLength: 3, withPad: "0", startingAt: 0)
-            guard let fraction = Int64(digits) else { return nil }
-            milliseconds += fraction
+            let fraction = parts[1]
+            guard (1...7).contains(fraction.count), fraction.allSatisfy({ ("0"..."9").contains($0) }),
+                  let value = Int64(String(fraction.prefix(3)).padding(toLength: 3, withPad: "0", startingAt: 0)) else { return nil }
+            milliseconds += value
         }
         return Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }

@@ -9,7 +9,7 @@ import Testing
 /// What the `b2-answer`, `bunny-answer` and `s3-xml` fuzz targets found in the providers'
 /// reading of hostile answers, each as the case that would have caught it: server text in an
 /// error's code or body reached a terminal unescaped, and Bunny took any 64 characters as a
-/// SHA-256, which then verified nothing.
+/// SHA-256, which then verified nothing, and a `LastChanged` of `..` trapped Bunny's date reading.
 @Suite("Providers' reading of hostile answers")
 struct ProviderAnswerTests {
     /// A failed request's answer: which provider, the status, the body.
@@ -71,5 +71,27 @@ struct ProviderAnswerTests {
         }
         #expect(file.path == key)
         #expect(file.checksums[.sha256] == expected)
+    }
+
+    @Test("Bunny's LastChanged is a date only in Bunny's form; anything else is no date, never a trap", arguments: [
+        ("2023-04-20T15:32:08.004", 1_682_004_728_004),
+        ("2023-04-20T15:32:08", 1_682_004_728_000),
+        ("2023-04-20T15:32:08.5", 1_682_004_728_500),
+        ("2023-04-20T15:32:08.0049999", 1_682_004_728_004),
+        ("..", nil),  // found by the bunny-answer fuzz target: an index out of range
+        (".", nil),
+        ("", nil),
+        (".004", nil),
+        ("2023-04-20T15:32:08.", nil),
+        ("2023-04-20T15:32:08.+12", nil),
+        ("2023-04-20T15:32:08.-1", nil),
+        ("2023-04-20T15:32:08.12345678", nil),
+        ("2023-04-20T15:32:08.004.5", nil),
+        ("yesterday", nil),
+    ] as [(String, Int64?)])
+    func bunnyDates(_ text: String, _ milliseconds: Int64?) throws {
+        let object: [String: Any] = ["ObjectName": "object.bin", "Length": 4, "IsDirectory": false, "LastChanged": text]
+        let described = try #require(try BunnyProvider.described(answer: try JSONSerialization.data(withJSONObject: object), key: try ObjectKey("fuzz/object.bin")))
+        #expect(described.serverModified == milliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) })
     }
 }

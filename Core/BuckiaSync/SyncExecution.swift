@@ -399,9 +399,9 @@ final class SyncExecution: Sendable {
         let text = copy.rawValue
         let nameStart = text.lastIndex(of: "/").map { text.index(after: $0) } ?? text.startIndex
         if let dot = text[nameStart...].lastIndex(of: "."), dot != nameStart, text[nameStart..<dot].contains(".conflict-") {
-            return try? ObjectKey("\(text[..<dot])-\(number)\(text[dot...])")
+            return ObjectKey(ifValid: "\(text[..<dot])-\(number)\(text[dot...])")
         }
-        return try? ObjectKey("\(text)-\(number)")
+        return ObjectKey(ifValid: "\(text)-\(number)")
     }
 
     /// Deletes `path` on one endpoint. A two-way run first checks the file is still the

@@ -331,7 +331,7 @@ public struct SyncPlanner: Sendable {
         case .keepBoth:
             // A name made from a valid key by inserting ASCII before its last dot is valid, but
             // one near the length limit can outgrow it: then neither version is touched.
-            guard let copy = try? ObjectKey(Self.conflictName(for: path.rawValue, side: "local", at: now())) else { return .unresolved }
+            guard let copy = ObjectKey(ifValid: Self.conflictName(for: path.rawValue, side: "local", at: now())) else { return .unresolved }
             return .keepBoth(localCopy: copy)
         }
     }

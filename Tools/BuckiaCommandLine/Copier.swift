@@ -150,7 +150,7 @@ struct Copier: Sendable {
                 // Cancellation (an interrupt) ends the whole copy; anything else is one file's failure.
                 if wrapped.code == .cancelled { throw wrapped }
                 outcome.withLock { $0.failures.append((relative, wrapped)) }
-                if let key = try? ObjectKey(relative) { display?.finished(key, bytes: 0, failed: true) }
+                if let key = ObjectKey(ifValid: relative) { display?.finished(key, bytes: 0, failed: true) }
             }
         }
         return outcome.withLock { $0 }

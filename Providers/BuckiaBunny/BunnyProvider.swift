@@ -195,8 +195,10 @@ public struct BunnyProvider: StorageProviderPlugin {
     /// seconds part, a fraction that is not all digits, a zone — is no date (`nil`), never a trap.
     static func parseDate(_ text: String) -> Date? {
         let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let seconds = parts.first, !seconds.isEmpty,
-              let whole = try? Date(String(seconds) + "Z", strategy: Date.ISO8601FormatStyle()) else { return nil }
+        // Split without omitting empty parts, the first always exists; a parse failure is the
+        // answer (no date), nothing was read from anywhere.
+        guard parts.first?.isEmpty == false else { return nil }
+        guard let whole = try? Date(String(parts[0]) + "Z", strategy: Date.ISO8601FormatStyle()) else { return nil }
         var milliseconds = Int64(whole.timeIntervalSince1970) * 1000
         if parts.count == 2 {
             let fraction = parts[1]

@@ -39,11 +39,12 @@ package enum DatabaseBackup {
     ///   each step (false: one step, flushed at the end). Kept selectable for the benchmark.
     @discardableResult
     package static func write(from source: URL, to destination: URL, method: BackupMethod, paced: Bool = true) throws -> BackupResult {
-        guard FileManager.default.fileExists(atPath: source.path) else {
-            throw BuckiaError(.notFound, "There is no database at \(source.path) to back up.", operation: "backup", path: source.path)
-        }
+        try DatabaseFile.check(source, as: "database", for: "backup", content: .nonEmptyDatabase)
+        try DatabaseFile.checkDistinct(source, destination, for: "backup")
         let folder = destination.deletingLastPathComponent()
         try LocalFile.checkReplaceable(destination.path)
+        // A file there that is not a database is the user's, not an old backup: never replaced.
+        try DatabaseFile.checkIfPresent(destination, as: "backup destination", for: "backup")
         return try withTemporary(in: folder) { temporary in
             try copy(source, to: temporary, method: method, paced: paced)
             try check(temporary, operation: "backup")
@@ -102,7 +103,7 @@ package enum DatabaseBackup {
         let problems = try copy.quickCheck()
         guard problems.isEmpty else {
             throw BuckiaError(
-                .corrupt, "The database copy failed SQLite's quick_check (\(problems.prefix(3).joined(separator: "; "))); nothing was replaced.",
+                .corrupt, "\(operation == "restore" ? "The backup \(url.path.debugDescription)" : "The database copy") failed SQLite's quick_check (\(problems.prefix(3).joined(separator: "; "))); nothing was replaced.",
                 operation: operation, path: url.path)
         }
     }
@@ -110,15 +111,23 @@ package enum DatabaseBackup {
     /// Puts the backup at `backup` back as the database at `database`, atomically: into an
     /// existing database with SQLite's backup API in one write transaction (other connections
     /// see the old content or the restored one, and a WAL beside it stays consistent); where
-    /// there is no database yet, as a copy renamed into place. A backup that fails
-    /// `quick_check` is refused before anything changes.
+    /// there is no database yet, as a copy renamed into place. Before anything changes, a
+    /// backup is refused that is not a regular file, not an SQLite database, empty (a
+    /// zero-length file or one with no tables: restored, it would leave none), or fails
+    /// `quick_check`; so is a database that is the backup itself, or is not a database.
     package static func restore(from backup: URL, to database: URL) throws {
-        guard FileManager.default.fileExists(atPath: backup.path) else {
-            throw BuckiaError(.notFound, "There is no backup at \(backup.path) to restore.", operation: "restore", path: backup.path)
-        }
+        try DatabaseFile.check(backup, as: "backup", for: "restore", content: .nonEmptyDatabase)
+        try DatabaseFile.checkDistinct(backup, database, for: "restore")
+        let exists = try DatabaseFile.checkIfPresent(database, as: "database", for: "restore") != nil
         try check(backup, operation: "restore")
         let source = try SQLiteConnection(path: backup.path, mode: .readOnly)
-        if FileManager.default.fileExists(atPath: database.path) {
+        let objects = try source.query("SELECT count(*) FROM sqlite_schema") { $0.int64(0) }.first ?? 0
+        guard objects > 0 else {
+            throw BuckiaError(
+                .corrupt, "The backup \(backup.path.debugDescription) holds no tables; restoring it would empty \(database.path.debugDescription), so nothing was changed.",
+                operation: "restore", path: backup.path)
+        }
+        if exists {
             let target = try SQLiteConnection(path: database.path, mode: .readWrite(create: false))
             try source.backup(to: target, pagesPerStep: -1)
             return

@@ -13,6 +13,8 @@ public enum DatabaseComparison {
     /// - Throws: ``BuckiaCore/BuckiaError/Code/unsupported`` for a change the format cannot
     ///   carry: a table without a primary key, a table or column dropped, a key changed.
     public static func diff(from old: URL, to new: URL, sender: String, in directory: URL, id: KSUID? = nil, now: Date = Date()) throws -> URL? {
+        try DatabaseFile.check(old, as: "old database", for: "diff databases")
+        try DatabaseFile.check(new, as: "new database", for: "diff databases")
         let connection = try SQLiteConnection(path: new.path, mode: .readOnly)
         let uri = "file:" + PercentEncoding.encode(old.path, keepingSlash: true) + "?mode=ro"
         try connection.run("ATTACH DATABASE ? AS old", [.text(uri)])
@@ -29,6 +31,7 @@ public enum DatabaseComparison {
         if let dropped = oldTables.first(where: { table in !newTables.contains { $0.lowercased() == table.lowercased() } }) {
             throw unsupported("The table \(dropped) is in the old database but not the new one; a diff cannot drop a table.")
         }
+        try checkUncarried(connection, path: new.path)
         let writer = try DiffWriter(directory: directory, sender: sender, id: try id ?? KSUID(date: now), createdAt: now)
         var rows = 0
         for table in newTables {
@@ -84,5 +87,50 @@ public enum DatabaseComparison {
         }
         guard rows > 0 else { return nil }  // the writer's temporary goes with it
         return try writer.finish()
+    }
+
+    /// Buckia's own bookkeeping in an app's database, which a diff leaves out by design.
+    static let ownTables: Set<String> = [DiffApplier.appliedTable, DatabaseManager.refusedTable]
+
+    /// Refuses, by name, a table of the new database (attached with the old one as `old`) that a
+    /// diff cannot carry and whose rows differ from the old one's: a virtual table (FTS5, R*Tree,
+    /// any module) or a table named like Buckia's own (`buckia_…`) that is not its bookkeeping.
+    /// Left out without a word, its changes would be lost.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/unsupported`` naming the table.
+    static func checkUncarried(_ connection: SQLiteConnection, path: String) throws {
+        let candidates = try connection.query(
+            "SELECT name, type FROM pragma_table_list WHERE schema = 'main' AND (type = 'virtual' OR (type = 'table' AND name LIKE 'buckia\\_%' ESCAPE '\\')) ORDER BY name"
+        ) { (name: $0.string(0) ?? "", virtual: $0.string(1) == "virtual") }
+        let oldNames = Set(try connection.query("SELECT lower(name) FROM pragma_table_list WHERE schema = 'old'") { $0.string(0) ?? "" })
+        for table in candidates where !ownTables.contains(table.name.lowercased()) {
+            let q = DiffRules.quoted(table.name)
+            let compare = oldNames.contains(table.name.lowercased())
+                ? "SELECT EXISTS (SELECT * FROM main.\(q) EXCEPT SELECT * FROM old.\(q)) OR EXISTS (SELECT * FROM old.\(q) EXCEPT SELECT * FROM main.\(q))"
+                : "SELECT EXISTS (SELECT 1 FROM main.\(q))"
+            let changed: Bool
+            do {
+                changed = try connection.query(compare) { $0.int64(0) != 0 }.first ?? true
+            } catch let error as BuckiaError where (error.cause as? SQLiteResultCode)?.code == 1 {
+                // SQLITE_ERROR: a module this SQLite lacks, or old and new columns that differ:
+                // either way the rows cannot be shown to be the same.
+                changed = true
+            }
+            guard changed else { continue }
+            guard table.virtual else {
+                throw BuckiaError(
+                    .unsupported,
+                    "The table \(table.name) changed, but names starting buckia_ are Buckia's own and a diff never carries them; rename the table to carry its rows. No diff was written.",
+                    operation: "diff databases", path: path)
+            }
+            let sql = try connection.query("SELECT sql FROM main.sqlite_schema WHERE name = ?", [.text(table.name)]) { $0.string(0) ?? "" }.first ?? ""
+            let module = sql.range(of: "USING ", options: .caseInsensitive).map { range in
+                String(sql[range.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "_" })
+            } ?? ""
+            throw BuckiaError(
+                .unsupported,
+                "The table \(table.name) is a virtual table\(module.isEmpty ? "" : " (\(module))") whose rows changed; a diff carries only plain tables with a primary key, so its changes would be lost. Rebuild it from the tables it indexes where the diff is applied (for FTS5, INSERT INTO \(table.name)(\(table.name)) VALUES ('rebuild')). No diff was written.",
+                operation: "diff databases", path: path)
+        }
     }
 }

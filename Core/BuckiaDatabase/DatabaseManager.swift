@@ -281,7 +281,8 @@ public struct DatabaseStatus: Sendable {
             guard stat(url.path, &info) == 0 else { return nil }
             return (Int64(info.st_size), LocalFile.modificationDate(of: info))
         }
-        databaseSize = size(database)?.0
+        // A device, FIFO or socket is refused before SQLite opens it (a FIFO would block it).
+        databaseSize = try DatabaseFile.checkIfPresent(database, as: "database", for: "database status")
         backupSize = folder.flatMap { size($0.backup)?.0 }
         backupDate = folder.flatMap { size($0.backup)?.1 }
         appliedCount = 0

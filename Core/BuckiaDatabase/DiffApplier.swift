@@ -57,6 +57,24 @@ public struct AppliedChange: Hashable, Sendable {
     public var wasAlreadyApplied: Bool
     /// The file it came from, when it came from one.
     public var file: URL? = nil
+    /// Diffs the database had already applied that are newer than this one (a later KSUID),
+    /// oldest first. Applied after them, this one may have put older values over theirs; empty
+    /// when diffs arrived in order.
+    public var newerApplied: [KSUID] = []
+    /// When ``newerApplied`` is not empty, rows this diff replaced or deleted that the database
+    /// already held — the rows whose newer values it may have overwritten — at most
+    /// ``DiffApplier/reportedRowLimit`` of them; ``overwrittenCount`` counts them all.
+    public var overwritten: [RowReference] = []
+    /// How many rows ``overwritten`` stands for.
+    public var overwrittenCount = 0
+}
+
+/// One row of a table, named by its primary key.
+public struct RowReference: Hashable, Sendable {
+    /// The table.
+    public var table: String
+    /// The primary key's values, in key order.
+    public var key: [SQLiteValue]
 }
 
 /// How a diff is applied.
@@ -89,6 +107,9 @@ package enum DiffApplier {
         created_at INTEGER NOT NULL, applied_at INTEGER NOT NULL, upserted INTEGER NOT NULL, deleted INTEGER NOT NULL)
         """
 
+    /// How many of the rows an out-of-order diff overwrote ``AppliedChange/overwritten`` lists.
+    public static let reportedRowLimit = 20
+
     /// Applies the diff at `url` to `database`, exactly once.
     package static func apply(_ url: URL, to database: SQLiteConnection, options: ApplyOptions, now: Date) throws -> AppliedChange {
         // The content hash is checked as the rows are applied, in the same transaction: a
@@ -120,6 +141,7 @@ package enum DiffApplier {
             for (table, id) in zip(diff.summary.tables, diff.tableIds) {
                 plans.append(try TablePlan(table, id: id, database: database, path: path))
             }
+            try reportOrder(of: diff, plans: plans, database: database, options: options, change: &change)
             var hash = try DiffHash()
             hash.manifest(
                 version: manifest.formatVersion, ksuid: manifest.id.description, sender: manifest.sender,
@@ -144,6 +166,21 @@ package enum DiffApplier {
                 ])
         }
         return change
+    }
+
+    /// Fills ``AppliedChange/newerApplied`` and, when the database already applied a newer diff,
+    /// the rows this one is about to replace or delete: what an older diff applied after a newer
+    /// one may overwrite, reported instead of done silently. A read of the keys, before any change.
+    static func reportOrder(of diff: OpenedDiff, plans: [TablePlan], database: SQLiteConnection, options: ApplyOptions, change: inout AppliedChange) throws {
+        guard try LocalTable.object(named: appliedTable, in: database) != nil else { return }
+        change.newerApplied = try database.query("SELECT ksuid FROM buckia_applied_changes WHERE ksuid > ? ORDER BY ksuid", [.text(change.id.description)]) {
+            KSUID($0.string(0) ?? "")
+        }.compactMap { $0 }
+        guard !change.newerApplied.isEmpty else { return }
+        for plan in plans where !plan.creates {
+            let keepsLocal = if case .keepLocal = options.policy(for: plan.table.definition.name) { true } else { false }
+            try plan.existingRows(from: diff.connection, in: database, includingUpserts: !keepsLocal, change: &change)
+        }
     }
 
     /// The rows of every table, in order, hashed as they go.
@@ -279,6 +316,31 @@ struct TablePlan {
             return true
         }
         return count
+    }
+
+    /// Adds to `change` the rows of this table the diff upserts (unless `includingUpserts` is
+    /// false) or deletes that the local table holds now.
+    func existingRows(from diff: SQLiteConnection, in database: SQLiteConnection, includingUpserts: Bool, change: inout AppliedChange) throws {
+        let definition = table.definition
+        let keyNames = definition.primaryKey.map { DiffRules.quoted($0.name) }
+        let keyPositions = definition.primaryKey.compactMap { column in definition.columns.firstIndex(of: column) }
+        let exists = "SELECT EXISTS (SELECT 1 FROM \(DiffRules.quoted(definition.name)) WHERE "
+            + keyNames.enumerated().map { "\($1) IS ?\($0 + 1)" }.joined(separator: " AND ") + ")"
+        func look(_ key: [SQLiteValue]) throws {
+            guard try database.query(exists, key, { $0.int64(0) != 0 }).first == true else { return }
+            change.overwrittenCount += 1
+            if change.overwritten.count < DiffApplier.reportedRowLimit { change.overwritten.append(RowReference(table: definition.name, key: key)) }
+        }
+        if includingUpserts {
+            try diff.forEachRow(DiffHash.upsertQuery(id, columns: definition.columns.count)) { row in
+                try look(keyPositions.map { row.value($0) })
+                return true
+            }
+        }
+        try diff.forEachRow(DiffHash.deleteQuery(id, keys: keyNames.count)) { row in
+            try look((0..<keyNames.count).map { row.value($0) })
+            return true
+        }
     }
 
     func delete(from diff: SQLiteConnection, in database: SQLiteConnection, hash: inout DiffHash) throws -> Int {

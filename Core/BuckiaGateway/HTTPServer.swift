@@ -56,6 +56,16 @@ public final class HTTPServer: @unchecked Sendable {
         guard bound == 0, listen(descriptor, 1024) == 0 else {
             let code = errno
             close(descriptor)
+            if code == EADDRINUSE {
+                throw BuckiaError(
+                    .invalidConfiguration, "The address \(host):\(port) is in use by another program; choose another port (0 picks a free one) or stop that program.",
+                    operation: "listen", path: "\(host):\(port)", cause: POSIXErrorNumber(rawValue: code))
+            }
+            if code == EADDRNOTAVAIL {
+                throw BuckiaError(
+                    .invalidConfiguration, "\(host) is not an address of this machine, so nothing can listen on it; use 127.0.0.1 or one of this machine's addresses.",
+                    operation: "listen", path: "\(host):\(port)", cause: POSIXErrorNumber(rawValue: code))
+            }
             throw BuckiaError.posix(code, operation: "listen on \(host):\(port)", path: host)
         }
         var actual = sockaddr_in()

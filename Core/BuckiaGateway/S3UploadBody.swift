@@ -67,6 +67,13 @@ final class S3UploadBody {
                 chunkVerifier = SigV4ChunkVerifier(authorization: authentication.authorization, secret: authentication.secret)
             }
         } else {
+            // The decoded length belongs to aws-chunked framing. With a plain payload hash the
+            // body would be stored as it came, framing and all, and its hash never match.
+            guard try context.header("x-amz-decoded-content-length") == nil else {
+                throw S3Failure(
+                    "InvalidArgument",
+                    "x-amz-decoded-content-length describes an aws-chunked body, but the payload hash is not a STREAMING-… one; send the body plain without it, or sign it as aws-chunked.")
+            }
             expectedLength = body.declaredLength
         }
         if let expectedLength, expectedLength > maximumSize {

@@ -71,11 +71,38 @@ public final class ResourceCache: Sendable {
         now = clock
         temporaries = folder.appendingPathComponent(".buckia-tmp", isDirectory: true)
         locks = folder.appendingPathComponent(".buckia-locks", isDirectory: true)
-        for made in [temporaries, locks] { try FileManager.default.createDirectory(at: made, withIntermediateDirectories: true) }
-        index = try ResourceIndex(path: folder.appendingPathComponent(".buckia-index.sqlite").path)
+        // What a user fetched is theirs alone, as their secret store is: folders the cache makes
+        // are 0700 and its index 0600 (a folder that exists keeps the mode its owner gave it).
+        try Self.makePrivateFolder(folder)
+        for made in [temporaries, locks] { try Self.makePrivateFolder(made) }
+        let indexPath = folder.appendingPathComponent(".buckia-index.sqlite").path
+        do {
+            // Empty: SQLite writes it, and gives its journal and WAL this mode.
+            try LocalFile.createExclusive(URL(fileURLWithPath: indexPath), permissions: 0o600).close()
+        } catch let error as BuckiaError where error.code == .alreadyExists {}
+        index = try ResourceIndex(path: indexPath)
         memory = Locked(MemoryTier(limit: max(0, configuration.memoryBytes)))
         // What processes killed mid-write left (their temporaries are locked while they live).
         downloads = try DownloadFolder(in: temporaries)
+    }
+
+    /// Creates `folder` (and what is missing above it) with mode 0700, or checks that what is
+    /// there is a folder.
+    ///
+    /// - Throws: ``BuckiaError/Code/invalidPath`` when a file, device or pipe is in its place.
+    static func makePrivateFolder(_ folder: URL) throws {
+        let path = folder.path
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw BuckiaError(
+                    .invalidPath, "The resource cache folder \(path.debugDescription) is \(LocalFile.kind(of: info.st_mode)), not a folder; give a folder for the cache.",
+                    operation: "open resource cache", path: path)
+            }
+            return
+        }
+        try LocalFile.createDirectories(folder.deletingLastPathComponent().path)
+        guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw BuckiaError.posix(errno, operation: "create the resource cache folder", path: path) }
     }
 
     deinit {

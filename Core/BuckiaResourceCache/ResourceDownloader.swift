@@ -76,6 +76,14 @@ public final class ResourceDownloader: Sendable {
     ///   the next report; a fetch answered from the cache, or by another process's download,
     ///   hears nothing). Called on a transfer thread: keep it short.
     public func fetch(_ location: ResourceLocation, progress: (@Sendable (Int64) -> Void)? = nil) async throws -> Fetched {
+        guard !location.holdsCredentials else {
+            // One entry serves whoever asks: a response fetched with one user's password must
+            // not answer another's request, nor the password sit in the index.
+            throw BuckiaError(
+                .invalidConfiguration,
+                "The URL \(location.text) holds a user name or password; the resource cache never fetches or keeps credentials. Send them in the HTTP client's Authorization header instead.",
+                operation: "fetch", path: location.text)
+        }
         let key = try cache.key(for: location)
         // From memory on this thread (one index query); a disk read goes to a blocking-work one.
         var found = try cache.lookupInMemory(location)
@@ -202,7 +210,7 @@ public final class ResourceDownloader: Sendable {
     }
 
     func download(_ url: URL, location: ResourceLocation, cached: CachedResource?) async throws -> Fetched {
-        guard url.scheme == "http" || url.scheme == "https" else {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw BuckiaError(.invalidConfiguration, "\(url.scheme ?? "no scheme") URLs are not fetched; give an http(s) URL or REMOTE:PATH.", operation: "fetch")
         }
         var headers = HTTPHeaders()

@@ -20,12 +20,27 @@ public enum ResourceLocation: Hashable, Sendable, CustomStringConvertible {
     /// `remote:path` on a provider known by that name.
     case remote(name: String, path: String)
 
-    /// The text identifiers hash: the URL as written, or `remote:path`.
+    /// The text identifiers hash: the URL as written, less any user name and password, or
+    /// `remote:path`. Credentials never name an entry nor reach the index.
     public var text: String {
         switch self {
-        case .url(let url): url.absoluteString
+        case .url(let url): Self.withoutCredentials(url).absoluteString
         case .remote(let name, let path): "\(name):\(path)"
         }
+    }
+
+    /// Whether the location is a URL with a user name or password in it (`https://user:pw@host/`).
+    public var holdsCredentials: Bool {
+        guard case .url(let url) = self else { return false }
+        return url.user != nil || url.password != nil
+    }
+
+    /// `url` with its user name and password removed.
+    static func withoutCredentials(_ url: URL) -> URL {
+        guard url.user != nil || url.password != nil, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+        components.user = nil
+        components.password = nil
+        return components.url ?? url
     }
 
     /// The last path component, for file names (may be empty).

@@ -153,11 +153,32 @@ public final class FileSecretStore: SecretStore {
         case passphrase(Secret)
 
         /// The encryption the environment asks for: `BUCKIA_SECRETS_KEY` (a base64 32-byte key),
-        /// else `BUCKIA_SECRETS_PASSPHRASE`, else none.
+        /// else `BUCKIA_SECRETS_PASSPHRASE`, else none. A variable that is set but empty (what an
+        /// unset shell variable gives, `BUCKIA_SECRETS_PASSPHRASE=$P`) is taken as set: the
+        /// store then refuses every read and write (``check()``) instead of falling back to
+        /// plain text.
         public static func fromEnvironment(_ environment: [String: String]) -> Encryption {
-            if let key = environment["BUCKIA_SECRETS_KEY"], !key.isEmpty { return .key(Secret(key)) }
-            if let passphrase = environment["BUCKIA_SECRETS_PASSPHRASE"], !passphrase.isEmpty { return .passphrase(Secret(passphrase)) }
+            if let key = environment["BUCKIA_SECRETS_KEY"] { return .key(Secret(key)) }
+            if let passphrase = environment["BUCKIA_SECRETS_PASSPHRASE"] { return .passphrase(Secret(passphrase)) }
             return .none
+        }
+
+        /// Refuses an empty key or passphrase: it never means "no encryption".
+        ///
+        /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidConfiguration`` naming the variable.
+        public func check() throws {
+            switch self {
+            case .none: return
+            case .key(let key) where key.exposedValue.isEmpty:
+                throw BuckiaError(
+                    .invalidConfiguration,
+                    "BUCKIA_SECRETS_KEY is set but empty; an empty key never means no encryption. Set it to 32 bytes in base64 (openssl rand -base64 32), or unset it.")
+            case .passphrase(let passphrase) where passphrase.exposedValue.isEmpty:
+                throw BuckiaError(
+                    .invalidConfiguration,
+                    "BUCKIA_SECRETS_PASSPHRASE is set but empty; an empty passphrase never means no encryption. Set it to the passphrase, or unset it to keep the store unencrypted.")
+            case .key, .passphrase: return
+            }
         }
     }
 
@@ -240,6 +261,7 @@ public final class FileSecretStore: SecretStore {
 
     /// Runs `body` holding `secrets.lock` (shared for reading, exclusive for changing).
     private func withLock<Result>(exclusive: Bool, _ body: () throws -> Result) throws -> Result {
+        try encryption.check()
         try prepareFolder()
         let lockPath = folder.appendingPathComponent("secrets.lock").path
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)

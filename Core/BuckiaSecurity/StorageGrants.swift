@@ -190,7 +190,7 @@ public struct StorageGrants: Sendable, Hashable, Codable, ExpressibleByArrayLite
     public func validate() throws {
         for grant in grants {
             if let reason = KeyScreen.unsafetyOfGrant(grant.prefix) {
-                throw BuckiaError(.invalidPath, "The grant \(grant) is not valid: its prefix \(reason).", path: grant.prefix)
+                throw BuckiaError(.invalidPath, "The grant \(grant) is not valid: its prefix \(grant.prefix.debugDescription) is refused, as \(reason).", path: grant.prefix)
             }
             if grant.permissions.isEmpty || !StoragePermissions.all.isSuperset(of: grant.permissions) {
                 throw BuckiaError(.invalidConfiguration, "The grant on \(grant.prefix.debugDescription) allows nothing Buckia knows; give read, write, delete or list.")
@@ -309,11 +309,12 @@ package enum KeyScreen {
     /// be one folder on a backend that normalises, so only the one spelling is accepted.
     package static func unsafetyOfGrant(_ prefix: String) -> String? {
         if prefix.isEmpty { return nil }
+        if prefix == "/" { return "it is only a slash (a grant on the whole bucket has the empty prefix; `buckia token issue` writes it *)" }
         // A grant names whole segments: check it as a key (without its trailing slash).
         let body = prefix.utf8.last == slash ? String(decoding: prefix.utf8.dropLast(), as: UTF8.self) : prefix
         if let reason = unsafety(of: body, asPrefix: false) { return reason }
         guard prefix.utf8.elementsEqual(prefix.precomposedStringWithCompatibilityMapping.utf8) else {
-            return "is not in Unicode NFKC form (\(prefix.precomposedStringWithCompatibilityMapping.debugDescription)); a normalising backend would fold it into that spelling"
+            return "it is not in Unicode NFKC form (\(prefix.precomposedStringWithCompatibilityMapping.debugDescription)); a normalising backend would fold it into that spelling"
         }
         return nil
     }

@@ -147,7 +147,7 @@ public final class TokenManager: Sendable {
         guard keys.count == 1, let only = keys.first else {
             throw BuckiaError(
                 .invalidConfiguration,
-                keys.isEmpty ? "No signing key is saved; create one first (buckia token keygen --key-id ID)." : "\(keys.count) signing keys are saved; say which one signs (--key-id).")
+                keys.isEmpty ? "No signing key is saved; create one first (buckia token keygen --key-id ID)." : "\(keys.count) signing keys are saved (\(keys.map(\.keyId).sorted().joined(separator: ", "))); name the one to use (buckia token issue --key-id ID, buckia serve s3 --token-key ID).")
         }
         return only
     }

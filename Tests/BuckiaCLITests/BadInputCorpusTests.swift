@@ -32,7 +32,7 @@ struct CorpusCase: Decodable, Sendable, CustomTestStringConvertible {
     var testDescription: String { "[\(`class`)] \(name)" }
 
     /// Every case of every file in Tests/Fixtures/BadInputs/ (`bad-inputs.json` from the first hardening round,
-    /// `bad-inputs-2.json` from the second, `hostile-servers.json` against
+    /// `bad-inputs-2.json` from the second, `bad-inputs-3.json` from the third, `hostile-servers.json` against
     /// Tests/Emulators/hostile_server.py). A file that cannot be read or decoded yields no cases,
     /// which ``BadInputCorpusTests/corpusFiles()`` reports as a failure naming it.
     static var all: [CorpusCase] {
@@ -53,10 +53,10 @@ struct CorpusCase: Decodable, Sendable, CustomTestStringConvertible {
 
 @Suite("Bad-input corpus against the built buckia")
 struct BadInputCorpusTests {
-    @Test("Every corpus file decodes, and the three are there")
+    @Test("Every corpus file decodes, and the four are there")
     func corpusFiles() throws {
         let names = CorpusCase.corpusFiles.map(\.lastPathComponent)
-        #expect(Set(["bad-inputs.json", "bad-inputs-2.json", "hostile-servers.json"]).isSubset(of: names), "corpus files: \(names)")
+        #expect(Set(["bad-inputs.json", "bad-inputs-2.json", "bad-inputs-3.json", "hostile-servers.json"]).isSubset(of: names), "corpus files: \(names)")
         for url in CorpusCase.corpusFiles {
             let data = try Data(contentsOf: url)
             #expect(throws: Never.self, "\(url.lastPathComponent) decodes") { try JSONDecoder().decode([CorpusCase].self, from: data) }

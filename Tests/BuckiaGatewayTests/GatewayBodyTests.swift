@@ -69,7 +69,7 @@ struct GatewayBodyTests {
         case plainSigned, plainWrongHash, unsignedPayload, contentMD5, contentMD5Wrong, checksumHeader, checksumHeaderWrong, shortBody
         case signedChunks, signedChunksTampered, signedChunksReordered, signedChunksWrongSecret, signedTrailer, signedTrailerWrongSignature
         case signedTrailerWrongChecksum, unsignedTrailer, unsignedTrailerWrongChecksum, unsignedTrailerMissing, decodedLengthWrong
-        case trailerUnannounced
+        case trailerUnannounced, framedUnderPlainHash
 
         var description: String { rawValue }
 
@@ -82,6 +82,9 @@ struct GatewayBodyTests {
             case .signedChunksTampered, .signedChunksReordered, .signedChunksWrongSecret, .signedTrailerWrongSignature: "SignatureDoesNotMatch"
             case .shortBody, .unsignedTrailerMissing, .decodedLengthWrong: "IncompleteBody"
             case .trailerUnannounced: "InvalidRequest"
+            // aws-chunked framing sent under a plain SHA-256 of the framed bytes: stored, the
+            // object would be the framing (issue 47, item 9).
+            case .framedUnderPlainHash: "InvalidArgument"
             }
         }
     }
@@ -135,6 +138,10 @@ struct GatewayBodyTests {
             signed = false
         }
         if bodyCase == .decodedLengthWrong { headers["x-amz-decoded-content-length"] = String(payload.count + 1) }
+        if bodyCase == .framedUnderPlainHash {
+            body = Self.awsChunked(chunks, seed: nil, signer: signer, date: date)
+            payloadHash = Hashing.sha256Hex(body)
+        }
         let signedHeaders = signer.sign(method: "PUT", url: url, headers: headers, payloadHash: payloadHash, date: date)
         if payloadHash.hasPrefix("STREAMING-") {
             let seed = signedHeaders["authorization"].flatMap { $0.components(separatedBy: "Signature=").last }

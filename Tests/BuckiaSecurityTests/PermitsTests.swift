@@ -174,6 +174,15 @@ struct PermitsTests {
         #expect(!bad.permits(.list, key: prefix))
     }
 
+    @Test(
+        "A refused grant's message is one sentence naming the prefix and why",
+        arguments: [("/", "its prefix \"/\" is refused, as it is only a slash"), ("a/../b/", "its prefix \"a/../b/\" is refused, as it"), ("cafe\u{301}/", "is refused, as it is not in Unicode NFKC form")])
+    func refusalMessage(_ prefix: String, _ fragment: String) throws {
+        let error = try #require(throws: BuckiaError.self) { try ([StoragePermissions.read.restrictToPath(prefix)] as StorageGrants).validate() }
+        #expect(error.message.contains(fragment), "\(error.message)")
+        #expect(!error.message.contains("its prefix it"), "\(error.message)")
+    }
+
     @Test("An empty prefix covers everything; everything still refuses unsafe keys")
     func everything() {
         #expect(StorageGrants.everything.permits(.delete, key: "any/key"))

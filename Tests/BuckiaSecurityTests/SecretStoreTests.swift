@@ -284,6 +284,20 @@ struct SecretStoreTests {
         if case .key = FileSecretStore.Encryption.fromEnvironment(["BUCKIA_SECRETS_KEY": "k", "BUCKIA_SECRETS_PASSPHRASE": "p"]) {} else { Issue.record("key not preferred") }
         if case .none = FileSecretStore.Encryption.fromEnvironment([:]) {} else { Issue.record("encryption from nothing") }
     }
+
+    @Test(
+        "A key or passphrase that is set but empty is refused, never taken as no encryption",
+        arguments: [["BUCKIA_SECRETS_PASSPHRASE": ""], ["BUCKIA_SECRETS_KEY": ""], ["BUCKIA_SECRETS_KEY": "", "BUCKIA_SECRETS_PASSPHRASE": "p"]])
+    func emptyKeyRefused(_ environment: [String: String]) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-secrets-empty-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = FileSecretStore(folder: folder, encryption: .fromEnvironment(environment))
+        let refused = try #require(throws: BuckiaError.self) { try store.save(StoredSecret(value: "plain-text-would-leak", savedAt: Date()), for: "ctx") }
+        #expect(refused.code == .invalidConfiguration)
+        #expect(refused.message.contains("set but empty"))
+        #expect(throws: BuckiaError.self) { try store.entries() }
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("secrets.json").path))
+    }
 }
 
 @Suite("TokenManager")

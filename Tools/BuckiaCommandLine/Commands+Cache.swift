@@ -41,9 +41,18 @@ extension CLI {
         if let scheme = text.range(of: "://").map({ text[..<$0.lowerBound].lowercased() }), scheme != "http", scheme != "https" {
             throw UsageError(description: "fetch takes http(s) URLs, not \(scheme): \(text.debugDescription).")
         }
-        if text.hasPrefix("http://") || text.hasPrefix("https://") {
-            guard let url = URL(string: text), url.host != nil else { throw UsageError(description: "\(text.debugDescription) is not a URL.") }
+        let lowered = text.lowercased()
+        if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
+            // The scheme in lower case (RFC 3986 compares it so): HTTP://h/x and http://h/x are one entry.
+            let colon = text.firstIndex(of: ":") ?? text.endIndex
+            guard let url = URL(string: text[..<colon].lowercased() + text[colon...]), url.host != nil else {
+                throw UsageError(description: "\(text.debugDescription) is not a URL.")
+            }
             location = .url(url)
+            guard !location.holdsCredentials else {
+                throw UsageError(
+                    description: "\(location.text) was given with a user name or password, which the resource cache never fetches with or keeps; fetch a URL without them (Docs/ResourceCache.md).")
+            }
         } else if case .remote(let name, let path) = Location(text), !path.isEmpty {
             provider = try invocation.provider(named: name).0
             location = .remote(name: name, path: path)
@@ -110,6 +119,26 @@ extension CLI {
             } else {
                 limits.maxBytes = value
             }
+        }
+        // A read-only look, or a trim or clear of a cache that is not there, creates nothing.
+        var info = stat()
+        guard stat(folder.path, &info) == 0 else {
+            guard errno == ENOENT else { throw BuckiaError.posix(errno, operation: "cache \(invocation.positionals[0])", path: folder.path) }
+            switch invocation.positionals[0] {
+            case "stats":
+                if invocation.arguments.flag("json") {
+                    Console.out(#"{"bytes":0,"entries":0,"pinned":0}"#)
+                } else {
+                    Console.out("0 entries, 0 bytes, 0 pinned: there is no cache at \(folder.path)")
+                }
+            case "trim": Console.out("Evicted 0 entries (0 bytes): there is no cache at \(folder.path).")
+            case "clear": Console.out("Removed 0 entries: there is no cache at \(folder.path).")
+            default: throw UsageError(description: "cache has stats, trim and clear, not \(invocation.positionals[0].debugDescription).")
+            }
+            return .success
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw UsageError(description: "--cache \(folder.path) is \(LocalFile.kind(of: info.st_mode)), not a folder; give the cache's folder.")
         }
         switch invocation.positionals[0] {
         case "stats":

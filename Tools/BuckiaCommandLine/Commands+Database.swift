@@ -70,9 +70,7 @@ extension CLI {
         case "apply":
             guard arguments.count >= 3 else { throw UsageError(description: "db apply takes DB and at least one DIFF.") }
             let database = try local(arguments[1])
-            guard FileManager.default.fileExists(atPath: database.path) else {
-                throw BuckiaError(.notFound, "There is no database at \(database.path).", operation: "db apply", path: database.path)
-            }
+            try DatabaseFile.check(database, as: "database", for: "db apply")
             let policy: RowConflictPolicy
             switch invocation.arguments.value("conflict") ?? "incoming" {
             case "incoming": policy = .incomingWins
@@ -80,6 +78,7 @@ extension CLI {
             case let other: throw UsageError(description: "Unknown --conflict \(other.debugDescription); use incoming or local.")
             }
             let files = try arguments.dropFirst(2).map(local)
+            for file in files { try DatabaseFile.checkDistinct(file, database, for: "db apply") }
             // In KSUID order (names that are not KSUIDs last, where the reader refuses them).
             let ordered = files.sorted { a, b in
                 let (x, y) = (KSUID(a.deletingPathExtension().lastPathComponent), KSUID(b.deletingPathExtension().lastPathComponent))
@@ -100,11 +99,22 @@ extension CLI {
                         emitJSON([
                             "file": file.path, "ksuid": change.id.description, "sender": change.sender, "status": change.wasAlreadyApplied ? "already-applied" : "applied",
                             "upserted": change.upserted, "deleted": change.deleted, "tablesCreated": change.tablesCreated, "columnsAdded": change.columnsAdded,
+                            "newerApplied": change.newerApplied.map(\.description), "overwrittenCount": change.overwrittenCount,
+                            "overwritten": change.overwritten.map { ["table": $0.table, "key": $0.key.map(\.jsonValue)] as [String: Any] },
                         ])
                     } else if change.wasAlreadyApplied {
                         Console.out("already applied \(change.id) (\(file.lastPathComponent.terminalSafe)): nothing changed")
                     } else {
                         Console.out("applied \(change.id) from \(change.sender.terminalSafe): \(change.upserted) upserted, \(change.deleted) deleted")
+                        if let newest = change.newerApplied.last {
+                            let rows = change.overwritten.map { "\($0.table)(\($0.key.map(\.displayed).joined(separator: ", ")))".terminalSafe }
+                            let more = change.overwrittenCount > rows.count ? ", and \(change.overwrittenCount - rows.count) more" : ""
+                            Console.out(
+                                "  out of order: \(change.newerApplied.count) newer diff\(change.newerApplied.count == 1 ? " was" : "s were") applied before it (the newest \(newest)); "
+                                    + (change.overwrittenCount == 0
+                                        ? "it replaced no row the database held."
+                                        : "it replaced or deleted \(change.overwrittenCount) row\(change.overwrittenCount == 1 ? "" : "s") the database held, whose newer values it may have overwritten: \(rows.joined(separator: ", "))\(more)."))
+                        }
                     }
                 } catch let error as BuckiaError where error.cause is DiffProblem {
                     refused += 1
@@ -145,9 +155,7 @@ extension CLI {
         case "status":
             try needs(2)
             let database = try local(arguments[1])
-            guard FileManager.default.fileExists(atPath: database.path) else {
-                throw BuckiaError(.notFound, "There is no database at \(database.path).", operation: "db status", path: database.path)
-            }
+            try DatabaseFile.check(database, as: "database", for: "db status")
             let status = try await BlockingWork.run("database status") { try DatabaseStatus(database: database) }
             if json {
                 emitJSON([
@@ -172,5 +180,29 @@ extension CLI {
             throw UsageError(description: "Unknown db action \(arguments[0].debugDescription); use backup, restore, diff, apply, inspect, status or send.")
         }
         return .success
+    }
+}
+
+extension SQLiteValue {
+    /// The value as JSON: a number, text, null, or a blob's bytes in base64.
+    var jsonValue: Any {
+        switch self {
+        case .null: NSNull()
+        case .integer(let value): value
+        case .real(let value): value
+        case .text(let value): value
+        case .blob(let value): value.base64EncodedString()
+        }
+    }
+
+    /// The value as a message shows it: text quoted, a blob in hex.
+    var displayed: String {
+        switch self {
+        case .null: "NULL"
+        case .integer(let value): String(value)
+        case .real(let value): String(value)
+        case .text(let value): "'" + value.replacingOccurrences(of: "'", with: "''") + "'"
+        case .blob(let value): "x'" + value.map { String(format: "%02x", $0) }.joined() + "'"
+        }
     }
 }

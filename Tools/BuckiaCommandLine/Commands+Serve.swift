@@ -37,8 +37,11 @@ extension CLI {
         var host = "127.0.0.1"
         var port: UInt16 = 8333
         if let address = invocation.arguments.value("addr") {
+            guard !address.hasPrefix("[") else {
+                throw UsageError(description: "--addr \(address.debugDescription) is an IPv6 form; serve s3 listens on IPv4: give HOST:PORT, such as 127.0.0.1:8333.")
+            }
             guard let colon = address.lastIndex(of: ":"), let number = UInt16(address[address.index(after: colon)...]) else {
-                throw UsageError(description: "--addr is HOST:PORT, such as 127.0.0.1:8333.")
+                throw UsageError(description: "--addr \(address.debugDescription) is not HOST:PORT; give an IPv4 address and a port, such as 127.0.0.1:8333.")
             }
             host = colon == address.startIndex ? "127.0.0.1" : String(address[..<colon])
             port = number
@@ -46,9 +49,28 @@ extension CLI {
         var staticKeys: [String: Secret] = [:]
         for pair in invocation.arguments.all("auth-key") {
             guard let comma = pair.firstIndex(of: ","), comma != pair.startIndex, pair.index(after: comma) != pair.endIndex else {
-                throw UsageError(description: "--auth-key is ID,SECRET.")
+                throw UsageError(description: "--auth-key is ID,SECRET, both non-empty.")
             }
-            staticKeys[String(pair[..<comma])] = Secret(String(pair[pair.index(after: comma)...]))
+            let id = String(pair[..<comma]), secret = String(pair[pair.index(after: comma)...])
+            // An access key id travels in the credential scope (ID/DATE/REGION/s3/aws4_request)
+            // and in the access log: printable ASCII without a slash or space.
+            guard id.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "/") }) else {
+                throw UsageError(description: "--auth-key: the access key id \(id.debugDescription) may hold only printable ASCII without spaces or slashes.")
+            }
+            guard secret.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+                throw UsageError(description: "--auth-key: the secret for \(id.debugDescription) may hold only printable ASCII (it is signed with as bytes).")
+            }
+            guard staticKeys[id] == nil else {
+                throw UsageError(description: "--auth-key: the access key id \(id.debugDescription) is given twice; give each id once, with its one secret.")
+            }
+            staticKeys[id] = Secret(secret)
+        }
+        let region = invocation.arguments.value("region") ?? "us-east-1"
+        guard (1...64).contains(region.utf8.count), region.utf8.allSatisfy({ byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }) else {
+            throw UsageError(description: "--region \(region.debugDescription) is not a region name; use letters, digits, '-' and '_' (such as us-east-1).")
         }
         let tokens = TokenManager(store: FileSecretStore.standard(environment: invocation.environment))
         var keys: GatewayKeys?
@@ -72,12 +94,30 @@ extension CLI {
             limits.maximumConnections = count
         }
         let (provider, configuration) = try invocation.provider(named: name)
+        if configuration.provider == .local, let root = configuration.options["root"] {
+            // A file where the served folder should be would answer every request with an error.
+            let served = URL(fileURLWithPath: root, isDirectory: true).appendingPathComponent(path.trimmedSlashes, isDirectory: true)
+            var info = stat()
+            if stat(served.path, &info) == 0, (info.st_mode & S_IFMT) != S_IFDIR {
+                throw UsageError(description: "\(name):\(path) is \(LocalFile.kind(of: info.st_mode)) (\(served.path)), not a folder; serve s3 serves a folder.")
+            }
+        }
         var options = S3GatewayOptions()
         options.root = path.folderPrefix
-        options.region = invocation.arguments.value("region") ?? "us-east-1"
+        options.region = region
         if let staging = invocation.arguments.value("staging") {
             guard !staging.isEmpty else { throw UsageError(description: "--staging names a folder.") }
             let folder = URL(fileURLWithPath: staging, isDirectory: true)
+            // An existing folder of the user's: never created (a typo would make a folder
+            // anywhere), never a file or device.
+            var info = stat()
+            guard stat(folder.path, &info) == 0 else {
+                if errno == ENOENT { throw BuckiaError(.notFound, "The --staging folder \(staging) does not exist; create it first, or leave --staging out to use the temporary folder.", path: staging) }
+                throw BuckiaError.posix(errno, operation: "check the --staging folder", path: staging)
+            }
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw UsageError(description: "--staging \(staging) is \(LocalFile.kind(of: info.st_mode)), not a folder; give a folder for multipart uploads to wait in.")
+            }
             // Inside the served folder its files would show as a bucket.
             if configuration.provider == .local, let root = configuration.options["root"],
                Self.isInside(folder, URL(fileURLWithPath: root, isDirectory: true))

@@ -10,7 +10,7 @@ extension CLI {
             .value("key-id", "keygen, issue: the signing key's id (issue: the only saved key when left out)."),
             .value("algorithm", "keygen: EdDSA (Ed25519, the default; verifiers need only the public key) or HS256 (a shared secret)."),
             .value("user", "issue: the user id the token is for (its sub claim)."),
-            .value("grant", "issue: PERMS:PREFIX, such as read,list:u1/ or write:u1/inbound/; give it once per grant."),
+            .value("grant", "issue: PERMS:PREFIX, such as read,list:u1/ or write:u1/inbound/ (PREFIX * for the whole bucket); give it once per grant."),
             .value("expires", "issue: how long the token is valid: 90s, 15m, 24h, 30d or seconds (default 24h, at most 366d)."),
             .value("audience", "issue, verify: the audience (aud) the token names (default buckia)."),
             .flag("s3", "issue: temporary S3 credentials for buckia serve s3 instead, printed as credential_process JSON (at most 12h)."),
@@ -141,7 +141,9 @@ extension CLI {
         }
     }
 
-    /// `read,list:u1/` → read and list on `u1/`. The prefix may be empty (`read:`) for the whole bucket.
+    /// `read,list:u1/` → read and list on `u1/`; `read:*` → read on the whole bucket. An empty
+    /// prefix (`read:`, what `read:$PREFIX` gives when the variable is unset) is refused: a grant
+    /// on everything is written out.
     static func parseGrant(_ text: String) throws -> StorageGrant {
         guard let colon = text.firstIndex(of: ":") else {
             throw UsageError(description: "--grant takes PERMS:PREFIX, such as read,list:u1/; \(text.debugDescription) has no ':'.")
@@ -153,7 +155,12 @@ extension CLI {
             }
             permissions.insert(permission)
         }
-        let grant = StorageGrant(permissions, prefix: String(text[text.index(after: colon)...]))
+        let written = String(text[text.index(after: colon)...])
+        guard !written.isEmpty else {
+            throw UsageError(
+                description: "--grant \(text.debugDescription) has an empty prefix, which would grant the whole bucket (an unset shell variable gives one); write \(text)* to grant the whole bucket, or name the folder (\(text)u1/).")
+        }
+        let grant = StorageGrant(permissions, prefix: written == "*" ? "" : written)
         try StorageGrants([grant]).validate()
         return grant
     }

@@ -12,6 +12,8 @@ public struct POSIXErrorNumber: Error, Sendable, CustomStringConvertible {
     /// The raw `errno` value.
     public let rawValue: Int32
 
+    package init(rawValue: Int32) { self.rawValue = rawValue }
+
     public var description: String {
         "errno \(rawValue) (\(String(cString: strerror(rawValue))))"
     }

@@ -101,7 +101,7 @@ package final class LocalFile {
             _ = systemClose(fd)  // opened for reading only: closing it loses nothing
             if status != 0 { throw BuckiaError.posix(code, operation: "stat", path: path) }
             throw BuckiaError(
-                .invalidPath, "\(path.debugDescription) is not a regular file (a folder, device, pipe or socket); only files are read.",
+                .invalidPath, "\(path.debugDescription) is \(kind(of: info.st_mode)), not a regular file; only files are read.",
                 operation: "open", path: path)
         }
         return (fd, info)
@@ -119,19 +119,29 @@ package final class LocalFile {
     package static func checkReplaceable(_ name: String, in folder: Int32 = AT_FDCWD, shownAs shown: String? = nil) throws {
         var info = stat()
         guard fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return }
-        let kind: String
         switch info.st_mode & S_IFMT {
-        case S_IFCHR: kind = "a character device"
-        case S_IFBLK: kind = "a block device"
-        case S_IFIFO: kind = "a FIFO (named pipe)"
-        case S_IFSOCK: kind = "a socket"
+        case S_IFCHR, S_IFBLK, S_IFIFO, S_IFSOCK: break
         default: return
         }
         let path = shown ?? name
         throw BuckiaError(
             .invalidPath,
-            "\(path) is \(kind), not a regular file; Buckia replaces only regular files and never writes into a device or pipe (redirect standard output into it instead).",
+            "\(path) is \(kind(of: info.st_mode)), not a regular file; Buckia replaces only regular files and never writes into a device or pipe (redirect standard output into it instead).",
             operation: "write", path: path)
+    }
+
+    /// What a file of the `st_mode` `mode` is, in words for a message ("a FIFO (named pipe)").
+    package static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFREG: "a regular file"
+        case S_IFDIR: "a folder"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFIFO: "a FIFO (named pipe)"
+        case S_IFSOCK: "a socket"
+        case S_IFLNK: "a symbolic link"
+        default: "an unknown kind of file"
+        }
     }
 
     /// Whether `a` and `b` name the same file: the same path once standardized, or (when both

@@ -60,6 +60,21 @@ public struct HTTPBodyCheck: Sendable {
     }
 }
 
+/// A response body larger than its request's ``HTTPRequest/maximumBodySize``; the transport
+/// threw it and removed what it had written.
+public struct HTTPBodyTooLarge: Error, Sendable, Equatable {
+    /// The limit the body crossed.
+    public var limit: Int64
+    /// What the body's headers declared, when they declared more than the limit.
+    public var declared: Int64?
+
+    /// Describes a body over `limit`.
+    public init(limit: Int64, declared: Int64? = nil) {
+        self.limit = limit
+        self.declared = declared
+    }
+}
+
 /// A response body whose digest differed from the one its headers declared; the transport
 /// threw it instead of delivering the body.
 public struct HTTPBodyMismatch: Error, Sendable, Equatable {

@@ -75,6 +75,15 @@ extension HTTPClient {
                     "\(summary) delivered a body whose \(mismatch.algorithm.rawValue) is \(mismatch.actual?.hex ?? "unknown"), not the \(mismatch.expected?.hex ?? "unknown") the server declared; it was discarded.",
                     cause: mismatch)
                 retryable = true
+            } catch let large as HTTPBodyTooLarge {
+                // A limit of the caller's: another attempt would bring the same bytes.
+                outcome = "body over \(large.limit) bytes"
+                error = BuckiaError(
+                    .invalidConfiguration,
+                    "\(summary) " + (large.declared.map { "declared a body of \($0) bytes" } ?? "sent a body of more than \(large.limit) bytes")
+                        + ", over the \(large.limit) bytes this request may take; it was stopped and nothing was kept.",
+                    cause: large)
+                retryable = false
             } catch let failure as HTTPTransportError {
                 let transport = HTTPTransportFailure(
                     method: request.method.rawValue, url: redaction.redact(request.url), code: failure.code, attempts: attempt)
@@ -110,6 +119,16 @@ extension HTTPClient {
     private func accept(_ result: HTTPTransportResult, request: HTTPRequest, policy: RetryPolicy, attempt: Int) throws -> HTTPResponse {
         let redaction = configuration.redaction
         let retryAfter = result.headers["Retry-After"].flatMap { RetryAfter.parse($0, now: policy.now()) }
+        if let text = result.headers["Content-Length"], HTTPResponse.declaredLength(result.headers) == nil {
+            // A length that does not parse (too long, negative, not a number) cannot be checked
+            // against the body: the answer is damaged, and so is whatever it carries.
+            result.bodyStream?.cancel()
+            throw MappedFailure(
+                error: BuckiaError(
+                    .corrupt,
+                    "\(request.summary(redaction)) answered with a Content-Length that is not a byte count (\(String(text.prefix(40)).debugDescription)); nothing was kept."),
+                retryable: false)
+        }
         if request.accepts.accepts(result.status) {
             var response = HTTPResponse(
                 status: result.status, headers: result.headers, body: result.body, url: request.url, redaction: redaction, attempts: attempt)

@@ -110,6 +110,12 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
     /// Digests a 2xx response body must have, checked as it arrives; a body that fails is
     /// refused before it reaches a download's destination, and the attempt is retried.
     public var bodyCheck: HTTPBodyCheck?
+    /// The most bytes a download's 2xx body may have: a body that declares more is refused at
+    /// its headers, and one that crosses it (a chunked body declares nothing) is stopped as it
+    /// does, its partial file removed. Either is ``BuckiaCore/BuckiaError/Code/invalidConfiguration``,
+    /// not retried. Nil: no limit. (URLSession, which writes a download where Buckia cannot
+    /// count it, checks the declared length and then the finished file.)
+    public var maximumBodySize: Int64?
 
     /// Creates a request.
     public init(

@@ -84,7 +84,19 @@ public struct HTTPResponse: Sendable, CustomStringConvertible {
     public func header(_ name: String) -> String? { headers.first(name) }
 
     /// The `Content-Length` the server declared, when it did.
-    public var contentLength: Int64? { header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } }
+    public var contentLength: Int64? { Self.declaredLength(headers) }
+
+    /// The byte count a `Content-Length` field declares: digits only, within `Int64`; a list of
+    /// one value repeated (`5, 5`, two fields folded into one) counts as that value. Nil when
+    /// there is no such field or it is not a byte count.
+    package static func declaredLength(_ headers: HTTPHeaders) -> Int64? {
+        guard let text = headers["Content-Length"] else { return nil }
+        let values = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard let first = values.first, !first.isEmpty, first.utf8.count <= 19, first.utf8.allSatisfy({ (48...57).contains($0) }),
+              values.allSatisfy({ $0 == first }), let value = Int64(first)
+        else { return nil }
+        return value
+    }
 
     /// The `ETag` without surrounding quotes, when there is one.
     public var etag: String? {

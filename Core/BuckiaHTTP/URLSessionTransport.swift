@@ -88,6 +88,11 @@ public final class URLSessionTransport: HTTPTransport, ShutdownableResource {
                 defer { try? FileManager.default.removeItem(at: temporary) }
                 let http = try httpResponse(response, request)
                 let headers = HTTPHeaders(responseFields: http.allHeaderFields)
+                if let limit = request.maximumBodySize, (200...299).contains(http.statusCode) {
+                    // URLSession wrote the body where Buckia could not count it: checked now.
+                    let size = try LocalFile.openForReading(temporary).status().size
+                    guard size <= limit else { throw HTTPBodyTooLarge(limit: limit, declared: HTTPResponse.declaredLength(headers)) }
+                }
                 guard (200...299).contains(http.statusCode) else {
                     let (data, truncated) = try readStart(of: temporary, limit: errorBodyLimit)
                     return HTTPTransportResult(status: http.statusCode, headers: headers, body: .data(data), isBodyTruncated: truncated)

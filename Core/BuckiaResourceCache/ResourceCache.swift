@@ -202,9 +202,10 @@ public final class ResourceCache: Sendable {
         let processed = try processor.map { try $0.process(data, for: location) } ?? data
         let unchanged = processor == nil && configuration.transform is IdentityTransform
         let encoded = unchanged ? processed : try configuration.transform.encode(processed)
-        if let limit = configuration.maxBytes, Int64(encoded.count) > limit {
+        if let limit = configuration.resourceLimit, Int64(encoded.count) > limit {
             throw BuckiaError(
-                .invalidConfiguration, "\(location) is \(encoded.count) bytes stored, more than the cache's whole limit of \(limit) bytes; it was not cached.",
+                .invalidConfiguration,
+                "\(location) is \(encoded.count) bytes stored, more than the \(limit) bytes one resource may take (maxResourceBytes, else the cache's whole maxBytes); it was not cached.",
                 operation: "store in cache")
         }
         let path = try relativePath(location, storedAt: stamp, size: Int64(encoded.count))

@@ -33,6 +33,12 @@ public struct ResourceCacheConfiguration: Sendable {
     public var processor: (any ResourceProcessor)?
     /// The disk tier's limit in bytes (nil: none). Enforced after every write.
     public var maxBytes: Int64? = 512 << 20
+    /// The largest one resource may be, in bytes (nil: ``maxBytes``, the whole cache). The
+    /// downloader stops a download as it crosses it — a chunked body declares no length, so a
+    /// check after the download would come after the disk filled — and keeps nothing of it.
+    public var maxResourceBytes: Int64?
+    /// What one resource may take: ``maxResourceBytes``, else ``maxBytes``, else no limit.
+    public var resourceLimit: Int64? { maxResourceBytes ?? maxBytes }
     /// The disk tier's limit in entries (nil: none).
     public var maxCount: Int?
     /// The memory tier's limit in bytes (0: no memory tier).

@@ -224,22 +224,45 @@ public final class ResourceDownloader: Sendable {
         defer { _ = unlink(temporary.path) }
         let requestTime = now()
         let response: HTTPResponse
+        var request = HTTPRequest(.get, url, headers: headers, accepts: .successfulAnd([304]))
+        request.maximumBodySize = cache.configuration.resourceLimit
         do {
-            response = try await client.download(HTTPRequest(.get, url, headers: headers, accepts: .successfulAnd([304])), to: temporary)
+            response = try await client.download(request, to: temporary)
+        } catch let error as BuckiaError where error.cause is HTTPBodyTooLarge {
+            let large = error.cause as? HTTPBodyTooLarge
+            let limit = large?.limit ?? 0
+            throw BuckiaError(
+                .invalidConfiguration,
+                "\(HTTPRedaction.default.redact(url)) " + (large?.declared.map { "declared \($0) bytes" } ?? "sent more than \(limit) bytes")
+                    + ", more than the \(limit) one resource may take in this cache (maxResourceBytes, else maxBytes): the download was stopped and nothing was kept. Raise the limit to fetch it.",
+                operation: "fetch", path: location.text, cause: large)
         } catch let error as BuckiaError where error.code != .cancelled {
             if let cached, let stale = staleOnError(cached) { return stale }
             throw error
         }
         let responseTime = now()
-        if response.status == 304, let cached {
+        let shownURL = HTTPRedaction.default.redact(url)
+        if response.status == 304 {
+            guard let cached else {
+                throw BuckiaError(
+                    .corrupt, "\(shownURL) answered 304 Not Modified to a request that named no cached copy (no If-None-Match or If-Modified-Since); there is nothing to serve. The origin or a proxy in front of it is misbehaving.",
+                    operation: "fetch", path: location.text)
+            }
             // A 304 carries the headers that changed; the rest stay as stored.
             let merged = describe(response, requestTime: requestTime, responseTime: responseTime, over: cached.response)
             _ = try await onDisk { try $0.updateResponse(merged, for: location) }
             return Fetched(data: cached.data, file: cached.file, outcome: .revalidated, response: merged)
         }
+        guard response.status != 206 else {
+            // No range was asked for: a part is not the resource, and stored it would be served
+            // as the whole.
+            throw BuckiaError(
+                .corrupt, "\(shownURL) answered 206 Partial Content (Content-Range \((response.header("Content-Range") ?? "none").debugDescription)) to a request for the whole resource; nothing was cached.",
+                operation: "fetch", path: location.text)
+        }
         let description = describe(response, requestTime: requestTime, responseTime: responseTime, over: nil)
         let noStore = CacheControl(response.header("Cache-Control")).noStore
-        let (length, shown) = (response.contentLength, HTTPRedaction.default.redact(url))
+        let (length, shown) = (response.contentLength, shownURL)
         // Read back, checked and stored in one hop to the blocking-work threads.
         let (data, stored) = try await onDisk { cache -> (Data, CachedResource?) in
             let data = try Data(contentsOf: temporary)

@@ -65,6 +65,14 @@ error format; writes are refused (S3 501 NotImplemented, B2 400 bad_request, Bun
                        characters as b2-error-control (JSON \\u escapes)
   bunny-bad-checksum   lists and DESCRIBEs a.txt as bunny-ok (Checksum = SHA-256 of "hello"), but
                        every GET of it (Range too) sends "jello"
+  http-silent          accepts every connection, reads the request and never answers
+  http-endless-chunked 200, Cache-Control max-age=60, Transfer-Encoding: chunked and no
+                       Content-Length: zeros, 256 KiB a chunk, until the client goes
+  http-endless-length  200, max-age=60, Content-Length 1 TiB: zeros until the client goes
+  http-partial         206 with Content-Range: bytes 0-4/100 and "hello" to every GET, asked
+                       for a range or not
+  http-bad-length      200 with Content-Length: 99999999999999999999999, then "hello" and close
+  http-304             304 Not Modified to every request, with or without validators
 
 The environment a `buckia` remote X needs against it (give the remote any name without `_`;
 a fresh HOME and XDG_* directories keep a user's configuration and ~/.aws files out):
@@ -125,7 +133,9 @@ B2_SCENARIOS = ["b2-ok", "b2-huge-size", "b2-negative-size", "b2-endless", "b2-d
                 "b2-bad-sha1"]
 BUNNY_SCENARIOS = ["bunny-ok", "bunny-dot", "bunny-huge-size", "bunny-negative-size", "bunny-deep-json",
                    "bunny-error-control", "bunny-bad-checksum"]
-SCENARIOS = S3_SCENARIOS + B2_SCENARIOS + BUNNY_SCENARIOS
+HTTP_SCENARIOS = ["http-silent", "http-endless-chunked", "http-endless-length", "http-partial", "http-bad-length",
+                  "http-304"]
+SCENARIOS = S3_SCENARIOS + B2_SCENARIOS + BUNNY_SCENARIOS + HTTP_SCENARIOS
 
 SCENARIO = None
 # HOSTILE_SERVER_LOG=FILE: one line per request ("time METHOD PATH RANGE"), for debugging a case.
@@ -447,6 +457,31 @@ class Handler(BaseHTTPRequestHandler):
                   "uploadTimestamp": MTIME * 1000}
                  for o in sorted(objects().values(), key=lambda o: o.name) if o.name.startswith(prefix) and o.name >= start]
         self.b2_json({"files": files, "nextFileName": None})
+
+    # MARK: Plain HTTP origins (buckia fetch, login)
+
+    def serve_http(self):
+        if SCENARIO == "http-silent":
+            while True:   # until the client goes or the server's lifetime ends
+                time.sleep(1)
+        if SCENARIO in ("http-endless-chunked", "http-endless-length"):
+            self.send_response(200)
+            self.send_header("Cache-Control", "max-age=60")
+            if SCENARIO == "http-endless-chunked":
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(1 << 40))
+            self.end_headers()
+            frame = (b"%x\r\n" % CHUNK) + ZEROS + b"\r\n" if SCENARIO == "http-endless-chunked" else ZEROS
+            while True:
+                self.wfile.write(frame)
+        if SCENARIO == "http-partial":
+            return self.send(206, HELLO, headers={"Content-Range": "bytes 0-4/100", "Cache-Control": "max-age=60"})
+        if SCENARIO == "http-bad-length":
+            self.close_connection = True
+            return self.send(200, HELLO, headers={"Cache-Control": "max-age=60"}, length="99999999999999999999999")
+        if SCENARIO == "http-304":
+            return self.send(304, b"", headers={"Cache-Control": "max-age=60"}, length=0)
 
     # MARK: Bunny
 

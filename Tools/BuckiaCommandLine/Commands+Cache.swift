@@ -20,13 +20,48 @@ extension CLI {
         return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".cache/buckia/resources", isDirectory: true)
     }
 
+    /// The HTTP options a command that talks to a server without a remote takes: the same
+    /// policy, names and bounds as a remote's `connectTimeoutSeconds`, `stallTimeoutSeconds` and
+    /// `maxAttempts` (``HTTPRemoteOptions``), given as flags.
+    static let httpOptionFlags: [(flag: String, option: String)] = [
+        ("connect-timeout", "connectTimeoutSeconds"), ("stall-timeout", "stallTimeoutSeconds"), ("max-attempts", "maxAttempts"),
+    ]
+
+    static let httpOptionHelp: [OptionSpec] = [
+        .value("connect-timeout", "Seconds connecting (TCP and TLS) may take (default 10)."),
+        .value("stall-timeout", "Seconds a request may go without a byte moving, the wait for the answer included, before it is abandoned and retried (default 60)."),
+        .value("max-attempts", "Attempts per request, the first included (default 4; 1 turns retries off)."),
+    ]
+
+    /// An HTTP client configured by `base` (a remote's options) and then the flags above.
+    static func httpClient(_ invocation: Invocation, remoteOptions base: [String: String] = [:]) throws -> HTTPClient {
+        var options = base
+        for (flag, option) in httpOptionFlags {
+            if let value = invocation.arguments.value(flag) { options[option] = value }
+        }
+        let http: HTTPRemoteOptions
+        do {
+            http = try HTTPRemoteOptions(options: options)
+        } catch let error as BuckiaError {
+            // A flag's mistake is a usage error, named as the flag.
+            if let (flag, option) = httpOptionFlags.first(where: { error.path == "options.\($0.option)" && invocation.arguments.value($0.flag) != nil }) {
+                throw UsageError(description: "--\(flag): " + error.message.replacingOccurrences(of: option, with: "the value"))
+            }
+            throw error
+        }
+        var configuration = HTTPClient.Configuration()
+        http.apply(to: &configuration)
+        return HTTPClient(configuration: configuration, resources: invocation.resources)
+    }
+
     static let fetchCommand = Command(
         name: "fetch", summary: "Fetch a URL or REMOTE:PATH through the resource cache and print the cached file.",
-        usage: "fetch URL|REMOTE:PATH [--cache DIR] [--json]", positionals: 1...1,
+        usage: "fetch URL|REMOTE:PATH [--cache DIR] [--json] [--connect-timeout S] [--stall-timeout S] [--max-attempts N]", positionals: 1...1,
         options: [
             .value("cache", "The cache folder (default: $XDG_CACHE_HOME/buckia/resources)."),
             .flag("json", "Print one JSON object: path, outcome, bytes, etag, freshUntil."),
-        ],
+            .value("max-resource-bytes", "The most bytes one resource may take (default: the cache's 512 MiB); a download that crosses it is stopped."),
+        ] + httpOptionHelp,
         details: """
             Prints the outcome and the cached file's path: hit (fresh in the cache), revalidated
             (the origin answered 304), downloaded, or stale (served within stale-while-revalidate
@@ -59,10 +94,16 @@ extension CLI {
         } else {
             throw UsageError(description: "fetch takes an http(s) URL or REMOTE:PATH, not \(text.debugDescription).")
         }
-        let cache = try ResourceCache(folder: try resourceCacheFolder(invocation))
+        let client = try httpClient(invocation)
+        var configuration = ResourceCacheConfiguration()
+        if let text = invocation.arguments.value("max-resource-bytes") {
+            guard let value = Int64(text), value > 0 else { throw UsageError(description: "--max-resource-bytes takes a whole number of bytes above 0, not \(text.debugDescription).") }
+            configuration.maxResourceBytes = value
+        }
+        let cache = try ResourceCache(folder: try resourceCacheFolder(invocation), configuration: configuration)
         let remote = provider
         let downloader = ResourceDownloader(
-            cache: cache, client: HTTPClient(resources: invocation.resources),
+            cache: cache, client: client,
             remote: { name in
                 guard let remote else { throw BuckiaError(.invalidConfiguration, "No remote \(name.debugDescription) was opened.", operation: "fetch") }
                 return remote

@@ -7,15 +7,21 @@ extension CLI {
     /// store under `oauth/<remote>/`.
     static func oauthSession(_ invocation: Invocation, remote: String) throws -> OAuthSession {
         let name = remote.hasSuffix(":") ? String(remote.dropLast()) : remote
-        var configuration = try OAuthConfiguration(try invocation.remotes().configuration(named: name).authConfig)
+        let remoteConfiguration = try invocation.remotes().configuration(named: name)
+        var configuration = try OAuthConfiguration(remoteConfiguration.authConfig)
         configuration.name = name
         try SecretContext.check("oauth/\(name)/refresh")
-        return OAuthSession(configuration: configuration, store: FileSecretStore.standard(environment: invocation.environment))
+        // The issuer is asked under the remote's HTTP options (connectTimeoutSeconds,
+        // stallTimeoutSeconds, maxAttempts), and the flags over them: an issuer that never
+        // answers is given up on, as a storage server is.
+        return OAuthSession(
+            configuration: configuration, store: FileSecretStore.standard(environment: invocation.environment),
+            http: try httpClient(invocation, remoteOptions: remoteConfiguration.options))
     }
 
     static let loginCommand = Command(
         name: "login", summary: "Log in to a remote's OAuth or Okta issuer from this terminal (the device flow).",
-        usage: "login REMOTE", positionals: 1...1, options: [],
+        usage: "login REMOTE [--connect-timeout S] [--stall-timeout S] [--max-attempts N]", positionals: 1...1, options: httpOptionHelp,
         details: """
             REMOTE's authConfig names the issuer: method okta with the credentials domain and
             clientId, or method oauth with issuer and clientId (and optional scopes). login prints
@@ -39,8 +45,8 @@ extension CLI {
 
     static let logoutCommand = Command(
         name: "logout", summary: "Forget a remote's OAuth login, revoking its refresh token at the issuer.",
-        usage: "logout REMOTE [--keep-remote-session]", positionals: 1...1,
-        options: [.flag("keep-remote-session", "Forget the tokens here without revoking them at the issuer.")],
+        usage: "logout REMOTE [--keep-remote-session] [--connect-timeout S] [--stall-timeout S] [--max-attempts N]", positionals: 1...1,
+        options: [.flag("keep-remote-session", "Forget the tokens here without revoking them at the issuer.")] + httpOptionHelp,
         details: "Exit 3 when there was no login to forget."
     ) { invocation in
         let session = try oauthSession(invocation, remote: invocation.positionals[0])

@@ -36,10 +36,16 @@ enum BodyFile {
     /// Writes `bytes` (the body of `result`) to `destination` and returns `result` with the
     /// file as its body and the checked digests.
     ///
-    /// - Throws: ``HTTPBodyMismatch`` when the body misses the check; the stream's errors
+    /// - Throws: ``HTTPBodyMismatch`` when the body misses the check; ``HTTPBodyTooLarge``
+    ///   when it declares or brings more than `limit` bytes; the stream's errors
     ///   (the transfer's); ``BuckiaCore/BuckiaError`` for the file. The destination is then
     ///   left as it was.
-    static func write(_ bytes: ByteStream, of result: HTTPTransportResult, to destination: URL, check: HTTPBodyCheck?) async throws -> HTTPTransportResult {
+    static func write(_ bytes: ByteStream, of result: HTTPTransportResult, to destination: URL, check: HTTPBodyCheck?, limit: Int64? = nil) async throws -> HTTPTransportResult {
+        if let limit, let declared = HTTPResponse.declaredLength(result.headers), declared > limit {
+            bytes.cancel()
+            throw HTTPBodyTooLarge(limit: limit, declared: declared)
+        }
+        var received: Int64 = 0
         let expected = check?.expected(result.headers) ?? [:]
         let digests = expected.isEmpty ? nil : try DigestSet(expected.keys)
         // Created with the first write, on the same blocking-work hop: a body of less than a
@@ -57,6 +63,8 @@ enum BodyFile {
             var pending = Data()
             pending.reserveCapacity(writeSize)
             while let chunk = try await bytes.next() {
+                received += Int64(chunk.count)
+                if let limit, received > limit { throw HTTPBodyTooLarge(limit: limit) }
                 digests?.update(chunk)
                 pending.append(chunk)
                 if pending.count >= writeSize {

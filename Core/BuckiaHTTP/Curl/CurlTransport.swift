@@ -80,7 +80,7 @@ public final class CurlTransport: HTTPTransport, ShutdownableResource {
         unchecked.bodyCheck = nil
         let result = try await run(unchecked, errorBodyLimit: errorBodyLimit, streaming: true)
         guard let bytes = result.bodyStream else { return result }
-        return try await BodyFile.write(bytes, of: result, to: destination, check: request.bodyCheck)
+        return try await BodyFile.write(bytes, of: result, to: destination, check: request.bodyCheck, limit: request.maximumBodySize)
     }
 
     /// Streams a 2xx body as libcurl receives it: the transfer pauses while more than

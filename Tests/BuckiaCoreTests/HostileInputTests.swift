@@ -36,6 +36,8 @@ struct HostileInputTests {
         ("delete \u{7F}", "delete \\x7F"),
         ("back\\slash stays", "back\\slash stays"),
         ("accents é 名前 stay", "accents é 名前 stay"),
+        ("u1\u{202E}txt.exe", "u1\\u{202E}txt.exe"),
+        ("\u{2066}isolate\u{2069} \u{200F}mark \u{061C}", "\\u{2066}isolate\\u{2069} \\u{200F}mark \\u{61C}"),
     ])
     func escaping(_ text: String, _ expected: String) {
         #expect(text.escapingControlCharacters == expected)

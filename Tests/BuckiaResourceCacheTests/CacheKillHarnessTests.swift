@@ -68,12 +68,14 @@ struct CacheKillHarnessTests {
         let cache = home.appendingPathComponent("c")
         let temporaries = cache.appendingPathComponent(".buckia-tmp")
         let size = 4 << 20
-        // Half the body, then nothing for a minute: the process is killed while it waits.
-        try await origin.set("big", ["cache_control": "max-age=600", "size": size, "stall": 60])
+        // Half the body, then held until the test lets it go: the kill lands while it waits,
+        // however long a loaded machine takes to see the bytes (a timed pause could end first).
+        try await origin.set("big", ["cache_control": "max-age=600", "size": size, "gate": true])
         let url = try origin.url("big").absoluteString
         let process = try Self.start(["fetch", url, "--cache", cache.path], home: home)
-        let written = try await offPool { Self.poll(seconds: 60) { Self.bytes(under: temporaries) > 0 } }
+        let written = try await offPool { Self.poll(seconds: 600) { Self.bytes(under: temporaries) > 0 } }
         process.stop()
+        try await origin.release("big")
         #expect(written, "the download never wrote a byte")
         #expect(process.termination == .signalled(SIGKILL))
         let left = Self.bytes(under: temporaries)
@@ -108,24 +110,25 @@ struct CacheKillHarnessTests {
         var (landed, broken) = (0, 0)
         for round in 0..<3 {
             let id = "r\(round)"
-            // Held before the body, or halfway through it, so the kill lands there.
-            // (for a minute: however slowly a loaded machine gets the test to its kill).
-            let hold: [String: Any] = moment == .requested ? ["delay": 60] : moment == .writing ? ["stall": 60] : [:]
+            // Held before the body, or halfway through it, until the test lets it go, so the
+            // kill lands there however slowly a loaded machine gets the test to it.
+            let hold: [String: Any] = moment == .requested ? ["gate": true, "gate_at": "start"] : moment == .writing ? ["gate": true] : [:]
             try await origin.set(id, ["cache_control": "max-age=600", "size": size].merging(hold) { $1 })
             let url = try origin.url(id).absoluteString
             let process = try Self.start(["fetch", url, "--cache", cache.path], home: home)
             let reached: Bool
             switch moment {
             case .requested: reached = try await origin.await(id, full: 1).full == 1
-            case .writing: reached = try await offPool { Self.poll(seconds: 60) { Self.bytes(under: temporaries) > 0 } }
+            case .writing: reached = try await offPool { Self.poll(seconds: 600) { Self.bytes(under: temporaries) > 0 } }
             case .placed:
                 reached = try await offPool {
-                    Self.poll(seconds: 60) {
+                    Self.poll(seconds: 600) {
                         do { return try Self.entryFiles(cache).count > round } catch { return false }  // read again at the next poll
                     }
                 }
             }
             process.stop()
+            if moment != .placed { try await origin.release(id) }
             #expect(reached, "round \(round): the kill did not land \(moment.rawValue)")
             if reached && process.termination == .signalled(SIGKILL) { landed += 1 }
             try await origin.set(id, ["cache_control": "max-age=600", "size": size])

@@ -43,7 +43,7 @@ struct FetchCommandTests {
         }
     }
 
-    @Test("20 buckia fetch processes of one URL into one cache folder cause one download; the others find it cached", .timeLimit(.minutes(5)))
+    @Test("20 buckia fetch processes of one URL into one cache folder cause one download; the others find it cached", .timeLimit(.minutes(15)))
     func twentyProcesses() async throws {
         let origin = try Origin()
         let home = try Self.home()

@@ -81,7 +81,7 @@ extension CLI {
             do {
                 (algorithm, keyId, claims) = try UserTokenVerifier.inspect(arguments[1])
             } catch let refusal as UserTokenRefusal {
-                Console.out("not a Buckia token: \(refusal.detail)")
+                Console.out("not a Buckia token: \(refusal.detail.terminalSafe)")
                 return .failure
             }
             if json {
@@ -103,7 +103,7 @@ extension CLI {
             }
             let keys: [UserTokenVerificationKey]
             if let given = invocation.arguments.value("public-key") {
-                let text = given.hasPrefix("@") ? try String(contentsOfFile: String(given.dropFirst()), encoding: .utf8) : given
+                let text = given.hasPrefix("@") ? try Self.readKeyFile(String(given.dropFirst())) : given
                 keys = [try UserTokenVerificationKey(jwk: text)]
             } else {
                 keys = try tokens.signingKeys().map { try $0.verificationKey() }
@@ -119,7 +119,7 @@ extension CLI {
                 if json {
                     try printJSON(claimsObject(claims, algorithm: algorithm, keyId: keyId, extra: ["valid": true]))
                 } else {
-                    Console.out("valid: Buckia token for \(claims.subject), expires \(claims.expiresAt.formatted(.iso8601))")
+                    Console.out("valid: Buckia token for \(claims.subject.terminalSafe), expires \(claims.expiresAt.formatted(.iso8601))")
                     describe(claims, algorithm: algorithm, keyId: keyId)
                 }
                 return .success
@@ -127,7 +127,7 @@ extension CLI {
                 if json {
                     try printJSON(["valid": false, "reason": refusal.reason.rawValue, "detail": refusal.detail])
                 } else {
-                    Console.out("invalid (\(refusal.reason.rawValue)): \(refusal.detail)")
+                    Console.out("invalid (\(refusal.reason.rawValue)): \(refusal.detail.terminalSafe)")
                 }
                 return .failure
             }
@@ -139,6 +139,28 @@ extension CLI {
         default:
             throw UsageError(description: "token has the subcommands keygen, issue, inspect, verify and jwks; see buckia token --help.")
         }
+    }
+
+    /// The JSON Web Key in the file `--public-key @FILE` names: a regular file (a device or FIFO
+    /// is refused at once, not read or waited on) of at most 64 KiB of UTF-8.
+    static func readKeyFile(_ path: String) throws -> String {
+        let file: LocalFile
+        do {
+            file = try LocalFile.openForReading(URL(fileURLWithPath: path))
+        } catch let error as BuckiaError where error.code == .notFound {
+            throw BuckiaError(.notFound, "--public-key @\(path): there is no file there; give the path of a JWK file, or the JWK itself.", path: path)
+        } catch let error as BuckiaError where error.code == .invalidPath {
+            throw BuckiaError(.invalidPath, "--public-key @\(path): " + error.message, path: path)
+        }
+        defer { file.closeAfterReading() }
+        let size = try file.status().size
+        guard size > 0, size <= 65_536 else {
+            throw UsageError(description: "--public-key @\(path) is \(size) bytes; a JWK file holds one key of a few hundred bytes.")
+        }
+        guard let text = String(data: try file.read(count: Int(size), at: 0), encoding: .utf8) else {
+            throw UsageError(description: "--public-key @\(path) is not UTF-8 text; give a JWK file.")
+        }
+        return text
     }
 
     /// `read,list:u1/` → read and list on `u1/`; `read:*` → read on the whole bucket. An empty
@@ -176,12 +198,12 @@ extension CLI {
     }
 
     private static func describe(_ claims: UserTokenClaims, algorithm: String, keyId: String) {
-        Console.out("  user     \(claims.subject)")
-        Console.out("  key      \(keyId) (\(algorithm))")
+        Console.out("  user     \(claims.subject.terminalSafe)")
+        Console.out("  key      \(keyId.terminalSafe) (\(algorithm))")
         Console.out("  valid    \(claims.notBefore.formatted(.iso8601)) to \(claims.expiresAt.formatted(.iso8601))")
-        Console.out("  audience \(claims.audience.joined(separator: ", "))")
+        Console.out("  audience \(claims.audience.joined(separator: ", ").terminalSafe)")
         for grant in claims.grants.grants {
-            Console.out("  grant    \(grant.permissions.names.joined(separator: ",")) on \(grant.prefix.isEmpty ? "everything" : grant.prefix)")
+            Console.out("  grant    \(grant.permissions.names.joined(separator: ",")) on \(grant.prefix.isEmpty ? "everything" : grant.prefix.terminalSafe)")
         }
     }
 
@@ -213,10 +235,10 @@ extension CLI {
             if let countries = token.parameters["token_countries"] { facts.append("countries \(countries)") }
             if let blocked = token.parameters["token_countries_blocked"] { facts.append("blocked \(blocked)") }
             if token.boundToIP { facts.append("bound to an address") }
-            Console.out("valid: " + facts.joined(separator: ", "))
+            Console.out("valid: " + facts.joined(separator: ", ").terminalSafe)
             return .success
         } catch let refusal as BunnyTokenRefusal {
-            Console.out("invalid: \(refusal)")
+            Console.out("invalid: \("\(refusal)".terminalSafe)")
             return .failure
         }
     }
@@ -242,7 +264,7 @@ extension CLI {
                     if let expires { object["expires"] = expires }
                     try printJSON(object)
                 } else {
-                    Console.out("\(entry.context)  saved \(entry.savedAt.formatted(.iso8601))\(expires.map { "  expires \($0)" } ?? "")")
+                    Console.out("\(entry.context.terminalSafe)  saved \(entry.savedAt.formatted(.iso8601))\(expires.map { "  expires \($0)" } ?? "")")
                 }
             }
             return .success
@@ -250,7 +272,7 @@ extension CLI {
             guard try store.delete(arguments[1]) else {
                 throw BuckiaError(.notFound, "The secret store holds nothing under \(arguments[1]).", path: arguments[1])
             }
-            Console.out("deleted \(arguments[1])")
+            Console.out("deleted \(arguments[1].terminalSafe)")
             return .success
         default:
             throw UsageError(description: "secrets has the subcommands list and delete CONTEXT.")

@@ -67,7 +67,13 @@ extension CLI {
         }
         let (seconds, overflow) = number.multipliedReportingOverflow(by: multiplier)
         if let maximum, overflow || seconds > maximum {
-            throw UsageError(description: "--\(option) is at most \(maximum / 86_400)d (\(maximum) seconds); \(text.debugDescription) is longer.")
+            // In the largest unit that holds it whole: 12h, not 0d.
+            var shown = "\(maximum)s"
+            for (size, unit) in [(Int64(86_400), "d"), (3600, "h"), (60, "m")] where maximum % size == 0 {
+                shown = "\(maximum / size)\(unit)"
+                break
+            }
+            throw UsageError(description: "--\(option) is at most \(shown) (\(maximum) seconds); \(text.debugDescription) is longer.")
         }
         guard !overflow else {
             throw UsageError(description: "--\(option) \(text.debugDescription) is too long a duration.")

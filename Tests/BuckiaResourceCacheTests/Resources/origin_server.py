@@ -11,15 +11,17 @@ Binds 127.0.0.1 on a free port, prints the port, and serves:
                   status (an error status to answer instead, e.g. 500),
                   delay (seconds before the body, at most 60),
                   stall (seconds to pause halfway through the body, at most 60),
-                  gate (true: pause halfway through the body until GET /release/<id>,
-                  at most 60 s),
+                  gate (true: pause halfway through the body until GET /release/<id>;
+                  a hang guard lets it go after 600 s, far beyond any loaded run),
+                  gate_at ("start": the gate holds before the first byte of the body,
+                  once the headers are sent, instead of halfway),
                   lie (true: Content-Length says 100 more bytes than are sent).
                 With If-None-Match matching the ETag, or If-Modified-Since not before
                 Last-Modified, it answers 304.
   GET /count/<id>      JSON {"full": n, "not_modified": m, "errors": e}: answers so far.
   GET /release/<id>    lets the bodies held by its gate go on (and any later ones).
   GET /await/<id>?full=N&not_modified=M
-                       answers once the counts reach N and M (at most 60 s): a test waits for
+                       answers once the counts reach N and M (at most 600 s, a hang guard): a test waits for
                        the event itself.
 
 It exits when its stdin closes, so it never outlives the test process.
@@ -94,7 +96,7 @@ class Handler(BaseHTTPRequestHandler):
             resource = path[7:]
             full = int(query.get("full", ["0"])[0])
             not_modified = int(query.get("not_modified", ["0"])[0])
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 600
             with LOCK:
                 while True:
                     entry = COUNTS.get(resource, {"full": 0, "not_modified": 0, "errors": 0})
@@ -156,16 +158,17 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(delay)
         stall = min(float(settings.get("stall", 0)), 60)
         if stall or settings.get("gate"):
-            self.wfile.write(body[: len(body) // 2])
+            half = 0 if settings.get("gate_at") == "start" else len(body) // 2
+            self.wfile.write(body[:half])
             self.wfile.flush()
             if stall:
                 time.sleep(stall)
             else:
-                deadline = time.monotonic() + 60
+                deadline = time.monotonic() + 600
                 with LOCK:
                     while resource not in RELEASED and time.monotonic() < deadline:
                         LOCK.wait(deadline - time.monotonic())
-            body = body[len(body) // 2 :]
+            body = body[half:]
         self.wfile.write(body)
         if settings.get("lie"):
             self.wfile.flush()

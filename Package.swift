@@ -201,7 +201,7 @@ let package = Package(
             path: "Tests/BuckiaDiskEngineTests"),
         .testTarget(
             name: "ConformanceTests",
-            dependencies: ["Buckia", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaResourceCache"],
+            dependencies: ["Buckia", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaResourceCache", "BuckiaTestSupport"],
             path: "Tests/ConformanceTests"),
         .testTarget(name: "FuzzTests", dependencies: ["BuckiaFuzzTargets"], path: "Tests/FuzzTests"),
         .testTarget(

@@ -72,6 +72,9 @@ s3)
     . Tools/lib/moto.sh
     log=$work/moto.log
     export XDG_STATE_HOME="$work/state" XDG_DATA_HOME="$work/data"
+    # A home of the run's own: no tool reads the user's configuration (~/.config/rclone, ~/.aws).
+    mkdir -p "$work/home"
+    export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_CACHE_HOME="$work/home/.cache" RCLONE_CONFIG="$work/home/.absent-rclone.conf"
     export BUCKIA_REMOTE_MOTO_PROVIDER=s3 BUCKIA_REMOTE_MOTO_BUCKET=bench BUCKIA_REMOTE_MOTO_ENDPOINT="http://127.0.0.1:$port"
     export BUCKIA_REMOTE_MOTO_CREDENTIAL_ACCESS_KEY_ID=bench BUCKIA_REMOTE_MOTO_CREDENTIAL_SECRET_ACCESS_KEY=bench
     export BUCKIA_REMOTE_MOTO_STATE_DIRECTORY="$work/s3state"
@@ -108,6 +111,9 @@ local|syscalls)
     if [ "${BENCH_TMPFS:-0}" = 1 ]; then work=$(mktemp -d -p /dev/shm); else work=$(mktemp -d); fi
     trap 'rm -rf "$work"' EXIT
     export XDG_STATE_HOME="$work/state" XDG_DATA_HOME="$work/data"
+    # A home of the run's own: no tool reads the user's configuration (~/.config/rclone, ~/.aws).
+    mkdir -p "$work/home"
+    export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_CACHE_HOME="$work/home/.cache" RCLONE_CONFIG="$work/home/.absent-rclone.conf"
     python3 Tools/lib/small-tree.py "$work/tree" "$files"
     if [ "$what" = syscalls ]; then
         # strace -c -f: every system call of the process and its threads, counted.
@@ -146,6 +152,9 @@ rename)
     . Tools/lib/moto.sh
     log=$work/moto.log
     export XDG_STATE_HOME="$work/state" XDG_DATA_HOME="$work/data"
+    # A home of the run's own: no tool reads the user's configuration (~/.config/rclone, ~/.aws).
+    mkdir -p "$work/home"
+    export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_CACHE_HOME="$work/home/.cache" RCLONE_CONFIG="$work/home/.absent-rclone.conf"
     export BUCKIA_REMOTE_MOTO_PROVIDER=s3 BUCKIA_REMOTE_MOTO_BUCKET=bench BUCKIA_REMOTE_MOTO_ENDPOINT="http://127.0.0.1:$port"
     export BUCKIA_REMOTE_MOTO_CREDENTIAL_ACCESS_KEY_ID=bench BUCKIA_REMOTE_MOTO_CREDENTIAL_SECRET_ACCESS_KEY=bench
     export BUCKIA_REMOTE_MOTO_STATE_DIRECTORY="$work/s3state"
@@ -175,6 +184,9 @@ scale)
     work=$(mktemp -d -p /dev/shm)
     trap 'rm -rf "$work"' EXIT
     export XDG_STATE_HOME="$work/state" XDG_DATA_HOME="$work/data"
+    # A home of the run's own: no tool reads the user's configuration (~/.config/rclone, ~/.aws).
+    mkdir -p "$work/home"
+    export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_CACHE_HOME="$work/home/.cache" RCLONE_CONFIG="$work/home/.absent-rclone.conf"
     results=$work/results.tsv
     : > "$results"
     echo "| files | run | buckia wall | rsync wall | rclone wall | buckia RSS | rsync RSS | rclone RSS |"

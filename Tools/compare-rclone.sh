@@ -33,6 +33,10 @@ head -c $((size_mib * 1048576)) /dev/urandom > "$work/source.bin"
 export BUCKIA_REMOTE_MOTO_PROVIDER=s3 BUCKIA_REMOTE_MOTO_BUCKET=bench BUCKIA_REMOTE_MOTO_ENDPOINT="http://127.0.0.1:$port"
 export BUCKIA_REMOTE_MOTO_CREDENTIAL_ACCESS_KEY_ID=$access_key BUCKIA_REMOTE_MOTO_CREDENTIAL_SECRET_ACCESS_KEY=$secret_key
 export BUCKIA_REMOTE_MOTO_STATE_DIRECTORY="$work/state" XDG_DATA_HOME="$work/data"
+# A home of the run's own: neither tool reads the user's configuration (~/.config/rclone, ~/.aws).
+mkdir -p "$work/home"
+export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_CACHE_HOME="$work/home/.cache" XDG_STATE_HOME="$work/home/.local/state"
+export RCLONE_CONFIG="$work/home/.absent-rclone.conf" AWS_CONFIG_FILE="$work/home/.absent-aws-config" AWS_SHARED_CREDENTIALS_FILE="$work/home/.absent-aws-credentials"
 export RCLONE_CONFIG_MOTO_TYPE=s3 RCLONE_CONFIG_MOTO_PROVIDER=Other RCLONE_CONFIG_MOTO_ENDPOINT="http://127.0.0.1:$port"
 export RCLONE_CONFIG_MOTO_ACCESS_KEY_ID=$access_key RCLONE_CONFIG_MOTO_SECRET_ACCESS_KEY=$secret_key RCLONE_CONFIG_MOTO_REGION=us-east-1
 

@@ -16,7 +16,7 @@ struct B2RcloneTests {
     func rclone(_ emulator: B2Emulator, _ arguments: [String]) throws -> String {
         let result = try ToolRun.run("rclone", arguments + ["--b2-upload-cutoff", "5M", "--b2-chunk-size", "5M", "--retries", "1"], environment: [
             "RCLONE_CONFIG_EMU_TYPE": "b2", "RCLONE_CONFIG_EMU_ACCOUNT": emulator.keyId, "RCLONE_CONFIG_EMU_KEY": emulator.key,
-            "RCLONE_CONFIG_EMU_ENDPOINT": emulator.endpoint.absoluteString, "RCLONE_CONFIG": "/nonexistent",
+            "RCLONE_CONFIG_EMU_ENDPOINT": emulator.endpoint.absoluteString,
         ])
         guard result.status == 0 else {
             throw BuckiaError(.io, "rclone \(arguments.joined(separator: " ")) exited with \(result.status): \(result.errors.suffix(2000))")

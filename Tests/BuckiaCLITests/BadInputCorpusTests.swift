@@ -166,7 +166,9 @@ struct BadInputCorpusTests {
             "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
             "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "XDG_CACHE_HOME": home.appendingPathComponent("cache").path,
             "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "B": CLIHarness.executable.path, "H": Self.hostileServer.path,
+            "TMPDIR": home.appendingPathComponent(".tmp").path,
         ].merging(extraEnvironment) { $1 }
+        try FileManager.default.createDirectory(at: home.appendingPathComponent(".tmp"), withIntermediateDirectories: true)
         let out = home.appendingPathComponent(".out-\(UUID().uuidString)")
         let err = home.appendingPathComponent(".err-\(UUID().uuidString)")
         defer {

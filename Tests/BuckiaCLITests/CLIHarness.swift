@@ -9,9 +9,12 @@ struct CLIHarness: ~Copyable {
     init() throws {
         home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-cli-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        // Temporary files (stdin relays, downloads) inside the home too, never the machine's /tmp.
+        try FileManager.default.createDirectory(at: home.appendingPathComponent("tmp"), withIntermediateDirectories: true)
         environment = [
             "HOME": home.path, "XDG_DATA_HOME": home.appendingPathComponent("data").path,
             "XDG_CONFIG_HOME": home.appendingPathComponent("config").path, "PATH": "/usr/bin:/bin",
+            "TMPDIR": home.appendingPathComponent("tmp").path,
         ]
     }
 

@@ -2,6 +2,7 @@ import Buckia
 import BuckiaHTTP
 @testable import BuckiaCommandLine
 @testable import BuckiaLocal
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -80,7 +81,7 @@ struct OptionsDocumentationTests {
         let variable = row.variable.replacingOccurrences(of: "<NAME>", with: "DOCS")
         #expect(variable.hasPrefix("BUCKIA_REMOTE_DOCS_") && variable == variable.uppercased(), "\(row.variable) is not BUCKIA_REMOTE_<NAME>_<KEY>")
         let environment = [
-            "HOME": "/nonexistent-buckia-docs-home", "BUCKIA_REMOTE_DOCS_PROVIDER": row.provider, variable: "documented-value",
+            "HOME": TestHome.empty, "BUCKIA_REMOTE_DOCS_PROVIDER": row.provider, variable: "documented-value",
         ]
         let remotes = try RemoteConfiguration.load(explicitPath: nil, environment: environment, registry: .builtIn)
         #expect(try remotes.configuration(named: "docs").options == [row.option: "documented-value"])
@@ -113,7 +114,7 @@ struct OptionsDocumentationTests {
             configuration.bucketName = "docs-bucket"
             let settings = try S3Settings.resolve(
                 configuration, environment: ["AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "docs-secret"],
-                home: "/nonexistent-buckia-docs-home")
+                home: TestHome.empty)
             return httpFacts(settings.http).merging([
                 "region": settings.region, "(endpoint)": settings.endpoint.absoluteString, "(usesPathStyle)": String(settings.usesPathStyle),
                 "multipartThresholdMiB": String(settings.multipartThreshold >> 20), "partSizeMiB": String(settings.partSize >> 20),

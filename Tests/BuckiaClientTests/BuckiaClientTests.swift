@@ -1,5 +1,6 @@
 import Buckia
 import BuckiaClient
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -23,7 +24,7 @@ struct BuckiaClientTests {
     func operations() async throws {
         let (configuration, root) = try Self.local()
         defer { try? FileManager.default.removeItem(at: root) }
-        let client = try await BuckiaClient(configuration: configuration)
+        let client = try await BuckiaClient(configuration: configuration, registry: .builtIn, environment: TestHome.processEnvironment)
         #expect(client.isUsingFallback == false)
         #expect(try await client.testConnection().isConnected)
         let source = root.deletingLastPathComponent().appendingPathComponent("buckia-client-src-\(UUID().uuidString).txt")
@@ -50,7 +51,7 @@ struct BuckiaClientTests {
 
     @Test("Without a fallback nothing is contacted at creation; the connection test says the bucket is unreachable")
     func noFallbackIsLazy() async throws {
-        let client = try await BuckiaClient(configuration: Self.unreachable)
+        let client = try await BuckiaClient(configuration: Self.unreachable, registry: .builtIn, environment: TestHome.processEnvironment)
         #expect(client.isUsingFallback == false)
         let status = try await client.testConnection()
         #expect(status.isConnected == false)
@@ -60,7 +61,7 @@ struct BuckiaClientTests {
     func fallbackWhenPrimaryFails() async throws {
         let (fallback, root) = try Self.local()
         defer { try? FileManager.default.removeItem(at: root) }
-        let client = try await BuckiaClient(configuration: Self.unreachable, fallback: fallback)
+        let client = try await BuckiaClient(configuration: Self.unreachable, fallback: fallback, registry: .builtIn, environment: TestHome.processEnvironment)
         #expect(client.isUsingFallback)
         #expect(client.configuration == fallback)
         #expect(try await client.testConnection().isConnected)
@@ -70,7 +71,7 @@ struct BuckiaClientTests {
     func primaryPreferred() async throws {
         let (primary, root) = try Self.local()
         defer { try? FileManager.default.removeItem(at: root) }
-        let client = try await BuckiaClient(configuration: primary, fallback: Self.unreachable)
+        let client = try await BuckiaClient(configuration: primary, fallback: Self.unreachable, registry: .builtIn, environment: TestHome.processEnvironment)
         #expect(client.isUsingFallback == false)
         #expect(client.configuration == primary)
     }
@@ -79,7 +80,7 @@ struct BuckiaClientTests {
     func neitherAnswers() async throws {
         var second = Self.unreachable
         second.bucketName = "also-nowhere"
-        let error = await #expect(throws: BuckiaError.self) { try await BuckiaClient(configuration: Self.unreachable, fallback: second) }
+        let error = await #expect(throws: BuckiaError.self) { try await BuckiaClient(configuration: Self.unreachable, fallback: second, registry: .builtIn, environment: TestHome.processEnvironment) }
         #expect(error?.code == .transient)
         #expect(error?.message.contains("\"nowhere\"") == true && error?.message.contains("\"also-nowhere\"") == true, "\(error?.message ?? "")")
         #expect(error?.message.contains("secret") == false)
@@ -89,10 +90,10 @@ struct BuckiaClientTests {
     func unknownProvider() async throws {
         let (primary, root) = try Self.local()
         defer { try? FileManager.default.removeItem(at: root) }
-        await #expect(throws: BuckiaError.self) { try await BuckiaClient(configuration: BuckiaConfiguration(provider: "ftp")) }
+        await #expect(throws: BuckiaError.self) { try await BuckiaClient(configuration: BuckiaConfiguration(provider: "ftp"), registry: .builtIn, environment: TestHome.processEnvironment) }
         // A bad fallback is reported even while the primary works.
         let error = await #expect(throws: BuckiaError.self) {
-            try await BuckiaClient(configuration: primary, fallback: BuckiaConfiguration(provider: "ftp"))
+            try await BuckiaClient(configuration: primary, fallback: BuckiaConfiguration(provider: "ftp"), registry: .builtIn, environment: TestHome.processEnvironment)
         }
         #expect(error?.code == .invalidConfiguration)
     }

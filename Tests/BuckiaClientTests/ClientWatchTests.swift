@@ -1,5 +1,6 @@
 import Buckia
 import BuckiaClient
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -23,7 +24,7 @@ struct ClientWatchTests {
         defer { for url in [bucket, folder] { try? FileManager.default.removeItem(at: url) } }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data("a".utf8).write(to: folder.appendingPathComponent("a.txt"))
-        let client = try await BuckiaClient(configuration: configuration)
+        let client = try await BuckiaClient(configuration: configuration, registry: .builtIn, environment: TestHome.processEnvironment)
         let passes = Locked(0)
         let watching = Task {
             try await client.watch(

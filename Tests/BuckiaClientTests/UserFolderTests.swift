@@ -1,5 +1,6 @@
 import Buckia
 import BuckiaClient
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -114,7 +115,7 @@ struct UserFolderTests {
         let bases = try Self.bases(under: FileManager.default.temporaryDirectory)
         let (configuration, bucket) = try BuckiaClientTests.local()
         defer { for folder in [bases.applicationSupport, bases.documents, bucket] { try? FileManager.default.removeItem(at: folder) } }
-        let client = try await BuckiaClient(configuration: configuration)
+        let client = try await BuckiaClient(configuration: configuration, registry: .builtIn, environment: TestHome.processEnvironment)
         let ids = try (0..<4).map { try KSUID(date: Date(timeIntervalSince1970: 1_700_000_000 + Double($0) * 60)) }
         for id in ids { try Self.write("change \(id)", bucket.appendingPathComponent("u5/inbound/\(id).sqlite")) }
         try Self.write("theirs", bucket.appendingPathComponent("u5/originals/kept.mov"))
@@ -194,7 +195,7 @@ struct UserFolderTests {
         defer { for url in [bucket, folder] { try? FileManager.default.removeItem(at: url) } }
         try Self.write("a", folder.appendingPathComponent("a.txt"))
         try Self.write("b", folder.appendingPathComponent("sub/b.txt"))
-        let client = try await BuckiaClient(configuration: configuration)
+        let client = try await BuckiaClient(configuration: configuration, registry: .builtIn, environment: TestHome.processEnvironment)
         let first = try await client.sync(options: SyncOptions(localPath: folder, remotePath: "mirror"))
         #expect(first.filesUploaded == 2 && first.isComplete)
         #expect(try String(contentsOf: bucket.appendingPathComponent("mirror/sub/b.txt"), encoding: .utf8) == "b")

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -133,7 +134,7 @@ struct BuckiaErrorTests {
 
     @Test("A real missing-file read wraps as notFound")
     func realMissingFile() {
-        let url = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)")
+        let url = URL(fileURLWithPath: TestHome.empty + "/missing-\(UUID().uuidString)")
         do {
             _ = try Data(contentsOf: url)
             Issue.record("reading a missing file succeeded")

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -141,7 +142,7 @@ struct DigestTests {
 
     @Test("Hashing a missing file fails with notFound naming the path")
     func missingFile() {
-        let url = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/file")
+        let url = URL(fileURLWithPath: TestHome.empty + "/missing-\(UUID().uuidString)/file")
         let error = #expect(throws: BuckiaError.self) { try Hashing.digests(ofFile: url, [.sha256]) }
         #expect(error?.code == .notFound)
         #expect(error?.path == url.path)

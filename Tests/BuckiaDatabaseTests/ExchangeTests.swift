@@ -18,7 +18,7 @@ struct ExchangeTests {
         defer { try? FileManager.default.removeItem(at: root) }
         let bucket = root.appendingPathComponent("bucket")
         try FileManager.default.createDirectory(at: bucket, withIntermediateDirectories: true)
-        let client = try await BuckiaClient(configuration: BuckiaConfiguration(provider: .local, bucketName: "local", options: ["root": bucket.path]))
+        let client = try await BuckiaClient(configuration: BuckiaConfiguration(provider: .local, bucketName: "local", options: ["root": bucket.path]), registry: .builtIn, environment: TestHome.processEnvironment)
         let problems = try await DatabaseExchange.run(through: client, root: root)
         #expect(problems.isEmpty, "\(problems)")
     }

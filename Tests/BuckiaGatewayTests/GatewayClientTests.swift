@@ -34,7 +34,7 @@ struct GatewayClientTests {
             [
                 "AWS_ACCESS_KEY_ID": server.temporary?.accessKeyId ?? "", "AWS_SECRET_ACCESS_KEY": server.temporary?.secretAccessKey ?? "",
                 "AWS_SESSION_TOKEN": server.temporary?.sessionToken ?? "", "AWS_DEFAULT_REGION": "us-east-1",
-                "AWS_CONFIG_FILE": work.appendingPathComponent("aws-config").path, "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+                "AWS_CONFIG_FILE": work.appendingPathComponent("aws-config").path, "AWS_SHARED_CREDENTIALS_FILE": work.appendingPathComponent("absent-aws-credentials").path, "HOME": work.path,
                 "AWS_EC2_METADATA_DISABLED": "true",
             ]
         }
@@ -206,7 +206,7 @@ struct GatewayClientTests {
             "RCLONE_CONFIG_GW_ACCESS_KEY_ID": setup.server.temporary?.accessKeyId ?? "",
             "RCLONE_CONFIG_GW_SECRET_ACCESS_KEY": setup.server.temporary?.secretAccessKey ?? "",
             "RCLONE_CONFIG_GW_SESSION_TOKEN": setup.server.temporary?.sessionToken ?? "", "RCLONE_CONFIG_GW_REGION": "us-east-1",
-            "RCLONE_CONFIG_GW_FORCE_PATH_STYLE": "true", "RCLONE_CONFIG": "/nonexistent", "HOME": setup.work.path,
+            "RCLONE_CONFIG_GW_FORCE_PATH_STYLE": "true", "HOME": setup.work.path,
         ]
         let remote = "gw:\(setup.bucket)/alice/rc"
         func rclone(_ arguments: String...) async throws -> ToolRun.Result {

@@ -4,6 +4,7 @@ import BuckiaCore
 import BuckiaLocal
 import BuckiaMemory
 import BuckiaS3
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -55,7 +56,7 @@ struct GatewayConformanceTests {
             let bucket = freshBucket()
             try await harness.createBucket(bucket)
             let configuration = harness.s3Configuration(bucket: bucket)
-            try await scenario.check(.plugin(S3Provider.self, configuration: configuration, environment: ["HOME": "/nonexistent"], resources: .tests))
+            try await scenario.check(.plugin(S3Provider.self, configuration: configuration, environment: ["HOME": TestHome.empty], resources: .tests))
         }
     }
 
@@ -65,7 +66,7 @@ struct GatewayConformanceTests {
             let bucket = freshBucket()
             try await harness.createBucket(bucket)
             let remote = try S3Provider(
-                settings: S3Settings.resolve(harness.s3Configuration(bucket: bucket), environment: [:], home: "/nonexistent"), resources: .tests)
+                settings: S3Settings.resolve(harness.s3Configuration(bucket: bucket), environment: [:], home: TestHome.empty), resources: .tests)
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-gateway-sync-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: folder) }
             try await scenario.check(local: LocalProvider(root: folder), remote: remote, subject: "local ↔ s3 via gateway over \(backend)")

@@ -110,13 +110,14 @@ struct GatewayGrantTests {
         let (harness, credentials) = try await Self.setUp()
         defer { harness.stop() }
         let before = try await Self.outsideInbound(harness.provider)
-        let cases = harness.root?.deletingLastPathComponent().appendingPathComponent("grant-cases-\(UUID().uuidString).json")
-        let casesFile = try #require(cases)
-        defer { try? FileManager.default.removeItem(at: casesFile) }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-grant-cases-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let casesFile = folder.appendingPathComponent("grant-cases.json")
         try JSONSerialization.data(withJSONObject: Self.keys.map(\.0)).write(to: casesFile)
         let environment = [
             "AWS_ACCESS_KEY_ID": credentials.accessKeyId, "AWS_SECRET_ACCESS_KEY": credentials.secretAccessKey.exposedValue,
-            "AWS_SESSION_TOKEN": credentials.sessionToken.exposedValue, "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+            "AWS_SESSION_TOKEN": credentials.sessionToken.exposedValue,
         ]
         let script = GatewayClientTests.clients.appendingPathComponent("grant_probe.py")
         let run = try await runTool("python3", [script.path, harness.endpoint.absoluteString, "home", casesFile.path], environment: environment, limit: .seconds(300))

@@ -1,5 +1,6 @@
 import BuckiaCore
 import BuckiaHTTP
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -33,7 +34,7 @@ struct HTTPRemoteOptionsTests {
     @Test("Bad values are configuration errors that name the option", arguments: [
         ("stallTimeoutSeconds", "0"), ("stallTimeoutSeconds", "-1"), ("stallTimeoutSeconds", "nan"), ("stallTimeoutSeconds", "inf"),
         ("stallTimeoutSeconds", "3601"), ("connectTimeoutSeconds", "ten"), ("connectTimeoutSeconds", ""), ("maxAttempts", "0"),
-        ("maxAttempts", "21"), ("maxAttempts", "2.5"), ("maxAttempts", "99999999999999999999"), ("caFile", "/nonexistent/ca.pem"),
+        ("maxAttempts", "21"), ("maxAttempts", "2.5"), ("maxAttempts", "99999999999999999999"), ("caFile", TestHome.empty + "/absent-ca.pem"),
     ])
     func badValues(_ name: String, _ value: String) {
         let error = #expect(throws: BuckiaError.self) { try HTTPRemoteOptions(options: [name: value]) }

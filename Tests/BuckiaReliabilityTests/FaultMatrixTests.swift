@@ -307,7 +307,7 @@ final class MatrixRig: Sendable {
                         "endpoint": endpoint.absoluteString, "region": "us-east-1", "stateDirectory": state, "vendor": "moto",
                         "partSizeMiB": "5", "multipartThresholdMiB": "5",
                     ]) { $1 })
-                return try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: "/nonexistent"), retryPolicy: policy, resources: .tests)
+                return try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: TestHome.empty), retryPolicy: policy, resources: .tests)
             }, teardown: {})
         case .b2:
             let emulator = try await B2Emulator.start(buckets: ["matrix"], minimumPartSize: 65_536)
@@ -349,7 +349,7 @@ final class MatrixRig: Sendable {
                 let configuration = BuckiaConfiguration(
                     provider: .s3, bucketName: bucket, authConfig: .awsSignature(accessKeyId: accessKeyId, secretAccessKey: secret.exposedValue),
                     options: fixed.merging(["endpoint": endpoint.absoluteString, "stateDirectory": state]) { $1 })
-                return try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: "/nonexistent"), retryPolicy: policy, resources: .tests)
+                return try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: TestHome.empty), retryPolicy: policy, resources: .tests)
             }, teardown: {
                 _ = server.stop(timeout: .seconds(10))
                 try? gateway.close()

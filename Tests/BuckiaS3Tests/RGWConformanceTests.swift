@@ -23,7 +23,7 @@ struct RGWProviderConformanceTests {
     func provider(_ scenario: ProviderScenario) async throws {
         let server = try await S3TestServer.shared(.cephRGW)
         let (configuration, _, _) = try await makeS3Configuration(on: server, options: ["vendor": "ceph"])
-        try await scenario.check(.plugin(S3Provider.self, configuration: configuration, environment: ["HOME": "/nonexistent"], resources: .tests))
+        try await scenario.check(.plugin(S3Provider.self, configuration: configuration, environment: ["HOME": TestHome.empty], resources: .tests))
     }
 }
 

@@ -15,7 +15,7 @@ func makeS3Provider(auth: Bool = true, options: [String: String] = [:]) async th
 /// An S3 provider on a fresh bucket of `server`.
 func makeS3Provider(on server: S3TestServer, options: [String: String] = [:]) async throws -> (S3Provider, S3TestServer, String) {
     let (configuration, _, bucket) = try await makeS3Configuration(on: server, options: options)
-    return (try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: "/nonexistent"), resources: .tests), server, bucket)
+    return (try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: TestHome.empty), resources: .tests), server, bucket)
 }
 
 /// The configuration of an S3 provider on a fresh bucket of the shared moto server.
@@ -50,7 +50,7 @@ struct S3ConformanceTests {
         let (configuration, _, _) = try await makeS3Configuration(auth: false, options: ["vendor": "moto"])
         // Built through the registry from its configuration, so a new instance (the
         // persistence scenario) is a new S3Provider over the same bucket.
-        try await scenario.check(.plugin(S3Provider.self, configuration: configuration, environment: ["HOME": "/nonexistent"], resources: .tests))
+        try await scenario.check(.plugin(S3Provider.self, configuration: configuration, environment: ["HOME": TestHome.empty], resources: .tests))
     }
 
     @Test("A wrong secret is refused by the server as unauthorized, and no message holds the secret")

@@ -18,7 +18,7 @@ struct S3DatabaseExchangeTests {
             : try await makeS3Configuration(on: S3TestServer.shared(.cephRGW), options: ["vendor": "ceph"])
         var registry = ProviderRegistry()
         try registry.register(S3Provider.self)
-        let client = try await BuckiaClient(configuration: configuration, registry: registry)
+        let client = try await BuckiaClient(configuration: configuration, registry: registry, environment: TestHome.processEnvironment)
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-s3-exchange-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: root) }

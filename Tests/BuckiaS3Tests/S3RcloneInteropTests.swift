@@ -16,7 +16,7 @@ struct S3RcloneInteropTests {
             "RCLONE_CONFIG_MOTO_TYPE": "s3", "RCLONE_CONFIG_MOTO_PROVIDER": "Other",
             "RCLONE_CONFIG_MOTO_ENDPOINT": server.endpoint.absoluteString, "RCLONE_CONFIG_MOTO_ACCESS_KEY_ID": "x",
             "RCLONE_CONFIG_MOTO_SECRET_ACCESS_KEY": "y", "RCLONE_CONFIG_MOTO_REGION": "us-east-1",
-            "RCLONE_CONFIG_MOTO_FORCE_PATH_STYLE": "true", "RCLONE_CONFIG": "/nonexistent",
+            "RCLONE_CONFIG_MOTO_FORCE_PATH_STYLE": "true",
         ])
     }
 

@@ -17,7 +17,7 @@ struct S3RenameSyncTests {
         defer { proxy.stop() }
         let vendor = kind == .moto ? "moto" : "ceph"
         let (configuration, _, _) = try await makeS3Configuration(on: server, options: ["endpoint": proxy.endpoint.absoluteString, "vendor": vendor])
-        let provider = try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: "/nonexistent"), resources: .tests)
+        let provider = try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: TestHome.empty), resources: .tests)
         let before = Locked<FaultProxy.Stats?>(nil)
         let run = try await RenamedFolderRun.run(to: provider, prefix: "tree", count: 1_000) {
             let stats = try await proxy.stats()

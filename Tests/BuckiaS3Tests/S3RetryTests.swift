@@ -19,7 +19,7 @@ struct S3RetryTests {
         let clock: @Sendable () -> Date = { Date(timeIntervalSince1970: tick.withLock { $0 += 1; return $0 }) }
         let policy = RetryPolicy(maxAttempts: 4, sleep: { _ in }, random: { 0 })
         return S3Provider(
-            settings: try S3Settings.resolve(configuration, environment: [:], home: "/nonexistent"), now: clock, transport: transport,
+            settings: try S3Settings.resolve(configuration, environment: [:], home: TestHome.empty), now: clock, transport: transport,
             retryPolicy: policy)
     }
 

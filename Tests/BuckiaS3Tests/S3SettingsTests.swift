@@ -1,5 +1,6 @@
 import BuckiaCore
 import BuckiaS3
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -18,12 +19,12 @@ struct S3SettingsTests {
     @Test("The per-remote HTTP options are read, and a bad one is refused by name")
     func httpOptions() throws {
         let settings = try S3Settings.resolve(
-            Self.configuration(["stallTimeoutSeconds": "2", "maxAttempts": "6"], credentials: Self.explicit), environment: [:], home: "/nonexistent")
+            Self.configuration(["stallTimeoutSeconds": "2", "maxAttempts": "6"], credentials: Self.explicit), environment: [:], home: TestHome.empty)
         #expect(settings.http.stallTimeout == .seconds(2))
         #expect(settings.http.maxAttempts == 6)
         #expect(S3Settings.knownOptions.isSuperset(of: ["stallTimeoutSeconds", "connectTimeoutSeconds", "caFile", "maxAttempts"]))
         let error = #expect(throws: BuckiaError.self) {
-            try S3Settings.resolve(Self.configuration(["maxAttempts": "0"], credentials: Self.explicit), environment: [:], home: "/nonexistent")
+            try S3Settings.resolve(Self.configuration(["maxAttempts": "0"], credentials: Self.explicit), environment: [:], home: TestHome.empty)
         }
         #expect(error?.path == "options.maxAttempts")
     }
@@ -32,7 +33,7 @@ struct S3SettingsTests {
     func explicitCredentials() throws {
         let settings = try S3Settings.resolve(
             Self.configuration(credentials: Self.explicit), environment: ["AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "env"],
-            home: "/nonexistent")
+            home: TestHome.empty)
         #expect(settings.credentials.accessKeyId == "AKIDCONFIG")
     }
 
@@ -43,7 +44,7 @@ struct S3SettingsTests {
             environment: [
                 "AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_SESSION_TOKEN": "token",
                 "AWS_DEFAULT_REGION": "eu-west-1", "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
-            ], home: "/nonexistent")
+            ], home: TestHome.empty)
         #expect(settings.credentials.accessKeyId == "AKIDENV")
         #expect(settings.credentials.sessionToken?.exposedValue == "token")
         #expect(settings.region == "eu-west-1")
@@ -101,7 +102,7 @@ struct S3SettingsTests {
 
     @Test("Missing credentials are unauthorized, with a message naming every source")
     func noCredentials() {
-        let error = #expect(throws: BuckiaError.self) { try S3Settings.resolve(Self.configuration(), environment: [:], home: "/nonexistent") }
+        let error = #expect(throws: BuckiaError.self) { try S3Settings.resolve(Self.configuration(), environment: [:], home: TestHome.empty) }
         #expect(error?.code == .unauthorized)
         #expect(error?.message.contains("AWS_ACCESS_KEY_ID") == true)
     }
@@ -112,7 +113,7 @@ struct S3SettingsTests {
     ])
     func badOptions(_ options: [String: String]) {
         let error = #expect(throws: BuckiaError.self) {
-            try S3Settings.resolve(Self.configuration(options, credentials: Self.explicit), environment: [:], home: "/nonexistent")
+            try S3Settings.resolve(Self.configuration(options, credentials: Self.explicit), environment: [:], home: TestHome.empty)
         }
         #expect(error?.code == .invalidConfiguration)
     }
@@ -121,13 +122,13 @@ struct S3SettingsTests {
     func allowHTTP() throws {
         let settings = try S3Settings.resolve(
             Self.configuration(["endpoint": "http://minio.internal:9000", "allowHTTP": "true"], credentials: Self.explicit),
-            environment: [:], home: "/nonexistent")
+            environment: [:], home: TestHome.empty)
         #expect(settings.endpoint.host == "minio.internal")
     }
 
     @Test("A configuration never prints the secret")
     func redaction() throws {
-        let settings = try S3Settings.resolve(Self.configuration(credentials: Self.explicit), environment: [:], home: "/nonexistent")
+        let settings = try S3Settings.resolve(Self.configuration(credentials: Self.explicit), environment: [:], home: TestHome.empty)
         #expect(!"\(settings) \(settings.credentials) \(Self.configuration(credentials: Self.explicit))".contains("config-secret"))
     }
 }
@@ -136,7 +137,7 @@ struct S3SettingsTests {
 struct S3URLTests {
     static func provider(_ options: [String: String]) throws -> S3Provider {
         try S3Provider(settings: S3Settings.resolve(
-            S3SettingsTests.configuration(options, credentials: S3SettingsTests.explicit), environment: [:], home: "/nonexistent"), resources: .tests)
+            S3SettingsTests.configuration(options, credentials: S3SettingsTests.explicit), environment: [:], home: TestHome.empty), resources: .tests)
     }
 
     @Test("Keys are encoded once, with slashes kept, in both addressing styles", arguments: [
@@ -194,7 +195,7 @@ struct S3PartSizeTests {
     ])
     func partSizes(_ size: Int64, _ expected: Int64) throws {
         let settings = try S3Settings.resolve(
-            S3SettingsTests.configuration(["endpoint": "http://127.0.0.1:9"], credentials: S3SettingsTests.explicit), environment: [:], home: "/nonexistent")
+            S3SettingsTests.configuration(["endpoint": "http://127.0.0.1:9"], credentials: S3SettingsTests.explicit), environment: [:], home: TestHome.empty)
         #expect(settings.partSize(forFileOf: size) == expected)
         #expect((size + expected - 1) / expected <= 10_000)
     }
@@ -206,7 +207,7 @@ struct S3PartSizeTests {
 struct S3ProfileTests {
     static func settings(_ options: [String: String]) throws -> S3Settings {
         try S3Settings.resolve(
-            S3SettingsTests.configuration(options, credentials: S3SettingsTests.explicit), environment: [:], home: "/nonexistent")
+            S3SettingsTests.configuration(options, credentials: S3SettingsTests.explicit), environment: [:], home: TestHome.empty)
     }
 
     @Test(

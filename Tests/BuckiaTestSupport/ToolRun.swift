@@ -28,11 +28,18 @@ public enum ToolRun {
     /// Runs `executable` with `arguments`, the process's environment plus `environment`, and
     /// waits at most `limit`.
     ///
+    /// The program gets a home of its own for the run (``TestHome/environment(in:)``: `HOME`,
+    /// the XDG folders, and rclone's and the AWS tools' configuration files inside it), so it
+    /// reads none of the machine user's configuration and writes nothing outside folders the
+    /// tests made; what `environment` names wins.
+    ///
     /// - Throws: ``BuckiaCore/BuckiaError/Code/io`` when the program cannot start or ran past the limit.
     public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], limit: Duration = .seconds(120)) throws -> Result {
-        try run(
-            path: URL(fileURLWithPath: "/usr/bin/env"), [executable] + arguments,
-            exactEnvironment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, limit: limit)
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-tool-home-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: home) }
+        let isolated = ProcessInfo.processInfo.environment.merging(TestHome.environment(in: home)) { $1 }
+        return try run(path: URL(fileURLWithPath: "/usr/bin/env"), [executable] + arguments, exactEnvironment: isolated.merging(environment) { $1 }, limit: limit)
     }
 
     /// Runs the program at `path` with exactly `exactEnvironment`, waiting at most `limit`.

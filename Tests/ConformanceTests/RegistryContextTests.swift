@@ -1,6 +1,7 @@
 import Buckia
 import BuckiaConformance
 import BuckiaConformanceTesting
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -34,11 +35,11 @@ struct RegistryContextTests {
     func environmentReachesProvider() throws {
         let configuration = BuckiaConfiguration(
             provider: .s3, bucketName: "bucket", options: ["endpoint": "http://127.0.0.1:9", "profile": "nonexistent-\(UUID().uuidString)"])
-        let environment = ["AWS_ACCESS_KEY_ID": "AKIDFROMCONTEXT", "AWS_SECRET_ACCESS_KEY": "s", "HOME": "/nonexistent"]
+        let environment = ["AWS_ACCESS_KEY_ID": "AKIDFROMCONTEXT", "AWS_SECRET_ACCESS_KEY": "s", "HOME": TestHome.empty]
         let provider = try ProviderRegistry.builtIn.makeProvider(for: configuration, environment: environment)
         #expect((provider as? S3Provider)?.settings.credentials.accessKeyId == "AKIDFROMCONTEXT")
         let error = #expect(throws: BuckiaError.self) {
-            try ProviderRegistry.builtIn.makeProvider(for: configuration, environment: ["HOME": "/nonexistent"])
+            try ProviderRegistry.builtIn.makeProvider(for: configuration, environment: ["HOME": TestHome.empty])
         }
         #expect(error?.code == .unauthorized)
     }

@@ -1,6 +1,7 @@
 import Buckia
 import BuckiaConformance
 import BuckiaConformanceTesting
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -36,7 +37,7 @@ struct SideCallCounter: ForwardingStorageProvider {
 struct WrappedProviderTests {
     /// Every built-in provider, built from a configuration that makes no request.
     static let configurations: [BuckiaConfiguration] = [
-        BuckiaConfiguration(provider: .local, options: ["root": "/nonexistent-buckia-wrapped"]),
+        BuckiaConfiguration(provider: .local, options: ["root": TestHome.empty + "/wrapped"]),
         BuckiaConfiguration(provider: .memory),
         BuckiaConfiguration(
             provider: .s3, bucketName: "wrapped", authConfig: .awsSignature(accessKeyId: "AKID", secretAccessKey: "secret"),
@@ -51,7 +52,7 @@ struct WrappedProviderTests {
 
     @Test("A wrapper declares what its provider declares, side capabilities included", arguments: configurations)
     func capabilities(_ configuration: BuckiaConfiguration) throws {
-        let base = try ProviderRegistry.builtIn.makeProvider(for: configuration, environment: ["HOME": "/nonexistent"])
+        let base = try ProviderRegistry.builtIn.makeProvider(for: configuration, environment: ["HOME": TestHome.empty])
         let wrapped = PassThroughProvider(base: PassThroughProvider(base: base))
         #expect(wrapped.capabilities == base.capabilities)
         #expect(wrapped.providerType == base.providerType)

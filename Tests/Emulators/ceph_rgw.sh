@@ -30,7 +30,7 @@ if [ "$ACTION" = serve ]; then
         command -v "$tool" >/dev/null 2>&1 || emit_error "$tool is not installed; apt-get install ceph-mon ceph-mgr ceph-osd radosgw ceph-common" true
     done
 fi
-mkdir -p "$DIR"/{mon,osd,mgr,run,log}
+mkdir -p "$DIR"/{mon,osd,mgr,run,log,crash,rgw}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 MONPORT=$(free_port); RGWPORT=$(free_port)
 FSID=$(python3 -c 'import uuid; print(uuid.uuid4())')
@@ -57,6 +57,9 @@ memstore device bytes = 3221225472
 osd crush chooseleaf type = 0
 run dir = $DIR/run
 log file = $DIR/log/\$name.log
+mon cluster log file = $DIR/log/\$cluster.log
+crash dir = $DIR/crash
+rgw data = $DIR/rgw
 admin socket = $DIR/run/\$name.asok
 pid file = $DIR/run/\$name.pid
 mon data = $DIR/mon/\$cluster-\$id

@@ -15,9 +15,15 @@ import Foundation
 /// whose name says it holds one) never appears in a refusal's description or in the resolved
 /// settings' description, unless the input also put the same text somewhere public.
 enum ConfigurationTarget {
-    /// Where the shared AWS files are looked for: nowhere, so a run reads no file of the
-    /// machine's and every input means the same on every machine.
-    static let home = "/nonexistent/buckia-fuzz-home"
+    /// Where the shared AWS files are looked for: an empty folder this process made (removed
+    /// when it exits), so a run reads no file of the machine's, whatever is at any fixed path,
+    /// and every input means the same on every machine.
+    static let home: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-fuzz-home-\(getpid())-\(UUID().uuidString)").path
+        _ = mkdir(path, 0o700)  // failing, it is absent, which reads the same: no shared files
+        atexit { _ = rmdir(ConfigurationTarget.home) }
+        return path
+    }()
 
     static func run(_ data: Data) throws -> String? {
         let (json, environment) = split(data)

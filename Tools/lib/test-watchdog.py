@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -63,7 +64,7 @@ def report(pid):
     except (OSError, subprocess.TimeoutExpired) as error:
         print(f"test-watchdog: gdb could not read the stacks of {pid}: {error}", flush=True)
         return
-    path = f"/tmp/test-watchdog-{pid}.txt"
+    path = os.path.join(tempfile.mkdtemp(prefix="buckia-test-watchdog-"), f"stacks-{pid}.txt")
     with open(path, "w") as handle:
         handle.write(stacks)
     print(f"test-watchdog: all stacks of {pid} are in {path}; each thread's Buckia frames:", flush=True)

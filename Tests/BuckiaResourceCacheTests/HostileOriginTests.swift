@@ -9,8 +9,9 @@ import Testing
 import Glibc
 #endif
 
-/// An origin from Tests/Emulators/hostile_server.py (`http-*` scenarios), on 127.0.0.1 for at
-/// most a minute, stopped when released.
+/// An origin from Tests/Emulators/hostile_server.py (`http-*` scenarios), on 127.0.0.1 until it
+/// is released (its 600 s lifetime is only a hang guard: a starved test reaches its requests
+/// late, never after the origin is gone).
 final class HostileOrigin: Sendable {
     let port: Int
     let pid: Int32
@@ -20,7 +21,7 @@ final class HostileOrigin: Sendable {
             .appendingPathComponent("Emulators/hostile_server.py")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path, scenario, "--lifetime", "60"]
+        process.arguments = ["python3", script.path, scenario, "--lifetime", "600"]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -39,6 +40,12 @@ final class HostileOrigin: Sendable {
     }
 
     deinit { kill(pid, SIGKILL) }
+
+    /// Starts one on a thread of its own: starting waits for the script's first line, which
+    /// would hold one of the cooperative pool's few threads.
+    static func start(_ scenario: String) async throws -> HostileOrigin {
+        try await offPool { try HostileOrigin(scenario) }
+    }
 
     var location: ResourceLocation { .url(URL(string: "http://127.0.0.1:\(port)/r")!) }
 }
@@ -68,7 +75,7 @@ struct HostileOriginTests {
 
     @Test("A chunked body with no length is stopped as it crosses the resource limit, and nothing is kept")
     func endlessChunked() async throws {
-        let origin = try HostileOrigin("http-endless-chunked")
+        let origin = try await HostileOrigin.start("http-endless-chunked")
         let fixture = try CacheFixture { $0.maxResourceBytes = 1_000_000 }
         let error = await #expect(throws: BuckiaError.self) { try await Self.downloader(fixture).fetch(origin.location) }
         #expect(error?.code == .invalidConfiguration)
@@ -79,7 +86,7 @@ struct HostileOriginTests {
 
     @Test("A body that declares more than the cache's limit is refused at its headers")
     func declaredTooLarge() async throws {
-        let origin = try HostileOrigin("http-endless-length")
+        let origin = try await HostileOrigin.start("http-endless-length")
         let fixture = try CacheFixture { $0.maxBytes = 4_000_000 }
         let error = await #expect(throws: BuckiaError.self) { try await Self.downloader(fixture).fetch(origin.location) }
         #expect((error?.cause as? HTTPBodyTooLarge) == HTTPBodyTooLarge(limit: 4_000_000, declared: 1 << 40))
@@ -90,7 +97,7 @@ struct HostileOriginTests {
         "A partial answer to a whole request, a length that is no number, and a 304 with nothing cached are refused and cache nothing",
         arguments: [("http-partial", "206 Partial Content"), ("http-bad-length", "not a byte count"), ("http-304", "304 Not Modified")])
     func wrongAnswers(_ scenario: String, _ said: String) async throws {
-        let origin = try HostileOrigin(scenario)
+        let origin = try await HostileOrigin.start(scenario)
         let fixture = try CacheFixture()
         let downloader = Self.downloader(fixture)
         for _ in 0..<2 {  // the second time too: no hit from the first
@@ -103,7 +110,7 @@ struct HostileOriginTests {
 
     @Test("An origin that accepts and never answers is given up on at the stall timeout, with an error naming it")
     func silent() async throws {
-        let origin = try HostileOrigin("http-silent")
+        let origin = try await HostileOrigin.start("http-silent")
         let fixture = try CacheFixture()
         let error = await #expect(throws: BuckiaError.self) { try await Self.downloader(fixture, stall: .milliseconds(500)).fetch(origin.location) }
         #expect(error?.code == .transient)

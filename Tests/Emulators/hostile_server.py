@@ -7,7 +7,8 @@
 Binds 127.0.0.1 on a free port and forks. The parent prints exactly `PORT=<n>; PID=<child pid>`
 and exits 0 at once; the child (stdin, stdout and stderr on /dev/null) answers every request
 on loopback, one thread per connection, until it is killed or for at most 120 seconds
-(`--lifetime` may shorten that, never lengthen it), then exits by itself. It never opens a
+(`--lifetime` may set it anywhere up to 600 s: a hang guard, set well above what a loaded
+machine takes to reach its requests), then exits by itself. It never opens a
 connection of its own: the only host it names in its answers (B2's apiUrl and downloadUrl) is
 itself. An unknown scenario prints a message on stderr and `(exit 2)` on stdout, so the eval
 fails too. `python3 hostile_server.py --list` prints the scenario names. With HOSTILE_SERVER_LOG=FILE
@@ -109,7 +110,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-MAX_LIFETIME = 120.0
+DEFAULT_LIFETIME = 120.0
+MAX_LIFETIME = 600.0
 INT64_MAX = 9223372036854775807
 RANGE_CAP = 64 * 1024 * 1024   # at most this many bytes in one ranged answer of a huge object
 CHUNK = 256 * 1024
@@ -550,7 +552,7 @@ def main():
     if arguments == ["--list"]:
         print("\n".join(SCENARIOS))
         return
-    lifetime = MAX_LIFETIME
+    lifetime = DEFAULT_LIFETIME
     if len(arguments) == 3 and arguments[1] == "--lifetime":
         try:
             lifetime = min(MAX_LIFETIME, max(0.1, float(arguments[2])))

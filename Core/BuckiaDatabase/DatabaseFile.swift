@@ -41,7 +41,8 @@ package enum DatabaseFile {
         } catch let error as BuckiaError where error.code == .notFound {
             throw BuckiaError(.notFound, "There is no \(role) at \(path.debugDescription); check the path.", operation: operation, path: path)
         } catch let error as BuckiaError where error.code == .invalidPath {
-            throw BuckiaError(.invalidPath, "The \(role) \(path.debugDescription) is \(LocalFile.kind(of: mode(of: path))), not a regular file; SQLite databases are files.", operation: operation, path: path)
+            // The open named what is there ("… is a FIFO (named pipe), not a regular file").
+            throw BuckiaError(.invalidPath, "The \(role) " + error.message, operation: operation, path: path)
         }
         defer { opened.file.closeAfterReading() }
         let size = Int64(opened.status.st_size)
@@ -83,12 +84,5 @@ package enum DatabaseFile {
         throw BuckiaError(
             .invalidPath, "\(source.path.debugDescription) and \(destination.path.debugDescription) are the same file; \(operation) reads one and writes the other, so name two different files.",
             operation: operation, path: destination.path)
-    }
-
-    /// The `st_mode` of what is at `path` after links, or of the link itself when it leads nowhere.
-    private static func mode(of path: String) -> mode_t {
-        var info = stat()
-        if stat(path, &info) == 0 || lstat(path, &info) == 0 { return info.st_mode }
-        return 0
     }
 }

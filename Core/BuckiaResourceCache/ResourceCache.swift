@@ -92,11 +92,10 @@ public final class ResourceCache: Sendable {
     /// - Throws: ``BuckiaError/Code/invalidPath`` when a file, device or pipe is in its place.
     static func makePrivateFolder(_ folder: URL) throws {
         let path = folder.path
-        var info = stat()
-        if stat(path, &info) == 0 {
-            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+        if let mode = try LocalFile.existingMode(path) {
+            guard (mode & S_IFMT) == S_IFDIR else {
                 throw BuckiaError(
-                    .invalidPath, "The resource cache folder \(path.debugDescription) is \(LocalFile.kind(of: info.st_mode)), not a folder; give a folder for the cache.",
+                    .invalidPath, "The resource cache folder \(path.debugDescription) is \(LocalFile.kind(of: mode)), not a folder; give a folder for the cache.",
                     operation: "open resource cache", path: path)
             }
             return

@@ -464,8 +464,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def serve_http(self):
         if SCENARIO == "http-silent":
-            while True:   # until the client goes or the server's lifetime ends
-                time.sleep(1)
+            # Reads until the client goes (or the server's lifetime ends it), answering nothing.
+            self.connection.settimeout(None)
+            while self.connection.recv(65536):
+                pass
+            self.close_connection = True
+            return
         if SCENARIO in ("http-endless-chunked", "http-endless-length"):
             self.send_response(200)
             self.send_header("Cache-Control", "max-age=60")

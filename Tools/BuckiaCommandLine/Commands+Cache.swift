@@ -20,40 +20,6 @@ extension CLI {
         return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".cache/buckia/resources", isDirectory: true)
     }
 
-    /// The HTTP options a command that talks to a server without a remote takes: the same
-    /// policy, names and bounds as a remote's `connectTimeoutSeconds`, `stallTimeoutSeconds` and
-    /// `maxAttempts` (``HTTPRemoteOptions``), given as flags.
-    static let httpOptionFlags: [(flag: String, option: String)] = [
-        ("connect-timeout", "connectTimeoutSeconds"), ("stall-timeout", "stallTimeoutSeconds"), ("max-attempts", "maxAttempts"),
-    ]
-
-    static let httpOptionHelp: [OptionSpec] = [
-        .value("connect-timeout", "Seconds connecting (TCP and TLS) may take (default 10)."),
-        .value("stall-timeout", "Seconds a request may go without a byte moving, the wait for the answer included, before it is abandoned and retried (default 60)."),
-        .value("max-attempts", "Attempts per request, the first included (default 4; 1 turns retries off)."),
-    ]
-
-    /// An HTTP client configured by `base` (a remote's options) and then the flags above.
-    static func httpClient(_ invocation: Invocation, remoteOptions base: [String: String] = [:]) throws -> HTTPClient {
-        var options = base
-        for (flag, option) in httpOptionFlags {
-            if let value = invocation.arguments.value(flag) { options[option] = value }
-        }
-        let http: HTTPRemoteOptions
-        do {
-            http = try HTTPRemoteOptions(options: options)
-        } catch let error as BuckiaError {
-            // A flag's mistake is a usage error, named as the flag.
-            if let (flag, option) = httpOptionFlags.first(where: { error.path == "options.\($0.option)" && invocation.arguments.value($0.flag) != nil }) {
-                throw UsageError(description: "--\(flag): " + error.message.replacingOccurrences(of: option, with: "the value"))
-            }
-            throw error
-        }
-        var configuration = HTTPClient.Configuration()
-        http.apply(to: &configuration)
-        return HTTPClient(configuration: configuration, resources: invocation.resources)
-    }
-
     static let fetchCommand = Command(
         name: "fetch", summary: "Fetch a URL or REMOTE:PATH through the resource cache and print the cached file.",
         usage: "fetch URL|REMOTE:PATH [--cache DIR] [--json] [--connect-timeout S] [--stall-timeout S] [--max-attempts N]", positionals: 1...1,
@@ -162,9 +128,7 @@ extension CLI {
             }
         }
         // A read-only look, or a trim or clear of a cache that is not there, creates nothing.
-        var info = stat()
-        guard stat(folder.path, &info) == 0 else {
-            guard errno == ENOENT else { throw BuckiaError.posix(errno, operation: "cache \(invocation.positionals[0])", path: folder.path) }
+        guard let mode = try LocalFile.existingMode(folder.path) else {
             switch invocation.positionals[0] {
             case "stats":
                 if invocation.arguments.flag("json") {
@@ -178,8 +142,8 @@ extension CLI {
             }
             return .success
         }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw UsageError(description: "--cache \(folder.path) is \(LocalFile.kind(of: info.st_mode)), not a folder; give the cache's folder.")
+        guard (mode & S_IFMT) == S_IFDIR else {
+            throw UsageError(description: "--cache \(folder.path) is \(LocalFile.kind(of: mode)), not a folder; give the cache's folder.")
         }
         switch invocation.positionals[0] {
         case "stats":

@@ -97,9 +97,8 @@ extension CLI {
         if configuration.provider == .local, let root = configuration.options["root"] {
             // A file where the served folder should be would answer every request with an error.
             let served = URL(fileURLWithPath: root, isDirectory: true).appendingPathComponent(path.trimmedSlashes, isDirectory: true)
-            var info = stat()
-            if stat(served.path, &info) == 0, (info.st_mode & S_IFMT) != S_IFDIR {
-                throw UsageError(description: "\(name):\(path) is \(LocalFile.kind(of: info.st_mode)) (\(served.path)), not a folder; serve s3 serves a folder.")
+            if let mode = try LocalFile.existingMode(served.path), (mode & S_IFMT) != S_IFDIR {
+                throw UsageError(description: "\(name):\(path) is \(LocalFile.kind(of: mode)) (\(served.path)), not a folder; serve s3 serves a folder.")
             }
         }
         var options = S3GatewayOptions()
@@ -110,13 +109,11 @@ extension CLI {
             let folder = URL(fileURLWithPath: staging, isDirectory: true)
             // An existing folder of the user's: never created (a typo would make a folder
             // anywhere), never a file or device.
-            var info = stat()
-            guard stat(folder.path, &info) == 0 else {
-                if errno == ENOENT { throw BuckiaError(.notFound, "The --staging folder \(staging) does not exist; create it first, or leave --staging out to use the temporary folder.", path: staging) }
-                throw BuckiaError.posix(errno, operation: "check the --staging folder", path: staging)
+            guard let mode = try LocalFile.existingMode(folder.path) else {
+                throw BuckiaError(.notFound, "The --staging folder \(staging) does not exist; create it first, or leave --staging out to use the temporary folder.", path: staging)
             }
-            guard (info.st_mode & S_IFMT) == S_IFDIR else {
-                throw UsageError(description: "--staging \(staging) is \(LocalFile.kind(of: info.st_mode)), not a folder; give a folder for multipart uploads to wait in.")
+            guard (mode & S_IFMT) == S_IFDIR else {
+                throw UsageError(description: "--staging \(staging) is \(LocalFile.kind(of: mode)), not a folder; give a folder for multipart uploads to wait in.")
             }
             // Inside the served folder its files would show as a bucket.
             if configuration.provider == .local, let root = configuration.options["root"],

@@ -130,6 +130,20 @@ package final class LocalFile {
             operation: "write", path: path)
     }
 
+    /// The `st_mode` of what is at `path`, links followed, or nil when nothing is there: the one
+    /// look a check of a folder or file given by a user takes before ``kind(of:)`` names it.
+    ///
+    /// - Throws: What `stat` reports other than `ENOENT` (a folder on the way that may not be
+    ///   read, a loop of links).
+    package static func existingMode(_ path: String) throws -> mode_t? {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            guard errno == ENOENT else { throw BuckiaError.posix(errno, operation: "stat", path: path) }
+            return nil
+        }
+        return info.st_mode
+    }
+
     /// What a file of the `st_mode` `mode` is, in words for a message ("a FIFO (named pipe)").
     package static func kind(of mode: mode_t) -> String {
         switch mode & S_IFMT {

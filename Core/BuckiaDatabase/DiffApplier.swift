@@ -114,8 +114,10 @@ package enum DiffApplier {
     package static func apply(_ url: URL, to database: SQLiteConnection, options: ApplyOptions, now: Date) throws -> AppliedChange {
         // The content hash is checked as the rows are applied, in the same transaction: a
         // mismatch rolls everything back, and the rows are read once instead of twice.
-        let diff = try DiffReader.open(url, limits: options.limits, now: now, verifyHash: false)
-        return try apply(diff, to: database, options: options, now: now, hashChecked: false)
+        try DiffProblem.applying {
+            let diff = try DiffReader.open(url, limits: options.limits, now: now, verifyHash: false)
+            return try apply(diff, to: database, options: options, now: now, hashChecked: false)
+        }
     }
 
     /// The applied record of `id`, if the database has one.
@@ -125,6 +127,10 @@ package enum DiffApplier {
     }
 
     package static func apply(_ diff: OpenedDiff, to database: SQLiteConnection, options: ApplyOptions, now: Date, hashChecked: Bool = true) throws -> AppliedChange {
+        try DiffProblem.applying { try applyOpened(diff, to: database, options: options, now: now, hashChecked: hashChecked) }
+    }
+
+    private static func applyOpened(_ diff: OpenedDiff, to database: SQLiteConnection, options: ApplyOptions, now: Date, hashChecked: Bool) throws -> AppliedChange {
         let manifest = diff.summary.manifest
         let path = diff.url.path
         var change = AppliedChange(

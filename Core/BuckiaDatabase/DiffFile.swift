@@ -107,7 +107,15 @@ package enum DiffReader {
 
     /// The file's bytes, refusing one above `limit` before reading it.
     static func readBounded(_ url: URL, limit: Int64) throws -> Data {
-        let file = try LocalFile.openForReading(url)
+        let file: LocalFile
+        do {
+            file = try LocalFile.openForReading(url)
+        } catch let error as BuckiaError where error.code == .notFound {
+            throw BuckiaError(.notFound, "There is no diff file at \(url.path.debugDescription); check the path.", operation: "read diff", path: url.path)
+        } catch let error as BuckiaError where error.code == .invalidPath {
+            // The open named what is there (a link, a folder, a FIFO, …).
+            throw BuckiaError(.invalidPath, "The diff file " + error.message, operation: "read diff", path: url.path)
+        }
         defer { file.closeAfterReading() }
         let size = try file.status().size
         guard size <= limit else { throw DiffProblem.tooLarge(size: size, limit: limit).error(url.path) }

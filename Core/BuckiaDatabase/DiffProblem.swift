@@ -142,6 +142,19 @@ public enum DiffProblem: Hashable, Sendable, Error, CustomStringConvertible {
 
     /// The error that refuses `file` for this reason.
     func error(_ file: String) -> BuckiaError {
-        BuckiaError(code, "The diff file was refused: \(description). The database was not changed.", operation: "apply diff", path: file, cause: self)
+        BuckiaError(code, "The diff file was refused: \(description).", operation: "read diff", path: file, cause: self)
+    }
+
+    /// Runs `body`, an application of a diff in one transaction: a refusal says the database
+    /// was not changed (a refusal met by inspecting or sending a diff touches no database, and
+    /// its message does not say so).
+    static func applying<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch var error as BuckiaError where error.cause is DiffProblem {
+            error.message += " The database was not changed."
+            error.operation = "apply diff"
+            throw error
+        }
     }
 }

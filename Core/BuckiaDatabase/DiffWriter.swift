@@ -15,10 +15,17 @@ package final class DiffWriter {
     private(set) var tables: [(id: Int64, definition: TableDefinition)] = []
     private var finished = false
 
-    package init(directory: URL, sender: String, id: KSUID, createdAt: Date) throws {
+    /// A diff's sender is a user id of 1 to 256 bytes without control characters.
+    package static func check(sender: String) throws {
         guard !sender.isEmpty, sender.utf8.count <= 256, !sender.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw BuckiaError(.invalidConfiguration, "A diff's sender is a user id of 1 to 256 characters without control characters.", operation: "create diff")
+            throw BuckiaError(
+                .invalidConfiguration, "The sender \(sender.debugDescription) is not a user id a diff can carry: give 1 to 256 bytes without control characters.",
+                operation: "create diff")
         }
+    }
+
+    package init(directory: URL, sender: String, id: KSUID, createdAt: Date) throws {
+        try Self.check(sender: sender)
         self.directory = directory
         self.id = id
         self.sender = sender

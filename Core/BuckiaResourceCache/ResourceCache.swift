@@ -61,6 +61,9 @@ public final class ResourceCache: Sendable {
     /// Where the downloader's lock files are.
     let locks: URL
 
+    /// The index's name in the cache's folder: a folder without it holds no cache.
+    package static let indexName = ".buckia-index.sqlite"
+
     /// Opens (creating) the cache in `folder`.
     ///
     /// - Parameter clock: The time entries are stamped with; injected by tests.
@@ -75,7 +78,7 @@ public final class ResourceCache: Sendable {
         // are 0700 and its index 0600 (a folder that exists keeps the mode its owner gave it).
         try Self.makePrivateFolder(folder)
         for made in [temporaries, locks] { try Self.makePrivateFolder(made) }
-        let indexPath = folder.appendingPathComponent(".buckia-index.sqlite").path
+        let indexPath = folder.appendingPathComponent(Self.indexName).path
         do {
             // Empty: SQLite writes it, and gives its journal and WAL this mode.
             try LocalFile.createExclusive(URL(fileURLWithPath: indexPath), permissions: 0o600).close()

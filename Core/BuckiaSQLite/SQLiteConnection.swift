@@ -182,7 +182,7 @@ public final class SQLiteConnection {
     func error(_ status: Int32, operation: String, sql: String? = nil) -> BuckiaError {
         SQLiteConnection.error(
             status, extended: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)),
-            operation: operation, path: sql.map { "\(path): \($0)" } ?? path)
+            operation: sql.map { "\(operation): \($0.prefix(200))" } ?? operation, path: path)
     }
 
     static func error(_ status: Int32, extended: Int32, message: String, operation: String, path: String) -> BuckiaError {

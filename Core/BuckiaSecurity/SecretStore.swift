@@ -177,7 +177,10 @@ public final class FileSecretStore: SecretStore {
                 throw BuckiaError(
                     .invalidConfiguration,
                     "BUCKIA_SECRETS_PASSPHRASE is set but empty; an empty passphrase never means no encryption. Set it to the passphrase, or unset it to keep the store unencrypted.")
-            case .key, .passphrase: return
+            case .key(let key):
+                // Checked whenever it is set, even where no store exists yet to open with it.
+                _ = try FileSecretStore.rawKey(key)
+            case .passphrase: return
             }
         }
     }
@@ -477,7 +480,9 @@ public final class FileSecretStore: SecretStore {
 
     private static func rawKey(_ secret: Secret) throws -> [UInt8] {
         guard let bytes = Data(base64Encoded: secret.exposedValue), bytes.count == AESGCM.keyByteCount else {
-            throw BuckiaError(.invalidConfiguration, "BUCKIA_SECRETS_KEY must be 32 bytes in base64 (openssl rand -base64 32).")
+            throw BuckiaError(
+                .invalidConfiguration,
+                "BUCKIA_SECRETS_KEY is not 32 bytes in base64; set it to the key the store was saved with (a new key: openssl rand -base64 32).")
         }
         return Array(bytes)
     }

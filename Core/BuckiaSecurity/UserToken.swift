@@ -144,9 +144,9 @@ public struct UserTokenVerificationKey: Sendable, Hashable, CustomStringConverti
     }
 }
 
-enum UserTokenKeyID {
+package enum UserTokenKeyID {
     /// Key ids travel in headers, file names and secret-store contexts: 1–64 of `A–Z a–z 0–9 . _ -`.
-    static func check(_ keyId: String) throws {
+    package static func check(_ keyId: String) throws {
         let allowed = keyId.utf8.allSatisfy { byte in
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
                 || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
@@ -231,7 +231,7 @@ public struct UserTokenIssuer: Sendable {
     ///   grant whose prefix grants nothing.
     public func issue(userId: String, grants: StorageGrants, lifetime: Duration, notBefore: Date? = nil) throws -> IssuedUserToken {
         guard !userId.isEmpty, !userId.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw BuckiaError(.invalidConfiguration, "A user token needs a user id without control characters.")
+            throw BuckiaError(.invalidConfiguration, "The user id \(userId.debugDescription) is not one a token can carry; give a non-empty id without control characters.")
         }
         guard lifetime > .zero, lifetime <= Self.maximumLifetime else {
             throw BuckiaError(.invalidConfiguration, "A user token's lifetime must be more than 0 and at most 366 days; \(lifetime) was asked for.")

@@ -118,11 +118,14 @@ struct CatalogCommandTests {
     func concurrentCreation() async throws {
         let harness = try CLIHarness()
         let db = harness.home.appendingPathComponent("new.sqlite").path
+        // import creates a missing catalog (ls reads one, and creates nothing); an empty input
+        // leaves only the opening to race.
+        let empty = try harness.write("", to: "empty.jsonl").path
         let (environment, home) = (harness.environment, harness.home)
         let runs = try await withThrowingTaskGroup(of: CLIHarness.Result.self) { group in
             for _ in 0..<10 {
                 group.addTask {
-                    try await offPool { try CLIHarness.execute(CLIHarness.executable.path, ["catalog", "ls", "--db", db], environment: environment, directory: home) }
+                    try await offPool { try CLIHarness.execute(CLIHarness.executable.path, ["catalog", "import", empty, "--db", db], environment: environment, directory: home) }
                 }
             }
             var runs: [CLIHarness.Result] = []
@@ -130,5 +133,6 @@ struct CatalogCommandTests {
             return runs
         }
         for run in runs { #expect(run.status == 0, "\(run.stderr)") }
+        #expect(try await harness.runOffPool("catalog", "ls", "--db", db).status == 0)
     }
 }

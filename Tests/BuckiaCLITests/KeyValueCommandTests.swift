@@ -18,11 +18,12 @@ struct KeyValueCommandTests {
         #expect(missing.stderr.hasPrefix("buckia: "))
     }
 
-    @Test("An unknown engine exits 5 naming the registered ones; a 10,000-byte key exits 2")
+    @Test("An unknown engine exits 2 naming the registered ones, and creates nothing; a 10,000-byte key exits 2")
     func errors() throws {
         let harness = try CLIHarness()
         let unknown = try harness.run("kv", "--engine", "nope", "ls")
-        #expect(unknown.status == 5)
+        #expect(unknown.status == 2)
+        #expect(!FileManager.default.fileExists(atPath: harness.home.appendingPathComponent("data/buckia").path))
         #expect(unknown.stderr.contains("disk") && unknown.stderr.contains("sqlite"))
         #expect(try harness.run("kv", "put", String(repeating: "k", count: 10_000), "v").status == 2)
     }

@@ -177,13 +177,18 @@ final class GatewayProcess: GatewayEndpoint, Sendable {
             ["serve", "s3", "served:", "--config", config.path, "--addr", "127.0.0.1:0", "--auth-key", "\(accessKeyId),\(secretAccessKey.exposedValue)"]
                 + arguments,
             environment: environment, output: .file(home.appendingPathComponent("stdout")), errors: .file(errors))
+        // It says where it listens once it is ready. The wait acts on that line or on its exit;
+        // its bound is a hang guard, not a measure of speed.
         var found: Int?
-        for _ in 0..<200 where found == nil {
+        let deadline = ContinuousClock.now + .seconds(300)
+        var running = true
+        while found == nil, running, ContinuousClock.now < deadline {
+            running = process.isRunning
             let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
             if let range = text.range(of: "at http://127.0.0.1:") {
                 found = Int(text[range.upperBound...].prefix { $0.isNumber })
             } else {
-                usleep(50_000)
+                usleep(20_000)
             }
         }
         guard let found else {
@@ -193,10 +198,14 @@ final class GatewayProcess: GatewayEndpoint, Sendable {
         port = found
     }
 
-    /// Waits (a bounded poll of the file, up to 10 s) until the server's standard error holds `text`.
+    /// Waits until the server's standard error holds `text`: false if the server exits first,
+    /// or after 300 s (a hang guard, not a measure of speed).
     func waitForError(_ text: String) -> Bool {
-        for _ in 0..<1000 {
+        let deadline = ContinuousClock.now + .seconds(300)
+        while ContinuousClock.now < deadline {
+            let running = process.isRunning  // before the read: what it wrote before exiting is read
             if ((try? String(contentsOf: home.appendingPathComponent("stderr"), encoding: .utf8)) ?? "").contains(text) { return true }
+            guard running else { return false }
             usleep(10_000)
         }
         return false
@@ -205,10 +214,10 @@ final class GatewayProcess: GatewayEndpoint, Sendable {
     /// What the server has written to standard output (its access log) so far.
     var accessLog: String { (try? String(contentsOf: home.appendingPathComponent("stdout"), encoding: .utf8)) ?? "" }
 
-    /// Waits (at most two minutes) for the server to exit on its own (after a signal the test
-    /// sent); returns as ``stop()`` does.
+    /// Waits (at most 400 s, a hang guard) for the server to exit on its own (after a signal
+    /// the test sent); returns as ``stop()`` does.
     func waitForExit() -> (Int32, String) {
-        _ = process.wait(.seconds(120))
+        _ = process.wait(.seconds(400))
         return stop()
     }
 

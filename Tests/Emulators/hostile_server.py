@@ -136,7 +136,7 @@ B2_SCENARIOS = ["b2-ok", "b2-huge-size", "b2-negative-size", "b2-endless", "b2-d
 BUNNY_SCENARIOS = ["bunny-ok", "bunny-dot", "bunny-huge-size", "bunny-negative-size", "bunny-deep-json",
                    "bunny-error-control", "bunny-bad-checksum"]
 HTTP_SCENARIOS = ["http-silent", "http-endless-chunked", "http-endless-length", "http-partial", "http-bad-length",
-                  "http-304"]
+                  "http-304", "http-status"]
 SCENARIOS = S3_SCENARIOS + B2_SCENARIOS + BUNNY_SCENARIOS + HTTP_SCENARIOS
 
 SCENARIO = None
@@ -488,6 +488,15 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, HELLO, headers={"Cache-Control": "max-age=60"}, length="99999999999999999999999")
         if SCENARIO == "http-304":
             return self.send(304, b"", headers={"Cache-Control": "max-age=60"}, length=0)
+        if SCENARIO == "http-status":
+            # The status the path's first segment names (/301/x, /401/x): a redirect names a
+            # Location, a 401 a challenge.
+            first = urlsplit(self.path).path.lstrip("/").partition("/")[0]
+            status = int(first) if first.isdigit() and 300 <= int(first) <= 599 else 404
+            headers = {"Location": "http://127.0.0.1:1/moved"} if 300 <= status < 400 else {}
+            if status == 401:
+                headers["WWW-Authenticate"] = 'Basic realm="hostile"'
+            return self.send(status, b"", headers=headers, length=0)
 
     # MARK: Bunny
 

@@ -1,3 +1,4 @@
+import Buckia
 /// A command-line option a command accepts.
 struct OptionSpec: Sendable {
     /// Long name without dashes, e.g. `json`.
@@ -36,6 +37,17 @@ struct ParsedArguments: Sendable {
 /// A mistake in how the command was called; exits with ``ExitCode/usage``.
 struct UsageError: Error, CustomStringConvertible {
     let description: String
+
+    /// Runs the library's own check of a value given on the command line (a key id, a secret's
+    /// context, a JWK): its refusal is how the command was called, exit 2 in the library's words,
+    /// not a broken configuration (exit 5).
+    static func checking<T>(_ check: () throws -> T) throws -> T {
+        do {
+            return try check()
+        } catch let error as BuckiaError where error.code == .invalidConfiguration || error.code == .invalidPath {
+            throw UsageError(description: error.message)
+        }
+    }
 }
 
 enum ArgumentParser {

@@ -81,6 +81,9 @@ extension CLI {
             // The fetch's failure is what the user hears; a failure to record reads under it
             // (recency only) would hide it.
             do { try cache.close() } catch {}
+            if case .url = location, let error = error as? BuckiaError, let failure = error.cause as? HTTPFailure {
+                throw Self.plainURLFailure(error, failure)
+            }
             throw error
         }
         // Now, not when the last task lets the cache go: the process may exit first.
@@ -127,8 +130,14 @@ extension CLI {
                 limits.maxBytes = value
             }
         }
-        // A read-only look, or a trim or clear of a cache that is not there, creates nothing.
-        guard let mode = try LocalFile.existingMode(folder.path) else {
+        let mode = try LocalFile.existingMode(folder.path)
+        if let mode, (mode & S_IFMT) != S_IFDIR {
+            throw UsageError(description: "--cache \(folder.path) is \(LocalFile.kind(of: mode)), not a folder; give the cache's folder.")
+        }
+        // A read-only look, or a trim or clear of a cache that is not there, creates nothing:
+        // neither a missing folder nor, in a folder without a cache's index, the cache's files.
+        let index = folder.appendingPathComponent(ResourceCache.indexName)
+        guard mode != nil, try LocalFile.existingMode(index.path) != nil else {
             switch invocation.positionals[0] {
             case "stats":
                 if invocation.arguments.flag("json") {
@@ -141,9 +150,6 @@ extension CLI {
             default: throw UsageError(description: "cache has stats, trim and clear, not \(invocation.positionals[0].debugDescription).")
             }
             return .success
-        }
-        guard (mode & S_IFMT) == S_IFDIR else {
-            throw UsageError(description: "--cache \(folder.path) is \(LocalFile.kind(of: mode)), not a folder; give the cache's folder.")
         }
         switch invocation.positionals[0] {
         case "stats":
@@ -167,5 +173,29 @@ extension CLI {
             throw UsageError(description: "cache has stats, trim and clear, not \(invocation.positionals[0].debugDescription).")
         }
         return .success
+    }
+}
+
+extension CLI {
+    /// A refusal from the server of a plain URL, said as it is: the library's default words
+    /// advise on credentials, endpoints and regions, which a plain URL has none of.
+    static func plainURLFailure(_ error: BuckiaError, _ failure: HTTPFailure) -> BuckiaError {
+        let request = "\(failure.method) \(failure.url)"
+        let message: String
+        switch failure.status {
+        case 300...399:
+            let target = failure.headers["Location"].map { HTTPRedaction.default.redact(urlString: $0) }
+            message = "The server redirected \(request) (HTTP \(failure.status))\(target.map { " to \($0)" } ?? ""); fetch does not follow redirects, so fetch \(target == nil ? "the URL it names" : "that URL") instead."
+        case 401:
+            message = "The server asks for credentials for \(request) (HTTP 401); fetch sends none with a plain URL: fetch it as REMOTE:PATH through a remote that has them."
+        case 403:
+            message = "The server refused \(request) (HTTP 403); check that the URL is public, or fetch it as REMOTE:PATH through a remote allowed to read it."
+        case 400...499 where error.code == .invalidConfiguration:
+            message = "The server refused \(request) (HTTP \(failure.status)); check the URL."
+        default:
+            return error
+        }
+        let code: BuckiaError.Code = failure.status == 401 ? .unauthorized : failure.status == 403 ? .permissionDenied : .io
+        return BuckiaError(code, message, operation: "fetch", cause: failure)
     }
 }

@@ -8,7 +8,7 @@ extension CLI {
             "catalog refresh REMOTE:[PREFIX] --db FILE [--remove-missing] | import FILE|- --db FILE [--batch N] | ls --db FILE [--search WORDS] [--json] | rm FILE_ID... --db FILE | truncate --db FILE",
         positionals: 1...100_000,
         options: [
-            .value("db", "The catalog's SQLite file (created when missing)."),
+            .value("db", "The catalog's SQLite file (refresh and import create it when missing)."),
             .value("media", "The folder downloaded media is kept in: rm, truncate and import remove files there, and only there."),
             .flag("remove-missing", "refresh: delete records under the prefix that the listing no longer has."),
             .value("batch", "import: records per transaction (1000 by default)."),
@@ -34,6 +34,19 @@ extension CLI {
         if let media = invocation.arguments.value("media") {
             configuration.mediaRoot = URL(fileURLWithPath: media, isDirectory: true)
         }
+        // The catalog file is checked before SQLite opens it: a device, FIFO or folder is refused
+        // at once (exit 2), a file that is not SQLite is named as such (exit 1). refresh and
+        // import create a missing catalog; ls, rm and truncate read one, and create nothing.
+        func openCatalog(creating: Bool) throws -> FileCatalogClient {
+            let url = URL(fileURLWithPath: database)
+            let operation = "catalog \(arguments[0])"
+            if try !CLI.catalogFileIsPresent(url, for: operation), !creating {
+                throw BuckiaError(
+                    .notFound, "There is no catalog at \(database.debugDescription); fill one with buckia catalog refresh or import.",
+                    operation: operation, path: database)
+            }
+            return try FileCatalogClient.live(path: database, configuration: configuration)
+        }
         func only(_ count: Int) throws {
             guard arguments.count == count else {
                 throw UsageError(description: "catalog \(arguments[0]) takes \(count == 1 ? "no argument" : "one argument").")
@@ -46,7 +59,7 @@ extension CLI {
                 throw UsageError(description: "catalog refresh reads a configured remote: give REMOTE:[PREFIX].")
             }
             let (provider, _) = try invocation.provider(named: name)
-            let catalog = try FileCatalogClient.live(path: database, configuration: configuration)
+            let catalog = try openCatalog(creating: true)
             let result = try await catalog.refresh(from: provider, prefix: path, removingMissing: invocation.arguments.flag("remove-missing"))
             Console.out("Cached \(result.cached) record\(result.cached == 1 ? "" : "s")\(result.removed > 0 ? "; removed \(result.removed) no longer listed" : "").")
         case "import":
@@ -58,12 +71,12 @@ extension CLI {
                 }
                 batch = value
             }
-            let input = arguments[1] == "-" ? Console.standardInput() : try ByteStream.file(URL(fileURLWithPath: arguments[1]))
-            let catalog = try FileCatalogClient.live(path: database, configuration: configuration)
+            let input = arguments[1] == "-" ? Console.standardInput() : try ByteStream.file(CLI.checkImportFile(arguments[1], for: "catalog import"))
+            let catalog = try openCatalog(creating: true)
             try await CatalogImport(catalog: catalog, batch: batch, source: arguments[1] == "-" ? "standard input" : arguments[1]).run(input)
         case "ls":
             try only(1)
-            let files = try await FileCatalogClient.live(path: database, configuration: configuration)
+            let files = try await openCatalog(creating: false)
                 .fetchFiles(FileQuery(search: invocation.arguments.value("search")))
             if invocation.arguments.flag("json") {
                 Console.out(String(decoding: try CatalogJSON.encoder().encode(files), as: UTF8.self))
@@ -76,7 +89,7 @@ extension CLI {
             }
         case "rm":
             guard arguments.count >= 2 else { throw UsageError(description: "catalog rm takes the fileId of each record to remove.") }
-            let catalog = try FileCatalogClient.live(path: database, configuration: configuration)
+            let catalog = try openCatalog(creating: false)
             // Every record is looked up before any is removed: a typo removes nothing.
             var found: [FileRecord] = []
             var missing: [String] = []
@@ -95,12 +108,26 @@ extension CLI {
             }
         case "truncate":
             try only(1)
-            try await FileCatalogClient.live(path: database, configuration: configuration).truncateFiles()
+            try await openCatalog(creating: false).truncateFiles()
             Console.out("Removed every record.")
         default:
             throw UsageError(description: "catalog has refresh, import, ls, rm and truncate, not \(arguments[0].debugDescription).")
         }
         return .success
+    }
+}
+
+extension CLI {
+    /// Whether a catalog file is at `url`, checked as ``DatabaseFile`` checks every database
+    /// file; one that is not SQLite is refused with the way back.
+    static func catalogFileIsPresent(_ url: URL, for operation: String) throws -> Bool {
+        do {
+            return try DatabaseFile.checkIfPresent(url, as: "catalog", for: operation) != nil
+        } catch let error as BuckiaError where error.code == .corrupt {
+            var advised = error
+            advised.message += " Rebuild it: remove the file and fill a new catalog (buckia catalog refresh or import)."
+            throw advised
+        }
     }
 }
 
@@ -170,11 +197,12 @@ struct CatalogImport {
             line += 1
             guard text.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return }
             do {
+                try JSONValidation.validate(text)
                 pending.append(try decoder.decode(FileRecord.self, from: text))
                 lastRecord = line
             } catch {
                 throw BuckiaError(
-                    .invalidConfiguration,
+                    .corrupt,
                     "Line \(line) of \(source) is not a file record (\(Self.reason(error))); the \(cached) records before its batch were cached, the rest were not.",
                     operation: "catalog import")
             }
@@ -184,7 +212,7 @@ struct CatalogImport {
             if array != nil {
                 array?.append(chunk)
                 guard (array?.count ?? 0) <= Self.arrayLimit else {
-                    throw BuckiaError(.invalidConfiguration, "\(source) holds a JSON array over 1 GiB: give one record a line instead; nothing was cached.", operation: "catalog import")
+                    throw BuckiaError(.corrupt, "\(source) holds a JSON array over 1 GiB: give one record a line instead; nothing was cached.", operation: "catalog import")
                 }
                 continue
             }
@@ -201,15 +229,16 @@ struct CatalogImport {
             }
             buffer.removeSubrange(buffer.startIndex..<start)
             guard buffer.count <= Self.lineLimit else {
-                throw BuckiaError(.invalidConfiguration, "Line \(line + 1) of \(source) is longer than 16 MiB: it is not a file record.", operation: "catalog import")
+                throw BuckiaError(.corrupt, "Line \(line + 1) of \(source) is longer than 16 MiB: it is not a file record.", operation: "catalog import")
             }
         }
         if let array {
             let records: [FileRecord]
             do {
+                try JSONValidation.validate(array)
                 records = try decoder.decode([FileRecord].self, from: array)
             } catch {
-                throw BuckiaError(.invalidConfiguration, "\(source) is not an array of file records (\(Self.reason(error))); nothing was cached.", operation: "catalog import")
+                throw BuckiaError(.corrupt, "\(source) is not an array of file records (\(Self.reason(error))); nothing was cached.", operation: "catalog import")
             }
             for (index, record) in records.enumerated() {
                 pending.append(record)
@@ -226,6 +255,7 @@ struct CatalogImport {
     /// What a decoding error says, without the coding path's noise.
     static func reason(_ error: any Error) -> String {
         switch error {
+        case let syntax as JSONSyntaxError: return "not valid JSON: \(syntax)"
         case DecodingError.dataCorrupted(let context): return context.debugDescription
         case DecodingError.keyNotFound(let key, _): return "\(key.stringValue) is missing"
         case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):

@@ -59,6 +59,7 @@ extension CLI {
         case "diff":
             try needs(3)
             guard let sender = invocation.arguments.value("sender") else { throw UsageError(description: "db diff needs --sender ID: the user the diff is from.") }
+            try UsageError.checking { try DiffWriter.check(sender: sender) }
             let old = try local(arguments[1]), new = try local(arguments[2])
             let folder = URL(fileURLWithPath: invocation.arguments.value("output") ?? FileManager.default.currentDirectoryPath, isDirectory: true)
             let file = try await BlockingWork.run("diff databases") { try DatabaseComparison.diff(from: old, to: new, sender: sender, in: folder) }
@@ -79,6 +80,11 @@ extension CLI {
             }
             let files = try arguments.dropFirst(2).map(local)
             for file in files { try DatabaseFile.checkDistinct(file, database, for: "db apply") }
+            // Every DIFF is there before any is applied: a mistyped second name must not leave
+            // the first applied under a failed command.
+            for file in files where try LocalFile.existingMode(file.path) == nil {
+                throw BuckiaError(.notFound, "There is no diff file at \(file.path.debugDescription); no diff was applied.", operation: "db apply", path: file.path)
+            }
             // In KSUID order (names that are not KSUIDs last, where the reader refuses them).
             let ordered = files.sorted { a, b in
                 let (x, y) = (KSUID(a.deletingPathExtension().lastPathComponent), KSUID(b.deletingPathExtension().lastPathComponent))

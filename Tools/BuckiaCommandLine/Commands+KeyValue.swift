@@ -24,13 +24,32 @@ extension CLI {
             naming the line; the batches before it are kept.
             """
     ) { invocation in
+        let arguments = invocation.positionals
+        // How the command was called is checked before the engine opens (which may create its
+        // folder): a mistyped action or engine leaves nothing behind.
+        let arity: [String: ClosedRange<Int>] = ["put": 2...3, "get": 2...2, "rm": 2...2, "ls": 1...1, "count": 1...1, "import": 2...2]
+        guard let allowed = arity[arguments[0]] else {
+            throw UsageError(description: "Unknown kv action \(arguments[0].debugDescription); use put, get, rm, ls, count or import.")
+        }
+        guard allowed.contains(arguments.count) else {
+            let wanted = ["put": "a KEY, then a VALUE or the value on standard input", "get": "one KEY", "rm": "one KEY", "ls": "no argument", "count": "no argument", "import": "one FILE (- for standard input)"]
+            let verb = arguments.count < allowed.lowerBound ? "needs" : "takes"
+            throw UsageError(description: "kv \(arguments[0]) \(verb) \(wanted[arguments[0]] ?? "other arguments").")
+        }
         let type = EngineType(rawValue: invocation.arguments.value("engine") ?? "sqlite")
+        guard invocation.engines.contains(type) else {
+            let known = invocation.engines.registeredTypes.map(\.rawValue).sorted().joined(separator: ", ")
+            throw UsageError(description: "--engine \(type.rawValue.debugDescription) is not an engine type; the types are \(known).")
+        }
         let dataHome = RemoteConfiguration.dataHome(invocation.environment)
         let path = invocation.arguments.value("path") ?? "\(dataHome)/buckia/kv-\(type)"
+        guard !path.isEmpty else { throw UsageError(description: "--path names the engine's folder; it is empty.") }
+        if let mode = try LocalFile.existingMode(path), (mode & S_IFMT) != S_IFDIR {
+            throw UsageError(description: "--path \(path) is \(LocalFile.kind(of: mode)), not a folder; give the engine's folder (it is created when missing).")
+        }
+        if arguments[0] == "import", arguments[1] != "-" { _ = try CLI.checkImportFile(arguments[1], for: "kv import") }
         let engine = try await invocation.engines.makeEngine(for: EngineConfiguration(type: type, directory: path))
-        let arguments = invocation.positionals
         func key() throws -> CacheKey {
-            guard arguments.count >= 2 else { throw UsageError(description: "kv \(arguments[0]) needs a KEY.") }
             let key = CacheKey(verbatim: arguments[1])
             try key.validate()
             return key
@@ -56,7 +75,6 @@ extension CLI {
         case "count":
             Console.out(String(try await engine.keyCount()))
         case "import":
-            guard arguments.count == 2 else { throw UsageError(description: "kv import needs one FILE (- for standard input).") }
             try await CLI.keyValueImport(invocation, engine: engine, file: arguments[1])
         default:
             throw UsageError(description: "Unknown kv action \(arguments[0].debugDescription); use put, get, rm, ls, count or import.")

@@ -22,7 +22,7 @@ extension CLI {
             throw UsageError(description: "--batch takes a number of values from 1 to 100000, not \(batchText.debugDescription).")
         }
         let json = invocation.arguments.flag("json")
-        let lines = try LineReader(file == "-" ? nil : URL(fileURLWithPath: file), limit: importLineLimit)
+        let lines = try LineReader(file == "-" ? nil : CLI.checkImportFile(file, for: "kv import"), limit: importLineLimit)
         let name = file == "-" ? "standard input" : file
         var batch: [(key: CacheKey, data: Data)] = []
         var batchBytes = 0
@@ -68,9 +68,11 @@ extension CLI {
         }
         let entry: Entry
         do {
-            entry = try JSONValidation.decode(Entry.self, from: Data(line), what: "The line", maximumDepth: 1)
+            entry = try JSONValidation.decode(Entry.self, from: Data(line), what: "Line \(number) of \(file)", maximumDepth: 1)
         } catch let error as BuckiaError {
-            throw refuse("is not valid JSON (\(error.message))")
+            throw BuckiaError(
+                .corrupt, "\(error.message) Each line must be a JSON object with a \"key\" and one of \"value\" (text) or \"base64\" (bytes).",
+                operation: "kv import", path: file)
         } catch {
             throw refuse("is not an object of strings")
         }
@@ -178,5 +180,21 @@ final class LineReader {
             }
         }
         if count == 0 { ended = true } else { buffer += chunk[0..<count] }
+    }
+}
+
+extension CLI {
+    /// The FILE an import reads, checked: nothing there is "not found" (exit 3) and a folder,
+    /// device, FIFO or socket is refused (exit 2), each naming the file as the one to import.
+    static func checkImportFile(_ path: String, for operation: String) throws -> URL {
+        let url = URL(fileURLWithPath: path)
+        do {
+            try LocalFile.openForReading(url).closeAfterReading()
+        } catch let error as BuckiaError where error.code == .notFound {
+            throw BuckiaError(.notFound, "There is no file to import at \(path.debugDescription); check the path (- reads standard input).", operation: operation, path: path)
+        } catch let error as BuckiaError where error.code == .invalidPath {
+            throw BuckiaError(.invalidPath, "The file to import " + error.message, operation: operation, path: path)
+        }
+        return url
     }
 }

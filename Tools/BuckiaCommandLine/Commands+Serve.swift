@@ -4,7 +4,7 @@ import Foundation
 extension CLI {
     static let serveCommand = Command(
         name: "serve", summary: "Serve a remote over the S3 API, enforcing the grants of temporary credentials.",
-        usage: "serve s3 REMOTE:[PATH] [--addr 127.0.0.1:8333] [--auth-key ID,SECRET]... [--token-key KEY_ID] [--staging DIR] [--json]",
+        usage: "serve s3 REMOTE:[PATH] [--addr 127.0.0.1:8333] [--auth-key ID,SECRET]... [--token-key KEY_ID] [--staging DIR] [--stop-timeout S] [--json]",
         positionals: 2...2,
         options: [
             .value("addr", "The IPv4 address and port to listen on (default 127.0.0.1:8333; port 0 picks a free one)."),
@@ -16,6 +16,7 @@ extension CLI {
                 "staging",
                 "Where multipart uploads wait for completion (default: the temporary folder). On a local remote's file system, completing one links the file into place instead of copying it."
             ),
+            .value("stop-timeout", "Seconds requests in flight get to finish after SIGINT or SIGTERM before they are cut off (default 10)."),
             .flag("json", "Write the access log as one JSON object per request."),
         ],
         details: """
@@ -44,6 +45,10 @@ extension CLI {
                 throw UsageError(description: "--addr \(address.debugDescription) is not HOST:PORT; give an IPv4 address and a port, such as 127.0.0.1:8333.")
             }
             host = colon == address.startIndex ? "127.0.0.1" : String(address[..<colon])
+            var parsed = in_addr()
+            guard inet_pton(AF_INET, host, &parsed) == 1 else {
+                throw UsageError(description: "--addr \(address.debugDescription): \(host.debugDescription) is not an IPv4 address (names are not looked up); give one such as 127.0.0.1:8333.")
+            }
             port = number
         }
         var staticKeys: [String: Secret] = [:]
@@ -92,6 +97,13 @@ extension CLI {
         if let text = invocation.arguments.value("max-connections") {
             guard let count = Int(text), (1...10_000).contains(count) else { throw UsageError(description: "--max-connections is 1 to 10000.") }
             limits.maximumConnections = count
+        }
+        var stopTimeout: UInt32 = 10
+        if let text = invocation.arguments.value("stop-timeout") {
+            guard let seconds = UInt32(text), seconds <= 3600 else {
+                throw UsageError(description: "--stop-timeout \(text.debugDescription) is not a number of seconds from 0 to 3600.")
+            }
+            stopTimeout = seconds
         }
         let (provider, configuration) = try invocation.provider(named: name)
         if configuration.provider == .local, let root = configuration.options["root"] {
@@ -147,14 +159,17 @@ extension CLI {
             try gateway.close()
             throw error
         }
-        Console.error("buckia: serving \(name):\(path) over S3 at http://\(host):\(server.port)\(keys == nil ? "" : " (temporary credentials accepted)")")
         let stopped = StopSignal()
-        await ProcessEnd.stoppingCleanly("the server", stop: { stopped.fire() }) {
+        // The signal is taken as a clean stop before the line that says the server is ready: a
+        // supervisor that stops it as soon as it reads that line gets a clean stop, not 143.
+        // The process ends anyway 5 s after the stop timeout.
+        await ProcessEnd.stoppingCleanly("the server", grace: stopTimeout + 5, stop: { stopped.fire() }) {
+            Console.error("buckia: serving \(name):\(path) over S3 at http://\(host):\(server.port)\(keys == nil ? "" : " (temporary credentials accepted)")")
             await stopped.wait()
         }
-        let finished = server.stop(timeout: .seconds(10))
+        let finished = server.stop(timeout: .seconds(stopTimeout))
         try gateway.close()
-        Console.error("buckia: stopped serving\(finished ? "" : "; requests still running after 10 s were cut off")")
+        Console.error("buckia: stopped serving\(finished ? "" : "; requests still running after \(stopTimeout) s were cut off")")
         return .success
     }
 }

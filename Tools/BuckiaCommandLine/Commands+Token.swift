@@ -40,6 +40,7 @@ extension CLI {
         case "keygen":
             try only(1)
             guard let keyId = invocation.arguments.value("key-id") else { throw UsageError(description: "token keygen needs --key-id ID.") }
+            try UsageError.checking { try UserTokenKeyID.check(keyId) }
             let name = invocation.arguments.value("algorithm") ?? "EdDSA"
             guard let algorithm = UserTokenAlgorithm.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) else {
                 throw UsageError(description: "--algorithm is EdDSA or HS256, not \(name.debugDescription).")
@@ -54,6 +55,10 @@ extension CLI {
         case "issue":
             try only(1)
             guard let user = invocation.arguments.value("user") else { throw UsageError(description: "token issue needs --user ID.") }
+            guard !user.isEmpty, !user.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw UsageError(description: "--user \(user.debugDescription) is not a user id; give a non-empty id without control characters.")
+            }
+            if let keyId = invocation.arguments.value("key-id") { try UsageError.checking { try UserTokenKeyID.check(keyId) } }
             let grants = try StorageGrants(invocation.arguments.all("grant").map(parseGrant))
             guard !grants.grants.isEmpty else { throw UsageError(description: "token issue needs at least one --grant PERMS:PREFIX.") }
             if invocation.arguments.flag("s3") {
@@ -104,7 +109,7 @@ extension CLI {
             let keys: [UserTokenVerificationKey]
             if let given = invocation.arguments.value("public-key") {
                 let text = given.hasPrefix("@") ? try Self.readKeyFile(String(given.dropFirst())) : given
-                keys = [try UserTokenVerificationKey(jwk: text)]
+                keys = [try UsageError.checking { try UserTokenVerificationKey(jwk: text) }]
             } else {
                 keys = try tokens.signingKeys().map { try $0.verificationKey() }
                 guard !keys.isEmpty else {
@@ -144,6 +149,7 @@ extension CLI {
     /// The JSON Web Key in the file `--public-key @FILE` names: a regular file (a device or FIFO
     /// is refused at once, not read or waited on) of at most 64 KiB of UTF-8.
     static func readKeyFile(_ path: String) throws -> String {
+        guard !path.isEmpty else { throw UsageError(description: "--public-key @ names no file; give @PATH of a JWK file, or the JWK itself.") }
         let file: LocalFile
         do {
             file = try LocalFile.openForReading(URL(fileURLWithPath: path))
@@ -269,11 +275,18 @@ extension CLI {
             }
             return .success
         case ("delete", 2):
+            try UsageError.checking { try SecretContext.check(arguments[1]) }
             guard try store.delete(arguments[1]) else {
-                throw BuckiaError(.notFound, "The secret store holds nothing under \(arguments[1]).", path: arguments[1])
+                throw BuckiaError(
+                    .notFound, "The secret store holds nothing under \(arguments[1].debugDescription); buckia secrets list names what it holds.",
+                    path: arguments[1])
             }
             Console.out("deleted \(arguments[1].terminalSafe)")
             return .success
+        case ("delete", _):
+            throw UsageError(description: "secrets delete takes the CONTEXT to delete; buckia secrets list names them.")
+        case ("list", _):
+            throw UsageError(description: "secrets list takes no argument.")
         default:
             throw UsageError(description: "secrets has the subcommands list and delete CONTEXT.")
         }

@@ -28,20 +28,20 @@ enum ProcessEnd {
 
     /// A command that can stop cleanly on an interrupt: what to call, and what it is stopping
     /// (for the line that says so); and the signal that asked, once one has.
-    private static let graceful = Locked<(stop: (@Sendable () -> Void)?, what: String, signal: Int32?)>((nil, "", nil))
+    private static let graceful = Locked<(stop: (@Sendable () -> Void)?, what: String, grace: UInt32, signal: Int32?)>((nil, "", gracePeriod, nil))
 
-    /// How long a command that stops cleanly has before the process ends anyway.
+    /// How long a command that stops cleanly has, by default, before the process ends anyway.
     static let gracePeriod: UInt32 = 15
 
     /// Runs `body`, during which the first interrupt calls `stop` (cancelling the work, so it
     /// can undo what it started on a server, such as a multipart upload that cannot be
     /// resumed) instead of ending the process: the command then ends as it does on a failure,
     /// and should return ``ExitCode/stopped(by:)`` when ``interruption`` is set. A second
-    /// interrupt, or ``gracePeriod`` seconds, ends the process as ``interrupt(_:)`` does.
+    /// interrupt, or `grace` seconds, ends the process as ``interrupt(_:)`` does.
     static func stoppingCleanly<T>(
-        _ what: String, stop: @escaping @Sendable () -> Void, _ body: () async throws -> T
+        _ what: String, grace: UInt32 = gracePeriod, stop: @escaping @Sendable () -> Void, _ body: () async throws -> T
     ) async rethrows -> T {
-        graceful.withLock { $0 = (stop, what, $0.signal) }
+        graceful.withLock { $0 = (stop, what, grace, $0.signal) }
         defer { graceful.withLock { $0.stop = nil } }
         return try await body()
     }
@@ -68,16 +68,16 @@ enum ProcessEnd {
     /// Does nothing when the command is already exiting on its own. Within
     /// ``stoppingCleanly(_:stop:_:)``, the first interrupt asks the command to stop instead.
     static func interrupt(_ signal: Int32) {
-        let stop = graceful.withLock { state -> (stop: @Sendable () -> Void, what: String)? in
+        let stop = graceful.withLock { state -> (stop: @Sendable () -> Void, what: String, grace: UInt32)? in
             guard state.signal == nil, let stop = state.stop else { return nil }
             state.signal = signal
-            return (stop, state.what)
+            return (stop, state.what, state.grace)
         }
         if let stop {
             Console.lastWord("buckia: interrupted; stopping \(stop.what) (interrupt again to exit at once).")
             stop.stop()
             let deadline = Thread {
-                sleep(gracePeriod)
+                sleep(stop.grace)
                 end(signal)
             }
             deadline.name = "buckia-grace"

@@ -116,7 +116,7 @@ package enum DiffApplier {
         // mismatch rolls everything back, and the rows are read once instead of twice.
         try DiffProblem.applying {
             let diff = try DiffReader.open(url, limits: options.limits, now: now, verifyHash: false)
-            return try apply(diff, to: database, options: options, now: now, hashChecked: false)
+            return try applyOpened(diff, to: database, options: options, now: now, hashChecked: false)
         }
     }
 

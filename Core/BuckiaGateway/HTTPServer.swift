@@ -56,7 +56,8 @@ public final class HTTPServer: @unchecked Sendable {
     /// Stops: no new connections; requests in flight finish (their responses say
     /// `Connection: close`); idle connections close. Waits at most `timeout` for them.
     ///
-    /// - Returns: Whether every connection ended within `timeout`.
+    /// - Returns: Whether no request was still in flight when it returned: false only when one
+    ///   was cut off by `timeout` (an idle connection is closed, never counted).
     @discardableResult
     public func stop(timeout: Duration = .seconds(30)) -> Bool {
         let idle: [Int32] = state.withLock { state in
@@ -71,7 +72,7 @@ public final class HTTPServer: @unchecked Sendable {
             if state.withLock({ $0.connections.isEmpty }) { return true }
             usleep(10_000)
         }
-        return false
+        return !state.withLock { $0.connections.values.contains(true) }
     }
 
     /// Connections open now.

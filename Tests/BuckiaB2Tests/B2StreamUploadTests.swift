@@ -89,7 +89,7 @@ struct B2StreamUploadTests {
     /// is held) into a failure; it is generous because a loaded run once took over a minute.
     @Test(
         "A stream within a MiB is stored while all upload memory is held elsewhere; a longer one waits for it",
-        .timeLimit(.minutes(5)))
+        .timeLimit(.minutes(15)))
     func smallStreamsNeedNoMemory() async throws {
         let (_, _, emulator) = try await Self.providers()
         defer { emulator.stop() }

@@ -10,7 +10,7 @@ import Testing
 struct SyncWatchTests {
     @Test(
         "Bursts of writes, renames and deletes reach the destination; a file still being written is held back until closed; a killed watch started again loses nothing",
-        .timeLimit(.minutes(5)))
+        .timeLimit(.minutes(15)))
     func bursts() throws {
         let home = try BackgroundHome()
         let source = home.home.appendingPathComponent("source")

@@ -154,6 +154,24 @@ extension GatewayCommandTests {
         #expect(status == 0, "\(errors)")
         #expect(errors.contains("requests still running after 0 s were cut off"), "\(errors)")
         #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("cut/held.bin").path))
+        // No file is left in the served folder: the upload's relay was removed before the
+        // process ended. Its writer was still at work then, so the empty working folder stays
+        // for the next run to tidy, as after a kill.
+        let left = FileManager.default.enumerator(atPath: root.path)?.allObjects.map { "\($0)" } ?? []
+        #expect(Set(left).isSubset(of: ["cut", ".buckia", ".buckia/tmp"]), "\(left)")
+    }
+
+    @Test("--stop-timeout 0 with no request in flight: a plain stop, exit 0, nothing said to be cut off")
+    func stopTimeoutIdle() async throws {
+        let (remote, root) = try Self.localRemote()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let server = try GatewayProcess(remoteJSON: remote, capabilities: try LocalProvider(root: root).capabilities, arguments: ["--stop-timeout", "0"])
+        // A request answered: its connection may stay open, idle, when the signal comes.
+        try await server.createBucket("idle")
+        let (status, errors) = server.stop()
+        #expect(status == 0, "\(errors)")
+        #expect(errors.contains("stopped serving"), "\(errors)")
+        #expect(!errors.contains("cut off"), "\(errors)")
     }
 }
 

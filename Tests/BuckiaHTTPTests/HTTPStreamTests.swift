@@ -191,7 +191,7 @@ struct HTTPStreamTests {
         }
     }
 
-    @Test("Shutdown ends a stream whose reader never came back, instead of waiting for it forever", .timeLimit(.minutes(5)))
+    @Test("Shutdown ends a stream whose reader never came back, instead of waiting for it forever", .timeLimit(.minutes(15)))
     func shutdownWithUnreadStream() async throws {
         try await withTestServer { server in
             let transport = try CurlTransport()

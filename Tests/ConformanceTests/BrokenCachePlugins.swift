@@ -157,7 +157,7 @@ struct CacheMutantCase: Sendable, CustomTestStringConvertible {
 
 @Suite("Every resource-cache scenario fails with a plugin broken in its way")
 struct BrokenCachePluginTests {
-    @Test(.timeLimit(.minutes(5)), arguments: CacheMutantCase.all)
+    @Test(.timeLimit(.minutes(15)), arguments: CacheMutantCase.all)
     func mutantIsCaught(_ mutant: CacheMutantCase) async throws {
         for name in mutant.scenarios {
             let scenario = try #require(ResourceCacheConformance.scenarios.first { $0.name == name }, "no resource-cache scenario named \(name)")

@@ -185,7 +185,9 @@ extension CLI {
         switch failure.status {
         case 300...399:
             let target = failure.headers["Location"].map { HTTPRedaction.default.redact(urlString: $0) }
-            message = "The server redirected \(request) (HTTP \(failure.status))\(target.map { " to \($0)" } ?? ""); fetch does not follow redirects, so fetch \(target == nil ? "the URL it names" : "that URL") instead."
+            message =
+                target.map { "The server redirected \(request) (HTTP \(failure.status)) to \($0); fetch does not follow redirects, so fetch that URL instead." }
+                ?? "The server answered \(request) with a redirect (HTTP \(failure.status)) that names no target; fetch does not follow redirects: check the URL."
         case 401:
             message = "The server asks for credentials for \(request) (HTTP 401); fetch sends none with a plain URL: fetch it as REMOTE:PATH through a remote that has them."
         case 403:

@@ -125,7 +125,7 @@ extension CLI {
             return try DatabaseFile.checkIfPresent(url, as: "catalog", for: operation) != nil
         } catch let error as BuckiaError where error.code == .corrupt {
             var advised = error
-            advised.message += " Rebuild it: remove the file and fill a new catalog (buckia catalog refresh or import)."
+            advised.message += " If it is a damaged catalog, remove it and fill a new one (buckia catalog refresh or import); otherwise check --db."
             throw advised
         }
     }

@@ -80,10 +80,19 @@ extension CLI {
             }
             let files = try arguments.dropFirst(2).map(local)
             for file in files { try DatabaseFile.checkDistinct(file, database, for: "db apply") }
-            // Every DIFF is there before any is applied: a mistyped second name must not leave
-            // the first applied under a failed command.
-            for file in files where try LocalFile.existingMode(file.path) == nil {
-                throw BuckiaError(.notFound, "There is no diff file at \(file.path.debugDescription); no diff was applied.", operation: "db apply", path: file.path)
+            // Every DIFF opens as a file before any is applied: a mistyped second name, a folder
+            // or a FIFO must not leave the first applied under a failed command.
+            for file in files {
+                do {
+                    try LocalFile.openForReading(file).closeAfterReading()
+                } catch let error as BuckiaError where error.code == .notFound {
+                    throw BuckiaError(
+                        .notFound, "There is no diff file at \(file.path.debugDescription); check the path. No diff was applied.", operation: "db apply", path: file.path)
+                } catch let error as BuckiaError {
+                    var refusal = error
+                    refusal.message = (error.code == .invalidPath ? "The diff file " : "") + error.message + " No diff was applied."
+                    throw refusal
+                }
             }
             // In KSUID order (names that are not KSUIDs last, where the reader refuses them).
             let ordered = files.sorted { a, b in

@@ -45,14 +45,25 @@ extension CLI {
         let path = invocation.arguments.value("path") ?? "\(dataHome)/buckia/kv-\(type)"
         guard !path.isEmpty else { throw UsageError(description: "--path names the engine's folder; it is empty.") }
         if let mode = try LocalFile.existingMode(path), (mode & S_IFMT) != S_IFDIR {
-            throw UsageError(description: "--path \(path) is \(LocalFile.kind(of: mode)), not a folder; give the engine's folder (it is created when missing).")
+            throw UsageError(
+                description: "The engine's folder \(path.debugDescription) is \(LocalFile.kind(of: mode)), not a folder; give --path a folder (it is created when missing).")
         }
-        if arguments[0] == "import", arguments[1] != "-" { _ = try CLI.checkImportFile(arguments[1], for: "kv import") }
-        let engine = try await invocation.engines.makeEngine(for: EngineConfiguration(type: type, directory: path))
-        func key() throws -> CacheKey {
+        var batchSize = 0
+        if arguments[0] == "import" {
+            batchSize = try CLI.importBatchSize(invocation)
+            if arguments[1] != "-" { _ = try CLI.checkImportFile(arguments[1], for: "kv import") }
+        }
+        // put, get and rm: the KEY is checked before the engine opens, too.
+        var checkedKey: CacheKey?
+        if ["put", "get", "rm"].contains(arguments[0]) {
             let key = CacheKey(verbatim: arguments[1])
             try key.validate()
-            return key
+            checkedKey = key
+        }
+        let engine = try await invocation.engines.makeEngine(for: EngineConfiguration(type: type, directory: path))
+        func key() throws -> CacheKey {
+            guard let checkedKey else { throw UsageError(description: "kv \(arguments[0]) takes no KEY.") }
+            return checkedKey
         }
         switch arguments[0] {
         case "put":
@@ -75,7 +86,7 @@ extension CLI {
         case "count":
             Console.out(String(try await engine.keyCount()))
         case "import":
-            try await CLI.keyValueImport(invocation, engine: engine, file: arguments[1])
+            try await CLI.keyValueImport(invocation, engine: engine, file: arguments[1], batchSize: batchSize)
         default:
             throw UsageError(description: "Unknown kv action \(arguments[0].debugDescription); use put, get, rm, ls, count or import.")
         }

@@ -16,11 +16,7 @@ extension CLI {
     /// `kv import FILE`: JSON lines, written in batches, each batch one write of the engine
     /// (one transaction on the SQLite engine), each acknowledged on standard output with
     /// `--json` once it is stored.
-    static func keyValueImport(_ invocation: Invocation, engine: any StorageEngine, file: String) async throws {
-        let batchText = invocation.arguments.value("batch") ?? "1000"
-        guard let batchSize = Int(batchText), (1...100_000).contains(batchSize) else {
-            throw UsageError(description: "--batch takes a number of values from 1 to 100000, not \(batchText.debugDescription).")
-        }
+    static func keyValueImport(_ invocation: Invocation, engine: any StorageEngine, file: String, batchSize: Int) async throws {
         let json = invocation.arguments.flag("json")
         let lines = try LineReader(file == "-" ? nil : CLI.checkImportFile(file, for: "kv import"), limit: importLineLimit)
         let name = file == "-" ? "standard input" : file
@@ -184,6 +180,15 @@ final class LineReader {
 }
 
 extension CLI {
+    /// `kv import --batch N`: values per batch, 1 to 100,000 (default 1,000).
+    static func importBatchSize(_ invocation: Invocation) throws -> Int {
+        let batchText = invocation.arguments.value("batch") ?? "1000"
+        guard let batchSize = Int(batchText), (1...100_000).contains(batchSize) else {
+            throw UsageError(description: "--batch takes a number of values from 1 to 100000, not \(batchText.debugDescription).")
+        }
+        return batchSize
+    }
+
     /// The FILE an import reads, checked: nothing there is "not found" (exit 3) and a folder,
     /// device, FIFO or socket is refused (exit 2), each naming the file as the one to import.
     static func checkImportFile(_ path: String, for operation: String) throws -> URL {

@@ -168,6 +168,12 @@ extension CLI {
             await stopped.wait()
         }
         let finished = server.stop(timeout: .seconds(stopTimeout))
+        if !finished {
+            // What the requests cut off were writing goes before the backend closes (as on a
+            // second interrupt), and no new temporary may start: the served folder keeps nothing
+            // of theirs.
+            Temporaries.removeAllBeforeExit()
+        }
         try gateway.close()
         Console.error("buckia: stopped serving\(finished ? "" : "; requests still running after \(stopTimeout) s were cut off")")
         return .success

@@ -66,7 +66,7 @@ enum ProcessEnd {
     /// streams, the temporaries in progress are removed, one line says so, and the process
     /// exits with 128 + `signal` at once (`_exit`: no exit handlers run beside live threads).
     /// Does nothing when the command is already exiting on its own. Within
-    /// ``stoppingCleanly(_:stop:_:)``, the first interrupt asks the command to stop instead.
+    /// ``stoppingCleanly(_:grace:stop:_:)``, the first interrupt asks the command to stop instead.
     static func interrupt(_ signal: Int32) {
         let stop = graceful.withLock { state -> (stop: @Sendable () -> Void, what: String, grace: UInt32)? in
             guard state.signal == nil, let stop = state.stop else { return nil }

@@ -17,10 +17,27 @@ struct SanitizerCanaryTests {
     func canary() {
         switch ProcessInfo.processInfo.environment["BUCKIA_SANITIZER_CANARY"] {
         case "thread":
+            // Two threads of their own, each released only once both have started, so their
+            // updates are never ordered. (concurrentPerform let a loaded machine run both
+            // iterations on one thread, one after the other: no race, and the canary slept.)
             let racy = Racy()
-            DispatchQueue.concurrentPerform(iterations: 2) { _ in
-                for _ in 0..<10_000 { racy.count += 1 }
+            let started = DispatchSemaphore(value: 0)
+            let go = DispatchSemaphore(value: 0)
+            let done = DispatchGroup()
+            for _ in 0..<2 {
+                done.enter()
+                Thread.detachNewThread {
+                    started.signal()
+                    go.wait()
+                    for _ in 0..<10_000 { racy.count += 1 }
+                    done.leave()
+                }
             }
+            started.wait()
+            started.wait()
+            go.signal()
+            go.signal()
+            done.wait()
             #expect(racy.count > 0)
         case "address":
             let block = UnsafeMutablePointer<UInt8>.allocate(capacity: 8)

@@ -10,8 +10,9 @@ import Glibc
 #endif
 
 /// An origin from Tests/Emulators/hostile_server.py (`http-*` scenarios), on 127.0.0.1 until it
-/// is released (its 600 s lifetime is only a hang guard: a starved test reaches its requests
-/// late, never after the origin is gone).
+/// is released (its hour's lifetime is only a hang guard: a starved test reaches its requests
+/// late, never after the origin is gone; a loaded run starved these tests for over 600 s, the
+/// lifetime they had, and met a closed port).
 final class HostileOrigin: Sendable {
     let port: Int
     let pid: Int32
@@ -21,7 +22,7 @@ final class HostileOrigin: Sendable {
             .appendingPathComponent("Emulators/hostile_server.py")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path, scenario, "--lifetime", "600"]
+        process.arguments = ["python3", script.path, scenario, "--lifetime", "3600"]
         let output = Pipe()
         process.standardOutput = output
         try process.run()

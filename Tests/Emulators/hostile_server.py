@@ -7,7 +7,7 @@
 Binds 127.0.0.1 on a free port and forks. The parent prints exactly `PORT=<n>; PID=<child pid>`
 and exits 0 at once; the child (stdin, stdout and stderr on /dev/null) answers every request
 on loopback, one thread per connection, until it is killed or for at most 120 seconds
-(`--lifetime` may set it anywhere up to 600 s: a hang guard, set well above what a loaded
+(`--lifetime` may set it anywhere up to 3600 s: a hang guard, set well above what a loaded
 machine takes to reach its requests), then exits by itself. It never opens a
 connection of its own: the only host it names in its answers (B2's apiUrl and downloadUrl) is
 itself. An unknown scenario prints a message on stderr and `(exit 2)` on stdout, so the eval
@@ -111,7 +111,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 DEFAULT_LIFETIME = 120.0
-MAX_LIFETIME = 600.0
+MAX_LIFETIME = 3600.0
 INT64_MAX = 9223372036854775807
 RANGE_CAP = 64 * 1024 * 1024   # at most this many bytes in one ranged answer of a huge object
 CHUNK = 256 * 1024

@@ -2,7 +2,7 @@
 """A fault-injecting HTTP/1.1 proxy for Buckia's transport and sync tests (standard library only).
 
 Usage: fault_proxy.py --upstream http://127.0.0.1:PORT [--rate 0.10] [--seed N]
-                      [--faults KIND,KIND,...] [--stall-seconds 3] [--lifetime 600]
+                      [--faults KIND,KIND,...] [--stall-seconds 3] [--lifetime 3600]
                       [--dialect s3|b2|bunny] [--slow-pause 0.3]
 
 Listens on 127.0.0.1 on a port the kernel chooses, prints {"endpoint": "http://127.0.0.1:PORT"}
@@ -436,7 +436,7 @@ def main():
         sys.stdout.write(json.dumps({"error": "--dialect must be s3, b2 or bunny"}) + "\n")
         sys.stdout.flush()
         os._exit(2)
-    lifetime = float(option("--lifetime", "600"))
+    lifetime = float(option("--lifetime", "3600"))
 
     server = Server(("127.0.0.1", 0), Handler)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))

@@ -41,17 +41,11 @@ struct HarnessOutputTests {
         var leaked: [Int32] = [-1, -1]
         try #require(pipe(&leaked) == 0)
         defer { leaked.forEach { _ = close($0) } }
-        let child = try Spawned(URL(fileURLWithPath: "/bin/sleep"), ["30"], input: .pipe, output: .pipe)
-        // The child is read once it is asleep: while it starts, the dynamic loader holds each
-        // library it opens as descriptor 3 for a moment (a loaded machine's run saw one). A
-        // descriptor the child was given stays, and fails the test at the bound.
-        var descriptors: [String] = []
-        for _ in 0..<3000 {
-            let state = (try? String(contentsOfFile: "/proc/\(child.pid)/stat", encoding: .utf8)) ?? ""
-            descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.pid)/fd").sorted()
-            if state.contains(") S "), descriptors == ["0", "1", "2"] { break }
-            usleep(10_000)
-        }
+        // A shell that says it is running its script (past its start, while the dynamic loader
+        // held each library it opened as descriptor 3 for a moment) and then waits for input.
+        let child = try Spawned(URL(fileURLWithPath: "/bin/sh"), ["-c", "echo ready; read line"], input: .pipe, output: .pipe)
+        #expect(child.readLine(timeout: .seconds(120)) == "ready")
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.pid)/fd").sorted()
         #expect(descriptors == ["0", "1", "2"])
         let status = try String(contentsOfFile: "/proc/\(child.pid)/status", encoding: .utf8)
         let blocked = status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") }

@@ -171,42 +171,41 @@ final class GatewayProcess: GatewayEndpoint, Sendable {
         } else {
             temporary = nil
         }
-        let errors = home.appendingPathComponent("stderr")
         process = try Spawned(
             Self.executable,
             ["serve", "s3", "served:", "--config", config.path, "--addr", "127.0.0.1:0", "--auth-key", "\(accessKeyId),\(secretAccessKey.exposedValue)"]
                 + arguments,
-            environment: environment, output: .file(home.appendingPathComponent("stdout")), errors: .file(errors))
-        // It says where it listens once it is ready. The wait acts on that line or on its exit;
-        // its bound is a hang guard, not a measure of speed.
+            environment: environment, output: .file(home.appendingPathComponent("stdout")), errors: .pipe)
+        // It says where it listens once it is ready: its standard error is read line by line
+        // as it comes, up to that line or its end (a 300 s bound is a hang guard).
         var found: Int?
-        let deadline = ContinuousClock.now + .seconds(300)
-        var running = true
-        while found == nil, running, ContinuousClock.now < deadline {
-            running = process.isRunning
-            let text = (try? String(contentsOf: errors, encoding: .utf8)) ?? ""
-            if let range = text.range(of: "at http://127.0.0.1:") {
-                found = Int(text[range.upperBound...].prefix { $0.isNumber })
-            } else {
-                usleep(20_000)
-            }
+        while found == nil, let line = Self.nextErrorLine(process, into: errorLines) {
+            if let range = line.range(of: "at http://127.0.0.1:") { found = Int(line[range.upperBound...].prefix { $0.isNumber }) }
         }
         guard let found else {
             process.stop()
-            throw BuckiaError(.io, "buckia serve s3 did not say where it listens: \((try? String(contentsOf: errors, encoding: .utf8)) ?? "")")
+            throw BuckiaError(.io, "buckia serve s3 did not say where it listens: \(errorLines.withLock { $0 }.joined(separator: "\n"))")
         }
         port = found
     }
 
-    /// Waits until the server's standard error holds `text`: false if the server exits first,
-    /// or after 300 s (a hang guard, not a measure of speed).
+    /// What the server has written to standard error, line by line, as the test has read it.
+    let errorLines = Locked<[String]>([])
+
+    /// The next line of the server's standard error, kept in `lines`; nil at its end (the server
+    /// exited) or after 300 s without one (a hang guard).
+    static func nextErrorLine(_ process: Spawned, into lines: Locked<[String]>) -> String? {
+        guard let line = process.readLine(timeout: .seconds(300), errors: true) else { return nil }
+        lines.withLock { $0.append(line) }
+        return line
+    }
+
+    /// Waits until the server's standard error holds `text`: false if it ends first (the server
+    /// exited), or after 300 s without a line.
     func waitForError(_ text: String) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(300)
-        while ContinuousClock.now < deadline {
-            let running = process.isRunning  // before the read: what it wrote before exiting is read
-            if ((try? String(contentsOf: home.appendingPathComponent("stderr"), encoding: .utf8)) ?? "").contains(text) { return true }
-            guard running else { return false }
-            usleep(10_000)
+        if errorLines.withLock({ $0.contains { $0.contains(text) } }) { return true }
+        while let line = Self.nextErrorLine(process, into: errorLines) {
+            if line.contains(text) { return true }
         }
         return false
     }
@@ -228,7 +227,8 @@ final class GatewayProcess: GatewayEndpoint, Sendable {
         process.signal(SIGTERM)
         _ = process.wait(.seconds(60))
         process.stop()
-        let text = (try? String(contentsOf: home.appendingPathComponent("stderr"), encoding: .utf8)) ?? ""
+        while Self.nextErrorLine(process, into: errorLines) != nil {}  // the rest, to its end
+        let text = errorLines.withLock { $0 }.joined(separator: "\n")
         try? FileManager.default.removeItem(at: home)
         return (process.status, text)
     }

@@ -17,11 +17,27 @@
 import Foundation
 import PackageDescription
 
+// BUCKIA_PORTABLE=1 builds Buckia on Linux the way Apple platforms build it: no libcurl (HTTP
+// goes through URLSession), no CLinux fast paths (openat2, O_TMPFILE, syncfs, sync_file_range,
+// inotify, thread names), so the POSIX paths Apple platforms take are compiled and tested here.
+// Cryptography still goes through BuckiaCrypto, over libcrypto. Use a build folder of its own:
+//   BUCKIA_PORTABLE=1 swift test --scratch-path .build-portable
+let portable = Context.environment["BUCKIA_PORTABLE"] == "1"
+/// CLinux where the build has Linux's fast paths.
+let linuxFastPaths: [Target.Dependency] = portable ? [] : [.target(name: "CLinux", condition: .when(platforms: [.linux]))]
+/// libcurl, the HTTP transport on Linux unless the build is portable.
+let libcurl: [Target.Dependency] = portable ? [] : [.target(name: "CCurl", condition: .when(platforms: [.linux]))]
+/// Where the server and the tools are built: a Mac or a Linux machine. On iOS and tvOS the
+/// gateway is left out of the umbrella, and `buckia`, `buckia-bench` and `buckia-fuzz` depend
+/// on nothing and compile to empty programs (SwiftPM has no per-platform products).
+let desktop = TargetDependencyCondition.when(platforms: [.macOS, .linux])
+
 let package = Package(
     name: "Buckia",
-    // Linux is where CI builds and tests every commit. macOS builds with Homebrew's openssl@3 and
-    // curl; iOS, tvOS and watchOS have no system libcrypto to link, so they are not declared.
-    platforms: [.macOS(.v14)],
+    // The seeds' apps: macOS 14, iOS 17, tvOS 17. Linux is where CI builds and tests every
+    // commit; on Apple platforms cryptography is CryptoKit and HTTP is URLSession, so nothing
+    // links libcrypto or libcurl there (Docs/Platforms.md).
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17)],
     products: [
         .library(name: "Buckia", targets: ["Buckia"]),
         .library(name: "BuckiaCore", targets: ["BuckiaCore"]),
@@ -69,24 +85,30 @@ let package = Package(
             name: "CCurl", path: "Core/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
         .systemLibrary(name: "CChecksum", path: "Core/CChecksum"),
+        .systemLibrary(name: "CXattr", path: "Core/CXattr"),
 
         // MARK: Core
-        .target(name: "BuckiaCore", dependencies: ["COpenSSL", "CZlib", "CChecksum", "CLinux"], path: "Core/BuckiaCore"),
+        // CryptoKit's API: CryptoKit itself on Apple platforms, the subset Buckia calls over
+        // libcrypto everywhere else. Every other target calls cryptography through it.
         .target(
-            name: "BuckiaHTTP", dependencies: ["BuckiaCore", "CLinux", .target(name: "CCurl", condition: .when(platforms: [.linux]))], path: "Core/BuckiaHTTP"),
+            name: "BuckiaCrypto", dependencies: [.target(name: "COpenSSL", condition: .when(platforms: [.linux]))], path: "Core/BuckiaCrypto"),
+        .target(name: "BuckiaCore", dependencies: ["BuckiaCrypto", "CZlib", "CChecksum"] + linuxFastPaths, path: "Core/BuckiaCore"),
+        .target(
+            name: "BuckiaHTTP", dependencies: ["BuckiaCore"] + libcurl, path: "Core/BuckiaHTTP"),
         .target(name: "BuckiaSQLite", dependencies: ["BuckiaCore", "CSQLite"], path: "Core/BuckiaSQLite"),
         .target(name: "BuckiaSigV4", dependencies: ["BuckiaCore"], path: "Core/BuckiaSigV4"),
         .target(name: "BuckiaClient", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaLocal"], path: "Core/BuckiaClient"),
-        .target(name: "BuckiaSync", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Core/BuckiaSync"),
+        // inotify for `sync --watch` comes with the Linux fast paths; without them it polls.
+        .target(name: "BuckiaSync", dependencies: ["BuckiaCore", "BuckiaSQLite"] + linuxFastPaths, path: "Core/BuckiaSync"),
         .target(name: "BuckiaChunks", dependencies: ["BuckiaCore"], path: "Core/BuckiaChunks"),
-        .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaSQLite", "CSQLite"], path: "Core/BuckiaDatabase"),
+        .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaCrypto", "BuckiaSecurity", "BuckiaSQLite", "CSQLite"], path: "Core/BuckiaDatabase"),
         .target(name: "BuckiaCatalog", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaSync", "CSQLite"], path: "Core/BuckiaCatalog"),
-        .target(name: "BuckiaResourceCache", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaHTTP", "CLinux"], path: "Core/BuckiaResourceCache"),
-        .target(name: "BuckiaSecurity", dependencies: ["BuckiaCore", "COpenSSL"], path: "Core/BuckiaSecurity"),
+        .target(name: "BuckiaResourceCache", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaHTTP", "CXattr"], path: "Core/BuckiaResourceCache"),
+        .target(name: "BuckiaSecurity", dependencies: ["BuckiaCore", "BuckiaCrypto"], path: "Core/BuckiaSecurity"),
         // OAuth needs HTTP, which BuckiaSecurity does not: a target of its own keeps that one on BuckiaCore.
         .target(name: "BuckiaOAuth", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaHTTP"], path: "Core/BuckiaOAuth"),
         // The S3 gateway (`buckia serve s3`): SigV4 checked, Buckia grants enforced.
-        .target(name: "BuckiaGateway", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaSigV4", "CLinux"], path: "Core/BuckiaGateway"),
+        .target(name: "BuckiaGateway", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaSigV4"], path: "Core/BuckiaGateway"),
 
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
@@ -109,30 +131,40 @@ let package = Package(
             dependencies: [
                 "BuckiaCore", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
                 "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaB2", "BuckiaBunny", "BuckiaSigV4", "BuckiaSync",
-                "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDatabase", "BuckiaSecurity", "BuckiaOAuth", "BuckiaGateway", "BuckiaCatalog",
-                "BuckiaResourceCache",
+                "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDatabase", "BuckiaSecurity", "BuckiaOAuth", "BuckiaCatalog", "BuckiaResourceCache",
+                // The S3 server: what a Mac or a Linux machine runs, never an app on iOS or tvOS.
+                .target(name: "BuckiaGateway", condition: desktop),
             ],
             path: "Tools/Buckia"),
         .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks", "BuckiaCatalog", "BuckiaMemory", "BuckiaResourceCache"], path: "Tools/BuckiaConformance"),
         // Swift Testing glue in a module of its own, so the command line never links Testing.
         .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks", "BuckiaCatalog", "BuckiaResourceCache"], path: "Tools/BuckiaConformanceTesting"),
         .target(
-            name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaResourceCache", "CLinux"],
+            name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaResourceCache"],
             path: "Tools/BuckiaCommandLine"),
-        .executableTarget(name: "BuckiaCLI", dependencies: ["BuckiaCommandLine"], path: "Tools/BuckiaCLI"),
+        .executableTarget(name: "BuckiaCLI", dependencies: [.target(name: "BuckiaCommandLine", condition: desktop)], path: "Tools/BuckiaCLI"),
         // The parsers of outside input as fuzz targets (Tools/fuzz runs them under libFuzzer;
         // FuzzTests replays what they keep), and the binary that drives them.
         .target(
             name: "BuckiaFuzzTargets",
             dependencies: ["BuckiaCore", "BuckiaSigV4", "BuckiaSecurity", "BuckiaChunks", "BuckiaDatabase", "BuckiaGateway", "BuckiaHTTP", "BuckiaS3", "BuckiaB2", "BuckiaBunny"],
             path: "Tools/BuckiaFuzzTargets"),
-        .executableTarget(name: "BuckiaFuzz", dependencies: ["BuckiaFuzzTargets", "CLinux"], path: "Tools/buckia-fuzz"),
-        .executableTarget(name: "BuckiaBench", dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "BuckiaSQLite", "BuckiaDatabase", "BuckiaCatalog", "CSQLite", "CChecksum"], path: "Tools/buckia-bench"),
+        .executableTarget(
+            name: "BuckiaFuzz", dependencies: [.target(name: "BuckiaFuzzTargets", condition: desktop), .target(name: "CLinux", condition: desktop)],
+            path: "Tools/buckia-fuzz"),
+        // libcrypto directly, as the limit its crypto section compares Buckia with.
+        .executableTarget(
+            name: "BuckiaBench",
+            dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "BuckiaSQLite", "BuckiaDatabase", "BuckiaCatalog", "CSQLite", "CChecksum"].map {
+                .target(name: $0, condition: desktop)
+            } + [.target(name: "COpenSSL", condition: .when(platforms: [.linux]))],
+            path: "Tools/buckia-bench"),
 
         // MARK: Tests
         .target(
             name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSigV4", "BuckiaSQLite", "BuckiaDatabase", "BuckiaClient", "BuckiaSync", "BuckiaLocal", "CLinux"], path: "Tests/BuckiaTestSupport",
             resources: [.copy("Resources")]),
+        .testTarget(name: "BuckiaCryptoTests", dependencies: ["BuckiaCrypto"], path: "Tests/BuckiaCryptoTests"),
         .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaCoreTests"),
         .testTarget(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaHTTPTests",
@@ -179,7 +211,7 @@ let package = Package(
             path: "Tests/BuckiaOAuthTests"),
         .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaTestSupport"], path: "Tests/BuckiaSyncTests"),
         .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia", "BuckiaTestSupport"], path: "Tests/BuckiaClientTests"),
-        .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal"], path: "Tests/BuckiaLocalTests"),
+        .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal", "BuckiaTestSupport"], path: "Tests/BuckiaLocalTests"),
         .testTarget(
             name: "BuckiaResourceCacheTests", dependencies: ["BuckiaResourceCache", "BuckiaCore", "BuckiaHTTP", "BuckiaMemory", "BuckiaTestSupport"], path: "Tests/BuckiaResourceCacheTests",
             resources: [.copy("Resources")]),

@@ -1,12 +1,5 @@
 import BuckiaCore
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// What storing one file did.
 public struct ChunkStoreStatistics: Hashable, Sendable, Codable {

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaSecurity
 import BuckiaSQLite
 import CSQLite
 import Foundation
@@ -116,10 +117,10 @@ public final class ChangeRecorder {
     /// updated as they are now, rows deleted as their keys.
     ///
     /// - Returns: The diff file, or nil when nothing changed.
-    public func writeDiff(to directory: URL, sender: String, id: KSUID, createdAt: Date = Date()) throws -> URL? {
+    public func writeDiff(to directory: URL, sender: String, id: KSUID, createdAt: Date = Date(), signingKey: UserTokenSigningKey? = nil) throws -> URL? {
         let changed = try changedKeys().filter { !($0.upserts.isEmpty && $0.deletes.isEmpty) }
         guard !changed.isEmpty else { return nil }
-        let writer = try DiffWriter(directory: directory, sender: sender, id: id, createdAt: createdAt)
+        let writer = try DiffWriter(directory: directory, sender: sender, id: id, createdAt: createdAt, signingKey: signingKey)
         for table in changed {
             // Plain tables only: a virtual table's shadow storage changes with it and is not sent.
             guard try LocalTable.kind(of: table.table, in: connection) == "table" else { continue }

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaSecurity
 import BuckiaSQLite
 import Foundation
 
@@ -51,8 +52,8 @@ public struct DatabaseChanges: Sendable {
     }
 
     /// Writes the diff file for these changes into `directory`.
-    func write(to directory: URL, sender: String, id: KSUID, createdAt: Date, database: SQLiteConnection?) throws -> URL {
-        let writer = try DiffWriter(directory: directory, sender: sender, id: id, createdAt: createdAt)
+    func write(to directory: URL, sender: String, id: KSUID, createdAt: Date, database: SQLiteConnection?, signingKey: UserTokenSigningKey? = nil) throws -> URL {
+        let writer = try DiffWriter(directory: directory, sender: sender, id: id, createdAt: createdAt, signingKey: signingKey)
         for table in tables where !(table.upserts.isEmpty && table.deletes.isEmpty) {
             try DiffRules.checkName(table.name, what: "table")
             let full: TableDefinition

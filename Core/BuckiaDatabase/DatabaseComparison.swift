@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaSecurity
 import BuckiaSQLite
 import Foundation
 
@@ -12,7 +13,9 @@ public enum DatabaseComparison {
     /// - Returns: The diff file, or nil when the two hold the same rows.
     /// - Throws: ``BuckiaCore/BuckiaError/Code/unsupported`` for a change the format cannot
     ///   carry: a table without a primary key, a table or column dropped, a key changed.
-    public static func diff(from old: URL, to new: URL, sender: String, in directory: URL, id: KSUID? = nil, now: Date = Date()) throws -> URL? {
+    public static func diff(
+        from old: URL, to new: URL, sender: String, in directory: URL, id: KSUID? = nil, now: Date = Date(), signingKey: UserTokenSigningKey? = nil
+    ) throws -> URL? {
         try DatabaseFile.check(old, as: "old database", for: "diff databases")
         try DatabaseFile.check(new, as: "new database", for: "diff databases")
         let connection = try SQLiteConnection(path: new.path, mode: .readOnly)
@@ -32,7 +35,7 @@ public enum DatabaseComparison {
             throw unsupported("The table \(dropped) is in the old database but not the new one; a diff cannot drop a table.")
         }
         try checkUncarried(connection, path: new.path)
-        let writer = try DiffWriter(directory: directory, sender: sender, id: try id ?? KSUID(date: now), createdAt: now)
+        let writer = try DiffWriter(directory: directory, sender: sender, id: try id ?? KSUID(date: now), createdAt: now, signingKey: signingKey)
         var rows = 0
         for table in newTables {
             guard DiffRules.isPlainIdentifier(table) else { throw unsupported("The table name \(table.debugDescription) is not a plain identifier a diff can carry.") }

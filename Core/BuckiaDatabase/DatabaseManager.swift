@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaSecurity
 import BuckiaSQLite
 import Foundation
 
@@ -30,12 +31,16 @@ public final class DatabaseManager: InboundChangeApplier {
         /// Where ``DatabaseManager/createDatabaseDiff(for:)`` writes diffs; nil: the system's
         /// temporary folder.
         public var outbox: URL?
+        /// This user's Ed25519 key, which signs every diff ``DatabaseManager/createDatabaseDiff(for:)``
+        /// makes (``DiffSignature``), so recipients that check senders accept it; nil: unsigned.
+        public var signingKey: UserTokenSigningKey?
 
         /// Creates options.
         public init(
             backupMethod: BackupMethod = .onlineBackup, apply: ApplyOptions = ApplyOptions(), lateArrivalWindow: Duration = .seconds(86_400),
-            keepAppliedFiles: Bool = false, outbox: URL? = nil
+            keepAppliedFiles: Bool = false, outbox: URL? = nil, signingKey: UserTokenSigningKey? = nil
         ) {
+            self.signingKey = signingKey
             self.backupMethod = backupMethod
             self.apply = apply
             self.lateArrivalWindow = lateArrivalWindow
@@ -106,12 +111,12 @@ public final class DatabaseManager: InboundChangeApplier {
             throw BuckiaError(.invalidConfiguration, "A diff names its sender: set folderStructure.userId.", operation: "create diff")
         }
         guard !changes.isEmpty else { throw BuckiaError(.invalidConfiguration, "There are no changes to put in a diff.", operation: "create diff") }
-        let (database, now) = (self.database, clock())
+        let (database, now, signingKey) = (self.database, clock(), options.signingKey)
         let outbox = options.outbox ?? FileManager.default.temporaryDirectory.appendingPathComponent("buckia-outbox", isDirectory: true)
         return try await BlockingWork.run("create diff") {
             let id = try KSUID(date: now)
             let connection = FileManager.default.fileExists(atPath: database.path) ? try SQLiteConnection(path: database.path, mode: .readOnly) : nil
-            return try changes.write(to: outbox, sender: sender, id: id, createdAt: now, database: connection)
+            return try changes.write(to: outbox, sender: sender, id: id, createdAt: now, database: connection, signingKey: signingKey)
         }
     }
 
@@ -122,23 +127,47 @@ public final class DatabaseManager: InboundChangeApplier {
     /// - Returns: The key it was stored under.
     /// - Throws: ``BuckiaCore/BuckiaError/Code/alreadyExists`` when that name is taken.
     @discardableResult
-    public func send(_ diff: URL, to userId: String, through provider: any StorageProvider) async throws -> ObjectKey {
+    public func send(_ diff: URL, to userId: String, through provider: any StorageProvider, sealedFor recipient: DiffRecipientKey? = nil) async throws -> ObjectKey {
         guard !userId.isEmpty, userId != ".", userId != "..", !userId.contains("/") else {
             throw BuckiaError(.invalidConfiguration, "A user id is one folder name (no '/', not '.' or '..').", operation: "send diff", path: userId)
         }
-        return try await Self.send(diff, toUserFolder: userId, through: provider, limits: options.apply.limits)
+        return try await Self.send(diff, toUserFolder: userId, through: provider, limits: options.apply.limits, sealedFor: recipient)
     }
 
     /// Sends `diff` to `<userFolder>/inbound/` through `provider` (see
     /// ``send(_:to:through:)``); `userFolder` is the user's folder's path in the bucket.
     @discardableResult
-    public static func send(_ diff: URL, toUserFolder userFolder: String, through provider: any StorageProvider, limits: DiffLimits = DiffLimits()) async throws -> ObjectKey {
+    ///
+    /// With `recipient`, the diff is sealed to that key first (``SealedDiff``) and sent as
+    /// `<KSUID>.sealed`: the bucket's operator cannot read it.
+    public static func send(
+        _ diff: URL, toUserFolder userFolder: String, through provider: any StorageProvider, limits: DiffLimits = DiffLimits(),
+        sealedFor recipient: DiffRecipientKey? = nil
+    ) async throws -> ObjectKey {
+        if let recipient {
+            return try await TemporaryFile.with { place in
+                let sealed = try await BlockingWork.run("seal diff") {
+                    try SealedDiff.seal(diff, to: recipient, in: place.deletingLastPathComponent(), limits: limits)
+                }
+                // Named <KSUID>.sealed by the seal, which checked the diff: not read a second time.
+                guard let id = KSUID(sealed.deletingPathExtension().lastPathComponent) else {
+                    throw BuckiaError(.io, "The sealed diff \(sealed.lastPathComponent) is not named by its KSUID.", operation: "send diff", path: sealed.path)
+                }
+                return try await upload(sealed, id: id, extension: SealedDiff.fileExtension, toUserFolder: userFolder, through: provider)
+            }
+        }
         let summary = try await BlockingWork.run("check diff") { try DiffSummary(contentsOf: diff, limits: limits) }
-        let key = try ObjectKey("\(userFolder)/inbound/\(summary.manifest.id).\(DiffFormat.fileExtension)")
+        return try await upload(diff, id: summary.manifest.id, extension: DiffFormat.fileExtension, toUserFolder: userFolder, through: provider)
+    }
+
+    /// Uploads `file` to `<userFolder>/inbound/<id>.<extension>`, never over anything there.
+    private static func upload(_ file: URL, id: KSUID, extension fileExtension: String, toUserFolder userFolder: String, through provider: any StorageProvider) async throws -> ObjectKey {
+        let diff = file
+        let key = try ObjectKey("\(userFolder)/inbound/\(id).\(fileExtension)")
         func taken(_ cause: BuckiaError?) -> BuckiaError {
             BuckiaError(.alreadyExists, "\(key) is already in the bucket; a diff is never overwritten.", operation: "send diff", path: key.description, cause: cause)
         }
-        var upload = UploadOptions(contentType: "application/vnd.sqlite3")
+        var upload = UploadOptions(contentType: fileExtension == DiffFormat.fileExtension ? "application/vnd.sqlite3" : "application/octet-stream")
         if provider.capabilities.supports(.conditionalWrite) {
             upload.condition = .ifNoneMatch
         } else {
@@ -171,10 +200,13 @@ public final class DatabaseManager: InboundChangeApplier {
         let (database, options, now) = (self.database, self.options, clock())
         return try await BlockingWork.run("apply inbound changes") {
             let names = try FileManager.default.contentsOfDirectory(atPath: folder.inbound.path)
+            // Diffs as they are, and sealed ones (opened with options.apply.recipientKeys).
             let files = names.compactMap { name -> (KSUID, String)? in
-                guard name.hasSuffix(".\(DiffFormat.fileExtension)"), let id = KSUID(String(name.dropLast(DiffFormat.fileExtension.count + 1))) else { return nil }
-                return (id, name)
-            }.sorted { $0.0 < $1.0 }
+                for suffix in [DiffFormat.fileExtension, SealedDiff.fileExtension] where name.hasSuffix(".\(suffix)") {
+                    if let id = KSUID(String(name.dropLast(suffix.count + 1))) { return (id, name) }
+                }
+                return nil
+            }.sorted { $0.0 < $1.0 || ($0.0 == $1.0 && $0.1 < $1.1) }
             guard !files.isEmpty else { return [] }
             let connection = try SQLiteConnection(path: database.path, mode: .readWrite(create: true))
             var applied: [AppliedChange] = []
@@ -301,7 +333,8 @@ public struct DatabaseStatus: Sendable {
             }
         }
         if let folder {
-            pending = try FileManager.default.contentsOfDirectory(atPath: folder.inbound.path).filter { $0.hasSuffix(".\(DiffFormat.fileExtension)") }.sorted()
+            pending = try FileManager.default.contentsOfDirectory(atPath: folder.inbound.path)
+                .filter { $0.hasSuffix(".\(DiffFormat.fileExtension)") || $0.hasSuffix(".\(SealedDiff.fileExtension)") }.sorted()
                 .map { folder.inbound.appendingPathComponent($0, isDirectory: false) }
         }
     }

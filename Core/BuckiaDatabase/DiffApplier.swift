@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaSecurity
 import BuckiaSQLite
 import Foundation
 
@@ -85,12 +86,24 @@ public struct ApplyOptions: Sendable {
     public var policies: [String: RowConflictPolicy]
     /// What a diff file may ask for.
     public var limits: DiffLimits
+    /// Whose diffs are applied: checked before anything else (``SenderVerification``). A
+    /// database that takes diffs from other users wants ``SenderVerification/signed(by:accepting:)``;
+    /// the default, ``SenderVerification/unverified``, suits one user's own devices only.
+    public var senders: SenderVerification
+    /// This user's keys that sealed diffs (``SealedDiff``) are opened with, the current one and
+    /// any rotated ones still in use.
+    public var recipientKeys: [DiffRecipientPrivateKey]
 
     /// Creates options.
-    public init(defaultPolicy: RowConflictPolicy = .incomingWins, policies: [String: RowConflictPolicy] = [:], limits: DiffLimits = DiffLimits()) {
+    public init(
+        defaultPolicy: RowConflictPolicy = .incomingWins, policies: [String: RowConflictPolicy] = [:], limits: DiffLimits = DiffLimits(),
+        senders: SenderVerification = .unverified, recipientKeys: [DiffRecipientPrivateKey] = []
+    ) {
+        self.recipientKeys = recipientKeys
         self.defaultPolicy = defaultPolicy
         self.policies = policies
         self.limits = limits
+        self.senders = senders
     }
 
     func policy(for table: String) -> RowConflictPolicy {
@@ -115,7 +128,7 @@ package enum DiffApplier {
         // The content hash is checked as the rows are applied, in the same transaction: a
         // mismatch rolls everything back, and the rows are read once instead of twice.
         try DiffProblem.applying {
-            let diff = try DiffReader.open(url, limits: options.limits, now: now, verifyHash: false)
+            let diff = try DiffReader.open(url, limits: options.limits, now: now, verifyHash: false, recipientKeys: options.recipientKeys)
             return try applyOpened(diff, to: database, options: options, now: now, hashChecked: false)
         }
     }
@@ -133,6 +146,9 @@ package enum DiffApplier {
     private static func applyOpened(_ diff: OpenedDiff, to database: SQLiteConnection, options: ApplyOptions, now: Date, hashChecked: Bool) throws -> AppliedChange {
         let manifest = diff.summary.manifest
         let path = diff.url.path
+        // Who sent it, before anything else: the signature is over the manifest's content hash,
+        // which the rows are checked against as they are applied (a mismatch rolls back).
+        try options.senders.check(diff.summary, path: path)
         var change = AppliedChange(
             id: manifest.id, sender: manifest.sender, payloadSHA256: manifest.payloadSHA256, createdAt: manifest.createdAt, appliedAt: now,
             upserted: 0, deleted: 0, tablesCreated: [], columnsAdded: [], wasAlreadyApplied: false)

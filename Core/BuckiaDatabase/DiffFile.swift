@@ -36,6 +36,8 @@ public struct DiffSummary: Hashable, Sendable {
     public var tables: [DiffTableSummary]
     /// The file's size in bytes.
     public var fileSize: Int64
+    /// The sender's signature, when the diff is signed (``DiffSignature``).
+    public var signature: DiffSignature? = nil
 }
 
 /// How much a diff file may ask for, and how far in the future its id may be dated.
@@ -87,9 +89,22 @@ package enum DiffReader {
     ///
     /// - Parameter verifyHash: false only for a caller that hashes the rows as it applies them
     ///   and rolls back on a mismatch (``DiffApplier``), so the rows are read once.
-    package static func open(_ url: URL, limits: DiffLimits, now: Date, verifyHash: Bool = true) throws -> OpenedDiff {
+    ///
+    /// A sealed diff (`<KSUID>.sealed`) is opened with the one of `recipientKeys` it was sealed
+    /// to first, and what is inside is read as `<KSUID>.sqlite`.
+    package static func open(
+        _ url: URL, limits: DiffLimits, now: Date, verifyHash: Bool = true, recipientKeys: [DiffRecipientPrivateKey] = []
+    ) throws -> OpenedDiff {
+        if url.pathExtension == SealedDiff.fileExtension {
+            let bytes = try SealedDiff.open(url, keys: recipientKeys, limits: limits)
+            let inner = url.deletingPathExtension().appendingPathExtension(DiffFormat.fileExtension)
+            return try open(bytes: bytes, url: inner, limits: limits, now: now, verifyHash: verifyHash)
+        }
+        return try open(bytes: try readBounded(url, limit: limits.maximumFileSize), url: url, limits: limits, now: now, verifyHash: verifyHash)
+    }
+
+    private static func open(bytes: Data, url: URL, limits: DiffLimits, now: Date, verifyHash: Bool) throws -> OpenedDiff {
         let path = url.path
-        let bytes = try readBounded(url, limit: limits.maximumFileSize)
         try checkHeader(bytes, limit: limits.maximumFileSize, path: path)
         let connection: SQLiteConnection
         do {
@@ -173,6 +188,9 @@ package enum DiffReader {
         let manifest = try readManifest(connection, path: path)
         let tables = try readTables(connection, path: path)
         var allowed = Set(fixed)
+        // The one optional table: a signed diff's signature.
+        let signed = objects.contains { $0.type == "table" && $0.name == DiffSignature.table }
+        if signed { allowed.insert(DiffSignature.table) }
         for (id, _) in tables {
             allowed.insert(DiffFormat.upsertTable(id))
             allowed.insert(DiffFormat.deleteTable(id))
@@ -186,6 +204,8 @@ package enum DiffReader {
             }
             guard !object.sql.contains(";") else { throw DiffProblem.schemaTextWithTrailingStatement(object.name).error(path) }
         }
+        // Read once every object is known to be a plain table.
+        let signature = try DiffSignature.read(connection, present: signed, path: path)
 
         // The name, the date.
         let stem = url.deletingPathExtension().lastPathComponent
@@ -225,7 +245,8 @@ package enum DiffReader {
             guard hash == manifest.payloadSHA256 else { throw DiffProblem.payloadHashMismatch.error(path) }
         }
         return OpenedDiff(
-            connection: connection, summary: DiffSummary(manifest: manifest, tables: summaries, fileSize: size), tableIds: tables.map(\.id), url: url)
+            connection: connection, summary: DiffSummary(manifest: manifest, tables: summaries, fileSize: size, signature: signature), tableIds: tables.map(\.id),
+            url: url)
     }
 
     static func readManifest(_ connection: SQLiteConnection, path: String) throws -> DiffManifest {

@@ -58,6 +58,25 @@ public enum DiffProblem: Hashable, Sendable, Error, CustomStringConvertible {
     /// The local database refused a row (a constraint, a datatype, a NULL where one is not
     /// allowed), so nothing of the diff was applied.
     case rowRejected(String)
+    /// The database applies only signed diffs, and this one carries no signature.
+    case unsigned
+    /// The signature table is not one row of a key id and 64 bytes of base64url.
+    case malformedSignature(String)
+    /// The sender the diff names is not one the database accepts diffs from.
+    case senderNotAccepted(String)
+    /// The sender's published keys hold no key with the id the diff was signed with (not yet
+    /// published, or not yet fetched): the diff is tried again later.
+    case unknownSigningKey(sender: String, keyId: String)
+    /// The signature does not verify under the sender's key: the diff was changed, or another
+    /// user signed it as this sender.
+    case badSignature(sender: String, keyId: String)
+    /// A sealed diff whose header is not the format's.
+    case malformedSeal(String)
+    /// A sealed diff sealed to a recipient key this database was not given (a rotated key not
+    /// loaded): tried again later.
+    case noRecipientKey(String)
+    /// A sealed diff that does not open: changed, renamed, or sealed to another key.
+    case sealNotOpened
 
     /// Whether the refusal comes from the local database's state rather than the file (its
     /// schema, its rows, the clock), so the same file may apply later, after the app's own
@@ -65,6 +84,8 @@ public enum DiffProblem: Hashable, Sendable, Error, CustomStringConvertible {
     public var dependsOnLocalState: Bool {
         switch self {
         case .primaryKeyChanged, .typeConflict, .notNullWithoutDefault, .missingRequiredColumn, .notAPlainTable, .fromTheFuture, .rowRejected: true
+        // The contacts and the keys fetched are the recipient's state too.
+        case .senderNotAccepted, .unknownSigningKey, .noRecipientKey: true
         default: false
         }
     }
@@ -95,6 +116,14 @@ public enum DiffProblem: Hashable, Sendable, Error, CustomStringConvertible {
         case .notAPlainTable(let name): "the local \(name) is not a plain table the diff can write"
         case .duplicateKSUID(let id): "a different diff with the KSUID \(id) was already applied"
         case .rowRejected(let detail): "the local database refused one of its rows (\(detail))"
+        case .unsigned: "it is not signed, and this database applies only diffs signed by their sender"
+        case .malformedSignature(let detail): "its signature is malformed: \(detail)"
+        case .senderNotAccepted(let sender): "its sender \(sender.debugDescription) is not one this database accepts diffs from"
+        case .unknownSigningKey(let sender, let keyId): "it is signed with the key \(keyId), which is not among \(sender.debugDescription)'s published keys"
+        case .badSignature(let sender, let keyId): "its signature does not verify under \(sender.debugDescription)'s key \(keyId): it was changed, or not signed by that user"
+        case .malformedSeal(let detail): "it is not a sealed diff Buckia reads: \(detail)"
+        case .noRecipientKey(let keyId): "it is sealed to the key \(keyId), which this database was not given"
+        case .sealNotOpened: "its seal does not open: it was changed or renamed, or sealed to another key"
         }
     }
 
@@ -126,6 +155,14 @@ public enum DiffProblem: Hashable, Sendable, Error, CustomStringConvertible {
         case .notAPlainTable: "notAPlainTable"
         case .duplicateKSUID: "duplicateKSUID"
         case .rowRejected: "rowRejected"
+        case .unsigned: "unsigned"
+        case .malformedSignature: "malformedSignature"
+        case .senderNotAccepted: "senderNotAccepted"
+        case .unknownSigningKey: "unknownSigningKey"
+        case .badSignature: "badSignature"
+        case .malformedSeal: "malformedSeal"
+        case .noRecipientKey: "noRecipientKey"
+        case .sealNotOpened: "sealNotOpened"
         }
     }
 
@@ -136,6 +173,7 @@ public enum DiffProblem: Hashable, Sendable, Error, CustomStringConvertible {
         case .duplicateKSUID: .conditionNotMatch
         case .primaryKeyChanged, .typeConflict, .notNullWithoutDefault, .missingRequiredColumn, .notAPlainTable, .rowRejected: .conditionNotMatch
         case .payloadHashMismatch: .checksumMismatch
+        case .unsigned, .senderNotAccepted, .unknownSigningKey, .badSignature, .noRecipientKey, .sealNotOpened: .permissionDenied
         default: .corrupt
         }
     }

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaSecurity
 import BuckiaSQLite
 import Foundation
 
@@ -12,6 +13,8 @@ package final class DiffWriter {
     let id: KSUID
     let sender: String
     let createdAt: Int64
+    /// The sender's key the diff is signed with when it is sealed (``DiffSignature``), if any.
+    let signingKey: UserTokenSigningKey?
     private(set) var tables: [(id: Int64, definition: TableDefinition)] = []
     private var finished = false
 
@@ -24,8 +27,14 @@ package final class DiffWriter {
         }
     }
 
-    package init(directory: URL, sender: String, id: KSUID, createdAt: Date) throws {
+    package init(directory: URL, sender: String, id: KSUID, createdAt: Date, signingKey: UserTokenSigningKey? = nil) throws {
         try Self.check(sender: sender)
+        if let signingKey, signingKey.algorithm != .edDSA {
+            throw BuckiaError(
+                .invalidConfiguration, "A diff is signed with an Ed25519 (EdDSA) key, which its recipients can check; \(signingKey.keyId) is \(signingKey.algorithm.rawValue).",
+                operation: "create diff")
+        }
+        self.signingKey = signingKey
         self.directory = directory
         self.id = id
         self.sender = sender
@@ -102,13 +111,19 @@ package final class DiffWriter {
 
     static func placeholders(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ", ") }
 
-    /// Seals the file: writes the manifest, commits, syncs, and links it to
-    /// `<directory>/<KSUID>.sqlite` (never over an existing file).
+    /// Seals the file: writes the manifest (and, with a signing key, the signature), commits,
+    /// syncs, and links it to `<directory>/<KSUID>.sqlite` (never over an existing file).
     package func finish() throws -> URL {
         let hash = try DiffHash.compute(connection, manifest: (DiffFormat.version, id.description, sender, createdAt), tables: tables)
         try connection.run(
             "INSERT INTO buckia_manifest VALUES (?, ?, ?, ?, ?)",
             [.integer(DiffFormat.version), .text(id.description), .text(sender), .integer(createdAt), .text(hash)])
+        if let signingKey {
+            let signature = try DiffSignature.sign(payloadSHA256: hash, with: signingKey)
+            try connection.execute(DiffSignature.schema)
+            try connection.run(
+                "INSERT INTO buckia_signature VALUES (?, ?)", [.text(signature.keyId), .text(Base64URL.encode(Data(signature.bytes)))])
+        }
         try connection.execute("COMMIT")
         try connection.execute("PRAGMA journal_mode = DELETE")
         let file = try LocalFile.openForReading(temporary)

@@ -1,5 +1,4 @@
 import BuckiaCore
-import CLinux
 import Foundation
 
 /// Runs async work from a thread of the HTTP server's own (never a pool thread) and waits.
@@ -38,7 +37,7 @@ final class GatewayExecutor: TaskExecutor, @unchecked Sendable {
             // Named from inside (Foundation's Thread.name does not reliably reach the thread on
             // Linux), and short: Linux keeps 15 bytes of a name.
             let thread = Thread { [self] in
-                buckia_name_thread("buckia-gw-\(index)")
+                SystemCalls.nameThread("buckia-gw-\(index)")
                 self.work()
             }
             thread.start()

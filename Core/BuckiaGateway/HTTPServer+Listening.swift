@@ -1,12 +1,6 @@
 import BuckiaCore
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension HTTPServer {
     /// A socket listening on the IPv4 `host:port` (port 0 picks a free one), and the port it got.
     ///
@@ -19,7 +13,7 @@ extension HTTPServer {
         guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
             throw BuckiaError(.invalidConfiguration, "\(host) is not an IPv4 address to listen on.")
         }
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = SystemCalls.streamSocket()
         guard descriptor >= 0 else { throw BuckiaError.posix(errno, operation: "listen", path: host) }
         var one: Int32 = 1
         setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))

@@ -1,12 +1,5 @@
 import BuckiaCore
-import CLinux
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// An HTTP/1.1 server on POSIX sockets, for `buckia serve s3`: keep-alive, `Content-Length` and
 /// chunked bodies both ways, `Expect: 100-continue`, bounded connections, limits on the request
@@ -47,7 +40,7 @@ public final class HTTPServer: @unchecked Sendable {
         self.handler = handler
         self.limits = limits
         let thread = Thread { [self] in
-            buckia_name_thread("buckia-accept")
+            SystemCalls.nameThread("buckia-accept")
             acceptLoop()
         }
         thread.start()
@@ -93,6 +86,7 @@ public final class HTTPServer: @unchecked Sendable {
             // capped small GETs at 25 a second per connection.
             var noDelay: Int32 = 1
             setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
+            SystemCalls.neverSignalOnWrite(client)
             let admitted: Bool = state.withLock { state in
                 guard !state.stopping else { return false }
                 if state.connections.count - state.evicted.count >= limits.maximumConnections {
@@ -118,7 +112,7 @@ public final class HTTPServer: @unchecked Sendable {
                 continue
             }
             let thread = Thread { [self] in
-                buckia_name_thread("buckia-http")
+                SystemCalls.nameThread("buckia-http")
                 serve(client)
                 state.withLock { state in
                     state.connections.removeValue(forKey: client)
@@ -543,11 +537,7 @@ fileprivate final class Connection: @unchecked Sendable {
     static func sendAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         var offset = 0
         while offset < bytes.count, let base = bytes.baseAddress {
-            #if os(Linux)
-            let sent = Glibc.send(descriptor, base + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-            #else
-            let sent = Darwin.send(descriptor, base + offset, bytes.count - offset, 0)
-            #endif
+            let sent = SystemCalls.send(descriptor, base + offset, bytes.count - offset)
             if sent < 0 {
                 if errno == EINTR { continue }
                 return false

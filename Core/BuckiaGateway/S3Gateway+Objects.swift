@@ -193,7 +193,9 @@ extension S3Gateway {
     // MARK: - Writing
 
     /// The upload options a PUT or a multipart start asks for: type, metadata, mtime, condition.
-    func uploadOptions(_ context: RequestContext) throws -> UploadOptions {
+    /// A delivery's condition is the gateway's own: create-only (`If-None-Match: *` where the
+    /// backend has conditional writes), and `If-Match`, which would replace, is refused.
+    func uploadOptions(_ context: RequestContext, delivery: Bool = false) throws -> UploadOptions {
         var options = UploadOptions()
         options.contentType = try context.header("content-type")
         for (name, value) in context.request.headers {
@@ -217,7 +219,10 @@ extension S3Gateway {
         }
         let ifNoneMatch = try context.header("if-none-match")
         let ifMatch = try context.header("if-match")
-        if ifNoneMatch != nil || ifMatch != nil {
+        if delivery {
+            guard ifMatch == nil else { throw S3Failure("AccessDenied", "Access Denied: a delivery creates a new object, and If-Match would replace one.") }
+            options.condition = provider.capabilities.supports(.conditionalWrite) ? .ifNoneMatch : nil
+        } else if ifNoneMatch != nil || ifMatch != nil {
             if let ifNoneMatch {
                 guard ifNoneMatch.trimmingCharacters(in: .whitespaces) == "*", ifMatch == nil else {
                     throw S3Failure.unsupportedFeature("If-None-Match other than * on a write")
@@ -246,12 +251,28 @@ extension S3Gateway {
     }
 
     func putObject(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
-        let key = try remoteKey(context, for: .write)
+        let (key, delivery) = try writeTarget(context)
         try requireBucket(context.bucket)
-        var options = try uploadOptions(context)
+        // A delivery is create-only whatever the client sent; where the backend has no
+        // conditional write, a check just before the write (the state below keeps two
+        // deliveries through this gateway apart).
+        var options = try uploadOptions(context, delivery: delivery)
         // A declared MD5 is checked in the pass that reads the body, not in another by the backend.
-        let upload = try S3UploadBody(context, body: body, maximumSize: self.options.maximumPartSize, declaredMD5: options.knownChecksums[.md5])
+        let upload = try S3UploadBody(
+            context, body: body, maximumSize: delivery ? min(self.options.maximumPartSize, self.options.delivery.maximumSize) : self.options.maximumPartSize,
+            declaredMD5: options.knownChecksums[.md5])
         options.knownChecksums = [:]
+        if delivery {
+            guard upload.expectedLength != nil else {
+                throw S3Failure("MissingContentLength", "A delivery declares its length (Content-Length), which must be at most \(self.options.delivery.maximumSize) bytes.", status: 411)
+            }
+            let claimed = state.withLock { $0.deliveries.insert(key.rawValue).inserted }
+            guard claimed else { throw S3Failure("PreconditionFailed", "At least one of the pre-conditions you specified did not hold.") }
+        }
+        defer { if delivery { _ = state.withLock { $0.deliveries.remove(key.rawValue) } } }
+        if delivery, !provider.capabilities.supports(.conditionalWrite), try Blocking.wait({ [provider] in try await provider.stat(remotePath: key) }) != nil {
+            throw S3Failure("PreconditionFailed", "At least one of the pre-conditions you specified did not hold.")
+        }
         let stored = try streamUpload(upload) { [provider, options] stream in
             try await provider.upload(from: stream, remotePath: key, options: options)
         }

@@ -1,7 +1,6 @@
 import BuckiaCore
 import BuckiaSecurity
 import BuckiaSigV4
-import CLinux
 import Foundation
 
 /// How an ``S3Gateway`` serves its remote.
@@ -25,9 +24,36 @@ public struct S3GatewayOptions: Sendable {
     public var log: (@Sendable (S3AccessLogEntry) -> Void)?
     /// The clock signatures and conditions are checked against.
     public var clock: @Sendable () -> Date = { Date() }
+    /// What a delivery (a PUT allowed by a `deliver` grant alone) may be.
+    public var delivery = DeliveryRules()
 
     /// The defaults.
     public init() {}
+}
+
+/// What the gateway lets a `deliver` grant put: a new object, never a replacement (the gateway
+/// makes every delivery `If-None-Match: *` whatever the client sends), of a bounded size, with
+/// a change file's name. Nothing else a deliverer sends is accepted: reads, listings, copies,
+/// deletes and multipart uploads need their own grants.
+public struct DeliveryRules: Sendable, Hashable {
+    /// The largest delivery, in bytes (4 MiB by default: a change file of a few thousand rows).
+    public var maximumSize: Int64 = 4 << 20
+    /// The extensions a delivered name may have after its KSUID: a delivery is named
+    /// `<27-character KSUID>.<extension>`, as `DatabaseManager.send` names a change file
+    /// (`.sqlite`) or a sealed one (`.sealed`).
+    public var extensions: Set<String> = ["sqlite", "sealed"]
+
+    /// The defaults.
+    public init() {}
+
+    /// Throws `AccessDenied` unless `name` (a key's last segment) is a delivery's name.
+    func checkName(_ name: Substring) throws {
+        guard let dot = name.firstIndex(of: "."), KSUID(String(name[..<dot])) != nil, extensions.contains(String(name[name.index(after: dot)...])) else {
+            throw S3Failure(
+                "AccessDenied",
+                "Access Denied: a delivery is named <KSUID>.<extension> (\(extensions.sorted().joined(separator: ", "))); \(String(name).debugDescription) is not.")
+        }
+    }
 }
 
 /// One request as the access log records it: never a signature, a token or a query string.
@@ -92,6 +118,9 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         /// Buckets created here that may have no object yet, and buckets seen to exist.
         var knownBuckets: Set<String> = []
         var uploads: [String: MultipartUpload] = [:]
+        /// The keys deliveries are being stored at: a second delivery to one of them fails at
+        /// once, as its `If-None-Match: *` would once the first is stored.
+        var deliveries: Set<String> = []
         /// Uploads completed in the last hour (at most ``completedMemory``), so a retried
         /// `CompleteMultipartUpload` whose first answer was lost gets that answer again, as S3
         /// gives it, rather than `NoSuchUpload` for an object it stored.
@@ -399,6 +428,18 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         } catch {
             throw S3Failure("InvalidArgument", "The key cannot be stored by this gateway's backend: \(BuckiaError.wrapping(error, operation: "key").message)")
         }
+    }
+
+    /// The remote key a PUT writes, and whether it is a delivery: `write` on the key makes it
+    /// an ordinary write; without it, `deliver` on the key's folder makes it a delivery, once
+    /// its name is a delivery's (``DeliveryRules``). Otherwise `write`'s refusal.
+    func writeTarget(_ context: RequestContext) throws -> (key: ObjectKey, delivery: Bool) {
+        let granted = context.bucket + "/" + context.key
+        guard let principal = context.principal, !principal.grants.permits(.write, key: granted), principal.grants.permits(.deliver, key: granted) else {
+            return (try remoteKey(context, for: .write), false)
+        }
+        try options.delivery.checkName(granted[(granted.lastIndex(of: "/").map { granted.index(after: $0) } ?? granted.startIndex)...])
+        return (try remoteKey(context, for: .deliver), true)
     }
 
     /// Throws `AccessDenied` unless the grants allow `operation` on `key` (relative to the root).

@@ -89,6 +89,18 @@ extension HTTPClient {
         case libcurl
         /// A private ``URLSessionTransport``.
         case urlSession
+
+        /// The private kinds this build can make, libcurl first: `.libcurl` where Buckia links
+        /// libcurl (Linux), `.urlSession` everywhere. On Apple platforms and in the portable
+        /// build (Docs/Platforms.md) a client asking for `.libcurl` gets a transport whose every
+        /// request fails, saying so, never a silent switch to URLSession.
+        public static var privateKinds: [TransportKind] {
+            #if canImport(CCurl)
+            [.libcurl, .urlSession]
+            #else
+            [.urlSession]
+            #endif
+        }
     }
 }
 

@@ -73,6 +73,11 @@ public final class HTTPClient: Sendable {
                 return UnavailableTransport(failure: BuckiaError.wrapping(error, operation: "start libcurl"))
             }
         }
+        #else
+        if kind == .libcurl {
+            return UnavailableTransport(
+                failure: BuckiaError(.unsupported, "this build of Buckia has no libcurl (Apple platforms and the portable build carry HTTP over URLSession)", operation: "start libcurl"))
+        }
         #endif
         return URLSessionTransport(
             maximumConnectionsPerHost: configuration.maximumConnectionsPerHost, timeout: configuration.timeout,

@@ -1,3 +1,4 @@
+import BuckiaCore
 import Foundation
 
 /// One HTTP request as a value: what ``HTTPClient`` sends, and re-sends on a retry.
@@ -55,6 +56,20 @@ public struct HTTPRequest: Sendable, CustomStringConvertible {
         /// no copy of it anywhere. (The URLSession transport, which cannot send part of a
         /// file, copies the range to a private temporary file first.)
         case fileRange(URL, Range<Int64>)
+
+        /// A reader of `url` once `range` is known to lie within it: what each transport
+        /// checks before it sends anything of a ``fileRange(_:_:)`` body.
+        ///
+        /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidPath`` for a range outside the file;
+        ///   what opening the file throws.
+        static func rangeReader(_ url: URL, _ range: Range<Int64>) throws -> FileReader {
+            let reader = try FileReader(url)
+            guard range.lowerBound >= 0, range.upperBound <= (try reader.size()) else {
+                throw BuckiaError(
+                    .invalidPath, "Bytes \(range.lowerBound)..<\(range.upperBound) are not all in \(url.path).", operation: "upload", path: url.path)
+            }
+            return reader
+        }
     }
 
     /// Which final statuses count as success instead of becoming a thrown ``BuckiaCore/BuckiaError``.

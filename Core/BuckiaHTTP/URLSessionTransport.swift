@@ -4,24 +4,20 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The transport over Foundation's `URLSession`: Apple platforms' native stack, and the
 /// fallback on Linux, where FoundationNetworking drives libcurl from one dispatch queue.
 ///
 /// It uses the URLSession API that keeps memory bounded for each body kind: file bodies go
 /// out with `upload(for:fromFile:)` (a real `Content-Length`, never chunked); downloads land in
-/// a file through `download(for:)` and are moved into place only for a 2xx. Redirects are
-/// refused (``RedirectRefusal``), cookies never stored, nothing cached.
+/// a file through `download(for:)`, or, for a body with a size limit, a data task that writes,
+/// counts and hashes it beside its destination as it arrives (``URLSessionDownload``); either
+/// is moved into place only for a 2xx. Redirects are refused (``RedirectRefusal``), cookies
+/// never stored, nothing cached.
 public final class URLSessionTransport: HTTPTransport, ShutdownableResource {
     let session: URLSession
     let redirectRefusal: RedirectRefusal
+    private let events: URLSessionEvents
     private let timeout: Duration
     private let userAgent: String
 
@@ -44,7 +40,8 @@ public final class URLSessionTransport: HTTPTransport, ShutdownableResource {
         sessionConfiguration.urlCache = nil
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
         redirectRefusal = RedirectRefusal()
-        session = URLSession(configuration: sessionConfiguration, delegate: redirectRefusal, delegateQueue: nil)
+        events = URLSessionEvents()
+        session = URLSession(configuration: sessionConfiguration, delegate: events, delegateQueue: nil)
     }
 
     private let isShutDown = Locked(false)
@@ -69,10 +66,11 @@ public final class URLSessionTransport: HTTPTransport, ShutdownableResource {
         }
         if case .fileRange(let file, let range) = request.body {
             // URLSession sends whole files only: the range goes to a private copy first.
+            let reader = try HTTPRequest.Body.rangeReader(file, range)
             return try await TemporaryFile.with { copy in
                 let output = try LocalFile.createExclusive(copy, permissions: 0o600)
                 defer { try? output.close() }
-                _ = try FileReader(file).copy(range, to: output)
+                _ = try reader.copy(range, to: output)
                 try output.close()
                 var whole = request
                 whole.body = .file(copy)
@@ -84,15 +82,21 @@ public final class URLSessionTransport: HTTPTransport, ShutdownableResource {
         do {
             if let destination {
                 if case .data(let data) = request.body { urlRequest.httpBody = data }
+                // A body with a size limit (the resource cache's) is received as libcurl receives
+                // it: counted, hashed and written beside its destination as it arrives, so the
+                // limit stops it at the crossing and a killed process leaves nothing elsewhere.
+                // FoundationNetworking hands a data task's bytes to its delegate with no flow
+                // control, though: a fast body without a limit would pile up in memory (a 1 GiB
+                // `cat` peaked at 397 MiB), so any other download stays a download task, which
+                // writes at its own pace to the system's temporary folder.
+                if request.maximumBodySize != nil {
+                    return try await URLSessionDownload(request, destination: destination, errorBodyLimit: errorBodyLimit)
+                        .run(urlRequest, on: session, events: events)
+                }
                 let (temporary, response) = try await session.download(for: urlRequest, delegate: redirectRefusal)
                 defer { try? FileManager.default.removeItem(at: temporary) }
                 let http = try httpResponse(response, request)
                 let headers = HTTPHeaders(responseFields: http.allHeaderFields)
-                if let limit = request.maximumBodySize, (200...299).contains(http.statusCode) {
-                    // URLSession wrote the body where Buckia could not count it: checked now.
-                    let size = try LocalFile.openForReading(temporary).status().size
-                    guard size <= limit else { throw HTTPBodyTooLarge(limit: limit, declared: HTTPResponse.declaredLength(headers)) }
-                }
                 guard (200...299).contains(http.statusCode) else {
                     let (data, truncated) = try readStart(of: temporary, limit: errorBodyLimit)
                     return HTTPTransportResult(status: http.statusCode, headers: headers, body: .data(data), isBodyTruncated: truncated)

@@ -1,13 +1,7 @@
 import BuckiaCore
 import BuckiaSQLite
-import CLinux
+import CXattr
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Where an entry's metadata (download date, source, tags: whatever the app records) is kept:
 /// the seed's `ResourceMetadataProvider`, with text values so every store can hold them.

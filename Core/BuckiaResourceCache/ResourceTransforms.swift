@@ -3,9 +3,10 @@ import Foundation
 
 /// How a resource's bytes are kept on disk: the seed's compression provider, over `Data`.
 ///
-/// The seed's default is a PNG encoding of a `UIImage`; no image type exists on this platform,
-/// so transforms work on bytes, the default keeps them as they came, and decoding an image is
-/// the app's step after the cache (or a ``ResourceProcessor`` before it).
+/// The seed's default is a PNG encoding of a `UIImage`. A transform must give back the bytes it
+/// was given, so transforms are lossless byte codings and the default keeps bytes as they came;
+/// re-encoding an image (PNG, JPEG, HEIC, a thumbnail) is a ``ResourceProcessor``'s work, done
+/// before the cache stores it (``ImageEncoding``; `ImageIOProcessor` on Apple platforms).
 public protocol ResourceTransform: Sendable {
     /// Names the transform in each entry, so an entry is decoded by what encoded it.
     var name: String { get }

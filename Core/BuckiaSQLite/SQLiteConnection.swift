@@ -1,11 +1,6 @@
 import BuckiaCore
 import CSQLite
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// One connection to an SQLite database: the small Swift layer every SQLite user in Buckia
 /// shares.
@@ -74,6 +69,9 @@ public final class SQLiteConnection {
         sqlite3_extended_result_codes(connection, 1)
         let milliseconds = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
         sqlite3_busy_timeout(connection, Int32(clamping: milliseconds))
+        // On Apple platforms fsync leaves data in the drive's cache; these make SQLite's syncs
+        // F_FULLFSYNC, which empties it. SQLite ignores them where there is no F_FULLFSYNC.
+        try execute("PRAGMA fullfsync = ON; PRAGMA checkpoint_fullfsync = ON")
         // Reading the schema is the first moment SQLite looks at the file's header.
         try execute("SELECT count(*) FROM sqlite_schema")
     }

@@ -1,5 +1,4 @@
 import BuckiaCore
-import COpenSSL
 import Foundation
 
 /// Keys from passphrases, for secret stores encrypted at rest.
@@ -11,9 +10,6 @@ package enum PassphraseKey {
         package var r: UInt64
         package var p: UInt64
         package static let interactive = ScryptCost(n: 1 << 15, r: 8, p: 1)
-
-        /// The memory scrypt needs for these costs, with room for libcrypto's bookkeeping.
-        var memory: UInt64 { 128 * r * n + 128 * r * p + (1 << 20) }
 
         /// Refuses costs that are too weak to protect anything or so large that they would exhaust
         /// memory or time before the seal is even checked (a hostile file can name any numbers):
@@ -30,17 +26,8 @@ package enum PassphraseKey {
     /// A 32-byte key from `passphrase` and `salt` with scrypt (RFC 7914).
     package static func scrypt(_ passphrase: Secret, salt: [UInt8], cost: ScryptCost) throws -> [UInt8] {
         try cost.check()
-        var key = [UInt8](repeating: 0, count: 32)
-        let password = Array(passphrase.exposedValue.utf8)
-        let ok = password.withUnsafeBufferPointer { passwordBuffer in
-            passwordBuffer.withMemoryRebound(to: CChar.self) { chars in
-                EVP_PBE_scrypt(chars.baseAddress, chars.count, salt, salt.count, cost.n, cost.r, cost.p, cost.memory, &key, key.count)
-            }
-        }
-        guard ok == 1 else {
-            ERR_clear_error()
-            throw BuckiaError(.io, "libcrypto's scrypt failed (N=\(cost.n), r=\(cost.r), p=\(cost.p)); there may not be enough memory.")
-        }
-        return key
+        // check() bounds every cost far below Int's range.
+        return try Scrypt.deriveKey(
+            password: Array(passphrase.exposedValue.utf8), salt: salt, n: Int(cost.n), r: Int(cost.r), p: Int(cost.p), length: 32)
     }
 }

@@ -1,10 +1,5 @@
 import BuckiaCore
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A secret and what is known about it, as a ``SecretStore`` keeps it.
 public struct StoredSecret: Sendable, Hashable, CustomStringConvertible {
@@ -45,9 +40,10 @@ public struct SecretEntry: Sendable, Hashable {
 
 /// Where secrets (tokens, keys, refresh tokens) are kept, by context name.
 ///
-/// Buckia ships ``InMemorySecretStore`` and ``FileSecretStore``. An app on Apple platforms plugs
-/// in the Keychain, or a server its vault, by conforming its own type (Docs/Security.md shows
-/// one). Implementations must never put a value in an error, a description or a log line.
+/// Buckia ships ``InMemorySecretStore``, ``FileSecretStore`` and, on Apple platforms, the
+/// Keychain's ``KeychainSecretStore``. A server plugs in its vault by conforming its own type
+/// (Docs/Security.md shows one). Implementations must never put a value in an error, a
+/// description or a log line.
 public protocol SecretStore: Sendable {
     /// Saves `secret` under `context`, replacing what was there.
     func save(_ secret: StoredSecret, for context: String) throws

@@ -11,14 +11,19 @@ public enum StorageOperation: String, Sendable, Hashable, CaseIterable, Codable,
     case delete
     /// Listing keys under a prefix.
     case list
+    /// Creating a new object, never replacing one (``StoragePermissions/deliver``): permitted
+    /// by a `write` grant covering the key, or by a `deliver` grant on the folder the key is
+    /// directly in.
+    case deliver
 
-    /// The permission bit this operation needs.
+    /// The permission bit this operation needs (for ``deliver``, `write` also does).
     public var permission: StoragePermissions {
         switch self {
         case .read: .read
         case .write: .write
         case .delete: .delete
         case .list: .list
+        case .deliver: .deliver
         }
     }
 
@@ -37,14 +42,24 @@ extension StoragePermissions {
         StorageGrant(self, prefix: prefix)
     }
 
-    /// The permission named `name` (`read`, `write`, `delete`, `list`), or nil.
+    /// The permission named `name` (`read`, `write`, `delete`, `list`, `deliver`), or nil.
     public init?(name: String) {
         guard let operation = StorageOperation(rawValue: name) else { return nil }
         self = operation.permission
     }
+
+    /// Whether these permissions allow `operation`: its own permission, or `write` for a
+    /// ``StorageOperation/deliver``.
+    func allow(_ operation: StorageOperation) -> Bool {
+        contains(operation.permission) || (operation == .deliver && contains(.write))
+    }
 }
 
 /// Some permissions on every key under one prefix.
+///
+/// A segment of the prefix that is exactly `*` stands for any one segment: `home/*/inbound/`
+/// covers `home/u1/inbound/x` and `home/u2/inbound/x`, never `home/inbound/x` or
+/// `home/u1/a/inbound/x`. (So a grant cannot name a folder literally called `*` alone.)
 public struct StorageGrant: Sendable, Hashable, Codable, CustomStringConvertible {
     /// What the grant allows.
     public var permissions: StoragePermissions
@@ -72,7 +87,7 @@ public struct StorageGrant: Sendable, Hashable, Codable, CustomStringConvertible
         for name in try container.decode([String].self, forKey: .allow) {
             guard let permission = StoragePermissions(name: name) else {
                 throw DecodingError.dataCorruptedError(
-                    forKey: .allow, in: container, debugDescription: "\(name.debugDescription) is not a permission (read, write, delete, list)")
+                    forKey: .allow, in: container, debugDescription: "\(name.debugDescription) is not a permission (read, write, delete, list, deliver)")
             }
             permissions.insert(permission)
         }
@@ -152,8 +167,17 @@ public struct StorageGrants: Sendable, Hashable, Codable, ExpressibleByArrayLite
         if let reason = KeyScreen.unsafety(of: key, asPrefix: operation == .list) {
             return .refused(AccessRefusal(.unsafeKey, operation: operation, key: key, reason: reason))
         }
-        let candidates = grants.filter { $0.permissions.contains(operation.permission) && KeyScreen.unsafetyOfGrant($0.prefix) == nil }
-        guard let grant = candidates.first(where: { KeyScreen.covers($0.prefix, key, listing: operation == .list) }) else {
+        let candidates = grants.filter { $0.permissions.allow(operation) && KeyScreen.unsafetyOfGrant($0.prefix) == nil }
+        // A delivery by a grant without `write` is only into the grant's own folder, never below it.
+        func reaches(_ grant: StorageGrant) -> Bool {
+            guard operation == .deliver, !grant.permissions.contains(.write) else { return true }
+            return KeyScreen.isDirectlyIn(grant.prefix, key)
+        }
+        guard let grant = candidates.first(where: { KeyScreen.covers($0.prefix, key, listing: operation == .list) && reaches($0) }) else {
+            if operation == .deliver, candidates.contains(where: { KeyScreen.covers($0.prefix, key, listing: false) }) {
+                return .refused(
+                    AccessRefusal(.notGranted, operation: operation, key: key, reason: "a deliver grant covers only names directly in its folder, not in folders below it"))
+            }
             let spelledAlike = candidates.contains { grant in
                 KeyScreen.foldings.contains { fold in KeyScreen.covers(fold(grant.prefix), fold(key), listing: operation == .list) }
             }
@@ -174,7 +198,8 @@ public struct StorageGrants: Sendable, Hashable, Codable, ExpressibleByArrayLite
                 return .refused(
                     AccessRefusal(.unsafeKey, operation: operation, key: key, reason: "a backend that normalises to \(name) would read it as \(formKey.debugDescription), and \(reason)"))
             }
-            guard KeyScreen.covers(form(grant.prefix), formKey, listing: operation == .list) else {
+            let direct = operation != .deliver || grant.permissions.contains(.write) || KeyScreen.isDirectlyIn(form(grant.prefix), formKey)
+            guard KeyScreen.covers(form(grant.prefix), formKey, listing: operation == .list), direct else {
                 return .refused(
                     AccessRefusal(
                         .lookAlike, operation: operation, key: key,
@@ -192,8 +217,14 @@ public struct StorageGrants: Sendable, Hashable, Codable, ExpressibleByArrayLite
             if let reason = KeyScreen.unsafetyOfGrant(grant.prefix) {
                 throw BuckiaError(.invalidPath, "The grant \(grant) is not valid: its prefix \(grant.prefix.debugDescription) is refused, as \(reason).", path: grant.prefix)
             }
-            if grant.permissions.isEmpty || !StoragePermissions.all.isSuperset(of: grant.permissions) {
-                throw BuckiaError(.invalidConfiguration, "The grant on \(grant.prefix.debugDescription) allows nothing Buckia knows; give read, write, delete or list.")
+            if grant.permissions.isEmpty || !StoragePermissions.known.isSuperset(of: grant.permissions) {
+                throw BuckiaError(.invalidConfiguration, "The grant on \(grant.prefix.debugDescription) allows nothing Buckia knows; give read, write, delete, list or deliver.")
+            }
+            if grant.permissions.contains(.deliver), !grant.permissions.contains(.write), !grant.prefix.isEmpty, !grant.prefix.hasSuffix("/") {
+                throw BuckiaError(
+                    .invalidConfiguration,
+                    "The grant \(grant) delivers into \(grant.prefix.debugDescription), which is not a folder; a deliver grant names the folder new objects go in (ending in /).",
+                    path: grant.prefix)
             }
         }
     }
@@ -319,6 +350,15 @@ package enum KeyScreen {
         return nil
     }
 
+    /// The grant segment that stands for any one segment.
+    static let wildcard: [UInt8] = [UInt8(ascii: "*")]
+
+    /// Whether `prefix` has a `*` segment: a grant on many folders at once, which a backend's
+    /// own prefix-scoped credentials cannot express.
+    package static func hasWildcard(_ prefix: String) -> Bool {
+        prefix.utf8.split(separator: slash, omittingEmptySubsequences: false).contains { $0.elementsEqual(wildcard) }
+    }
+
     /// Whether `prefix` covers `key` segment by segment. For a listing, `key` is a listing
     /// prefix whose last segment may be partial, and every key it could list must be covered.
     package static func covers(_ prefix: String, _ key: String, listing: Bool) -> Bool {
@@ -333,7 +373,18 @@ package enum KeyScreen {
         } else {
             guard folder ? segments.count > granted.count : segments.count >= granted.count else { return false }
         }
-        return zip(granted, segments).allSatisfy { $0.elementsEqual($1) }
+        // A granted segment `*` is any one segment (`home/*/inbound/`: every user's inbound).
+        return zip(granted, segments).allSatisfy { ($0.elementsEqual(wildcard) && !$1.isEmpty) || $0.elementsEqual($1) }
+    }
+
+    /// Whether `key` names an object directly in the folder `prefix` (a folder prefix, or the
+    /// empty one): one segment more, none of it a folder.
+    package static func isDirectlyIn(_ prefix: String, _ key: String) -> Bool {
+        guard prefix.isEmpty || prefix.utf8.last == slash else { return false }
+        // "u2/inbound/" splits into "u2", "inbound" and an empty last piece; "" into one empty piece.
+        let granted = prefix.utf8.split(separator: slash, omittingEmptySubsequences: false).count - 1
+        let segments = key.utf8.split(separator: slash, omittingEmptySubsequences: false)
+        return segments.count == granted + 1 && segments.last?.isEmpty == false
     }
 
     private static func dangerousEscape(in key: String) -> String? {

@@ -62,7 +62,7 @@ public struct UserTokenSigningKey: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    func sign(_ input: [UInt8]) throws -> [UInt8] {
+    package func sign(_ input: [UInt8]) throws -> [UInt8] {
         switch algorithm {
         case .edDSA: try Ed25519.sign(input, privateKey: bytes)
         case .hs256: HMAC.sha256(key: bytes, message: input).bytes
@@ -136,7 +136,7 @@ public struct UserTokenVerificationKey: Sendable, Hashable, CustomStringConverti
         algorithm == .edDSA ? "UserTokenVerificationKey(EdDSA, kid: \(keyId))" : "UserTokenVerificationKey(HS256, kid: \(keyId), <REDACTED>)"
     }
 
-    func isValid(signature: [UInt8], of input: [UInt8]) -> Bool {
+    package func isValid(signature: [UInt8], of input: [UInt8]) -> Bool {
         switch algorithm {
         case .edDSA: Ed25519.isValid(signature: signature, of: input, publicKey: bytes)
         case .hs256: HMAC.constantTimeEquals(HMAC.sha256(key: bytes, message: input).bytes, signature)
@@ -511,7 +511,7 @@ extension Base64URL {
     /// Decodes `text` only when it is the canonical unpadded base64url of its bytes: a token
     /// changed in its last character's spare bits decodes to the same bytes, and must still be
     /// refused.
-    static func decodeCanonical(_ text: String) -> Data? {
+    package static func decodeCanonical(_ text: String) -> Data? {
         guard let data = decode(text), encode(data) == text else { return nil }
         return data
     }

@@ -15,9 +15,10 @@ struct FolderActivity: Sendable {
     var writing: Set<String> = []
 }
 
-/// Changes under a local folder as they happen: inotify on Linux, one watch per folder,
-/// folders made later watched as they appear. Elsewhere it sees nothing, and a watch relies
-/// on its polling interval alone (FSEvents is neither compiled nor tested here).
+/// Changes under a local folder as they happen: inotify where the build has Linux's fast paths
+/// (CLinux), one watch per folder, folders made later watched as they appear. Elsewhere (Apple
+/// platforms, the portable build) it sees nothing, and a watch relies on its polling interval
+/// alone (FSEvents is neither compiled nor tested here).
 ///
 /// A lost event (the kernel's queue overflowed) only counts as a change: every pass lists
 /// both sides whole, so nothing is missed, only noticed later.
@@ -30,7 +31,7 @@ final class FolderWatcher: @unchecked Sendable {
     private let descriptor: Int32
     private let wake: (read: Int32, write: Int32)
 
-    #if os(Linux)
+    #if canImport(CLinux)
     private static let mask = UInt32(
         IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
         | UInt32(IN_DONT_FOLLOW) | UInt32(IN_ONLYDIR) | UInt32(IN_EXCL_UNLINK)
@@ -40,7 +41,7 @@ final class FolderWatcher: @unchecked Sendable {
     init(root: URL) throws {
         self.root = root
         var ends: [Int32] = [-1, -1]
-        #if os(Linux)
+        #if canImport(CLinux)
         descriptor = inotify_init1(Int32(IN_CLOEXEC))
         guard descriptor >= 0 else { throw BuckiaError.posix(errno, operation: "watch", path: root.path) }
         guard pipe(&ends) == 0 else {
@@ -61,7 +62,7 @@ final class FolderWatcher: @unchecked Sendable {
 
     /// Stops watching; the reader thread ends.
     func close() {
-        #if os(Linux)
+        #if canImport(CLinux)
         var byte: UInt8 = 1
         _ = Glibc.write(wake.write, &byte, 1)
         #endif
@@ -87,7 +88,7 @@ final class FolderWatcher: @unchecked Sendable {
         }
     }
 
-    #if os(Linux)
+    #if canImport(CLinux)
     /// Watches `relative` (a folder) and every folder under it. A folder that cannot be
     /// watched (gone already, no permission) is left out: the next pass lists it anyway.
     private func addTree(_ relative: String) {

@@ -1,12 +1,5 @@
 import BuckiaCore
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The locks one sync run holds, so that two runs on this machine never write the same
 /// place at once.

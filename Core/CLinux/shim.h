@@ -1,6 +1,9 @@
 #ifndef BUCKIA_CLINUX_SHIM_H
 #define BUCKIA_CLINUX_SHIM_H
-/* What Swift's Glibc module leaves out. Everything here has a fallback off Linux. */
+/* What Swift's Glibc module leaves out: Linux's fast paths. A dependency on Linux only (and not
+ * in the portable build); Swift callers go through BuckiaCore's SystemCalls, whose POSIX path
+ * every other build takes. Its non-Linux branches are never built any more (left from
+ * before the switch; to be trimmed). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -124,21 +127,6 @@ static inline int buckia_create_locked_dated(int dirfd, const char *folder, cons
 static inline int buckia_create_locked(int dirfd, const char *folder, const char *name, int access, mode_t mode) {
     return buckia_create_locked_dated(dirfd, folder, name, access, mode, 1);
 }
-/* Extended attributes of a path, never through a final link: Linux's l*xattr, or Darwin's with
- * XATTR_NOFOLLOW. buckia_no_attribute is the errno of an attribute that is not there. */
-#include <sys/xattr.h>
-#ifdef __APPLE__
-static inline ssize_t buckia_getxattr(const char *path, const char *name, void *value, size_t size) { return getxattr(path, name, value, size, 0, XATTR_NOFOLLOW); }
-static inline int buckia_setxattr(const char *path, const char *name, const void *value, size_t size) { return setxattr(path, name, value, size, 0, XATTR_NOFOLLOW); }
-static inline int buckia_removexattr(const char *path, const char *name) { return removexattr(path, name, XATTR_NOFOLLOW); }
-static const int buckia_no_attribute = ENOATTR;
-#else
-static inline ssize_t buckia_getxattr(const char *path, const char *name, void *value, size_t size) { return lgetxattr(path, name, value, size); }
-static inline int buckia_setxattr(const char *path, const char *name, const void *value, size_t size) { return lsetxattr(path, name, value, size, 0); }
-static inline int buckia_removexattr(const char *path, const char *name) { return lremovexattr(path, name); }
-static const int buckia_no_attribute = ENODATA;
-#endif
-
 /* Opens `path` (relative to dirfd, or absolute) as openat does, but fails with ELOOP if any
  * component is a symbolic link (Linux 5.6 openat2 with RESOLVE_NO_SYMLINKS): a whole path
  * walked without following links in one system call. -1 with errno ENOSYS where there is no
@@ -161,6 +149,35 @@ static inline int buckia_open_no_links(int dirfd, const char *path, int flags, m
 static inline int buckia_open_no_links(int dirfd, const char *path, int flags, mode_t mode) {
     (void)dirfd; (void)path; (void)flags; (void)mode;
     errno = ENOSYS;
+    return -1;
+}
+#endif
+
+/* Creates `name` in the folder `dirfd` (it must not exist; mode 0600) as a copy-on-write clone
+ * of the open file `source` (Linux's FICLONE, which Btrfs and XFS answer; ext4 and tmpfs refuse
+ * it with EOPNOTSUPP, and two file systems with EXDEV): the new file shares the source's blocks
+ * until either is written. 0 on success; -1 with errno, and nothing created, otherwise. */
+#ifdef __linux__
+#include <sys/ioctl.h>
+#ifndef FICLONE
+#define FICLONE _IOW(0x94, 9, int)
+#endif
+static inline int buckia_clone_file(int source, int dirfd, const char *name) {
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    if (ioctl(fd, FICLONE, source) != 0) {
+        int saved = errno;
+        (void)close(fd);
+        (void)unlinkat(dirfd, name, 0);
+        errno = saved;
+        return -1;
+    }
+    return close(fd);
+}
+#else
+static inline int buckia_clone_file(int source, int dirfd, const char *name) {
+    (void)source; (void)dirfd; (void)name;
+    errno = EOPNOTSUPP;
     return -1;
 }
 #endif

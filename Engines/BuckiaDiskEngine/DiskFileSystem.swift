@@ -1,12 +1,5 @@
 import BuckiaCore
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The `stat` structure; the alias keeps it apart from the `stat` function.
 typealias DiskFileStatus = stat
@@ -74,7 +67,7 @@ enum DiskFileSystem {
             throw BuckiaError.posix(errno, operation: "open directory", path: path)
         }
         defer { close(descriptor) }
-        if fsync(descriptor) != 0 {
+        if SystemCalls.fullSync(descriptor) != 0 {
             throw BuckiaError.posix(errno, operation: "fsync directory", path: path)
         }
     }

@@ -47,6 +47,14 @@ public struct B2RestrictedKeyFactory: ScopedCredentialFactory {
 
     public func inexpressible(_ grants: StorageGrants) -> [InexpressibleGrant] {
         grants.grants.compactMap { grant in
+            if grant.permissions.contains(.deliver), !grant.permissions.contains(.write) {
+                return InexpressibleGrant(
+                    grant,
+                    "B2's writeFiles also uploads over an existing name (a new version that hides the old) and bounds neither size nor name; deliver needs a Buckia token and the gateway")
+            }
+            if KeyScreen.hasWildcard(grant.prefix) {
+                return InexpressibleGrant(grant, "a B2 key has one literal name prefix; a * segment (any folder) needs a Buckia token and the gateway")
+            }
             if !grant.prefix.isEmpty, !grant.prefix.hasSuffix("/") {
                 return InexpressibleGrant(grant, "B2 compares a key's name prefix by bytes, so it would also open every name that starts with \(grant.prefix.debugDescription); grant a folder (ending in /)")
             }

@@ -28,7 +28,10 @@ public struct BunnyCDNGrantFactory: ScopedCredentialFactory {
 
     public func inexpressible(_ grants: StorageGrants) -> [InexpressibleGrant] {
         grants.grants.compactMap { grant in
-            grant.permissions == .read
+            if KeyScreen.hasWildcard(grant.prefix) {
+                return InexpressibleGrant(grant, "a directory token names one literal path; a * segment (any folder) needs a Buckia token and the gateway")
+            }
+            return grant.permissions == .read
                 ? nil : InexpressibleGrant(grant, "the CDN serves reads only; writing, deleting and listing need the zone's password, which cannot be scoped")
         }
     }

@@ -1,10 +1,5 @@
 import BuckiaCore
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The URL-signing schemes Bunny's CDN has published. A pull zone accepts each of them.
 public enum BunnyTokenScheme: String, Sendable, CaseIterable, Codable {

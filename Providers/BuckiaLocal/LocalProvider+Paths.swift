@@ -1,12 +1,5 @@
 import BuckiaCore
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 extension LocalProvider {
     /// Where a key lives: its parent folder, reached without following links, and (for

@@ -1,12 +1,5 @@
 import BuckiaCore
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A provider over a directory of the local file system.
 ///
@@ -238,6 +231,7 @@ public struct LocalProvider: StorageProviderPlugin {
         // setuid, setgid or sticky bit. A private file stays private.
         let modified = options.modificationDate ?? LocalFile.modificationDate(of: status)
         let permissions = status.st_mode & 0o777
+        if let cloned = try storeClone(of: source, at: remotePath, modified: modified, permissions: permissions, options: options) { return cloned }
         return try writeObject(remotePath, modified: modified, permissions: permissions, options: options) { output, digests in
             _ = try AtomicFile.pump(from: source, to: output) { digests.update($0) }
         }
@@ -273,8 +267,12 @@ public struct LocalProvider: StorageProviderPlugin {
         defer { input.closeAfterReading() }
         do {
             let range = clamp(options.range, size: file.size)
+            let placing = AtomicFile.Options(modificationDate: file.modificationDate, durable: durable)
+            if range == nil, try AtomicFile.placeClone(of: input, at: localURL, options: placing) != nil {
+                return DownloadResult(file: file, localURL: localURL)
+            }
             try AtomicFile.write(
-                to: localURL, options: AtomicFile.Options(modificationDate: file.modificationDate, durable: durable)
+                to: localURL, options: placing
             ) { output in
                 if let range {
                     _ = try input.copy(range, to: output)
@@ -288,13 +286,17 @@ public struct LocalProvider: StorageProviderPlugin {
         }
     }
 
-    /// Copies within the root through a temporary file, keeping the modification time, on the
-    /// blocking-work threads.
+    /// Copies within the root, keeping the modification time, on the blocking-work threads: a
+    /// copy-on-write clone where the file system makes one, else the bytes through a
+    /// temporary file.
     @discardableResult
     public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
         try await BlockingWork.run("copy") { [self] in
             let (input, file) = try openObject(source, operation: "copy")
             defer { input.closeAfterReading() }
+            if let cloned = try storeClone(of: input, at: destination, modified: file.modificationDate, permissions: 0o644, options: UploadOptions()) {
+                return cloned
+            }
             return try writeObject(destination, modified: file.modificationDate, options: UploadOptions()) { output, _ in
                 _ = try AtomicFile.pump(from: input, to: output)
             }

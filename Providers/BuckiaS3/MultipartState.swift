@@ -57,6 +57,18 @@ struct MultipartState: Codable, Sendable {
         return status.size == size && status.modificationDate.timeIntervalSince1970 == fileModified
     }
 
+    /// Removes what a run killed while saving a state left in `directory` (a temporary under
+    /// Buckia's name; where files are made without a name first, as on Linux, there is none).
+    /// Housekeeping: a folder that cannot be read is left for the save that follows to report.
+    static func sweep(_ directory: URL) {
+        guard FileManager.default.fileExists(atPath: directory.path) else { return }
+        do {
+            Temporaries.sweep(try DirectoryHandle(path: directory.path))
+        } catch {
+            return
+        }
+    }
+
     /// Saves the state (mode 0600: an upload id lets its holder add parts).
     func save(_ url: URL) throws {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)

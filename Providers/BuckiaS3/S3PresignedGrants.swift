@@ -35,7 +35,13 @@ public struct S3PresignedGrantFactory: ScopedCredentialFactory {
             if grant.prefix.isEmpty || grant.prefix.hasSuffix("/") {
                 return InexpressibleGrant(grant, "a presigned URL opens one object; a folder needs STS or a Buckia token")
             }
-            if !StoragePermissions([.read, .write]).isSuperset(of: grant.permissions) {
+            if KeyScreen.hasWildcard(grant.prefix) {
+                return InexpressibleGrant(grant, "a presigned URL names one object; a * segment (any folder) needs a Buckia token and the gateway")
+            }
+            if grant.permissions.contains(.deliver), !grant.permissions.contains(.write) {
+                return InexpressibleGrant(grant, "a presigned URL opens one named object, and a delivery's name is not known in advance; deliver needs a Buckia token and the gateway")
+            }
+            if !StoragePermissions([.read, .write]).isSuperset(of: grant.permissions.subtracting(.deliver)) {
                 return InexpressibleGrant(grant, "a presigned URL reads or writes one object; it cannot list or delete")
             }
             return nil

@@ -33,6 +33,7 @@ extension S3Provider {
             endpoint: settings.endpoint.absoluteString, localPath: localURL.path, fileModified: fileModified.timeIntervalSince1970)
         let stateURL = MultipartState.location(
             directory: settings.stateDirectory, endpoint: settings.endpoint, bucket: settings.bucket, key: key.rawValue, localPath: localURL.path)
+        MultipartState.sweep(settings.stateDirectory)
         var done: [Int: String] = [:]
         let uploadId: String
         var resumed: (id: String, parts: [Int: String])?

@@ -68,8 +68,11 @@ struct B2RestrictedKeyTests {
         let (master, emulator) = try await B2ProviderTests.fresh()
         defer { emulator.stop() }
         let factory = B2RestrictedKeyFactory(provider: master)
-        let grants: StorageGrants = [StoragePermissions.readOnly.restrictToPath("u1/"), StoragePermissions.read.restrictToPath("docs/readme.txt")]
-        #expect(factory.inexpressible(grants).map(\.grant.prefix) == ["docs/readme.txt"])
+        let grants: StorageGrants = [
+            StoragePermissions.readOnly.restrictToPath("u1/"), StoragePermissions.read.restrictToPath("docs/readme.txt"),
+            StoragePermissions.deliver.restrictToPath("u2/inbound/"), StoragePermissions.readOnly.restrictToPath("home/*/public/"),
+        ]
+        #expect(factory.inexpressible(grants).map(\.grant.prefix) == ["docs/readme.txt", "u2/inbound/", "home/*/public/"])
         let error = await #expect(throws: BuckiaError.self) { try await factory.credentials(for: grants, userId: "u1", expiry: .seconds(60)) }
         #expect(error?.code == .unsupported)
         #expect(error?.message.contains("docs/readme.txt") == true)

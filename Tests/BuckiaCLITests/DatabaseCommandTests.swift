@@ -60,6 +60,41 @@ struct DatabaseCommandTests {
         #expect(inspect.status == 9 && inspect.stderr.contains("it is not an SQLite database"), "\(inspect.stderr)")
     }
 
+    @Test("diff --sign-key signs with a key from token keygen; apply --keys applies what the sender signed and refuses the rest with exit 9")
+    func signed() throws {
+        let cli = try CLIHarness()
+        let old = cli.home.appendingPathComponent("old.sqlite"), new = cli.home.appendingPathComponent("new.sqlite")
+        let app = cli.home.appendingPathComponent("app.sqlite")
+        for url in [old, app] { try SQLiteConnection(path: url.path).execute(Self.schema + "INSERT INTO items VALUES (1, 'one', 1);") }
+        try SQLiteConnection(path: new.path).execute(Self.schema + "INSERT INTO items VALUES (1, 'one', 10);")
+        #expect(try cli.run("token", "keygen", "--key-id", "u1-2026").status == 0)
+        let missing = try cli.run("db", "diff", old.path, new.path, "--sender", "u1", "--sign-key", "nope", "-o", cli.home.path)
+        #expect(missing.status != 0 && missing.stderr.contains("buckia token keygen"), "\(missing.stderr)")
+        let made = try cli.run("db", "diff", old.path, new.path, "--sender", "u1", "--sign-key", "u1-2026", "-o", cli.home.path)
+        #expect(made.status == 0, "\(made.stderr)")
+        let signed = made.stdout.trimmingCharacters(in: .newlines)
+        #expect(try cli.run("db", "inspect", signed).stdout.contains("  signed with the key u1-2026"))
+        let jwks = try cli.run("token", "jwks")
+        #expect(jwks.status == 0, "\(jwks.stderr)")
+        let keys = cli.home.appendingPathComponent("u1.jwk")
+        try Data(jwks.stdout.utf8).write(to: keys)
+        // An unsigned diff claiming u1, and u1's signed one: the first is refused, the second applies.
+        let forged = try cli.run("db", "diff", old.path, new.path, "--sender", "u1", "-o", cli.home.appendingPathComponent("forged").path)
+        try #require(forged.status == 0, "\(forged.stderr)")
+        let forgedFile = forged.stdout.trimmingCharacters(in: .newlines)
+        let apply = try cli.run("db", "apply", app.path, forgedFile, signed, "--keys", keys.path, "--accept", "u1", "--json")
+        #expect(apply.status == 9, "\(apply.stdout) \(apply.stderr)")
+        #expect(apply.stdout.contains("\"reason\":\"unsigned\"") && apply.stdout.contains("\"status\":\"applied\""), "\(apply.stdout)")
+        #expect(try SQLiteConnection(path: app.path).query("SELECT n FROM items") { $0.int64(0) } == [10])
+        // A sender --accept leaves out is refused too.
+        let app2 = cli.home.appendingPathComponent("app2.sqlite")
+        try SQLiteConnection(path: app2.path).execute(Self.schema)
+        let refused = try cli.run("db", "apply", app2.path, signed, "--keys", keys.path, "--accept", "u2", "--json")
+        #expect(refused.status == 9 && refused.stdout.contains("\"reason\":\"senderNotAccepted\""), "\(refused.stdout)")
+        let usage = try cli.run("db", "apply", app2.path, signed, "--accept", "u1")
+        #expect(usage.status == 2, "\(usage.stderr)")
+    }
+
     @Test("send puts a diff in the user's inbound/ on a remote, never over an existing one")
     func send() throws {
         let cli = try CLIHarness()
@@ -101,22 +136,29 @@ struct DatabaseCommandTests {
         let files = try (1...count).map { try Self.diff($0, rows: 3000, in: diffs) }.map(\.path)
         let base = cli.home.appendingPathComponent("base.sqlite")
         try SQLiteConnection(path: base.path).execute(Self.schema)
-        // How long a whole run takes here, to spread the kills over it.
+        // How much a whole run writes (its own count, /proc/PID/io), to spread the kills over
+        // it: a kill lands at a point of the work, however busy the machine (a delay measured
+        // on a calibration run put 11 of 20 kills after the end on a loaded one).
         let calibration = cli.home.appendingPathComponent("calibration.sqlite")
         try FileManager.default.copyItem(at: base, to: calibration)
-        let started = ContinuousClock.now
-        let full = try cli.runArray(["db", "apply", calibration.path] + files)
-        let duration = ContinuousClock.now - started
-        #expect(full.status == 0, "\(full.stderr)")
+        let full = try Spawned(CLIHarness.executable, ["db", "apply", calibration.path] + files, environment: cli.environment)
+        var written = 0
+        full.watch(until: {
+            written = max(written, full.bytesWritten ?? 0)
+            return false
+        }, limit: .seconds(300))
+        #expect(full.status == 0)
+        #expect(written > 0, "no count of bytes written was seen")
         var midRun = 0
         var violations: [String] = []
         for kill in 0..<20 {
             let database = cli.home.appendingPathComponent("kill-\(kill).sqlite")
             try FileManager.default.copyItem(at: base, to: database)
             if kill % 2 == 0 { try SQLiteConnection(path: database.path).setJournalMode(.wal) }
-            let delay = Int(random.next() % UInt64(max(1, Int(duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000))))
+            // Anywhere in the first nine tenths of what a whole run writes.
+            let threshold = Int(random.next() % UInt64(max(1, written * 9 / 10)))
             let process = try Spawned(CLIHarness.executable, ["db", "apply", database.path] + files, environment: cli.environment)
-            usleep(UInt32(clamping: delay))
+            process.watch(until: { (process.bytesWritten ?? Int.max) >= threshold }, limit: .seconds(120))
             process.stop()
             let applied = try Self.appliedCount(database)
             if process.termination == .signalled(SIGKILL) && applied < count { midRun += 1 }

@@ -127,8 +127,7 @@ final class KillWorld {
     /// millisecond), and returns whether the kill landed while it ran.
     func kill(_ arguments: [String], when reached: () -> Bool) throws -> Bool {
         let process = try start(arguments)
-        let deadline = ContinuousClock.now + .seconds(120)
-        while process.isRunning && !reached() && ContinuousClock.now < deadline { usleep(1_000) }
+        process.watch(until: reached)
         process.stop()
         return process.termination == .signalled(SIGKILL)
     }

@@ -31,6 +31,8 @@ struct SharedTransportTests {
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    // The libcurl transport, which the portable build (BUCKIA_PORTABLE=1) leaves out.
+    #if canImport(CCurl)
     @Test("Ten B2 and Bunny providers send every attempt through the one transport, whose thread shutdown ends")
     func tenProviders() async throws {
         let b2 = try await B2Emulator.start(buckets: ["shared-transport"])
@@ -76,6 +78,7 @@ struct SharedTransportTests {
         #expect(error?.message.contains("shut down") == true)
         #expect(throws: BuckiaError.self) { _ = try resources.resource(SharedHTTPTransport.self) }
     }
+    #endif
 
     @Test("A transport is supplied before the first provider or not at all")
     func provideTooLate() throws {

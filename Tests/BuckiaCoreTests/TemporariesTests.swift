@@ -52,6 +52,41 @@ struct TemporariesTests {
         #expect(Temporaries.sweep(handle, now: now.addingTimeInterval(Temporaries.sweepAge + 2)) == 1)
     }
 
+    @Test("A temporary being created whose creator has exited is taken at once; one whose creator runs is spared while young")
+    func creatorGone() throws {
+        let url = try folder()
+        defer { try? FileManager.default.removeItem(at: url) }
+        // Regression (the portable build's kill harness, where no O_TMPFILE exists): a writer
+        // killed between its O_EXCL create and its lock left an empty, marked, young file that
+        // the rerun's sweep spared, so the rerun ended with it still there.
+        let exited = Process()
+        exited.executableURL = URL(fileURLWithPath: "/bin/sh")
+        exited.arguments = ["-c", "exit 0"]
+        try exited.run()
+        exited.waitUntilExit()
+        let names = [
+            "killed": ".buckia-0123456789abcdef-\(exited.processIdentifier)-1.tmp",
+            "running": Temporaries.makeName(),
+            "no id": ".buckia-0123456789abcdef-2.tmp",
+        ]
+        for name in names.values {
+            #expect(FileManager.default.createFile(atPath: url.appendingPathComponent(name).path, contents: nil, attributes: [.posixPermissions: 0o1644]))
+        }
+        try FileManager.default.createDirectory(at: url.appendingPathComponent(".buckia-0123456789abcdef-\(exited.processIdentifier)-2.tmp"), withIntermediateDirectories: false, attributes: [.posixPermissions: 0o1700])
+        #expect(Temporaries.sweep(try DirectoryHandle(path: url.path)) == 2)
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: url.path))
+        #expect(left == [names["running"], names["no id"]])
+    }
+
+    @Test("The creator's process id is read from a temporary's name only where it stands", arguments: [
+        (".buckia-0123456789abcdef-4242-7.tmp", 4242 as Int32?), (".buckia-0123456789abcdef-7.tmp", nil), (".buckia-a-0-7.tmp", nil),
+        (".buckia-a--7-7.tmp", nil), (".buckia-a-99999999999-7.tmp", nil), ("buckia-a-42-7.tmp", nil), (".buckia-a-42-7.tmpx", nil),
+        (".buckia-a-42-7-8.tmp", nil),
+    ])
+    func creatorID(_ name: String, _ expected: Int32?) {
+        #expect(Temporaries.creator(ofTemporary: name) == expected)
+    }
+
     @Test("A sweep removes temporary folders nobody holds (a killed relay's, a young empty one without the mark), not a live one, one being made or a user's")
     func sweepFolders() async throws {
         let url = try folder()

@@ -34,12 +34,15 @@ final class GatewayHarness: GatewayEndpoint, @unchecked Sendable {
     var backendCapabilities: ProviderCapabilities { provider.capabilities }
 
     /// A gateway over `provider`, or over a fresh local folder when nil.
+    ///
+    /// - Parameter removing: A folder behind `provider` that ``stop()`` removes.
     init(
-        provider: (any StorageProvider)? = nil, limits: HTTPServerLimits = HTTPServerLimits(), configure: (inout S3GatewayOptions) -> Void = { _ in }
+        provider: (any StorageProvider)? = nil, removing: URL? = nil, limits: HTTPServerLimits = HTTPServerLimits(),
+        configure: (inout S3GatewayOptions) -> Void = { _ in }
     ) throws {
         if let provider {
             self.provider = provider
-            folder = nil
+            folder = removing
         } else {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-gateway-root-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)

@@ -16,16 +16,19 @@ import Glibc
 /// shows the day FoundationNetworking is fixed.
 @Suite("Cancellation storm")
 struct CancellationStormTests {
-    @Test("Cancelling task groups with transfers in flight never hangs", arguments: [HTTPClient.TransportKind.libcurl, .urlSession])
+    @Test("Cancelling task groups with transfers in flight never hangs", arguments: HTTPClient.TransportKind.privateKinds)
     func storm(_ kind: HTTPClient.TransportKind) async throws {
         try await withTestServer { server in
-            let (finished, output) = try Self.runStorm(base: try server.url("/"), kind: kind, bound: 45)
+            // libcurl's bound only guards against a hang (a busy or sanitized run is slow, not
+            // stuck); URLSession's known deadlock is waited for 45 s, then recorded as known.
+            let bound = kind == .urlSession ? 45 : 600
+            let (finished, output) = try Self.runStorm(base: try server.url("/"), kind: kind, bound: bound)
             if kind == .urlSession {
                 withKnownIssue("FoundationNetworking deadlocks when a task is cancelled with transfers in flight", isIntermittent: true) {
                     #expect(finished && output.hasPrefix("done"), "\(output)")
                 }
             } else {
-                #expect(finished && output.hasPrefix("done"), "the storm over libcurl did not finish within 45 s: \(output)")
+                #expect(finished && output.hasPrefix("done"), "the storm over libcurl did not finish within \(bound) s: \(output)")
             }
         }
     }

@@ -128,17 +128,18 @@ struct HTTPClientRetryTests {
         }
     }
 
-    // The server, not the test, stalls: libcurl's low-speed timer decides, so this test takes
-    // about one timeout (1 s); what it asserts is the outcome, not the time.
-    @Test("A download stalled mid-body is abandoned after the stall timeout and retried (libcurl)")
-    func stalledTransferIsRetried() async throws {
+    // The server, not the test, stalls: the transport's stall timer (libcurl's low-speed
+    // limit, URLSession's idle timeout) decides, so this test takes about one timeout (1 s);
+    // what it asserts is the outcome, not the time.
+    @Test("A download stalled mid-body is abandoned after the stall timeout and retried", arguments: HTTPClient.TransportKind.privateKinds)
+    func stalledTransferIsRetried(_ kind: HTTPClient.TransportKind) async throws {
         try await withTestServer { server in
             let sleeps = SleepRecorder()
             let lines = Locked<[String]>([])
             let client = HTTPClient(
                 configuration: .init(
                     timeout: .seconds(1), retryPolicy: sleeps.policy(maxAttempts: 3), log: { line in lines.withLock { $0.append(line) } },
-                    transport: .libcurl))
+                    transport: kind))
             let response = try await client.send(HTTPRequest(.get, try server.url("/stall?id=\(uniqueID())&fail=1&stall=8")))
             #expect(response.status == 200 && response.data.count == 2000)
             #expect(response.attempts == 2)
@@ -148,10 +149,10 @@ struct HTTPClientRetryTests {
         }
     }
 
-    @Test("A server that accepts and never answers fails as timed out after the stall timeout, not minutes (libcurl)")
-    func silentServerTimesOut() async throws {
+    @Test("A server that accepts and never answers fails as timed out after the stall timeout, not minutes", arguments: HTTPClient.TransportKind.privateKinds)
+    func silentServerTimesOut(_ kind: HTTPClient.TransportKind) async throws {
         try await withTestServer { server in
-            let client = HTTPClient(configuration: .init(timeout: .seconds(1), retryPolicy: .none, transport: .libcurl))
+            let client = HTTPClient(configuration: .init(timeout: .seconds(1), retryPolicy: .none, transport: kind))
             let error = await #expect(throws: BuckiaError.self) {
                 try await client.send(HTTPRequest(.get, try server.url("/silent?stall=8")))
             }
@@ -160,10 +161,10 @@ struct HTTPClientRetryTests {
         }
     }
 
-    @Test("Cancelling the task abandons a transfer in flight as cancelled (libcurl)")
-    func cancellationAbandonsTransfer() async throws {
+    @Test("Cancelling the task abandons a transfer in flight as cancelled", arguments: HTTPClient.TransportKind.privateKinds)
+    func cancellationAbandonsTransfer(_ kind: HTTPClient.TransportKind) async throws {
         try await withTestServer { server in
-            let client = HTTPClient(configuration: .init(timeout: .seconds(30), retryPolicy: .none, transport: .libcurl))
+            let client = HTTPClient(configuration: .init(timeout: .seconds(30), retryPolicy: .none, transport: kind))
             let url = try server.url("/silent?stall=8")
             let task = Task { try await client.send(HTTPRequest(.get, url)) }
             // Cancelled whenever it is: before the request goes out or while it waits, the

@@ -7,7 +7,7 @@ import Testing
 /// HTTPS against nginx with a certificate from a private CA made for the test: verified
 /// against a configured CA file, refused against the system's store, and spoken as HTTP/2
 /// (libcurl transport; URLSession trusts only the system's store).
-@Suite("HTTPS and HTTP/2 against nginx (libcurl)", .serialized)
+@Suite("HTTPS and HTTP/2 against nginx (libcurl)", .serialized, .enabled(if: HTTPClient.TransportKind.libcurlIsBuilt, "a private CA file and HTTP/2 are libcurl's; this build has no libcurl"))
 struct HTTPClientTLSTests {
     /// A CA, and a certificate for 127.0.0.1 it signed, made with the openssl tool.
     static func makeCertificates(in folder: URL) throws -> (ca: URL, tls: NginxServer.TLS) {

@@ -23,9 +23,7 @@ struct HTTPClientTransferTests {
         }
     }
 
-    @Test("A file range goes out as exactly those bytes, over either transport, and again whole on a retry", arguments: [
-        HTTPClient.TransportKind.libcurl, .urlSession,
-    ])
+    @Test("A file range goes out as exactly those bytes, over either transport, and again whole on a retry", arguments: HTTPClient.TransportKind.privateKinds)
     func fileRangeUpload(_ kind: HTTPClient.TransportKind) async throws {
         try await withTestServer { server in
             let data = Data((0..<(2 << 20) + 5).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 9) })
@@ -45,9 +43,7 @@ struct HTTPClientTransferTests {
         }
     }
 
-    @Test("A body check passes a whole body with its digests, and refuses a damaged one before it reaches the destination", arguments: [
-        HTTPClient.TransportKind.libcurl, .urlSession,
-    ])
+    @Test("A body check passes a whole body with its digests, and refuses a damaged one before it reaches the destination", arguments: HTTPClient.TransportKind.privateKinds)
     func bodyCheck(_ kind: HTTPClient.TransportKind) async throws {
         try await withTestServer { server in
             let size = 1_000_003
@@ -86,9 +82,7 @@ struct HTTPClientTransferTests {
         }
     }
 
-    @Test("Connections are kept alive between requests, bounded per host under load, and cookies are never sent back", arguments: [
-        HTTPClient.TransportKind.libcurl, .urlSession,
-    ])
+    @Test("Connections are kept alive between requests, bounded per host under load, and cookies are never sent back", arguments: HTTPClient.TransportKind.privateKinds)
     func connections(_ kind: HTTPClient.TransportKind) async throws {
         try await withOwnServer { server in
             let client = HTTPClient(configuration: .init(maximumConnectionsPerHost: 3, retryPolicy: .none, transport: kind))
@@ -125,10 +119,10 @@ struct HTTPClientTransferTests {
         }
     }
 
-    @Test("A file range past the end of the file is refused before anything is sent (libcurl)")
-    func fileRangePastEnd() async throws {
+    @Test("A file range past the end of the file is refused before anything is sent", arguments: HTTPClient.TransportKind.privateKinds)
+    func fileRangePastEnd(_ kind: HTTPClient.TransportKind) async throws {
         try await TemporaryFile.with(data: Data(count: 10)) { file in
-            let client = HTTPClient(configuration: .init(retryPolicy: .none, transport: .libcurl))
+            let client = HTTPClient(configuration: .init(retryPolicy: .none, transport: kind))
             let request = HTTPRequest(.put, try #require(URL(string: "http://127.0.0.1:9/echo")), body: .fileRange(file, 5..<11))
             let error = await #expect(throws: BuckiaError.self) { try await client.send(request) }
             #expect(error?.code == .invalidPath)
@@ -152,9 +146,7 @@ struct HTTPClientTransferTests {
         }
     }
 
-    @Test("A header with an empty value reaches the server, over either transport (libcurl drops `Name:` and sends `Name;` as empty)", arguments: [
-        HTTPClient.TransportKind.libcurl, .urlSession,
-    ])
+    @Test("A header with an empty value reaches the server, over either transport (libcurl drops `Name:` and sends `Name;` as empty)", arguments: HTTPClient.TransportKind.privateKinds)
     func emptyHeaderIsSent(_ kind: HTTPClient.TransportKind) async throws {
         try await withTestServer { server in
             let client = HTTPClient(configuration: .init(transport: kind))

@@ -38,9 +38,10 @@ struct S3PresignedGrantTests {
         let factory = S3PresignedGrantFactory(provider: provider)
         let grants: StorageGrants = [
             StoragePermissions.read.restrictToPath("u1/"), StorageGrant([.read, .list], prefix: "u1/a"), StoragePermissions.delete.restrictToPath("u1/b"),
-            StoragePermissions.read.restrictToPath("u1/c"),
+            StoragePermissions.read.restrictToPath("u1/c"), StoragePermissions.deliver.restrictToPath("u2/inbound/"), StoragePermissions.read.restrictToPath("u1/*/d"),
+            StorageGrant([.write, .deliver], prefix: "u1/e"),
         ]
-        #expect(factory.inexpressible(grants).map(\.grant.prefix) == ["u1/", "u1/a", "u1/b"])
+        #expect(factory.inexpressible(grants).map(\.grant.prefix) == ["u1/", "u1/a", "u1/b", "u2/inbound/", "u1/*/d"])
         let error = await #expect(throws: BuckiaError.self) { try await factory.credentials(for: grants, userId: "u1", expiry: .seconds(60)) }
         #expect(error?.code == .unsupported)
     }

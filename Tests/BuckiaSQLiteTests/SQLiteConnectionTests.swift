@@ -30,6 +30,13 @@ struct SQLiteConnectionTests {
         #expect(try db.query("SELECT v FROM t") { $0.value(0) } == [value])
     }
 
+    @Test("Every connection asks for F_FULLFSYNC, so Apple platforms' syncs reach the disk, not the drive's cache")
+    func fullSync() throws {
+        let db = try SQLiteConnection.inMemory()
+        #expect(try db.query("PRAGMA fullfsync") { $0.int64(0) } == [1])
+        #expect(try db.query("PRAGMA checkpoint_fullfsync") { $0.int64(0) } == [1])
+    }
+
     @Test("Prepared statements are cached by their SQL")
     func statementCache() throws {
         let db = try SQLiteConnection.inMemory()

@@ -4,13 +4,17 @@ import Foundation
 import Testing
 
 /// The seed's sync token: read + list on `u1/`, write on `u1/inbound/`; plus a delete grant
-/// on `u1/tmp/` and a grant with a non-ASCII folder, to test look-alikes against.
+/// on `u1/tmp/`, a grant with a non-ASCII folder, to test look-alikes against, and a deliver
+/// grant on another user's `inbound/`.
 private let grants: StorageGrants = [
     StoragePermissions.readOnly.restrictToPath("u1/"),
     StoragePermissions.write.restrictToPath("u1/inbound/"),
     StoragePermissions.delete.restrictToPath("u1/tmp/"),
     StoragePermissions.all.restrictToPath("caf\u{E9}/"),
     StoragePermissions.read.restrictToPath("docs/readme.txt"),
+    StoragePermissions.deliver.restrictToPath("u2/inbound/"),
+    StoragePermissions.readOnly.restrictToPath("home/*/public/"),
+    StoragePermissions.deliver.restrictToPath("home/*/inbound/"),
 ]
 
 /// One row of the path-trick table: an operation on a key and the decision it must get.
@@ -132,6 +136,38 @@ let pathTricks: [PathTrick] = [
     .init(.delete, "u1/a", .notGranted, "no delete outside tmp"),
     .init(.list, "u1/tmp/", .permit, "list via the read-only grant"),
     .init(.write, "caf\u{E9}/x", .permit, "all on the NFC folder"),
+    // Deliver: create a new object directly in the granted folder, and nothing else.
+    .init(.deliver, "u2/inbound/2Abc.sqlite", .permit, "a delivery directly in the granted folder"),
+    .init(.deliver, "u2/inbound/sub/x.sqlite", .notGranted, "a deliver grant reaches no folder below its own"),
+    .init(.deliver, "u2/inbound", .notGranted, "the folder's own name is not in it"),
+    .init(.deliver, "u2/inboundx/y", .notGranted, "a longer sibling of the folder"),
+    .init(.deliver, "u2/a.sqlite", .notGranted, "the folder above"),
+    .init(.write, "u2/inbound/x.sqlite", .notGranted, "deliver never allows a write that could replace"),
+    .init(.read, "u2/inbound/x.sqlite", .notGranted, "deliver never reads"),
+    .init(.list, "u2/inbound/", .notGranted, "deliver never lists"),
+    .init(.delete, "u2/inbound/x.sqlite", .notGranted, "deliver never deletes"),
+    .init(.deliver, "u2/inbound/../../u1/x", .unsafe, "climbing out of the delivery folder"),
+    .init(.deliver, "u2/inbound/\u{FF0F}x", .unsafe, "a fullwidth solidus is an empty segment under NFKC"),
+    .init(.deliver, "u2/inbound/a\u{FF0F}b", .lookAlike, "a fullwidth solidus is a folder below the grant under NFKC"),
+    .init(.deliver, "U2/inbound/x", .lookAlike, "an upper-case user folder"),
+    .init(.deliver, "u1/inbound/x.sqlite", .permit, "write implies deliver"),
+    .init(.deliver, "u1/inbound/sub/x", .permit, "a delivery under write reaches as far as the write"),
+    .init(.deliver, "u1/a.txt", .notGranted, "read and list do not deliver"),
+    // A * segment: any one segment.
+    .init(.read, "home/u1/public/a.jpg", .permit, "* stands for u1"),
+    .init(.read, "home/u2/public/x/y", .permit, "* stands for u2, deep below public/"),
+    .init(.read, "home/u1/private/a", .notGranted, "the segment after * is literal"),
+    .init(.read, "home/public/a", .notGranted, "* needs a segment of its own"),
+    .init(.read, "home/u1/x/public/a", .notGranted, "* is one segment, not several"),
+    .init(.read, "home//public/a", .unsafe, "an empty segment is not one * matches"),
+    .init(.read, "home/../public/a", .unsafe, ".. is refused before any grant"),
+    .init(.read, "HOME/u1/public/a", .lookAlike, "the literal segments keep their spelling"),
+    .init(.list, "home/u1/public/", .permit, "listing one user's public folder"),
+    .init(.list, "home/u1/", .notGranted, "listing a user's whole folder"),
+    .init(.list, "home/", .notGranted, "listing every user"),
+    .init(.deliver, "home/u2/inbound/2Abc.sqlite", .permit, "deliver into any user's inbound"),
+    .init(.deliver, "home/u2/inbound/sub/x.sqlite", .notGranted, "not below any user's inbound"),
+    .init(.write, "home/u2/inbound/2Abc.sqlite", .notGranted, "a wildcard deliver grant never writes"),
 ]
 
 @Suite("StorageGrants.permits: the path-trick table")
@@ -181,6 +217,16 @@ struct PermitsTests {
         let error = try #require(throws: BuckiaError.self) { try ([StoragePermissions.read.restrictToPath(prefix)] as StorageGrants).validate() }
         #expect(error.message.contains(fragment), "\(error.message)")
         #expect(!error.message.contains("its prefix it"), "\(error.message)")
+    }
+
+    @Test("A deliver grant names a folder: on one object's name it does not validate")
+    func deliverOnAFolder() throws {
+        #expect(throws: BuckiaError.self) { try ([StoragePermissions.deliver.restrictToPath("u2/inbound")] as StorageGrants).validate() }
+        try ([StoragePermissions.deliver.restrictToPath("u2/inbound/")] as StorageGrants).validate()
+        try ([StoragePermissions([.write, .deliver]).restrictToPath("u2/inbound/x")] as StorageGrants).validate()
+        try ([StoragePermissions.deliver.restrictToPath("")] as StorageGrants).validate()
+        #expect(StorageGrants([StoragePermissions.deliver.restrictToPath("")]).permits(.deliver, key: "x.sqlite"))
+        #expect(!StorageGrants([StoragePermissions.deliver.restrictToPath("")]).permits(.deliver, key: "a/x.sqlite"))
     }
 
     @Test("An empty prefix covers everything; everything still refuses unsafe keys")

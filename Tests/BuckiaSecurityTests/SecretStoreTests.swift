@@ -20,7 +20,7 @@ final class ScratchFolder: @unchecked Sendable {
 
 /// The stores every scenario runs over.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case memory, file, fileWithKey, fileWithPassphrase
+    case memory, file, fileWithKey, fileWithPassphrase, keychain
     var testDescription: String { rawValue }
 
     static let key = Secret(Data(repeating: 7, count: 32).base64EncodedString())
@@ -31,6 +31,40 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .file: FileSecretStore(folder: folder.appendingPathComponent("s"))
         case .fileWithKey: FileSecretStore(folder: folder.appendingPathComponent("s"), encryption: .key(Self.key))
         case .fileWithPassphrase: FileSecretStore(folder: folder.appendingPathComponent("s"), encryption: .passphrase("correct horse battery staple"))
+        // The Keychain store over a table that answers as the Security framework's four calls
+        // do (no Keychain exists here; on a Mac the same scenarios run over the real one).
+        case .keychain: KeychainSecretStore(items: KeychainTable())
+        }
+    }
+}
+
+/// Generic-password items in memory, answering as `SecItemAdd`/`Update`/`CopyMatching`/`Delete`.
+final class KeychainTable: KeychainItems {
+    private let items = Locked<[String: KeychainItem]>([:])
+
+    func add(_ item: KeychainItem) throws -> Bool {
+        items.withLock { items in
+            guard items[item.account] == nil else { return false }
+            items[item.account] = item
+            return true
+        }
+    }
+
+    func update(_ item: KeychainItem) throws -> Bool {
+        items.withLock { items in
+            guard items[item.account] != nil else { return false }
+            items[item.account] = item
+            return true
+        }
+    }
+
+    func item(account: String) throws -> KeychainItem? { items.withLock { $0[account] } }
+    func delete(account: String) throws -> Bool { items.withLock { $0.removeValue(forKey: account) != nil } }
+    func list() throws -> [(account: String, generic: Data)] { items.withLock { $0.values.map { ($0.account, $0.generic) } } }
+    func corrupt(_ account: String, data: Data? = nil, generic: Data? = nil) {
+        items.withLock { items in
+            if let data { items[account]?.data = data }
+            if let generic { items[account]?.generic = generic }
         }
     }
 }
@@ -123,7 +157,7 @@ struct SecretStoreTests {
         #expect(try store.load("a")?.value == "x")
     }
 
-    @Test("saveIfAbsent saves once however many threads race for one name", arguments: [StoreKind.memory, .file])
+    @Test("saveIfAbsent saves once however many threads race for one name", arguments: [StoreKind.memory, .file, .keychain])
     func saveIfAbsent(_ kind: StoreKind) async throws {
         let scratch = try ScratchFolder()
         let store = kind.make(scratch.url)

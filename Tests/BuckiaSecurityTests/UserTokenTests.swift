@@ -18,6 +18,7 @@ final class TestClock: @unchecked Sendable {
 private let seedGrants: StorageGrants = [
     StoragePermissions.readOnly.restrictToPath("u1/"),
     StoragePermissions.write.restrictToPath("u1/inbound/"),
+    StoragePermissions.deliver.restrictToPath("u2/inbound/"),
 ]
 
 private func base64url(_ text: String) -> String { Base64URL.encode(Data(text.utf8)) }
@@ -272,6 +273,8 @@ print(json.dumps(out))
         #expect(claims["sub"] as? String == "u1")
         #expect(claims["aud"] as? String == "buckia")
         #expect((claims["grants"] as? [[String: Any]])?.first?["prefix"] as? String == "u1/")
+        // The deliver permission is a plain name in the token: what PyJWT decodes.
+        #expect((claims["grants"] as? [[String: Any]])?.last?["allow"] as? [String] == ["deliver"])
         #expect(output["kid"] as? String == "interop-1")
         #expect(output["tampered"] as? String == "InvalidSignatureError")
         let fromPython = try #require(output["python_token"] as? String)

@@ -130,9 +130,36 @@ public final class FaultProxy: Sendable {
         try await control(Data(#"{"kind": null}"#.utf8))
     }
 
-    private func control(_ body: Data) async throws {
+    /// Holds the run at a known point: once the upstream has answered `count` PUTs whose target
+    /// contains `match` with success, every request that arrives next is read but never
+    /// forwarded, and its connection is closed when ``endHold()`` is called. A harness that kills
+    /// its client there knows what the server holds (say, `count` parts of a multipart upload),
+    /// however slow the machine.
+    public func hold(after count: Int, matching match: String) async throws {
+        try await control(JSONSerialization.data(withJSONObject: ["after": count, "match": match] as [String: Any]), at: "hold")
+    }
+
+    /// Ends the hold: held requests' connections close (nothing of them was forwarded), and
+    /// requests pass again.
+    public func endHold() async throws {
+        try await control(Data(#"{"after": null}"#.utf8), at: "hold")
+    }
+
+    /// How many requests the hold has held: answers as soon as one is, or after `limit` (at most
+    /// 30 s) with 0.
+    public func held(waiting limit: Duration) async throws -> Int {
+        let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+        var components = URLComponents(url: endpoint.appendingPathComponent("__proxy__/held"), resolvingAgainstBaseURL: false)
+        components?.queryItems = [URLQueryItem(name: "wait", value: String(seconds))]
+        guard let url = components?.url else { throw BuckiaError(.invalidConfiguration, "The proxy's endpoint \(endpoint) takes no query.") }
+        let response = try await HTTPClient(configuration: .init(retryPolicy: .none)).send(HTTPRequest(.get, url))
+        struct Held: Decodable { var held: Int }
+        return try JSONDecoder().decode(Held.self, from: response.data).held
+    }
+
+    private func control(_ body: Data, at name: String = "arm") async throws {
         _ = try await HTTPClient(configuration: .init(retryPolicy: .none)).send(
-            HTTPRequest(.post, endpoint.appendingPathComponent("__proxy__/arm"), body: .data(body)))
+            HTTPRequest(.post, endpoint.appendingPathComponent("__proxy__/\(name)"), body: .data(body)))
     }
 
     /// Stops the proxy: closes its stdin, sends SIGKILL and reaps it. Safe to call twice.

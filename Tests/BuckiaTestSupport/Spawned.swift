@@ -121,6 +121,15 @@ public final class Spawned: Sendable {
     /// Waits at most `limit` for it to end; whether it did.
     public func wait(_ limit: Duration) -> Bool { child.wait(limit) }
 
+    /// Looks at `observed` (what the process has done: bytes read, files written, requests
+    /// a server saw) until it holds or the process ends, waiting on the process's end for a
+    /// millisecond between looks; `limit` only guards against a hang. What a kill harness does
+    /// before it kills.
+    public func watch(until observed: () -> Bool, limit: Duration = .seconds(120)) {
+        let deadline = ContinuousClock.now + limit
+        while !observed(), ContinuousClock.now < deadline, !wait(.milliseconds(1)) {}
+    }
+
     /// Waits at most `limit` off the cooperative pool (a Dispatch thread blocks instead), so
     /// other tests go on meanwhile; whether it ended.
     public func ended(within limit: Duration) async -> Bool {

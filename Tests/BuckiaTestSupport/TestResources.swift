@@ -24,6 +24,11 @@ extension SharedResources {
 extension HTTPClient.TransportKind {
     /// A private transport of the kind the tests run over (libcurl, or URLSession in Tools/test's
     /// second pass): for a test that needs connections no other test has touched.
+    /// The portable build has no libcurl, so there it is always URLSession.
     public static let privateForTests: HTTPClient.TransportKind =
-        ProcessInfo.processInfo.environment["BUCKIA_HTTP_TRANSPORT"]?.lowercased() == "urlsession" ? .urlSession : .libcurl
+        ProcessInfo.processInfo.environment["BUCKIA_HTTP_TRANSPORT"]?.lowercased() == "urlsession" || !libcurlIsBuilt ? .urlSession : .libcurl
+
+    /// Whether this build has the libcurl transport (not the portable build): the condition of
+    /// the tests of what only libcurl does.
+    public static let libcurlIsBuilt = privateKinds.contains(.libcurl)
 }

@@ -10,7 +10,6 @@
 @_exported import BuckiaCore
 @_exported import BuckiaDatabase
 @_exported import BuckiaDiskEngine
-@_exported import BuckiaGateway
 @_exported import BuckiaLocal
 @_exported import BuckiaMemory
 @_exported import BuckiaMemoryEngine
@@ -20,6 +19,11 @@
 @_exported import BuckiaSecurity
 @_exported import BuckiaSQLiteEngine
 @_exported import BuckiaSync
+
+// The S3 server, on the platforms that run servers (Package.swift's `desktop`).
+#if canImport(BuckiaGateway)
+@_exported import BuckiaGateway
+#endif
 
 extension ProviderRegistry {
     /// A registry with every provider that ships with Buckia.

@@ -1,5 +1,4 @@
 import Buckia
-import CLinux
 import Foundation
 
 /// The `buckia` command line as a library, so a package that adds its own providers or
@@ -67,7 +66,7 @@ public enum BuckiaCommandLine {
         // Two malloc arenas instead of glibc's eight per core: with transfers spread over many
         // threads, each arena otherwise keeps its freed part buffers resident (about 9 MiB more
         // at peak for a 512 MiB multipart upload; see Docs/Benchmarks.md).
-        _ = buckia_limit_malloc_arenas(2)
+        SystemCalls.limitMallocArenas(2)
 
         // Arguments are decoded as UTF-8 with replacement characters, which would map two
         // different names onto one ("coll\xFF" and "coll\xFE" both become "coll\u{FFFD}"):

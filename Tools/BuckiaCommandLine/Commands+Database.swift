@@ -5,22 +5,29 @@ import Foundation
 extension CLI {
     static let dbCommand = Command(
         name: "db", summary: "Back up an SQLite database, and make, inspect, apply and send diff files between users.",
-        usage: "db backup DB [DEST] | restore BACKUP DB | diff OLD NEW --sender ID [-o DIR] | apply DB DIFF... | inspect DIFF | status DB | send DIFF REMOTE:USERPATH",
+        usage: "db backup DB [DEST] | restore BACKUP DB | diff OLD NEW --sender ID [--sign-key KEY_ID] [-o DIR] | apply DB DIFF... [--keys USER.jwk]... [--accept ID,...] | inspect DIFF | status DB | send DIFF REMOTE:USERPATH",
         positionals: 2...1000,
         options: [
             .value("method", "backup: online (SQLite's backup API, the default) or vacuum (VACUUM INTO)."),
             .value("sender", "diff: the user id the diff is sent by."),
             .value("output", short: "o", "diff: the folder to write the diff into (default the current one); it is named <KSUID>.sqlite."),
             .value("conflict", "apply: incoming (the default: incoming rows replace local ones) or local (local rows are kept)."),
+            .value("sign-key", "diff: sign the diff with this saved Ed25519 key (made by buckia token keygen; buckia token jwks prints the key set to publish at keys/<user>.jwk), so recipients know it is from --sender."),
+            .value(
+                "keys",
+                "apply: a sender's published key set (JSON Web Keys, named <user>.jwk as at keys/<user>.jwk); give it once per sender. With it, only diffs signed by a published key of their sender apply."
+            ),
+            .value("accept", "apply: the senders accepted, comma-separated (default: every sender --keys names)."),
             .flag("json", "Print one JSON object per diff (apply, inspect) or for the status."),
         ],
         details: """
             backup copies DB consistently while other programs keep writing, checks the copy, and
             renames it over DEST (default DB's name with .backup.sqlite); restore puts BACKUP back
             into DB atomically, refusing a backup that fails quick_check. diff writes the diff
-            that turns OLD into NEW. apply applies each DIFF in KSUID order, each exactly once:
+            that turns OLD into NEW, signed with --sign-key. apply applies each DIFF in KSUID order, each exactly once:
             one already applied is reported and skipped; one refused changes nothing and the rest
-            still apply (exit 9 at the end). inspect checks a diff and prints its manifest and
+            still apply (exit 9 at the end). With --keys, only diffs their sender signed with a
+            published key apply, from the --accept senders. inspect checks a diff and prints its manifest and
             tables without applying it. send uploads DIFF to USERPATH/inbound/ on REMOTE, never
             over an existing file. Docs/Database.md describes the format.
             """
@@ -62,7 +69,17 @@ extension CLI {
             try UsageError.checking { try DiffWriter.check(sender: sender) }
             let old = try local(arguments[1]), new = try local(arguments[2])
             let folder = URL(fileURLWithPath: invocation.arguments.value("output") ?? FileManager.default.currentDirectoryPath, isDirectory: true)
-            let file = try await BlockingWork.run("diff databases") { try DatabaseComparison.diff(from: old, to: new, sender: sender, in: folder) }
+            var signingKey: UserTokenSigningKey?
+            if let keyId = invocation.arguments.value("sign-key") {
+                let tokens = TokenManager(store: FileSecretStore.standard(environment: invocation.environment))
+                guard let key = try tokens.signingKey(keyId: keyId) else {
+                    throw BuckiaError(.notFound, "No signing key \(keyId.debugDescription) is saved; make one with buckia token keygen --key-id \(keyId), and publish buckia token jwks at keys/<user>.jwk.", operation: "db diff")
+                }
+                signingKey = key
+            }
+            let file = try await BlockingWork.run("diff databases") { [signingKey] in
+                try DatabaseComparison.diff(from: old, to: new, sender: sender, in: folder, signingKey: signingKey)
+            }
             guard let file else {
                 Console.out("no differences: no diff written")
                 return .success
@@ -80,6 +97,28 @@ extension CLI {
             }
             let files = try arguments.dropFirst(2).map(local)
             for file in files { try DatabaseFile.checkDistinct(file, database, for: "db apply") }
+            var senders = SenderVerification.unverified
+            let keyFiles = invocation.arguments.all("keys")
+            if !keyFiles.isEmpty {
+                var keys = SenderKeys()
+                for path in keyFiles {
+                    let url = try local(path)
+                    guard url.pathExtension == "jwk", !url.deletingPathExtension().lastPathComponent.isEmpty else {
+                        throw UsageError(description: "--keys \(path.debugDescription): name a sender's key set <user>.jwk, as it is published at keys/<user>.jwk.")
+                    }
+                    let file = try LocalFile.openForReading(url)
+                    defer { file.closeAfterReading() }
+                    let size = try file.status().size
+                    guard size <= 64 << 10 else {
+                        throw BuckiaError(.invalidConfiguration, "--keys \(path.debugDescription) is \(size) bytes; a key set is at most 64 KiB.", operation: "db apply", path: url.path)
+                    }
+                    try keys.add(jwkSet: try file.read(count: Int(size), at: 0), for: url.deletingPathExtension().lastPathComponent)
+                }
+                let accepted = invocation.arguments.value("accept").map { Set($0.split(separator: ",").map(String.init)) }
+                senders = .signed(by: keys, accepting: accepted)
+            } else if invocation.arguments.value("accept") != nil {
+                throw UsageError(description: "--accept names senders whose signatures are checked; give their key sets with --keys USER.jwk.")
+            }
             // Every DIFF opens as a file before any is applied: a mistyped second name, a folder
             // or a FIFO must not leave the first applied under a failed command.
             for file in files {
@@ -103,12 +142,13 @@ extension CLI {
                 default: return false
                 }
             }
+            let verification = senders
             var refused = 0
             for file in ordered {
                 do {
                     let change = try await BlockingWork.run("apply diff") {
                         let connection = try SQLiteConnection(path: database.path, mode: .readWrite(create: false))
-                        return try DiffApplier.apply(file, to: connection, options: ApplyOptions(defaultPolicy: policy), now: Date())
+                        return try DiffApplier.apply(file, to: connection, options: ApplyOptions(defaultPolicy: policy, senders: verification), now: Date())
                     }
                     if json {
                         emitJSON([
@@ -150,6 +190,7 @@ extension CLI {
                 emitJSON([
                     "ksuid": manifest.id.description, "sender": manifest.sender, "createdAt": manifest.createdAtSeconds,
                     "formatVersion": manifest.formatVersion, "payloadSHA256": manifest.payloadSHA256, "size": summary.fileSize,
+                    "signedWith": summary.signature?.keyId ?? NSNull(),
                     "tables": summary.tables.map { table in
                         [
                             "name": table.definition.name, "upserts": table.upserts, "deletes": table.deletes,
@@ -160,6 +201,8 @@ extension CLI {
             } else {
                 Console.out("\(manifest.id) from \(manifest.sender.terminalSafe), made \(manifest.createdAt.ISO8601Format()), format \(manifest.formatVersion), \(summary.fileSize) bytes")
                 Console.out("  SHA-256 \(manifest.payloadSHA256) (checked)")
+                // Who signed is checked by apply, against the sender's published keys.
+                Console.out(summary.signature.map { "  signed with the key \($0.keyId.terminalSafe) (not checked here: apply --keys checks it)" } ?? "  unsigned")
                 for table in summary.tables {
                     let columns = table.definition.columns.map { column in
                         column.name + (column.declaredType.isEmpty ? "" : " \(column.declaredType)") + (column.primaryKeyPosition > 0 ? " key \(column.primaryKeyPosition)" : "")

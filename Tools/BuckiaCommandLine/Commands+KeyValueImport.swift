@@ -1,12 +1,6 @@
 import Buckia
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 extension CLI {
     /// The longest line `kv import` reads: a key and a value of up to 12 MiB in base64.
     static let importLineLimit = 16 << 20

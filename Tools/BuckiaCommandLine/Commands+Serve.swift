@@ -4,7 +4,7 @@ import Foundation
 extension CLI {
     static let serveCommand = Command(
         name: "serve", summary: "Serve a remote over the S3 API, enforcing the grants of temporary credentials.",
-        usage: "serve s3 REMOTE:[PATH] [--addr 127.0.0.1:8333] [--auth-key ID,SECRET]... [--token-key KEY_ID] [--staging DIR] [--stop-timeout S] [--json]",
+        usage: "serve s3 REMOTE:[PATH] [--addr 127.0.0.1:8333] [--auth-key ID,SECRET]... [--token-key KEY_ID] [--staging DIR] [--deliver-max-size MIB] [--stop-timeout S] [--json]",
         positionals: 2...2,
         options: [
             .value("addr", "The IPv4 address and port to listen on (default 127.0.0.1:8333; port 0 picks a free one)."),
@@ -15,6 +15,10 @@ extension CLI {
             .value(
                 "staging",
                 "Where multipart uploads wait for completion (default: the temporary folder). On a local remote's file system, completing one links the file into place instead of copying it."
+            ),
+            .value(
+                "deliver-max-size",
+                "The largest object, in MiB, a deliver grant alone may put (default 4; 1 to 1024). A delivery is a new <KSUID>.sqlite directly in the granted folder, never a replacement."
             ),
             .value("stop-timeout", "Seconds requests in flight get to finish after SIGINT or SIGTERM before they are cut off (default 10)."),
             .flag("json", "Write the access log as one JSON object per request."),
@@ -116,6 +120,12 @@ extension CLI {
         var options = S3GatewayOptions()
         options.root = path.folderPrefix
         options.region = region
+        if let text = invocation.arguments.value("deliver-max-size") {
+            guard let mebibytes = Int64(text), (1...1024).contains(mebibytes) else {
+                throw UsageError(description: "--deliver-max-size \(text.debugDescription) is not a number of MiB from 1 to 1024.")
+            }
+            options.delivery.maximumSize = mebibytes << 20
+        }
         if let staging = invocation.arguments.value("staging") {
             guard !staging.isEmpty else { throw UsageError(description: "--staging names a folder.") }
             let folder = URL(fileURLWithPath: staging, isDirectory: true)

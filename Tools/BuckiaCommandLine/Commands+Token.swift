@@ -179,7 +179,7 @@ extension CLI {
         var permissions: StoragePermissions = []
         for name in text[..<colon].split(separator: ",", omittingEmptySubsequences: false) {
             guard let permission = StoragePermissions(name: String(name)) else {
-                throw UsageError(description: "--grant: \(String(name).debugDescription) is not a permission; use read, write, delete or list.")
+                throw UsageError(description: "--grant: \(String(name).debugDescription) is not a permission; use read, write, delete, list or deliver.")
             }
             permissions.insert(permission)
         }

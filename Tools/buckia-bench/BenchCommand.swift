@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import Buckia
 import Foundation
 
@@ -7,6 +8,7 @@ enum BenchCommand {
         Usage: buckia-bench engines [--sizes N,N,…] [--repeat R] [--value-bytes B] [--engines a,b]
                buckia-bench upload-reads --endpoint URL --bucket NAME [--sizes-mib N,N,…]
                buckia-bench checksums [--total-mib M] [--value-bytes B,B,…] [--repeat R]
+               buckia-bench crypto [--total-mib M] [--repeat R]
                buckia-bench http [--big-mib M] [--small-count N] [--repeat R] [--workloads big,small] [--clients curl,libcurl,urlsession]
                buckia-bench cancel-storm --url URL [--transport libcurl|urlSession] [--rounds N]
                buckia-bench bunny-list [--folders F] [--per-folder N] [--repeat R] [--latency-ms MS]
@@ -24,6 +26,9 @@ enum BenchCommand {
         bytes the process read per byte uploaded.
 
         checksums measures CRC-32C (one stream, three streams, table) against reading the bytes.
+
+        crypto measures SHA-256, MD5, SHA-1, AES-256-GCM, HMAC-SHA256 and scrypt through the APIs
+        Buckia calls, beside libcrypto called directly.
 
         http starts nginx (WebDAV PUT) on 127.0.0.1 and compares Buckia's HTTP client, over
         libcurl and over URLSession, with the curl tool: one big PUT and GET, and N 10 KiB PUTs
@@ -57,6 +62,14 @@ enum BenchCommand {
     static func main(_ arguments: [String]) async -> Int32 {
         if arguments.first == "upload-reads" { return await uploadReads(Array(arguments.dropFirst())) }
         if arguments.first == "checksums" { return checksums(Array(arguments.dropFirst())) }
+        if arguments.first == "crypto" {
+            do {
+                return try crypto(Array(arguments.dropFirst()))
+            } catch {
+                FileHandle.standardError.write(Data("buckia-bench crypto: \(error)\n".utf8))
+                return 1
+            }
+        }
         if arguments.first == "http" { return await http(Array(arguments.dropFirst())) }
         if arguments.first == "cancel-storm" { return await CancelStorm.run(Array(arguments.dropFirst())) }
         if arguments.first == "bunny-list" { return await BunnyListBench.run(Array(arguments.dropFirst())) }
@@ -210,3 +223,4 @@ extension BenchCommand {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import Buckia
 import BuckiaHTTP
 import BuckiaTestSupport
@@ -118,3 +119,4 @@ enum BunnyListBench {
         return lines.joined(separator: "\n")
     }
 }
+#endif

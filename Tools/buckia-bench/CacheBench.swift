@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import Buckia
 import BuckiaHTTP
 import BuckiaTestSupport
@@ -190,3 +191,4 @@ enum CacheBench {
         }
     }
 }
+#endif

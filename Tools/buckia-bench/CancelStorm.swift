@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import Buckia
 import BuckiaHTTP
 import Foundation
@@ -52,3 +53,4 @@ enum CancelStorm {
         return 0
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import Buckia
 import BuckiaCatalog
 import CSQLite
@@ -227,3 +228,4 @@ enum CatalogBench {
         return times
     }
 }
+#endif

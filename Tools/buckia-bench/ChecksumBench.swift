@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import Buckia
 import CChecksum
 import Foundation
@@ -57,3 +58,4 @@ extension BenchCommand {
         return 0
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import Buckia
 import BuckiaTestSupport
 import Foundation
@@ -132,3 +133,4 @@ enum ChunkBench {
         print(String(format: "peak RSS %.1f MiB (target < 64 MiB): %@", peakMiB, peakMiB < 64 ? "met" : "NOT met"))
     }
 }
+#endif

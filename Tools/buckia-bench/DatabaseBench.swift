@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import Buckia
 import BuckiaDatabase
 import BuckiaSQLite
@@ -299,3 +300,4 @@ enum DatabaseBench {
         guard sqlite3_exec(db, "COMMIT", nil, nil, nil) == SQLITE_OK else { throw BenchFailure("raw commit failed") }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import Buckia
 import Foundation
 
@@ -126,3 +127,4 @@ struct BenchFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import Buckia
 import BuckiaHTTP
 import BuckiaTestSupport
@@ -279,3 +280,4 @@ enum CPU {
             + Double(usage.ru_stime.tv_usec) / 1e6
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import BuckiaCore
 import Foundation
 #if canImport(Glibc)
@@ -66,3 +67,4 @@ enum RawFiles {
 
 /// read(2), named apart from `RawFiles.read` so the call is unambiguous on every platform.
 private func readBytes(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
+#endif

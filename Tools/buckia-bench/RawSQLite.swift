@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import CSQLite
 import BuckiaCore
 import Foundation
@@ -100,3 +101,4 @@ enum RawSQLite {
         return Data(bytes: pointer, count: Int(sqlite3_column_bytes(statement, column)))
     }
 }
+#endif

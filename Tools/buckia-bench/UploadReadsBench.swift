@@ -1,3 +1,4 @@
+#if os(macOS) || os(Linux)
 import Buckia
 import Foundation
 
@@ -57,3 +58,4 @@ struct UploadReadsBench {
         return nil
     }
 }
+#endif

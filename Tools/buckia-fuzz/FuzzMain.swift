@@ -1,5 +1,8 @@
+// On iOS and tvOS this program does nothing: fuzzing runs on a Mac or Linux (Package.swift).
+#if os(macOS) || os(Linux)
 import BuckiaFuzzTargets
 import CLinux
+#endif
 import Foundation
 
 /// `buckia-fuzz`: Buckia's parsers of outside input under a fuzzer (`Tools/fuzz`).
@@ -11,7 +14,9 @@ import Foundation
 @main
 struct FuzzMain {
     static func main() {
-        #if BUCKIA_FUZZ
+        #if !(os(macOS) || os(Linux))
+        return
+        #elseif BUCKIA_FUZZ
         guard let name = ProcessInfo.processInfo.environment["BUCKIA_FUZZ_TARGET"], let target = FuzzTarget(rawValue: name) else {
             FileHandle.standardError.write(Data("Set BUCKIA_FUZZ_TARGET to one of: \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", ")).\n".utf8))
             exit(2)

@@ -1,7 +1,8 @@
-import COpenSSL
+internal import BuckiaCrypto
 import Foundation
 
-/// AES-256 in Galois/Counter Mode: encryption that also detects tampering.
+/// AES-256 in Galois/Counter Mode: encryption that also detects tampering, through CryptoKit's
+/// `AES.GCM`.
 ///
 /// Used by the encryption transform of engines and chunk stores. A sealed box's
 /// ``SealedBox/combined`` form is `nonce (12) ‖ ciphertext ‖ tag (16)`.
@@ -57,30 +58,13 @@ package enum AESGCM {
         guard nonce.count == nonceByteCount else {
             throw BuckiaError(.invalidConfiguration, "An AES-GCM nonce must be \(nonceByteCount) bytes; this one is \(nonce.count).")
         }
-        let input = Array(plaintext)
-        let aadBytes = Array(aad)
-        let context = try makeContext()
-        defer { EVP_CIPHER_CTX_free(context) }
-        var output = [UInt8](repeating: 0, count: input.count + 16)
-        var length: Int32 = 0
-        var total = 0
-        var tag = [UInt8](repeating: 0, count: tagByteCount)
-        guard EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-              EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1,
-              EVP_EncryptInit_ex(context, nil, nil, key, nonce) == 1,
-              aadBytes.isEmpty || EVP_EncryptUpdate(context, nil, &length, aadBytes, Int32(aadBytes.count)) == 1,
-              EVP_EncryptUpdate(context, &output, &length, input, Int32(input.count)) == 1
-        else { throw failure("encrypt") }
-        total = Int(length)
-        let finalOK = output.withUnsafeMutableBufferPointer { buffer in
-            EVP_EncryptFinal_ex(context, buffer.baseAddress! + total, &length) == 1
+        let sealed: BuckiaCrypto.AES.GCM.SealedBox
+        do {
+            sealed = try BuckiaCrypto.AES.GCM.seal(plaintext, using: SymmetricKey(data: key), nonce: BuckiaCrypto.AES.GCM.Nonce(data: nonce), authenticating: aad)
+        } catch {
+            throw failure("encrypt", error)
         }
-        guard finalOK else { throw failure("encrypt") }
-        total += Int(length)
-        guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, Int32(tagByteCount), &tag) == 1 else {
-            throw failure("encrypt")
-        }
-        return SealedBox(nonce: nonce, ciphertext: Array(output.prefix(total)), tag: tag)
+        return SealedBox(nonce: nonce, ciphertext: Array(sealed.ciphertext), tag: Array(sealed.tag))
     }
 
     /// Decrypts a box, verifying that neither it nor `aad` was changed.
@@ -97,29 +81,22 @@ package enum AESGCM {
                     + "AES-GCM boxes hold \(nonceByteCount) and \(tagByteCount).",
                 operation: "decrypt")
         }
-        let aadBytes = Array(aad)
-        let context = try makeContext()
-        defer { EVP_CIPHER_CTX_free(context) }
-        var output = [UInt8](repeating: 0, count: box.ciphertext.count + 16)
-        var length: Int32 = 0
-        var tag = box.tag
-        guard EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, nil, nil) == 1,
-              EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, Int32(nonceByteCount), nil) == 1,
-              EVP_DecryptInit_ex(context, nil, nil, key, box.nonce) == 1,
-              aadBytes.isEmpty || EVP_DecryptUpdate(context, nil, &length, aadBytes, Int32(aadBytes.count)) == 1,
-              EVP_DecryptUpdate(context, &output, &length, box.ciphertext, Int32(box.ciphertext.count)) == 1,
-              EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, Int32(tagByteCount), &tag) == 1
-        else { throw failure("decrypt") }
-        let total = Int(length)
-        let verified = output.withUnsafeMutableBufferPointer { buffer in
-            EVP_DecryptFinal_ex(context, buffer.baseAddress! + total, &length) == 1
+        let sealed: BuckiaCrypto.AES.GCM.SealedBox
+        do {
+            sealed = try BuckiaCrypto.AES.GCM.SealedBox(nonce: BuckiaCrypto.AES.GCM.Nonce(data: box.nonce), ciphertext: box.ciphertext, tag: box.tag)
+        } catch {
+            throw failure("decrypt", error)
         }
-        guard verified else {
+        do {
+            return try BuckiaCrypto.AES.GCM.open(sealed, using: SymmetricKey(data: key), authenticating: aad)
+        } catch {
+            // The key and the box's sizes are checked above, so what is left to fail is the tag.
+            // CryptoKit says so with `CryptoKitError.authenticationFailure`, swift-crypto's
+            // BoringSSL backend with an error of its own: the type is not relied on.
             throw BuckiaError(
                 .corrupt, "The encrypted data failed authentication: it was altered, or the key is not the one it was sealed with.",
                 operation: "decrypt")
         }
-        return Data(output.prefix(total + Int(length)))
     }
 
     private static func checkKey(_ key: [UInt8]) throws {
@@ -128,13 +105,7 @@ package enum AESGCM {
         }
     }
 
-    private static func makeContext() throws -> OpaquePointer {
-        guard let context = EVP_CIPHER_CTX_new() else { throw failure("allocate") }
-        return context
-    }
-
-    private static func failure(_ step: String) -> BuckiaError {
-        ERR_clear_error()
-        return BuckiaError(.io, "OpenSSL failed to \(step) with AES-256-GCM.", operation: step)
+    private static func failure(_ step: String, _ error: any Error) -> BuckiaError {
+        BuckiaError(.io, "AES-256-GCM could not \(step): \(error).", operation: step)
     }
 }

@@ -1,8 +1,8 @@
-import COpenSSL
+internal import BuckiaCrypto
 import Foundation
 
-/// A hash function Buckia computes locally: MD5 and the SHAs through OpenSSL's libcrypto,
-/// CRC-32C with the processor's CRC instruction (the checksum S3's `x-amz-checksum-crc32c` and
+/// A hash function Buckia computes locally: MD5 and the SHAs through CryptoKit's API (CryptoKit
+/// on Apple platforms, BuckiaCrypto's libcrypto implementation of that API elsewhere), CRC-32C with the processor's CRC instruction (the checksum S3's `x-amz-checksum-crc32c` and
 /// Google Cloud Storage use; a digest of its 4 bytes, big-endian).
 public enum HashAlgorithm: String, Sendable, CaseIterable, Codable {
     case md5, sha1, sha256, crc32c
@@ -14,16 +14,6 @@ public enum HashAlgorithm: String, Sendable, CaseIterable, Codable {
         case .sha1: 20
         case .sha256: 32
         case .crc32c: 4
-        }
-    }
-
-    /// OpenSSL's implementation, or nil for CRC-32C, which is not a libcrypto digest.
-    var evp: OpaquePointer? {
-        switch self {
-        case .md5: EVP_md5()
-        case .sha1: EVP_sha1()
-        case .sha256: EVP_sha256()
-        case .crc32c: nil
         }
     }
 }
@@ -54,66 +44,67 @@ public struct Digest: Hashable, Sendable, CustomStringConvertible {
 public final class DigestHasher {
     /// The algorithm in use.
     public let algorithm: HashAlgorithm
-    private enum State {
-        case openSSL(OpaquePointer)
-        case crc32c(UInt32)
-    }
-    private var state: State
+    /// The running function. Mutated in place through the existential, so a hash function's
+    /// state is never copied per update.
+    private var function: any HashFunction
 
     /// Starts a new digest.
     ///
-    /// - Throws: ``BuckiaError/Code/unsupported`` when OpenSSL refuses the algorithm (MD5 in
-    ///   FIPS mode) or cannot allocate a context.
+    /// - Throws: Nothing today: every algorithm is computed in-process on every platform. The
+    ///   signature keeps room for a build whose library refuses one (MD5 under FIPS rules).
     public init(_ algorithm: HashAlgorithm) throws {
         self.algorithm = algorithm
-        guard let evp = algorithm.evp else {
-            state = .crc32c(0)
-            return
+        switch algorithm {
+        case .md5: function = Insecure.MD5()
+        case .sha1: function = Insecure.SHA1()
+        case .sha256: function = SHA256()
+        case .crc32c: function = CRC32CFunction()
         }
-        guard let context = EVP_MD_CTX_new() else {
-            throw BuckiaError(.io, "OpenSSL could not allocate a \(algorithm) digest context; the process is out of memory.", operation: "hash")
-        }
-        guard EVP_DigestInit_ex(context, evp, nil) == 1 else {
-            EVP_MD_CTX_free(context)
-            throw BuckiaError(
-                .unsupported,
-                "OpenSSL refused to compute \(algorithm) (it does in FIPS mode for MD5); use a provider or option that does not need it.",
-                operation: "hash")
-        }
-        state = .openSSL(context)
-    }
-
-    deinit {
-        if case .openSSL(let context) = state { EVP_MD_CTX_free(context) }
     }
 
     /// Feeds bytes into the digest.
     public func update(_ buffer: UnsafeRawBufferPointer) {
-        guard buffer.count > 0 else { return }
-        switch state {
-        case .openSSL(let context): EVP_DigestUpdate(context, buffer.baseAddress, buffer.count)
-        case .crc32c(let crc): state = .crc32c(CRC32C.checksum(buffer, seed: crc))
-        }
+        function.update(bufferPointer: buffer)
     }
 
     /// Feeds bytes into the digest.
     public func update<Bytes: DataProtocol>(_ data: Bytes) {
         for region in data.regions {
-            region.withUnsafeBytes { update($0) }
+            region.withUnsafeBytes { function.update(bufferPointer: $0) }
         }
     }
 
-    /// Returns the digest of everything fed so far. The hasher cannot be used afterwards.
+    /// Returns the digest of everything fed so far.
     public func finalize() -> Digest {
-        switch state {
-        case .openSSL(let context):
-            var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-            var length: UInt32 = 0
-            EVP_DigestFinal_ex(context, &output, &length)
-            return Digest(bytes: Array(output.prefix(Int(length))))
-        case .crc32c(let crc):
-            return Digest(bytes: [UInt8(truncatingIfNeeded: crc >> 24), UInt8(truncatingIfNeeded: crc >> 16), UInt8(truncatingIfNeeded: crc >> 8), UInt8(truncatingIfNeeded: crc)])
-        }
+        Digest(bytes: function.finalize().withUnsafeBytes { Array($0) })
+    }
+}
+
+/// CRC-32C in CryptoKit's hash-function shape, so ``DigestHasher`` runs one kind of function:
+/// the processor's CRC instruction through CChecksum, a digest of the 4 bytes big-endian.
+struct CRC32CFunction: HashFunction {
+    static let blockByteCount = 1
+    private var crc: UInt32 = 0
+
+    init() {}
+
+    mutating func update(bufferPointer: UnsafeRawBufferPointer) {
+        guard bufferPointer.count > 0 else { return }
+        crc = CRC32C.checksum(bufferPointer, seed: crc)
+    }
+
+    func finalize() -> CRC32CDigest {
+        CRC32CDigest(value: crc)
+    }
+}
+
+/// The output of ``CRC32CFunction``.
+struct CRC32CDigest: BuckiaCrypto.Digest {
+    static let byteCount = 4
+    let value: UInt32
+
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try Swift.withUnsafeBytes(of: value.bigEndian, body)
     }
 }
 
@@ -188,16 +179,9 @@ public enum Hashing {
         return hasher.finalize()
     }
 
-    /// The SHA-256 of `data`, which OpenSSL computes in every mode, FIPS included.
+    /// The SHA-256 of `data`.
     public static func sha256<Bytes: DataProtocol>(_ data: Bytes) -> Digest {
-        var output = [UInt8](repeating: 0, count: 32)
-        let bytes = Array(data)
-        bytes.withUnsafeBufferPointer { input in
-            output.withUnsafeMutableBufferPointer { out in
-                _ = SHA256(input.baseAddress, input.count, out.baseAddress)
-            }
-        }
-        return Digest(bytes: output)
+        Digest(bytes: Array(SHA256.hash(data: data)))
     }
 
     /// Lowercase hex SHA-256 of `data`.

@@ -1,11 +1,12 @@
-import COpenSSL
+internal import BuckiaCrypto
 import Foundation
 
-/// Keyed-hash message authentication codes (RFC 2104), for request signing and tokens.
+/// Keyed-hash message authentication codes (RFC 2104), for request signing and tokens: CryptoKit's
+/// `HMAC` behind the byte-array shape Buckia's signers use.
 package enum HMAC {
     /// HMAC-SHA256 of `message` under `key`.
     package static func sha256<Key: DataProtocol, Message: DataProtocol>(key: Key, message: Message) -> Digest {
-        code(EVP_sha256(), key: key, message: message)
+        code(SHA256.self, key: key, message: message)
     }
 
     /// The MAC of `message` under `key` with the given hash function.
@@ -15,26 +16,18 @@ package enum HMAC {
     package static func authenticationCode<Key: DataProtocol, Message: DataProtocol>(
         _ algorithm: HashAlgorithm, key: Key, message: Message
     ) throws -> Digest {
-        guard let evp = algorithm.evp else {
-            throw BuckiaError(.unsupported, "HMAC needs a cryptographic hash; \(algorithm.rawValue) is a checksum.", operation: "hmac")
+        switch algorithm {
+        case .md5: code(Insecure.MD5.self, key: key, message: message)
+        case .sha1: code(Insecure.SHA1.self, key: key, message: message)
+        case .sha256: code(SHA256.self, key: key, message: message)
+        case .crc32c: throw BuckiaError(.unsupported, "HMAC needs a cryptographic hash; \(algorithm.rawValue) is a checksum.", operation: "hmac")
         }
-        return code(evp, key: key, message: message)
     }
 
-    private static func code<Key: DataProtocol, Message: DataProtocol>(_ evp: OpaquePointer?, key: Key, message: Message) -> Digest {
-        let keyBytes = Array(key)
-        let messageBytes = Array(message)
-        var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        keyBytes.withUnsafeBytes { keyBuffer in
-            messageBytes.withUnsafeBytes { messageBuffer in
-                _ = COpenSSL.HMAC(
-                    evp, keyBuffer.baseAddress, Int32(keyBuffer.count),
-                    messageBuffer.baseAddress?.assumingMemoryBound(to: UInt8.self), messageBuffer.count,
-                    &output, &length)
-            }
-        }
-        return Digest(bytes: Array(output.prefix(Int(length))))
+    private static func code<H: HashFunction, Key: DataProtocol, Message: DataProtocol>(_: H.Type, key: Key, message: Message) -> Digest {
+        // One copy of the key (into the SymmetricKey) and one of the code (into the result).
+        let symmetricKey = key.withContiguousStorageIfAvailable { SymmetricKey(data: UnsafeRawBufferPointer($0)) } ?? SymmetricKey(data: Array(key))
+        return Digest(bytes: BuckiaCrypto.HMAC<H>.authenticationCode(for: message, using: symmetricKey).withUnsafeBytes { Array($0) })
     }
 
     /// Compares two MACs in time that does not depend on where they differ.

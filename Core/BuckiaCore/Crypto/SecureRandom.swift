@@ -1,29 +1,18 @@
-import COpenSSL
+internal import BuckiaCrypto
 import Foundation
 
-/// Cryptographically secure random bytes from OpenSSL's generator.
+/// Cryptographically secure random bytes: CryptoKit's random `SymmetricKey`, which draws from the
+/// system's generator (`getrandom` on Linux, the kernel's generator on Apple platforms).
 package enum SecureRandom {
     /// `count` random bytes.
     ///
-    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a negative count; ``BuckiaError``
-    ///   if the generator is not seeded, which on a working system does not happen.
+    /// - Throws: ``BuckiaError/Code/invalidConfiguration`` for a negative count, or one too large
+    ///   to count in bits.
     package static func bytes(count: Int) throws -> [UInt8] {
-        guard count >= 0 else {
-            throw BuckiaError(.invalidConfiguration, "Cannot draw \(count) random bytes; the count must not be negative.")
+        guard count >= 0, count <= Int.max / 8 else {
+            throw BuckiaError(.invalidConfiguration, "Cannot draw \(count) random bytes; the count must be from 0 to \(Int.max / 8).")
         }
-        var bytes = [UInt8](repeating: 0, count: count)
-        try bytes.withUnsafeMutableBufferPointer { buffer in
-            // RAND_bytes takes an Int32 length, so very large draws go in pieces.
-            var offset = 0
-            while offset < buffer.count, let base = buffer.baseAddress {
-                let chunk = min(buffer.count - offset, Int(Int32.max))
-                guard RAND_bytes(base + offset, Int32(chunk)) == 1 else {
-                    ERR_clear_error()
-                    throw BuckiaError(.io, "The system's secure random generator failed; check that OpenSSL can read /dev/urandom.")
-                }
-                offset += chunk
-            }
-        }
-        return bytes
+        guard count > 0 else { return [] }
+        return SymmetricKey(size: SymmetricKeySize(bitCount: count * 8)).withUnsafeBytes { Array($0) }
     }
 }

@@ -1,11 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// An `errno` value that caused a ``BuckiaError``.
 public struct POSIXErrorNumber: Error, Sendable, CustomStringConvertible {

@@ -9,17 +9,26 @@ public struct StoragePermissions: OptionSet, Hashable, Sendable, Codable {
     public static let write = StoragePermissions(rawValue: 1 << 1)
     public static let delete = StoragePermissions(rawValue: 1 << 2)
     public static let list = StoragePermissions(rawValue: 1 << 3)
+    /// Creating a new object directly in a folder, and nothing else: no read, no list, no
+    /// overwrite, no delete, no multipart upload, a bounded size. What one user needs to put a
+    /// change file in another's `inbound/` without being able to touch what others put there.
+    /// Implied by ``write``, which may also replace.
+    public static let deliver = StoragePermissions(rawValue: 1 << 4)
 
-    /// Read, write, delete and list.
+    /// Read, write, delete and list (``write`` implies ``deliver``).
     public static let all: StoragePermissions = [.read, .write, .delete, .list]
     /// Read and list.
     public static let readOnly: StoragePermissions = [.read, .list]
+    /// Every permission Buckia knows.
+    public static let known: StoragePermissions = [.read, .write, .delete, .list, .deliver]
+
+    /// Each permission with its name, as tokens and the command line spell it.
+    public static let named: [(permission: StoragePermissions, name: String)] = [
+        (.read, "read"), (.write, "write"), (.delete, "delete"), (.list, "list"), (.deliver, "deliver"),
+    ]
 
     /// The permission names, for messages and token payloads.
-    public var names: [String] {
-        [(StoragePermissions.read, "read"), (.write, "write"), (.delete, "delete"), (.list, "list")]
-            .filter { contains($0.0) }.map(\.1)
-    }
+    public var names: [String] { Self.named.filter { contains($0.permission) }.map(\.name) }
 }
 
 /// What to put in a generated token.

@@ -1,11 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A provider whose objects are files on this machine, so a transfer to or from another
 /// provider moves bytes straight between those files and the other provider, with no copy in

@@ -1,11 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Whole-file writes that either happen completely or not at all.
 ///
@@ -145,9 +138,12 @@ public enum AtomicFile {
         }
     }
 
-    /// Streams `source` into `destination` atomically through a fixed-size buffer.
+    /// Copies `source` to `destination` atomically: a copy-on-write clone where the file
+    /// systems make one (APFS, Btrfs, XFS: a moment and no space, whatever the size), otherwise
+    /// streamed through a fixed-size buffer.
     ///
-    /// - Parameter observe: Sees every chunk as it passes, to hash it on the way.
+    /// - Parameter observe: Sees every chunk of what is placed, to hash it on the way (a clone
+    ///   is read back for it: what was hashed is what the destination holds).
     /// - Returns: The number of bytes copied.
     @discardableResult
     public static func copy(
@@ -162,11 +158,49 @@ public enum AtomicFile {
         if options.permissions == nil && existingPermissions(destination) == nil {
             options.permissions = try input.permissions() & 0o777
         }
+        if let cloned = try placeClone(of: input, at: destination, options: options, observe: observe) { return cloned }
         var total: Int64 = 0
         try write(to: destination, options: options) { output in
             total = try pump(from: input, to: output, observe: observe)
         }
         return total
+    }
+
+    /// Places a copy-on-write clone of `input` at `url` (``CopyOnWrite``): cloned into a private
+    /// temporary folder beside `url` (or in `options.temporaryDirectory`), given its mode and
+    /// date, synced when durable, then moved over `url`. The mode is `options.permissions`
+    /// less the umask, else the replaced file's, else 0644 less the umask: what ``write(to:options:_:)``
+    /// gives.
+    ///
+    /// - Parameter observe: Sees the clone's bytes, read back before it is placed.
+    /// - Returns: The size placed; nil, with nothing changed or left behind, where
+    ///   ``CopyOnWrite/clone(_:in:)`` makes no clone (the caller copies the bytes).
+    package static func placeClone(
+        of input: LocalFile, at url: URL, options: Options, observe: ((UnsafeRawBufferPointer) -> Void)? = nil
+    ) throws -> Int64? {
+        try LocalFile.checkReplaceable(url.path)
+        let directory = options.temporaryDirectory ?? url.deletingLastPathComponent()
+        let parent: DirectoryHandle
+        do {
+            parent = try DirectoryHandle(path: directory.path)
+        } catch {
+            return nil
+        }
+        guard let clone = try CopyOnWrite.clone(input, in: parent) else { return nil }
+        defer { clone.discard() }
+        let existing = existingPermissions(url)
+        if let observe {
+            try clone.file.forEachChunk { chunk in
+                try BlockingWork.checkCancellation("copy")
+                observe(chunk)
+            }
+        }
+        let (size, _) = try clone.file.status()
+        try clone.file.setPermissions(options.permissions.map { $0 & ~CopyOnWrite.creationMask } ?? existing ?? (0o644 & ~CopyOnWrite.creationMask))
+        if let date = options.modificationDate { try clone.file.setModificationDate(date) }
+        try place(URL(fileURLWithPath: clone.path), at: url, options: options)
+        TransferProgress.observer?.report(size)
+        return size
     }
 
     /// Copies everything from `input` to `output` through one buffer of ``copyBufferSize``,

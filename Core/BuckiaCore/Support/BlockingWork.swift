@@ -1,4 +1,3 @@
-import CLinux
 import Foundation
 
 /// A few threads of Buckia's own for work that blocks (whole-file copies, `fsync`, `syncfs`),
@@ -86,7 +85,7 @@ package enum BlockingWork {
         }
 
         private func work() {
-            buckia_name_thread("buckia-io")
+            SystemCalls.nameThread("buckia-io")
             while true {
                 condition.lock()
                 while jobs.isEmpty { condition.wait() }

@@ -1,12 +1,4 @@
-import CLinux
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// An open folder, for working inside a root without the check-then-use races of paths.
 ///
@@ -44,7 +36,7 @@ package final class DirectoryHandle {
     ///   is missing, `ENOTDIR` when a file is in the way.
     package static func openWithoutLinks(_ path: String) throws -> DirectoryHandle? {
         guard canOpenWithoutLinks else { return nil }
-        let fd = buckia_open_no_links(AT_FDCWD, path, O_RDONLY | O_DIRECTORY, 0)
+        let fd = SystemCalls.openWithoutLinks(AT_FDCWD, path, O_RDONLY | O_DIRECTORY, 0)
         guard fd >= 0 else {
             if errno == ENOSYS { return nil }
             throw BuckiaError.posix(errno, operation: "open folder", path: path)
@@ -54,7 +46,7 @@ package final class DirectoryHandle {
 
     /// Whether ``openWithoutLinks(_:)`` works here, tried once on `/`.
     package static let canOpenWithoutLinks: Bool = {
-        let fd = buckia_open_no_links(AT_FDCWD, "/", O_RDONLY | O_DIRECTORY, 0)
+        let fd = SystemCalls.openWithoutLinks(AT_FDCWD, "/", O_RDONLY | O_DIRECTORY, 0)
         guard fd >= 0 else { return false }
         close(fd)
         return true
@@ -146,7 +138,7 @@ package final class DirectoryHandle {
     /// writes a named temporary).
     package func createUnnamedFile(permissions: mode_t = 0o644) throws -> LocalFile? {
         guard Self.canNameUnnamedFiles else { return nil }
-        let fd = buckia_create_unnamed(descriptor, ".", O_WRONLY, permissions)
+        let fd = SystemCalls.createUnnamed(descriptor, ".", O_WRONLY, permissions)
         guard fd >= 0 else {
             if [EOPNOTSUPP, EISDIR, EINVAL, ENOSYS].contains(errno) { return nil }
             throw BuckiaError.posix(errno, operation: "create", path: path)
@@ -189,12 +181,12 @@ package final class DirectoryHandle {
     /// that makes a batch of unsynced files durable (a group commit), instead of an `fsync`
     /// per file.
     package func syncFileSystem() throws {
-        guard buckia_syncfs(descriptor) == 0 else { throw BuckiaError.posix(errno, operation: "syncfs", path: path) }
+        guard SystemCalls.syncFileSystem(descriptor) == 0 else { throw BuckiaError.posix(errno, operation: "syncfs", path: path) }
     }
 
     /// Flushes the folder's entries to stable storage, after a rename into it.
     package func sync() throws {
-        guard fsync(descriptor) == 0 else { throw BuckiaError.posix(errno, operation: "fsync", path: path) }
+        guard SystemCalls.fullSync(descriptor) == 0 else { throw BuckiaError.posix(errno, operation: "fsync", path: path) }
     }
 
     /// The names in this folder with their kinds, `.` and `..` left out, unsorted; names that

@@ -1,12 +1,4 @@
-import CLinux
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// An open file descriptor, for plugins that stream bytes with a fixed-size buffer.
 ///
@@ -27,7 +19,7 @@ package final class LocalFile {
     /// - Throws: ``BuckiaError/Code/alreadyExists`` when `name` is taken; what the file system
     ///   reports otherwise (`ENOENT` when `folder` was removed meanwhile).
     package func linkUnnamed(into folder: DirectoryHandle, as name: String) throws {
-        guard buckia_link_unnamed(descriptor, folder.descriptor, name) == 0 else {
+        guard SystemCalls.linkUnnamed(descriptor, folder.descriptor, name) == 0 else {
             let code = errno
             if code == EEXIST {
                 throw BuckiaError(.alreadyExists, "Something already exists at \(folder.child(name).debugDescription).", operation: "link", path: folder.child(name))
@@ -72,7 +64,7 @@ package final class LocalFile {
     ///   folder at a time, which reports exactly what is wrong.
     package static func openRegularWithoutLinks(_ path: String) -> (file: LocalFile, status: stat)? {
         guard DirectoryHandle.canOpenWithoutLinks else { return nil }
-        let fd = buckia_open_no_links(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0)
+        let fd = SystemCalls.openWithoutLinks(AT_FDCWD, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0)
         guard fd >= 0 else { return nil }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
@@ -305,7 +297,7 @@ package final class LocalFile {
         let descriptor = descriptor
         let path = path
         try await BlockingWork.run("fsync") {
-            if fsync(descriptor) != 0 {
+            if SystemCalls.fullSync(descriptor) != 0 {
                 throw BuckiaError.posix(errno, operation: "fsync", path: path)
             }
         }
@@ -314,7 +306,7 @@ package final class LocalFile {
     /// Flushes the file's data (and the metadata needed to read it back) to stable storage:
     /// `fdatasync`, for flushing a file in steps as it grows.
     package func syncData() throws {
-        if fdatasync(descriptor) != 0 {
+        if SystemCalls.dataSync(descriptor) != 0 {
             throw BuckiaError.posix(errno, operation: "fdatasync", path: path)
         }
     }
@@ -327,7 +319,7 @@ package final class LocalFile {
         let size = try status().size
         var offset: Int64 = 0
         while offset < size {
-            if buckia_sync_range(descriptor, offset, min(step, size - offset)) != 0 {
+            if SystemCalls.syncRange(descriptor, offset, min(step, size - offset)) != 0 {
                 throw BuckiaError.posix(errno, operation: "sync_file_range", path: path)
             }
             offset += step
@@ -340,12 +332,12 @@ package final class LocalFile {
     /// took it, and a failure loses nothing (the `fsync` that follows reports any write error).
     @discardableResult
     package func startWriteback(_ range: Range<Int64>) -> Bool {
-        buckia_start_writeback(descriptor, range.lowerBound, range.upperBound - range.lowerBound) == 0
+        SystemCalls.startWriteback(descriptor, range.lowerBound, range.upperBound - range.lowerBound) == 0
     }
 
     /// Flushes the file's data and metadata to stable storage.
     package func sync() throws {
-        if fsync(descriptor) != 0 {
+        if SystemCalls.fullSync(descriptor) != 0 {
             throw BuckiaError.posix(errno, operation: "fsync", path: path)
         }
     }

@@ -1,11 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The memory of one upload part: mapped pages of its own, returned to the system the moment
 /// the last `Data` that shares them is gone.

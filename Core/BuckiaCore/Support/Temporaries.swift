@@ -1,12 +1,4 @@
-import CLinux
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Buckia's temporary files: how they are named, which ones this process is writing, and how
 /// the ones a killed process left behind are found and removed.
@@ -20,8 +12,9 @@ import Darwin
 /// into its folder, so it is never visible unlocked and a sweep may take every unlocked one at
 /// once: a run after a `kill -9` leaves nothing behind. Where that is not available the file
 /// is created by name carrying ``creatingMark`` and locked an instant later, when the mark is
-/// dropped; a sweep leaves an unlocked temporary alone only while it is empty, marked and
-/// younger than ``sweepAge``, since it may be that instant.
+/// dropped; a sweep leaves an unlocked temporary alone only while it is empty, marked, younger
+/// than ``sweepAge`` and its creator (whose process id the name carries) still runs, since it
+/// may be that instant.
 package enum Temporaries {
     /// Paths of the temporary files and folders this process is writing, with whether each
     /// is a folder.
@@ -36,7 +29,7 @@ package enum Temporaries {
     /// the registry. Links are never followed.
     static func create(_ name: String, in directory: Int32, folder: String, path: String, permissions: mode_t) throws -> LocalFile {
         try registering(path, folder: false) {
-            let locked = buckia_create_locked(directory, folder, name, O_WRONLY, permissions)
+            let locked = SystemCalls.createLocked(directory, folder, name, access: O_WRONLY, mode: permissions, epoch: true)
             if locked >= 0 { return LocalFile(descriptor: locked, path: path) }
             // No O_TMPFILE here (or no /proc): create by name, marked as being created, then lock.
             let fd = openat(directory, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions | Temporaries.creatingMark)
@@ -82,15 +75,39 @@ package enum Temporaries {
     static let marksCreation = false
     #endif
 
-    /// A new temporary file name: this process's random token and a counter. Unique without
-    /// a system call per name (`UUID()` opened `/dev/urandom` for every one, a third of the
-    /// system calls a small file's write made beyond rsync's).
+    /// A new temporary file name, `.buckia-<token>-<pid>-<n>.tmp`: this process's random
+    /// token, its process id and a counter. Unique without a system call per name (`UUID()`
+    /// opened `/dev/urandom` for every one, a third of the system calls a small file's write
+    /// made beyond rsync's). The process id lets a sweep tell a file being created this
+    /// instant from one whose creator was killed in that instant (``creatorIsGone(_:)``).
     package static func makeName() -> String {
         let number = counter.withLock { value in
             value &+= 1
             return value
         }
-        return ".buckia-\(processToken)-\(number).tmp"
+        return ".buckia-\(processToken)-\(processID)-\(number).tmp"
+    }
+
+    private static let processID = getpid()
+
+    /// The process id in a temporary's name (see ``makeName()``), or nil for a name without
+    /// one (a name older Buckia versions made, or not Buckia's).
+    package static func creator(ofTemporary name: String) -> pid_t? {
+        guard name.hasPrefix(".buckia-"), name.hasSuffix(".tmp") else { return nil }
+        let parts = name.dropFirst(".buckia-".count).dropLast(".tmp".count).split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, let pid = pid_t(parts[1]), pid > 0 else { return nil }
+        return pid
+    }
+
+    /// Whether the process that named the temporary `name` has certainly exited: its id, from
+    /// the name, belongs to no process on this machine. False when it runs, when the name
+    /// carries no id, or when it cannot be told (a process of another user answers `EPERM`:
+    /// it runs). A writer on another machine sharing the folder, or in another pid namespace,
+    /// looks gone: a sweep there may take its temporary in the instant between create and
+    /// lock, and that writer's rename then fails with a typed error instead of losing data.
+    package static func creatorIsGone(_ name: String) -> Bool {
+        guard let pid = creator(ofTemporary: name) else { return false }
+        return kill(pid, 0) != 0 && errno == ESRCH
     }
 
     /// 64 random bits drawn once per process: names from two processes never meet.
@@ -182,9 +199,10 @@ package enum Temporaries {
 
 extension DirectoryHandle {
     /// Removes the temporary file `name` if no process holds its lock, unless it may be one
-    /// being created this instant: empty, modified after `cutoff`, and still carrying
+    /// being created this instant: empty, modified after `cutoff`, still carrying
     /// ``Temporaries/creatingMark`` (created by name where `O_TMPFILE` is missing, its writer
-    /// between create and lock). A temporary made through `O_TMPFILE` is locked before it has a
+    /// between create and lock), and its creator still running (a kill in that instant left
+    /// such a file, which the rerun right after it must take: the portable kill harness). A temporary made through `O_TMPFILE` is locked before it has a
     /// name, and one made by name loses the mark once locked, so any other unlocked temporary
     /// is abandoned.
     func removeIfAbandoned(_ name: String, olderThan cutoff: Date) -> Bool {
@@ -195,6 +213,7 @@ extension DirectoryHandle {
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
         let marked = !Temporaries.marksCreation || (info.st_mode & Temporaries.creatingMark) != 0
         let beingCreated = info.st_size == 0 && marked && LocalFile.modificationDate(of: info) >= cutoff
+            && !Temporaries.creatorIsGone(name)
         guard !beingCreated else { return false }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
         return unlinkat(descriptor, name, 0) == 0
@@ -203,15 +222,15 @@ extension DirectoryHandle {
 
 extension DirectoryHandle {
     /// Removes the temporary folder `name` and what is in it if no process holds its lock,
-    /// unless it may be one being created this instant: empty, created after `cutoff`, and
-    /// still carrying ``Temporaries/creatingMark``.
+    /// unless it may be one being created this instant: empty, created after `cutoff`, still
+    /// carrying ``Temporaries/creatingMark``, and its creator still running.
     func removeFolderIfAbandoned(_ name: String, olderThan cutoff: Date) -> Bool {
         guard let folder = try? self.folder(name, create: false) else { return false }
         var info = stat()
         guard fstat(folder.descriptor, &info) == 0, flock(folder.descriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
         let empty = (try? folder.rawNames().isEmpty) ?? false
         let marked = !Temporaries.marksCreation || (info.st_mode & Temporaries.creatingMark) != 0
-        guard !(empty && marked && LocalFile.modificationDate(of: info) >= cutoff) else { return false }
+        guard !(empty && marked && LocalFile.modificationDate(of: info) >= cutoff && !Temporaries.creatorIsGone(name)) else { return false }
         return (try? removeTree(name)) != nil
     }
 
@@ -286,7 +305,7 @@ extension LocalFile {
     package static func createLockedTemporary(_ url: URL, permissions: mode_t = 0o644) throws -> LocalFile {
         // Not dated 1970 as other temporaries are: a restored empty file keeps the time it is
         // made at.
-        let locked = buckia_create_locked_dated(AT_FDCWD, url.deletingLastPathComponent().path, url.path, O_WRONLY, permissions, 0)
+        let locked = SystemCalls.createLocked(AT_FDCWD, url.deletingLastPathComponent().path, url.path, access: O_WRONLY, mode: permissions, epoch: false)
         if locked >= 0 { return LocalFile(descriptor: locked, path: url.path) }
         // Something is already there: the same refusal a create by name gives.
         if errno == EEXIST { throw BuckiaError.posix(EEXIST, operation: "create", path: url.path) }

@@ -1,7 +1,6 @@
 #if canImport(CCurl)
 import BuckiaCore
 import CCurl
-import CLinux
 import Foundation
 
 /// One thread driving every transfer of a ``CurlTransport`` through libcurl's multi interface:
@@ -138,8 +137,8 @@ final class CurlLoop: @unchecked Sendable {
     var threadID: Int32? { inbox.withLock { $0.threadID } }
 
     private func run() {
-        buckia_name_thread("buckia-curl")
-        let id = buckia_thread_id()
+        SystemCalls.nameThread("buckia-curl")
+        let id = SystemCalls.threadID()
         inbox.withLock { $0.threadID = id }
         while true {
             let (added, cancelled, resumed, stopping) = inbox.withLock { box in

@@ -65,11 +65,7 @@ final class CurlTransfer: @unchecked Sendable {
             let reader = try FileReader(url)
             source = .file(reader, start: 0, size: try reader.size())
         case .fileRange(let url, let range):
-            let reader = try FileReader(url)
-            guard range.lowerBound >= 0, range.upperBound <= (try reader.size()) else {
-                throw BuckiaError(
-                    .invalidPath, "Bytes \(range.lowerBound)..<\(range.upperBound) are not all in \(url.path).", operation: "upload", path: url.path)
-            }
+            let reader = try HTTPRequest.Body.rangeReader(url, range)
             source = .file(reader, start: range.lowerBound, size: Int64(range.count))
         }
         guard let easy = curl_easy_init() else {

@@ -9,7 +9,14 @@ writes. Usage as a script:
 
 writes an example diff (two recordings shared, one deleted) into OUTPUT_FOLDER and prints its
 path. As a module, call write_diff().
+
+    python3 make_diff.py OUTPUT_FOLDER SENDER --sign KEY_ID
+
+also signs it (Docs/Database.md, "Signed diffs") with a new Ed25519 key from PyNaCl (any
+Ed25519 library does), and prints the key's public JWK on a second line: what the sender
+publishes at keys/<SENDER>.jwk, inside {"keys": [...]}.
 """
+import base64
 import hashlib
 import os
 import secrets
@@ -90,7 +97,16 @@ def payload_sha256(db):
     return h.hexdigest()
 
 
-def write_diff(folder, sender, tables, ident=None, created_at=None):
+def signature_message(key_id, payload):
+    """The bytes a diff's signature is over: the key id and the payload's SHA-256 (hex)."""
+    return f"buckia-diff-signature/v1\n{key_id}\n{payload}".encode()
+
+
+def base64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def write_diff(folder, sender, tables, ident=None, created_at=None, key_id=None, sign=None):
     """Writes <folder>/<KSUID>.sqlite and returns its path.
 
     tables: a list of dicts, in the order they are to be applied:
@@ -100,6 +116,8 @@ def write_diff(folder, sender, tables, ident=None, created_at=None):
                primary_key_position is 0 outside the key, 1, 2, ... inside it
       upserts  rows to insert or replace: tuples of values in column order
       deletes  keys to delete: tuples of the key's values in key order
+    key_id, sign: to sign the diff, the signing key's id and a function from the message's
+      bytes to its 64-byte Ed25519 signature
     """
     created_at = int(time.time()) if created_at is None else created_at
     ident = ident or ksuid(created_at)
@@ -133,7 +151,12 @@ def write_diff(folder, sender, tables, ident=None, created_at=None):
                        table.get("deletes", []))
     db.execute("INSERT INTO buckia_manifest VALUES (?, ?, ?, ?, '')",
                (FORMAT_VERSION, ident, sender, created_at))
-    db.execute("UPDATE buckia_manifest SET payload_sha256 = ?", (payload_sha256(db),))
+    payload = payload_sha256(db)
+    db.execute("UPDATE buckia_manifest SET payload_sha256 = ?", (payload,))
+    if sign is not None:
+        db.execute("CREATE TABLE buckia_signature (key_id TEXT NOT NULL, signature TEXT NOT NULL)")
+        db.execute("INSERT INTO buckia_signature VALUES (?, ?)",
+                   (key_id, base64url(sign(signature_message(key_id, payload)))))
     db.commit()
     db.close()
     with open(temporary, "rb") as f:
@@ -152,11 +175,22 @@ RECORDINGS = [
 ]
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: make_diff.py OUTPUT_FOLDER SENDER")
+    if len(sys.argv) not in (3, 5) or (len(sys.argv) == 5 and sys.argv[3] != "--sign"):
+        sys.exit("usage: make_diff.py OUTPUT_FOLDER SENDER [--sign KEY_ID]")
+    key_id = sign = public_jwk = None
+    if len(sys.argv) == 5:
+        import json
+        import nacl.signing  # PyNaCl: pip install pynacl
+        key = nacl.signing.SigningKey.generate()
+        key_id = sys.argv[4]
+        sign = lambda message: key.sign(message).signature  # noqa: E731
+        public_jwk = json.dumps({"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "kid": key_id,
+                                 "x": base64url(bytes(key.verify_key))})
     print(write_diff(sys.argv[1], sys.argv[2], [{
         "name": "recordings",
         "columns": RECORDINGS,
         "upserts": [(1, "Morning take", "u1", 61.5, b"\x89PNG"), (2, "Évening – take ’2’", None, 3.0, None)],
         "deletes": [(3,)],
-    }]))
+    }], key_id=key_id, sign=sign))
+    if public_jwk:
+        print(public_jwk)

@@ -48,6 +48,13 @@ them with KIND (a large C: every request from then on); random draws stop meanwh
 null}` disarms. The stats' "armed" says how many requests the arming saw and how many it
 faulted ("applied": a fault that does not apply to its request is not counted).
 
+Held requests, for a harness that must act at a known point of a run: `POST /__proxy__/hold`
+with {"after": N, "match": TEXT} counts the PUTs whose target contains TEXT that the upstream
+answered 2xx; once N have been answered, every request that arrives next is held: read whole,
+never forwarded, and its connection closed when the hold ends. `{"after": null}` ends the hold.
+`GET /__proxy__/held?wait=S` answers {"held": N, "passed": N} as soon as a request is held, or
+after S seconds (at most 30) with none.
+
 Bounded: at most 128 connections at once (more wait in the listen queue), every socket
 operation times out after 60 s, and the proxy exits when its stdin closes, on SIGTERM, or
 after --lifetime seconds.
@@ -124,6 +131,45 @@ class Config:
     stats = Stats()
     # {"kind": KIND, "skip": S, "count": C} while armed, else None.
     arming = None
+    # {"after": N, "match": TEXT, "passed": N, "held": N} while holding, else None; its
+    # condition is notified when a request is held, a match passes, or the hold ends.
+    hold = None
+    hold_changed = threading.Condition()
+
+    @classmethod
+    def start_hold(cls, order):
+        with cls.hold_changed:
+            after = order.get("after")
+            cls.hold = None if after is None else {"after": max(int(after), 0), "match": str(order.get("match", "")),
+                                                   "passed": 0, "held": 0}
+            cls.hold_changed.notify_all()
+
+    @classmethod
+    def hold_here(cls):
+        """Holds the calling request while the hold that applies to it lasts; True if it was held."""
+        with cls.hold_changed:
+            hold = cls.hold
+            if hold is None or hold["passed"] < hold["after"]:
+                return False
+            hold["held"] += 1
+            cls.hold_changed.notify_all()
+            cls.hold_changed.wait_for(lambda: cls.hold is not hold)
+            return True
+
+    @classmethod
+    def passed(cls, method, target, status):
+        with cls.hold_changed:
+            hold = cls.hold
+            if hold is not None and method == "PUT" and hold["match"] in target and 200 <= status < 300:
+                hold["passed"] += 1
+                cls.hold_changed.notify_all()
+
+    @classmethod
+    def wait_held(cls, seconds):
+        with cls.hold_changed:
+            cls.hold_changed.wait_for(lambda: cls.hold is None or cls.hold["held"] > 0, timeout=min(max(seconds, 0.0), 30.0))
+            hold = cls.hold or {"held": 0, "passed": 0}
+            return {"held": hold["held"], "passed": hold["passed"]}
 
     @classmethod
     def draw(cls):
@@ -315,8 +361,26 @@ class Handler(socketserver.StreamRequestHandler):
                 return True
             self.send(*response_bytes(204, "No Content", [], b""))
             return True
+        if target.startswith("/__proxy__/hold") and method == "POST":
+            try:
+                Config.start_hold(json.loads(body or b"{}"))
+            except (ValueError, TypeError, AttributeError) as error:
+                self.send(*response_bytes(400, "Bad Request", [("Content-Type", "text/plain")], str(error).encode()))
+                return True
+            self.send(*response_bytes(204, "No Content", [], b""))
+            return True
+        if target.startswith("/__proxy__/held"):
+            wait = target.partition("wait=")[2].partition("&")[0]
+            try:
+                seconds = float(wait or "0")
+            except ValueError:
+                seconds = 0.0
+            self.send(*response_bytes(200, "OK", [("Content-Type", "application/json")], json.dumps(Config.wait_held(seconds)).encode()))
+            return True
         lookup = {k.lower(): v for k, v in headers}
         Config.stats.request(method, target, body, lookup)
+        if Config.hold_here():
+            return False
         kind = Config.draw()
         if kind is not None:
             Config.stats.draw()
@@ -349,6 +413,7 @@ class Handler(socketserver.StreamRequestHandler):
                                     "The Content-MD5 you specified did not match what we received."))
             return True
         status, reason, kept, data = self.forward(method, target, headers, body)
+        Config.passed(method, target, status)
         content_type = next((v for k, v in kept if k.lower() == "content-type"), "")
         is_document = "xml" in content_type or "json" in content_type
         if kind == "drop-after":

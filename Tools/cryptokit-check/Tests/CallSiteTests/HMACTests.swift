@@ -1,0 +1,1 @@
+../../../../Tests/BuckiaCoreTests/HMACTests.swift

@@ -1,0 +1,1 @@
+../../../../Tests/BuckiaSecurityTests/ScryptTests.swift

@@ -1,0 +1,1 @@
+../../../../Tests/BuckiaCoreTests/TestSupport.swift

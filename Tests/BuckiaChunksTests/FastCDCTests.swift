@@ -107,6 +107,31 @@ struct FastCDCTests {
         #expect(new.count >= 1 && new.count <= 3, "\(new.count) of \(after.count) chunks changed for one insertion")
     }
 
+    /// The chunk-store scenario "files as chunks write only what changed" counts a chunk as the
+    /// original's only when it ends before an edit: a cut at n is decided with byte n hashed
+    /// (the reference's two-byte step), so a chunk ending exactly at an edit may be cut anew.
+    /// CI once met that case (a 5,115-byte chunk ending at the edited offset 150000).
+    @Test("a cut at n depends on the bytes up to n and on none after it")
+    func cutDependsOnTheByteAtIt() throws {
+        let chunker = try FastCDC(averageSize: 4096, minimumSize: 1024, maximumSize: 16_384)
+        var movedByByteAtCut = 0
+        for seed in UInt64(1)...32 {
+            var generator = SplitMix64(seed: seed)
+            let data = Data((0..<20_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let cut = data.withUnsafeBytes { chunker.cutPoint($0) }
+            try #require(cut > 1024 && cut < 16_384, "seed \(seed): the cut \(cut) is not a content-defined one")
+            for later in [cut + 1, cut + 2, cut + 100, data.count - 1] {
+                var changed = data
+                changed[later] ^= 0x5A
+                #expect(changed.withUnsafeBytes { chunker.cutPoint($0) } == cut, "seed \(seed): changing byte \(later) moved the cut at \(cut)")
+            }
+            var atCut = data
+            atCut[cut] ^= 0x5A
+            if atCut.withUnsafeBytes({ chunker.cutPoint($0) }) != cut { movedByByteAtCut += 1 }
+        }
+        #expect(movedByByteAtCut > 0, "no cut of 32 moved when the byte at it changed")
+    }
+
     struct InvalidCase: Sendable, CustomTestStringConvertible {
         let average: Int, minimum: Int?, maximum: Int?, normalization: Int
         var testDescription: String { "\(average)/\(minimum.map(String.init) ?? "-")/\(maximum.map(String.init) ?? "-")/\(normalization)" }

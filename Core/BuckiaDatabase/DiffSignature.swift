@@ -92,22 +92,18 @@ public struct SenderKeys: Sendable {
         func bad(_ reason: String) -> BuckiaError {
             BuckiaError(.invalidConfiguration, "The published keys of \(sender.debugDescription) are not a JSON Web Key Set Buckia can use: \(reason).")
         }
-        guard data.count <= 64 << 10 else { throw bad("it is over 64 KiB") }
-        let parsed: Any
+        let list: [[String: Any]]
         do {
-            try JSONValidation.validate(data, maximumDepth: 3)
-            parsed = try JSONSerialization.jsonObject(with: data)
+            list = try JWKSetReader.members(data, maximumBytes: 64 << 10)
         } catch {
-            throw bad("it is not JSON")
-        }
-        guard JSONDuplicateKeys.first(in: Array(data)) == nil, let object = parsed as? [String: Any], let list = object["keys"] as? [Any] else {
-            throw bad("it is not one JSON object with a keys array")
+            throw bad(error.reason)
         }
         var found: [String: UserTokenVerificationKey] = [:]
         var sealing: [String: DiffRecipientKey] = [:]
         for item in list {
-            guard let member = item as? [String: Any], let text = String(data: try JSONSerialization.data(withJSONObject: member, options: [.sortedKeys]), encoding: .utf8)
-            else { throw bad("a member of keys is not an object") }
+            let member = item
+            guard let text = String(data: try JSONSerialization.data(withJSONObject: member, options: [.sortedKeys]), encoding: .utf8)
+            else { throw bad("a member of keys cannot be read back as JSON") }
             if member["crv"] as? String == "X25519" {
                 // A key others seal diffs to this user with.
                 guard member["kty"] as? String == "OKP", member["d"] == nil, let kid = member["kid"] as? String,

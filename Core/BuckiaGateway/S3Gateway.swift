@@ -26,6 +26,9 @@ public struct S3GatewayOptions: Sendable {
     public var clock: @Sendable () -> Date = { Date() }
     /// What a delivery (a PUT allowed by a `deliver` grant alone) may be.
     public var delivery = DeliveryRules()
+    /// Which logins STS's `AssumeRoleWithWebIdentity` (a form POST to `/`) trades for temporary
+    /// credentials, and with which grants; nil answers every STS call `InvalidAction`.
+    public var webIdentity: WebIdentityPolicy?
 
     /// The defaults.
     public init() {}
@@ -148,6 +151,10 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         var options = options
         if !options.root.isEmpty && !options.root.hasSuffix("/") { options.root += "/" }
         try ObjectKey.validatePrefix(options.root)
+        if options.webIdentity != nil, authenticator.issuingKeys == nil {
+            throw BuckiaError(
+                .invalidConfiguration, "A gateway that answers AssumeRoleWithWebIdentity needs the keys temporary credentials are issued with.")
+        }
         self.provider = provider
         self.authenticator = authenticator
         self.options = options
@@ -254,6 +261,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
             context.bucket = String(trimmed)
         }
         context.resource = path
+        if Self.isSTSRequest(context) { return stsResponse(&context, body: body) }
 
         let signed = SigV4Request(method: context.request.method, target: target, headers: context.request.headers)
         let authentication: GatewayAuthentication

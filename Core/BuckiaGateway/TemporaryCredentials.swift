@@ -95,6 +95,9 @@ public struct GatewayAuthenticator: Sendable {
         self.clock = clock
     }
 
+    /// The keys temporary credentials are issued and checked with, when there are any.
+    package var issuingKeys: GatewayKeys? { keys }
+
     /// The principal a request is signed by.
     ///
     /// - Throws: ``BuckiaSigV4/SigV4Refusal`` with the S3 error code to answer.

@@ -157,6 +157,7 @@ public actor OAuthSession {
 
     var accessContext: String { "oauth/\(configuration.name)/access" }
     var refreshContext: String { "oauth/\(configuration.name)/refresh" }
+    var idContext: String { "oauth/\(configuration.name)/id" }
 
     // MARK: Device login
 
@@ -223,6 +224,28 @@ public actor OAuthSession {
         return try await sharedRefresh()
     }
 
+    /// The login's OpenID Connect ID token, for trading at an STS (`AssumeRoleWithWebIdentity`):
+    /// the saved one while it has more than ``refreshMargin`` left by its own `exp` (or half its
+    /// lifetime), else the one a refresh brings. Concurrent callers share one refresh, with
+    /// ``accessToken()``'s callers too.
+    ///
+    /// - Throws: ``OAuthFailure`` `loginRequired` when there is no login or the server ended it;
+    ///   `malformed` when the issuer gives no ID token (the login did not ask for `openid`).
+    public func idToken() async throws -> Secret {
+        if let stored = try liveIdToken() { return stored }
+        _ = try await sharedRefresh()
+        guard let fresh = try liveIdToken() else {
+            throw OAuthFailure(kind: .malformed, detail: "the issuer gave no current ID token; the login must ask for the openid scope")
+        }
+        return fresh
+    }
+
+    private func liveIdToken() throws -> Secret? {
+        guard let stored = try store.load(idContext), let expires = stored.expiresAt else { return nil }
+        let margin = min(Double(refreshMargin.components.seconds), expires.timeIntervalSince(stored.savedAt) / 2)
+        return expires.timeIntervalSince(clock()) > margin ? stored.value : nil
+    }
+
     /// A token to use instead of `rejected`, which a resource server refused (401): the saved
     /// one when it is already another (a refresh happened since), else a refreshed one. Many
     /// requests refused at once cause one refresh, not one each.
@@ -275,6 +298,7 @@ public actor OAuthSession {
                 // The refresh token is dead: keeping it would only fail again.
                 try store.delete(refreshContext)
                 try store.delete(accessContext)
+                try store.delete(idContext)
                 throw OAuthFailure(kind: .loginRequired, detail: "the server answered invalid_grant")
             }
             throw failure(answer, sent: [refreshToken])
@@ -294,6 +318,11 @@ public actor OAuthSession {
         let now = clock()
         if let refresh = object["refresh_token"] as? String, !refresh.isEmpty {
             try store.save(StoredSecret(value: Secret(refresh), savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]), for: refreshContext)
+        }
+        if let id = object["id_token"] as? String, !id.isEmpty {
+            // Its exp says when to fetch another; the token is checked by whoever it is shown to.
+            guard let expires = Self.expiry(ofJWT: id) else { throw OAuthFailure(kind: .malformed, detail: "the id_token is not a JWT with an exp claim") }
+            try store.save(StoredSecret(value: Secret(id), expiresAt: expires, savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]), for: idContext)
         }
         try store.save(
             StoredSecret(value: Secret(access), expiresAt: now.addingTimeInterval(Double(lifetime)), savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]),
@@ -316,7 +345,8 @@ public actor OAuthSession {
         }
         let hadAccess = try store.delete(accessContext)
         let hadRefresh = try store.delete(refreshContext)
-        return hadAccess || hadRefresh
+        let hadId = try store.delete(idContext)
+        return hadAccess || hadRefresh || hadId
     }
 
     // MARK: HTTP
@@ -393,6 +423,21 @@ public actor OAuthSession {
         request.headers.set("Accept", "application/json")
         let response = try await http.send(request)
         return Answer(status: response.status, data: response.data)
+    }
+
+    /// The `exp` of a JWT's payload, unchecked: when to ask for another, nothing more.
+    static func expiry(ofJWT token: String) -> Date? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(String(parts[1])), payload.count <= 64 << 10 else { return nil }
+        do {
+            try JSONValidation.validate(payload, maximumDepth: 8)
+            guard let object = try JSONSerialization.jsonObject(with: payload) as? [String: Any], let exp = object["exp"] as? NSNumber,
+                  exp.doubleValue.isFinite, (0...253_402_300_799).contains(exp.doubleValue)
+            else { return nil }
+            return Date(timeIntervalSince1970: exp.doubleValue)
+        } catch {
+            return nil
+        }
     }
 
     static func formEncode(_ value: String) -> String {

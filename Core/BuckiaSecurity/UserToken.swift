@@ -470,15 +470,17 @@ enum UserTokenCoding {
         var grants: StorageGrants?
     }
 
+    /// A NumericDate claim (RFC 7519 §2): seconds since 1970, before year 10000.
+    static func date(_ value: Double?, _ name: String) throws(UserTokenRefusal) -> Date? {
+        guard let value else { return nil }
+        guard value.isFinite, (0...253_402_300_799).contains(value) else {
+            throw UserTokenRefusal(.malformed, "its \(name) claim is not a date (seconds since 1970, before year 10000)")
+        }
+        return Date(timeIntervalSince1970: value)
+    }
+
     static func claims(_ data: Data) throws(UserTokenRefusal) -> UserTokenClaims {
         let payload = try decode(Payload.self, data, "payload")
-        func date(_ value: Double?, _ name: String) throws(UserTokenRefusal) -> Date? {
-            guard let value else { return nil }
-            guard value.isFinite, (0...253_402_300_799).contains(value) else {
-                throw UserTokenRefusal(.malformed, "its \(name) claim is not a date (seconds since 1970, before year 10000)")
-            }
-            return Date(timeIntervalSince1970: value)
-        }
         guard let subject = payload.sub, !subject.isEmpty else { throw UserTokenRefusal(.malformed, "it has no sub (user) claim") }
         guard let expiresAt = try date(payload.exp, "exp") else { throw UserTokenRefusal(.malformed, "it has no exp claim") }
         guard let issuedAt = try date(payload.iat, "iat") else { throw UserTokenRefusal(.malformed, "it has no iat claim") }

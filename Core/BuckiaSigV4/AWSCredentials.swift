@@ -23,3 +23,13 @@ public struct AWSCredentials: Hashable, Sendable, CustomStringConvertible {
         "AWSCredentials(accessKeyId: \(accessKeyId), secretAccessKey: <REDACTED>\(sessionToken == nil ? "" : ", sessionToken: <REDACTED>"))"
     }
 }
+
+/// Where a client gets the credentials it signs each request with: fixed ones, or temporary
+/// ones a source renews before they expire (STS's `AssumeRoleWithWebIdentity` from a login).
+public protocol AWSCredentialSource: Sendable {
+    /// Credentials to sign the next request with, valid for some minutes yet.
+    ///
+    /// - Throws: why none can be had (a login that ended, an STS that refused); a source
+    ///   throws ``BuckiaCore/BuckiaError`` codes a user can act on.
+    func credentials() async throws -> AWSCredentials
+}

@@ -176,7 +176,7 @@ extension S3Provider {
                 let headers = readHeaders(options, ifMatch: tag)
                 do {
                     return try await client.download(to: localURL) { _ in
-                        var request = try self.request(.get, key: remotePath, headers: headers)
+                        var request = try await self.request(.get, key: remotePath, headers: headers)
                         request.bodyCheck = check
                         return request
                     }
@@ -227,7 +227,7 @@ extension S3Provider {
                 let headers = readHeaders(options, ifMatch: tag)
                 do {
                     return try await client.stream { _ in
-                        var request = try self.request(.get, key: remotePath, headers: headers, accepts: .successfulAnd([416]))
+                        var request = try await self.request(.get, key: remotePath, headers: headers, accepts: .successfulAnd([416]))
                         request.bodyCheck = check
                         return request
                     }

@@ -8,7 +8,12 @@ extension S3Provider {
     ///
     /// - Parameter expires: 1 second to 7 days.
     public func presignedURL(for key: ObjectKey, method: PresignedMethod, expires: Duration) throws -> URL {
-        try signer.presignedURL(method: method.rawValue, url: try url(for: key), expires: expires, date: now())
+        guard let signer else {
+            throw BuckiaError(
+                .unsupported, "Presigned URLs need fixed credentials; this S3 remote's come from a login and are renewed as it goes.",
+                operation: "presign", path: key.rawValue)
+        }
+        return try signer.presignedURL(method: method.rawValue, url: try url(for: key), expires: expires, date: now())
     }
 
     /// The object's plain URL, which fetches it without credentials only when the bucket is

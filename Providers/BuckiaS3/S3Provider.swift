@@ -24,7 +24,11 @@ public struct S3Provider: StorageProviderPlugin {
     let client: HTTPClient
     /// The budget streamed uploads' parts share with every provider of the same resources.
     let partMemory: UploadMemory
-    let signer: SigV4Signer
+    /// Signs with the fixed credentials; nil when ``credentialSource`` gives them.
+    let signer: SigV4Signer?
+    /// Where each request's credentials come from when they are not fixed: the app's source, or
+    /// a login's (``WebIdentityCredentials``).
+    package let credentialSource: (any AWSCredentialSource)?
     let now: @Sendable () -> Date
     /// Whether a `learned` profile has found the server wants bare ETags
     /// (``S3Profile/ETagForm/learned``); shared by every copy of the provider.
@@ -32,9 +36,11 @@ public struct S3Provider: StorageProviderPlugin {
 
     public var capabilities: ProviderCapabilities {
         var features: Set<Capability> = [
-            .readWithRange, .listStartAfter, .pagedListing, .presign, .streamingTransfers, .multipartUpload, .serverSideCopy,
+            .readWithRange, .listStartAfter, .pagedListing, .streamingTransfers, .multipartUpload, .serverSideCopy,
             .preservesModificationTime, .persistent, .setModificationTime, .resumableListing, .unfinishedUploads, .streamingUploads,
         ]
+        // A presigned URL is made without a request, so only with credentials in hand.
+        if signer != nil { features.insert(.presign) }
         if settings.profile.userMetadata { features.insert(.userMetadata) }
         if settings.profile.conditionalWrites { features.insert(.conditionalWrite) }
         if settings.profile.conditionalReads { features.insert(.conditionalRead) }
@@ -75,7 +81,6 @@ public struct S3Provider: StorageProviderPlugin {
     ) {
         self.settings = settings
         self.now = now
-        signer = SigV4Signer(credentials: settings.credentials, region: settings.region, service: "s3")
         var configuration = HTTPClient.Configuration(
             maximumConnectionsPerHost: max(6, settings.concurrency * 2), userAgent: "Buckia-S3")
         configuration.mapFailure = { S3ErrorMapping.map($0) }
@@ -83,6 +88,13 @@ public struct S3Provider: StorageProviderPlugin {
         configuration.retryPolicy = retryPolicy
         settings.http.apply(to: &configuration)
         client = HTTPClient(configuration: configuration, transport: transport, resources: resources)
+        if let source = settings.credentialSource {
+            (signer, credentialSource) = (nil, source)
+        } else if let login = settings.webIdentity {
+            (signer, credentialSource) = (nil, WebIdentityCredentials(settings: login, http: client, clock: now))
+        } else {
+            (signer, credentialSource) = (SigV4Signer(credentials: settings.credentials, region: settings.region, service: "s3"), nil)
+        }
         do {
             partMemory = try resources.resource(SharedUploadMemory.self)
         } catch {
@@ -130,13 +142,21 @@ public struct S3Provider: StorageProviderPlugin {
         return url
     }
 
+    /// The signer for the next request: the fixed one, or one over the source's current credentials.
+    func currentSigner() async throws -> SigV4Signer {
+        if let signer { return signer }
+        guard let credentialSource else { throw BuckiaError(.unauthorized, "The S3 provider has no credentials to sign with.") }
+        return SigV4Signer(credentials: try await credentialSource.credentials(), region: settings.region, service: "s3")
+    }
+
     /// A signed request.
     func request(
         _ method: HTTPRequest.Method, key: ObjectKey? = nil, query: [(String, String)] = [], headers: [String: String] = [:],
         body: HTTPRequest.Body = .none, payloadHash: String = SigV4Signer.emptyPayloadHash, accepts: HTTPRequest.AcceptedStatuses = .successful,
         retriesDigestMismatch: Bool = true
-    ) throws -> HTTPRequest {
+    ) async throws -> HTTPRequest {
         let url = try url(for: key, query: query)
+        let signer = try await currentSigner()
         let signed = signer.sign(method: method.rawValue, url: url, headers: headers, payloadHash: payloadHash, date: now())
         var fields = HTTPHeaders()
         for (name, value) in signed.sorted(by: { $0.key < $1.key }) {
@@ -165,7 +185,7 @@ public struct S3Provider: StorageProviderPlugin {
                 try check?(response)
                 return response
             }) { _ in
-                var request = try self.request(
+                var request = try await self.request(
                     method, key: key, query: query, headers: headers, body: body, payloadHash: payloadHash, accepts: accepts,
                     retriesDigestMismatch: retriesDigestMismatch)
                 request.bodyCheck = bodyCheck

@@ -9,7 +9,8 @@ import Foundation
 ///
 /// | setting | configuration | environment | shared files | default |
 /// |---|---|---|---|---|
-/// | credentials | `authConfig.credentials` `accessKeyId`, `secretAccessKey`, `sessionToken` | `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` | `~/.aws/credentials` (profile `AWS_PROFILE` or option `profile`, else `default`) | — |
+/// | credentials | `authConfig.credentials` `accessKeyId`, `secretAccessKey`, `sessionToken` | `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`; then a login: `AWS_WEB_IDENTITY_TOKEN_FILE` with `AWS_ROLE_ARN` (and `AWS_ROLE_SESSION_NAME`) | the profile's `web_identity_token_file` with `role_arn`, then `~/.aws/credentials` (profile `AWS_PROFILE` or option `profile`, else `default`) | — |
+/// | STS endpoint (for a login) | option `stsEndpoint` | `AWS_ENDPOINT_URL_STS`, `AWS_ENDPOINT_URL` | | `https://sts.<region>.amazonaws.com` |
 /// | region | option `region` | `AWS_REGION`, `AWS_DEFAULT_REGION` | `~/.aws/config` `region` | `us-east-1` |
 /// | endpoint | option `endpoint` | `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL` | `~/.aws/config` `endpoint_url` | `https://s3.<region>.amazonaws.com` |
 /// | addressing | option `addressingStyle` (`path`, `virtual`, `auto`) | | | `auto`: virtual-hosted on AWS, path-style elsewhere |
@@ -22,7 +23,15 @@ public struct S3Settings: Sendable {
     public var region: String
     public var endpoint: URL
     public var usesPathStyle: Bool
+    /// The fixed credentials requests are signed with, unless ``credentialSource`` or
+    /// ``webIdentity`` gives them.
     public var credentials: AWSCredentials
+    /// Temporary credentials from a login, exchanged at an STS endpoint and renewed before they
+    /// expire (``WebIdentityCredentials``, over the provider's own HTTP client).
+    public var webIdentity: WebIdentitySettings?
+    /// A source of credentials of the app's own, asked before every request (an app that keeps
+    /// its login elsewhere); it wins over ``webIdentity`` and ``credentials``.
+    public var credentialSource: (any AWSCredentialSource)?
     /// Objects at least this large go up in parts.
     public var multipartThreshold: Int64
     /// The size of each part (S3's minimum, 5 MiB, by default); a file too large for 10,000
@@ -63,7 +72,7 @@ public struct S3Settings: Sendable {
     public static let knownOptions: Set<String> = Set([
         "region", "endpoint", "addressingStyle", "allowHTTP", "profile", "partSizeMiB", "multipartThresholdMiB",
         "publicBucket", "stateDirectory", "etagIsMD5", "verifiesContentMD5", "vendor", "conditionalWrites",
-        "userMetadata",
+        "userMetadata", "stsEndpoint",
     ]).union(HTTPRemoteOptions.names)
 
     /// Resolves settings from a configuration, the environment and the shared AWS files.
@@ -90,9 +99,22 @@ public struct S3Settings: Sendable {
                 .invalidConfiguration, "The S3 region \(region.debugDescription) is not a region name such as eu-west-1 (lowercase letters, digits and '-').",
                 path: "options.region")
         }
-        let credentials = try resolveCredentials(configuration.authConfig, environment: environment, profile: awsProfile, profileName: profileName)
+        let allowHTTP = try configuration.flag("allowHTTP", default: false)
+        let resolved = try resolveCredentials(configuration.authConfig, environment: environment, profile: awsProfile, profileName: profileName)
+        var credentials = AWSCredentials(accessKeyId: "", secretAccessKey: Secret(""))
+        var webIdentity: WebIdentitySettings?
+        switch resolved {
+        case .fixed(let fixed): credentials = fixed
+        case .login(let tokenFile, let roleArn, let sessionName):
+            let stsText = options["stsEndpoint"] ?? environment["AWS_ENDPOINT_URL_STS"] ?? environment["AWS_ENDPOINT_URL"]
+            let sts = try HTTPRemoteOptions.url(
+                stsText ?? "https://sts.\(region).amazonaws.com", provider: "S3", option: "stsEndpoint", example: "https://sts.us-east-1.amazonaws.com",
+                allowHTTP: allowHTTP)
+            webIdentity = WebIdentitySettings(
+                stsEndpoint: sts, roleArn: roleArn, sessionName: sessionName, token: WebIdentitySettings.tokenFile(tokenFile))
+        }
         let endpointText = options["endpoint"] ?? environment["AWS_ENDPOINT_URL_S3"] ?? environment["AWS_ENDPOINT_URL"] ?? awsProfile["endpoint_url"]
-        let endpoint = try endpointURL(endpointText, region: region, allowHTTP: try configuration.flag("allowHTTP", default: false))
+        let endpoint = try endpointURL(endpointText, region: region, allowHTTP: allowHTTP)
         // The server's profile, with the options that override a row of it.
         var profile = try S3Profile.resolve(option: options["vendor"], endpoint: endpoint)
         profile.conditionalWrites = try configuration.flag("conditionalWrites", default: profile.conditionalWrites)
@@ -120,6 +142,7 @@ public struct S3Settings: Sendable {
             etagIsMD5: profile.etagIsMD5, verifiesContentMD5: profile.verifiesContentMD5)
         settings.profile = profile
         settings.http = http
+        settings.webIdentity = webIdentity
         return settings
     }
 
@@ -137,25 +160,50 @@ public struct S3Settings: Sendable {
         }
     }
 
+    /// Fixed credentials, or a login to exchange for temporary ones.
+    enum ResolvedCredentials {
+        case fixed(AWSCredentials)
+        case login(tokenFile: String, roleArn: String, sessionName: String)
+    }
+
+    /// The AWS SDKs' order: the configuration's keys, the environment's keys, a login named by
+    /// the environment, then the shared profile's login or keys.
     private static func resolveCredentials(
         _ auth: AuthenticationConfiguration, environment: [String: String], profile: [String: String], profileName: String
-    ) throws -> AWSCredentials {
+    ) throws -> ResolvedCredentials {
         if let id = auth.credentials["accessKeyId"], !id.isEmpty {
             let secret = try auth.requireCredential("secretAccessKey", for: .s3)
-            return AWSCredentials(accessKeyId: id.exposedValue, secretAccessKey: secret, sessionToken: auth.credentials["sessionToken"])
+            return .fixed(AWSCredentials(accessKeyId: id.exposedValue, secretAccessKey: secret, sessionToken: auth.credentials["sessionToken"]))
         }
         if let id = environment["AWS_ACCESS_KEY_ID"], !id.isEmpty {
             guard let secret = environment["AWS_SECRET_ACCESS_KEY"], !secret.isEmpty else {
                 throw BuckiaError(.invalidConfiguration, "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not.", path: "AWS_SECRET_ACCESS_KEY")
             }
-            return AWSCredentials(accessKeyId: id, secretAccessKey: Secret(secret), sessionToken: environment["AWS_SESSION_TOKEN"].map { Secret($0) })
+            return .fixed(AWSCredentials(accessKeyId: id, secretAccessKey: Secret(secret), sessionToken: environment["AWS_SESSION_TOKEN"].map { Secret($0) }))
+        }
+        let tokenFile = environment["AWS_WEB_IDENTITY_TOKEN_FILE"].flatMap { $0.isEmpty ? nil : $0 } ?? profile["web_identity_token_file"]
+        let roleArn = environment["AWS_ROLE_ARN"].flatMap { $0.isEmpty ? nil : $0 } ?? profile["role_arn"]
+        if let tokenFile, !tokenFile.isEmpty {
+            guard let roleArn, !roleArn.isEmpty else {
+                throw BuckiaError(
+                    .invalidConfiguration, "A web identity token file is named but no role: set AWS_ROLE_ARN (or role_arn in the profile).", path: "AWS_ROLE_ARN")
+            }
+            let sessionName = environment["AWS_ROLE_SESSION_NAME"] ?? profile["role_session_name"] ?? "buckia-\(Int(Date().timeIntervalSince1970))"
+            guard (2...64).contains(sessionName.utf8.count), sessionName.utf8.allSatisfy({ byte in
+                (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || Array("+=,.@_-".utf8).contains(byte)
+            }) else {
+                throw BuckiaError(
+                    .invalidConfiguration, "The role session name \(sessionName.debugDescription) is not 2 to 64 of letters, digits and +=,.@_-.",
+                    path: "AWS_ROLE_SESSION_NAME")
+            }
+            return .login(tokenFile: tokenFile, roleArn: roleArn, sessionName: sessionName)
         }
         if let id = profile["aws_access_key_id"], let secret = profile["aws_secret_access_key"] {
-            return AWSCredentials(accessKeyId: id, secretAccessKey: Secret(secret), sessionToken: profile["aws_session_token"].map { Secret($0) })
+            return .fixed(AWSCredentials(accessKeyId: id, secretAccessKey: Secret(secret), sessionToken: profile["aws_session_token"].map { Secret($0) }))
         }
         throw BuckiaError(
             .unauthorized,
-            "No S3 credentials found: set authConfig credentials accessKeyId and secretAccessKey, the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY variables, or the [\(profileName)] profile in ~/.aws/credentials.",
+            "No S3 credentials found: set authConfig credentials accessKeyId and secretAccessKey, the AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY variables, AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN for a login, or the [\(profileName)] profile in ~/.aws/credentials.",
             path: "authConfig.credentials")
     }
 

@@ -84,6 +84,7 @@ struct PlatformSourceTests {
     /// and wholly inside `#if canImport(...)`; Docs/Platforms.md lists them with their lines.
     static let appleOnly: [String: String] = [
         "Core/BuckiaCrypto/CryptoKit.swift": "CryptoKit itself, re-exported",
+        "Core/BuckiaCrypto/Apple/RSA+Security.swift": "RS256 signature checks through the Security framework (CryptoKit has no RSA)",
         "Core/BuckiaSecurity/Apple/KeychainItems+Security.swift": "the Keychain store's four Security-framework calls",
         "Core/BuckiaResourceCache/Apple/ImageIOProcessor.swift": "seed 004's image encodings and thumbnails through ImageIO",
         "Tools/Buckia/Apple/SwiftUI+Buckia.swift": "the client and model in SwiftUI's environment",

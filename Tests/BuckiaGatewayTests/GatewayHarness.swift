@@ -35,10 +35,13 @@ final class GatewayHarness: GatewayEndpoint, @unchecked Sendable {
 
     /// A gateway over `provider`, or over a fresh local folder when nil.
     ///
-    /// - Parameter removing: A folder behind `provider` that ``stop()`` removes.
+    /// - Parameters:
+    ///   - removing: A folder behind `provider` that ``stop()`` removes.
+    ///   - authenticatorClock: What signatures and session tokens are checked by (a test that
+    ///     moves the gateway's clock for credentials passes the same one).
     init(
         provider: (any StorageProvider)? = nil, removing: URL? = nil, limits: HTTPServerLimits = HTTPServerLimits(),
-        configure: (inout S3GatewayOptions) -> Void = { _ in }
+        configure: (inout S3GatewayOptions) -> Void = { _ in }, authenticatorClock: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         if let provider {
             self.provider = provider
@@ -50,11 +53,11 @@ final class GatewayHarness: GatewayEndpoint, @unchecked Sendable {
             folder = root
         }
         keys = try GatewayKeys(signingKey: UserTokenSigningKey.generate(keyId: "gw"), derivationKey: Secret(String(repeating: "k", count: 40)))
-        let authenticator = GatewayAuthenticator(keys: keys, staticKeys: [accessKeyId: secretAccessKey])
         var options = S3GatewayOptions()
         let log = self.log
         options.log = { entry in log.withLock { $0.append(entry) } }
         configure(&options)
+        let authenticator = GatewayAuthenticator(keys: keys, staticKeys: [accessKeyId: secretAccessKey], clock: authenticatorClock)
         gateway = try S3Gateway(provider: self.provider, authenticator: authenticator, options: options)
         server = try HTTPServer(limits: limits, handler: gateway)
     }

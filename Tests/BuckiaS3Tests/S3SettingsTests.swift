@@ -269,3 +269,80 @@ struct S3ProfileTests {
         }
     }
 }
+
+/// A login named by AWS's conventions: `AWS_WEB_IDENTITY_TOKEN_FILE` with `AWS_ROLE_ARN` (or the
+/// profile's `web_identity_token_file` and `role_arn`), exchanged at `AWS_ENDPOINT_URL_STS`.
+@Suite("S3 settings: credentials from a login")
+struct S3WebIdentitySettingsTests {
+    static let login = ["AWS_WEB_IDENTITY_TOKEN_FILE": "/run/token", "AWS_ROLE_ARN": "arn:aws:iam::1:role/app"]
+
+    @Test("the environment's login is used when no keys are given, with AWS's defaults and overrides")
+    func environment() throws {
+        let settings = try S3Settings.resolve(S3SettingsTests.configuration(), environment: Self.login.merging(["AWS_REGION": "eu-west-1"]) { $1 }, home: TestHome.empty)
+        let login = try #require(settings.webIdentity)
+        #expect(login.roleArn == "arn:aws:iam::1:role/app")
+        #expect(login.stsEndpoint.absoluteString == "https://sts.eu-west-1.amazonaws.com")
+        #expect(login.sessionName.hasPrefix("buckia-"))
+        let named = try S3Settings.resolve(
+            S3SettingsTests.configuration(["allowHTTP": "true"]),
+            environment: Self.login.merging(["AWS_ROLE_SESSION_NAME": "phone-1", "AWS_ENDPOINT_URL_STS": "http://10.0.0.5:8333"]) { $1 }, home: TestHome.empty)
+        #expect(named.webIdentity?.sessionName == "phone-1")
+        #expect(named.webIdentity?.stsEndpoint.absoluteString == "http://10.0.0.5:8333")
+        let option = try S3Settings.resolve(
+            S3SettingsTests.configuration(["stsEndpoint": "https://sts.example.com"]), environment: Self.login, home: TestHome.empty)
+        #expect(option.webIdentity?.stsEndpoint.absoluteString == "https://sts.example.com")
+    }
+
+    @Test("keys in the configuration or the environment win over a login, as in the AWS SDKs; a login wins over the profile's keys")
+    func precedence() throws {
+        let explicit = try S3Settings.resolve(S3SettingsTests.configuration(credentials: S3SettingsTests.explicit), environment: Self.login, home: TestHome.empty)
+        #expect(explicit.webIdentity == nil && explicit.credentials.accessKeyId == "AKIDCONFIG")
+        let keys = try S3Settings.resolve(
+            S3SettingsTests.configuration(), environment: Self.login.merging(["AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "s"]) { $1 },
+            home: TestHome.empty)
+        #expect(keys.webIdentity == nil && keys.credentials.accessKeyId == "AKIDENV")
+        let home = try TestFolder.make("buckia-s3-login")
+        defer { TestFolder.remove(home) }
+        try FileManager.default.createDirectory(at: home.appendingPathComponent(".aws"), withIntermediateDirectories: true)
+        try Data("[default]\naws_access_key_id = AKIDFILE\naws_secret_access_key = f\n".utf8).write(to: home.appendingPathComponent(".aws/credentials"))
+        try Data("[default]\nrole_arn = arn:aws:iam::1:role/profile\nweb_identity_token_file = /run/profile-token\n".utf8)
+            .write(to: home.appendingPathComponent(".aws/config"))
+        let profile = try S3Settings.resolve(S3SettingsTests.configuration(), environment: [:], home: home.path)
+        #expect(profile.webIdentity?.roleArn == "arn:aws:iam::1:role/profile")
+        let environment = try S3Settings.resolve(S3SettingsTests.configuration(), environment: Self.login, home: home.path)
+        #expect(environment.webIdentity?.roleArn == "arn:aws:iam::1:role/app")
+    }
+
+    @Test("a login named without what it needs is refused by name", arguments: [
+        (["AWS_WEB_IDENTITY_TOKEN_FILE": "/run/token"], "AWS_ROLE_ARN"),
+        (login.merging(["AWS_ROLE_SESSION_NAME": "a"]) { $1 }, "AWS_ROLE_SESSION_NAME"),
+        (login.merging(["AWS_ROLE_SESSION_NAME": "has space"]) { $1 }, "AWS_ROLE_SESSION_NAME"),
+        (login.merging(["AWS_ENDPOINT_URL_STS": "http://sts.example.com"]) { $1 }, "options.stsEndpoint"),
+    ])
+    func refused(_ environment: [String: String], _ path: String) {
+        let error = #expect(throws: BuckiaError.self) { try S3Settings.resolve(S3SettingsTests.configuration(), environment: environment, home: TestHome.empty) }
+        #expect(error?.path == path, "\(error.map { "\($0)" } ?? "")")
+    }
+
+    @Test("the token file is read at each exchange: missing, empty, a device or too long is an authorization error")
+    func tokenFile() async throws {
+        let folder = try TestFolder.make("buckia-token-file")
+        defer { TestFolder.remove(folder) }
+        let file = folder.appendingPathComponent("token")
+        let read = WebIdentitySettings.tokenFile(file.path)
+        try Data("first.token.x\n".utf8).write(to: file)
+        #expect(try await read() == "first.token.x")
+        try Data("second.token.y".utf8).write(to: file)
+        #expect(try await read() == "second.token.y", "the file was not read again")
+        for bad in [Data(), Data(repeating: 0x41, count: 20_001)] {
+            try bad.write(to: file)
+            let error = await #expect(throws: BuckiaError.self) { _ = try await read() }
+            #expect(error?.code == .unauthorized)
+        }
+        try FileManager.default.removeItem(at: file)
+        let missing = await #expect(throws: BuckiaError.self) { _ = try await read() }
+        #expect(missing?.code == .unauthorized)
+        let device = await #expect(throws: BuckiaError.self) { _ = try await WebIdentitySettings.tokenFile("/dev/zero")() }
+        #expect(device != nil)
+    }
+}

@@ -41,6 +41,22 @@ public final class OAuthEmulator: Sendable {
         try await server.control(name, body: body)
     }
 
+    /// An ID token the emulator signs for `sub`, its usual claims overridden by `claims` (a
+    /// null removes one) and its header by `alg` and `kid`; `key: "new"` signs with a key no
+    /// JWKS holds.
+    public func idToken(sub: String, _ claims: [String: any Sendable] = [:]) async throws -> String {
+        var body = claims
+        body["sub"] = sub
+        let data = try await server.control("id-token", body: body)
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any], let token = object["id_token"] as? String else {
+            throw BuckiaError(.corrupt, "The OAuth emulator answered no id_token.")
+        }
+        return token
+    }
+
+    /// How many times the JWKS was fetched.
+    public func jwksFetches() async throws -> Int { (try await stats())["jwks"] as? Int ?? 0 }
+
     /// The emulator's counters: `token` requests by grant type, `device` authorizations, `polls`, `held`.
     public func stats() async throws -> [String: Any] {
         let data = try await server.control("stats", method: .get)

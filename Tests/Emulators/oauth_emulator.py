@@ -2,7 +2,10 @@
 """An OAuth 2 / OpenID Connect authorization server for Buckia's tests (standard library only).
 
 Written from RFC 6749 (the token endpoint and its errors), RFC 8628 (the device authorization
-grant), RFC 7009 (revocation) and OpenID Connect Discovery 1.0. It issues opaque tokens.
+grant), RFC 7009 (revocation) and OpenID Connect Discovery 1.0. Access and refresh tokens are
+opaque; every token answer also carries an OpenID Connect ID token (RS256, signed with PyJWT by an
+RSA key made at start, `iss` the server's base URL, `aud` the client id), whose keys are at
+/jwks.
 
     python3 oauth_emulator.py --client-id ID [--access-ttl SECONDS] [--no-rotate] [--reuse-grace SECONDS] [--interval SECONDS]
 
@@ -14,6 +17,7 @@ stdin closes. Everything is in memory.
   POST /token                              grant_type device_code (§3.4) or refresh_token (RFC 6749 §6)
   POST /revoke                             RFC 7009: the token's whole family stops working
   GET  /userinfo                           200 {"sub"} for a live access token (Bearer), else 401
+  GET  /jwks                               the JSON Web Key Set ID tokens are checked with
 
 Refresh tokens rotate (unless --no-rotate): each refresh answers a new one, and the old one is
 spent. A spent token presented again within --reuse-grace seconds (default 30) of its first use
@@ -33,7 +37,13 @@ Control endpoints, for tests (never counted, never held):
                                released ({} releases; 60 s at most)
   POST /_emulator/stall        {"seconds": S, "count": N}: the next N token requests wait S seconds
                                (30 at most) before answering
-  GET  /_emulator/stats        {"token": {grant: n}, "device": n, "held": n, "polls": n, "refresh_tokens": [..]}
+  POST /_emulator/rotate-key   {"keep_old": true|false}: a new signing key signs from now on; the
+                               old one stays in /jwks unless keep_old is false
+  POST /_emulator/id-token     {"sub": S, ...claims}: an ID token signed by the current key, with
+                               the usual claims overridden by those given (a hostile claim, an
+                               expired exp) and {"alg": A, "kid": K, "key": "new"} for headers
+                               and a key no JWKS holds; answers {"id_token": T}
+  GET  /_emulator/stats        {"token": {grant: n}, "device": n, "held": n, "polls": n, "jwks": n, "refresh_tokens": [..]}
 """
 import argparse
 import json
@@ -43,6 +53,9 @@ import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 
@@ -60,7 +73,35 @@ class State:
         self.hold_grant = None
         self.release = threading.Event()
         self.held = 0
-        self.counts = {"token": {}, "device": 0, "polls": 0}
+        self.counts = {"token": {}, "device": 0, "polls": 0, "jwks": 0}
+        self.keys = []           # (kid, private key), newest last; the newest signs
+        self.base = None
+
+    def add_key(self):
+        self.keys.append(("k%d-%s" % (len(self.keys) + 1, secrets.token_hex(4)), rsa.generate_private_key(public_exponent=65537, key_size=2048)))
+
+    def jwks(self):
+        keys = []
+        for kid, key in self.keys:
+            public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+            public.update({"kid": kid, "use": "sig", "alg": "RS256"})
+            keys.append(public)
+        return {"keys": keys}
+
+    def id_token(self, sub, claims=None, headers=None, key=None):
+        now = int(self.now())
+        payload = {"iss": self.base, "sub": sub, "aud": OPTIONS.client_id, "iat": now, "exp": now + OPTIONS.access_ttl, "auth_time": now}
+        payload.update(claims or {})
+        payload = {name: value for name, value in payload.items() if value is not None}
+        kid, signer = self.keys[-1]
+        if key is not None:
+            signer = key
+        header = {"kid": kid}
+        header.update(headers or {})
+        algorithm = header.pop("alg", "RS256")
+        if algorithm == "none":
+            return jwt.encode(payload, None, algorithm="none", headers=header)
+        return jwt.encode(payload, signer, algorithm=algorithm, headers=header)
 
     def now(self):
         return time.time() + self.offset
@@ -81,6 +122,7 @@ def issue_tokens(sub, family):
     access = "at_" + secrets.token_urlsafe(24)
     STATE.access[access] = {"sub": sub, "expires": STATE.now() + OPTIONS.access_ttl, "family": family}
     answer = {"access_token": access, "token_type": "Bearer", "expires_in": OPTIONS.access_ttl, "scope": "openid offline_access"}
+    answer["id_token"] = STATE.id_token(sub)
     refresh = "rt_" + secrets.token_urlsafe(24)
     STATE.refresh[refresh] = {"sub": sub, "family": family, "spent": False}
     answer["refresh_token"] = refresh
@@ -133,8 +175,12 @@ class Handler(BaseHTTPRequestHandler):
                 "device_authorization_endpoint": base + "/device", "revocation_endpoint": base + "/revoke",
                 "userinfo_endpoint": base + "/userinfo", "response_types_supported": ["code"],
                 "grant_types_supported": ["refresh_token", DEVICE_GRANT], "subject_types_supported": ["public"],
-                "id_token_signing_alg_values_supported": ["RS256"],
+                "id_token_signing_alg_values_supported": ["RS256"], "jwks_uri": base + "/jwks",
             })
+        elif path == "/jwks":
+            with STATE.lock:
+                STATE.counts["jwks"] += 1
+                self.send_json(200, STATE.jwks())
         elif path == "/userinfo":
             auth = self.headers.get("Authorization") or ""
             with STATE.lock:
@@ -262,6 +308,31 @@ class Handler(BaseHTTPRequestHandler):
                 else:
                     STATE.hold_grant = None
                     STATE.release.set()
+            elif name == "rotate-key":
+                STATE.add_key()
+                if body.get("keep_old") is False:
+                    STATE.keys = STATE.keys[-1:]
+            elif name == "id-token":
+                claims = dict(body)
+                sub = claims.pop("sub", "user")
+                headers = {k: claims.pop(k) for k in ("alg", "kid") if k in claims}
+                key = rsa.generate_private_key(public_exponent=65537, key_size=2048) if claims.pop("key", None) == "new" else None
+                if headers.get("alg") == "HS256":
+                    # The classic confusion: HMAC keyed with the issuer's public key as PEM, which
+                    # PyJWT refuses to do, so it is written by hand.
+                    import base64, hashlib, hmac
+                    from cryptography.hazmat.primitives import serialization
+                    def b64(data):
+                        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+                    secret = STATE.keys[-1][1].public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+                    now = int(STATE.now())
+                    payload = {"iss": STATE.base, "sub": sub, "aud": OPTIONS.client_id, "iat": now, "exp": now + 300}
+                    payload.update(claims)
+                    head = b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": headers.get("kid", STATE.keys[-1][0])}).encode())
+                    signing_input = head + "." + b64(json.dumps(payload).encode())
+                    signature = b64(hmac.new(secret, signing_input.encode(), hashlib.sha256).digest())
+                    return self.send_json(200, {"id_token": signing_input + "." + signature})
+                return self.send_json(200, {"id_token": STATE.id_token(sub, claims, headers, key)})
             elif name == "stall":
                 STATE.stall = (float(body.get("seconds", 1)), int(body.get("count", 1)))
             else:
@@ -292,6 +363,8 @@ def main():
     ThreadingHTTPServer.request_queue_size = 256
     server = ThreadingHTTPServer(("127.0.0.1", OPTIONS.port), Handler)
     server.daemon_threads = True
+    STATE.base = "http://127.0.0.1:%d" % server.server_address[1]
+    STATE.add_key()
     print(server.server_address[1], flush=True)
     threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
     server.serve_forever()

@@ -1,10 +1,11 @@
 import Buckia
+import BuckiaHTTP
 import Foundation
 
 extension CLI {
     static let serveCommand = Command(
         name: "serve", summary: "Serve a remote over the S3 API, enforcing the grants of temporary credentials.",
-        usage: "serve s3 REMOTE:[PATH] [--addr 127.0.0.1:8333] [--auth-key ID,SECRET]... [--token-key KEY_ID] [--staging DIR] [--deliver-max-size MIB] [--stop-timeout S] [--json]",
+        usage: "serve s3 REMOTE:[PATH] [--addr 127.0.0.1:8333] [--auth-key ID,SECRET]... [--token-key KEY_ID] [--staging DIR] [--deliver-max-size MIB] [--web-identity FILE] [--stop-timeout S] [--json]",
         positionals: 2...2,
         options: [
             .value("addr", "The IPv4 address and port to listen on (default 127.0.0.1:8333; port 0 picks a free one)."),
@@ -19,6 +20,10 @@ extension CLI {
             .value(
                 "deliver-max-size",
                 "The largest object, in MiB, a deliver grant alone may put (default 4; 1 to 1024). A delivery is a new <KSUID>.sqlite directly in the granted folder, never a replacement."
+            ),
+            .value(
+                "web-identity",
+                "A JSON file naming the OpenID Connect issuer, audiences and grant template (read,list:home/${sub}/, ...) with which STS AssumeRoleWithWebIdentity trades a login's token for temporary credentials (Docs/Gateway.md)."
             ),
             .value("stop-timeout", "Seconds requests in flight get to finish after SIGINT or SIGTERM before they are cut off (default 10)."),
             .flag("json", "Write the access log as one JSON object per request."),
@@ -85,7 +90,11 @@ extension CLI {
         var keys: GatewayKeys?
         let keyId = invocation.arguments.value("token-key")
         let saved = try tokens.signingKeys()
-        if keyId != nil || !saved.isEmpty {
+        let webIdentity = invocation.arguments.value("web-identity")
+        if webIdentity != nil {
+            // Credentials for logins are issued here: the derivation key is made if missing.
+            keys = try GatewayKeys.stored(in: tokens, keyId: keyId, create: true)
+        } else if keyId != nil || !saved.isEmpty {
             do {
                 keys = try GatewayKeys.stored(in: tokens, keyId: keyId, create: false)
             } catch let error as BuckiaError where error.code == .notFound && keyId == nil {
@@ -145,6 +154,9 @@ extension CLI {
             }
             options.stagingDirectory = folder
         }
+        if let webIdentity {
+            options.webIdentity = try await WebIdentityFile.load(webIdentity, http: HTTPClient())
+        }
         let json = invocation.arguments.flag("json")
         options.log = { entry in
             if json {
@@ -174,7 +186,7 @@ extension CLI {
         // supervisor that stops it as soon as it reads that line gets a clean stop, not 143.
         // The process ends anyway 5 s after the stop timeout.
         await ProcessEnd.stoppingCleanly("the server", grace: stopTimeout + 5, stop: { stopped.fire() }) {
-            Console.error("buckia: serving \(name):\(path) over S3 at http://\(host):\(server.port)\(keys == nil ? "" : " (temporary credentials accepted)")")
+            Console.error("buckia: serving \(name):\(path) over S3 at http://\(host):\(server.port)\(keys == nil ? "" : " (temporary credentials accepted)")\(options.webIdentity == nil ? "" : "; STS AssumeRoleWithWebIdentity at /")")
             await stopped.wait()
         }
         let finished = server.stop(timeout: .seconds(stopTimeout))

@@ -146,49 +146,46 @@ extension CLI {
         }
     }
 
-    /// The JSON Web Key in the file `--public-key @FILE` names: a regular file (a device or FIFO
-    /// is refused at once, not read or waited on) of at most 64 KiB of UTF-8.
+    /// The JSON Web Key in the file `--public-key @FILE` names: a regular file of at most 64 KiB
+    /// of UTF-8 (``readSmallFile(_:shownAs:holding:maximumBytes:)``).
     static func readKeyFile(_ path: String) throws -> String {
         guard !path.isEmpty else { throw UsageError(description: "--public-key @ names no file; give @PATH of a JWK file, or the JWK itself.") }
-        let file: LocalFile
-        do {
-            file = try LocalFile.openForReading(URL(fileURLWithPath: path))
-        } catch let error as BuckiaError where error.code == .notFound {
-            throw BuckiaError(.notFound, "--public-key @\(path): there is no file there; give the path of a JWK file, or the JWK itself.", path: path)
-        } catch let error as BuckiaError where error.code == .invalidPath {
-            throw BuckiaError(.invalidPath, "--public-key @\(path): " + error.message, path: path)
-        }
-        defer { file.closeAfterReading() }
-        let size = try file.status().size
-        guard size > 0, size <= 65_536 else {
-            throw UsageError(description: "--public-key @\(path) is \(size) bytes; a JWK file holds one key of a few hundred bytes.")
-        }
-        guard let text = String(data: try file.read(count: Int(size), at: 0), encoding: .utf8) else {
+        let data = try readSmallFile(path, shownAs: "--public-key @\(path)", holding: "a JWK file, or the JWK itself", maximumBytes: 65_536)
+        guard let text = String(data: data, encoding: .utf8) else {
             throw UsageError(description: "--public-key @\(path) is not UTF-8 text; give a JWK file.")
         }
         return text
     }
 
-    /// `read,list:u1/` → read and list on `u1/`; `read:*` → read on the whole bucket. An empty
-    /// prefix (`read:`, what `read:$PREFIX` gives when the variable is unset) is refused: a grant
-    /// on everything is written out.
+    /// The bytes of the small file at `path` that an option names (`shown`): a regular file of
+    /// 1 to `maximumBytes` bytes. A device or FIFO is refused at once, never read or waited on
+    /// (exit 2); a missing file is `notFound` (exit 3); the words say what the file should hold.
+    static func readSmallFile(_ path: String, shownAs shown: String, holding what: String, maximumBytes: Int) throws -> Data {
+        let file: LocalFile
+        do {
+            file = try LocalFile.openForReading(URL(fileURLWithPath: path))
+        } catch let error as BuckiaError where error.code == .notFound {
+            throw BuckiaError(.notFound, "\(shown): there is no file there; give the path of \(what).", path: path)
+        } catch let error as BuckiaError where error.code == .invalidPath {
+            throw BuckiaError(.invalidPath, "\(shown): " + error.message, path: path)
+        }
+        defer { file.closeAfterReading() }
+        let size = try file.status().size
+        guard size > 0, size <= Int64(maximumBytes) else {
+            throw UsageError(description: "\(shown) is \(size) bytes; it should be \(what), 1 to \(maximumBytes) bytes.")
+        }
+        return try file.read(count: Int(size), at: 0)
+    }
+
+    /// `read,list:u1/` → read and list on `u1/`; `read:*` → read on the whole bucket
+    /// (``BuckiaSecurity/StorageGrant/init(parsing:)``); a refused grant is a usage error.
     static func parseGrant(_ text: String) throws -> StorageGrant {
-        guard let colon = text.firstIndex(of: ":") else {
-            throw UsageError(description: "--grant takes PERMS:PREFIX, such as read,list:u1/; \(text.debugDescription) has no ':'.")
+        let grant: StorageGrant
+        do {
+            grant = try StorageGrant(parsing: text)
+        } catch let error as BuckiaError where error.code == .invalidConfiguration {
+            throw UsageError(description: "--grant: \(error.message)")
         }
-        var permissions: StoragePermissions = []
-        for name in text[..<colon].split(separator: ",", omittingEmptySubsequences: false) {
-            guard let permission = StoragePermissions(name: String(name)) else {
-                throw UsageError(description: "--grant: \(String(name).debugDescription) is not a permission; use read, write, delete, list or deliver.")
-            }
-            permissions.insert(permission)
-        }
-        let written = String(text[text.index(after: colon)...])
-        guard !written.isEmpty else {
-            throw UsageError(
-                description: "--grant \(text.debugDescription) has an empty prefix, which would grant the whole bucket (an unset shell variable gives one); write \(text)* to grant the whole bucket, or name the folder (\(text)u1/).")
-        }
-        let grant = StorageGrant(permissions, prefix: written == "*" ? "" : written)
         try StorageGrants([grant]).validate()
         return grant
     }

@@ -8,7 +8,8 @@
 // Not part of Buckia: a package of its own, which no Buckia product depends on, so Buckia's
 // own manifest keeps "packages: none". The sources are Buckia's, through symbolic links:
 //   Sources/BuckiaCore, BuckiaSecurity, CZlib, CChecksum, CLinux -> ../../../Core/…
-//   Sources/BuckiaCrypto: one line, `@_exported import Crypto`, in place of Buckia's facade
+//   Sources/BuckiaCrypto: `@_exported import Crypto` in place of Buckia's facade, and Buckia's
+//     RSAPublicKey.swift (linked) checked through _CryptoExtras (CryptoKit has no RSA)
 //   Tests/BuckiaCryptoTests -> Buckia's tests of the facade, which name only CryptoKit's API
 //   Tests/CallSiteTests: Buckia's HMAC, AES-GCM and scrypt known-answer tests
 //
@@ -22,7 +23,10 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib"),
         .systemLibrary(name: "CChecksum", path: "Sources/CChecksum"),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
-        .target(name: "BuckiaCrypto", dependencies: [.product(name: "Crypto", package: "swift-crypto")], path: "Sources/BuckiaCrypto"),
+        .target(
+            name: "BuckiaCrypto",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
+            path: "Sources/BuckiaCrypto"),
         .target(name: "BuckiaCore", dependencies: ["BuckiaCrypto", "CZlib", "CChecksum", "CLinux"], path: "Sources/BuckiaCore"),
         .target(name: "BuckiaSecurity", dependencies: ["BuckiaCore", "BuckiaCrypto"], path: "Sources/BuckiaSecurity"),
         // BUCKIA_SWIFT_CRYPTO: the one place the tests allow swift-crypto to differ from CryptoKit

@@ -1,0 +1,1 @@
+../../../../Core/BuckiaCrypto/RSAPublicKey.swift

@@ -12,7 +12,8 @@ public struct UserFolderSyncResult: Sendable {
 }
 
 extension BuckiaClient {
-    /// Runs the seed's folder sync for `folder`, against `<user-id>/` in this bucket:
+    /// Runs the seed's folder sync for `folder`, against `<remoteBase><user-id>/` in this
+    /// bucket (`remoteBase` is a folder, `""` for the bucket's top):
     ///
     /// 1. Lists `<user-id>/inbound/` from where an unsettled change file can be (the
     ///    applier's ``InboundHistory``; a start-after listing where the provider has one),
@@ -25,19 +26,21 @@ extension BuckiaClient {
     ///
     /// - Returns: The inbound files and what was uploaded.
     public func syncUserFolder(
-        _ folder: UserFolder, includeOriginals: Bool = true, applier: (any InboundChangeApplier)? = nil,
+        _ folder: UserFolder, remoteBase: String = "", includeOriginals: Bool = true, applier: (any InboundChangeApplier)? = nil,
         events: @escaping @Sendable (SyncEvent) -> Void = { _ in }
     ) async throws -> UserFolderSyncResult {
+        let base = remoteBase.isEmpty || remoteBase.hasSuffix("/") ? remoteBase : remoteBase + "/"
+        try ObjectKey.validatePrefix(base)
         var result = UserFolderSyncResult()
         let history = try await applier?.inboundHistory() ?? newestLocalInbound(folder)
-        result.inbound = try await downloadInbound(folder, wanted: history)
+        result.inbound = try await downloadInbound(folder, remoteBase: base, wanted: history)
         // Every run, not only when something arrived: a diff waiting on a local change (the
         // app's migration) is retried.
         if let applier { try await applier.apply(result.inbound) }
         let created = ["reworked/**"] + (includeOriginals ? ["originals/**"] : [])
         let options = SyncOptions(
             mode: .push, filter: try PathFilter(include: ["backup.sqlite"] + created), createOnly: try created.map(GlobPattern.init),
-            localPath: folder.url, remotePath: folder.userId)
+            localPath: folder.url, remotePath: base + folder.userId)
         result.uploads = try await sync(options: options, events: events)
         return result
     }
@@ -57,8 +60,8 @@ extension BuckiaClient {
     }
 
     /// Downloads the remote inbound files `history` wants, oldest first.
-    func downloadInbound(_ folder: UserFolder, wanted history: InboundHistory) async throws -> [URL] {
-        let prefix = "\(folder.userId)/inbound/"
+    func downloadInbound(_ folder: UserFolder, remoteBase: String = "", wanted history: InboundHistory) async throws -> [URL] {
+        let prefix = "\(remoteBase)\(folder.userId)/inbound/"
         var options = ListOptions(prefix: prefix)
         if let start = history.startAfter, provider.capabilities.supports(.listStartAfter) { options.startAfter = prefix + start.description }
         var wanted: [(KSUID, ObjectKey, String)] = []

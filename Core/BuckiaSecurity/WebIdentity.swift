@@ -308,8 +308,8 @@ public struct WebIdentityVerifier: Sendable {
 /// of MinIO's and AWS's policy variables, and what `buckia serve s3` gives each credential it
 /// issues for a login.
 ///
-/// `${sub}` must be a whole segment of a prefix, and is filled in with the login's subject
-/// only when that subject is one safe segment: never `..`, a `/`, a `*` or anything a backend
+/// `${sub}` must start a segment of a prefix (`home/${sub}/`, or `keys/${sub}.jwk` with a plain
+/// suffix), and is filled in with the login's subject only when that subject is one safe segment: never `..`, a `/`, a `*` or anything a backend
 /// could read as more than one folder name. A subject that is not is refused, so no issuer
 /// can name its way into another user's folder.
 public struct GrantTemplate: Sendable, Hashable, CustomStringConvertible {
@@ -329,11 +329,11 @@ public struct GrantTemplate: Sendable, Hashable, CustomStringConvertible {
         guard !grants.isEmpty else { throw BuckiaError(.invalidConfiguration, "A grant template needs at least one grant.") }
         for grant in grants {
             let segments = grant.prefix.split(separator: "/", omittingEmptySubsequences: false)
-            for segment in segments where segment.contains("${") || segment.contains("}") {
-                guard segment == Self.subjectVariable else {
+            for segment in segments where segment.contains("$") || segment.contains("{") || segment.contains("}") {
+                guard Self.isSubjectSegment(segment) else {
                     throw BuckiaError(
                         .invalidConfiguration,
-                        "The grant template \(grant) uses \(String(segment).debugDescription); the one variable is \(Self.subjectVariable), as a whole folder name (home/${sub}/).")
+                        "The grant template \(grant) uses \(String(segment).debugDescription); the one variable is \(Self.subjectVariable), starting a folder or file name (home/${sub}/, keys/${sub}.jwk).")
                 }
             }
         }
@@ -345,6 +345,16 @@ public struct GrantTemplate: Sendable, Hashable, CustomStringConvertible {
     /// (`read,list:home/${sub}/`).
     public init(parsing texts: [String]) throws {
         try self.init(try texts.map(StorageGrant.init(parsing:)))
+    }
+
+    /// Whether `segment` is `${sub}`, or `${sub}` and a plain suffix (`${sub}.jwk`: letters,
+    /// digits, `.`, `_`, `-`). With a safe subject either is still exactly one segment.
+    static func isSubjectSegment(_ segment: Substring) -> Bool {
+        guard segment.hasPrefix(subjectVariable) else { return false }
+        return segment.dropFirst(subjectVariable.count).utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
     }
 
     /// The grants for the user `subject`.
@@ -359,7 +369,8 @@ public struct GrantTemplate: Sendable, Hashable, CustomStringConvertible {
             grants.map { grant in
                 let segments = grant.prefix.split(separator: "/", omittingEmptySubsequences: false)
                 return StorageGrant(
-                    grant.permissions, prefix: segments.map { $0 == Self.subjectVariable ? subject : String($0) }.joined(separator: "/"))
+                    grant.permissions,
+                    prefix: segments.map { Self.isSubjectSegment($0) ? subject + $0.dropFirst(Self.subjectVariable.count) : String($0) }.joined(separator: "/"))
             })
         do {
             try filled.validate()

@@ -372,7 +372,7 @@ struct ServeWebIdentityTests {
         BadPolicy(name: "no audiences", text: #"{"issuer": "\#(issuer)", "audiences": [], "grants": ["read:home/${sub}/"], "jwks": "JWKS"}"#, status: 2, says: "audiences must list"),
         BadPolicy(name: "an empty audience", text: #"{"issuer": "\#(issuer)", "audiences": [""], "grants": ["read:home/${sub}/"], "jwks": "JWKS"}"#, status: 2, says: "none of them empty"),
         BadPolicy(name: "no grants", text: #"{"issuer": "\#(issuer)", "audiences": ["a"], "jwks": "JWKS"}"#, status: 2, says: "grants must list"),
-        BadPolicy(name: "a variable inside a folder name", text: #"{"issuer": "\#(issuer)", "audiences": ["a"], "grants": ["read:home/x${sub}/"], "jwks": "JWKS"}"#, status: 2, says: "as a whole folder name"),
+        BadPolicy(name: "a variable inside a folder name", text: #"{"issuer": "\#(issuer)", "audiences": ["a"], "grants": ["read:home/x${sub}/"], "jwks": "JWKS"}"#, status: 2, says: "starting a folder or file name"),
         BadPolicy(name: "an unknown variable", text: #"{"issuer": "\#(issuer)", "audiences": ["a"], "grants": ["read:home/${email}/"], "jwks": "JWKS"}"#, status: 2, says: "the one variable is ${sub}"),
         BadPolicy(name: "an empty grant prefix", text: #"{"issuer": "\#(issuer)", "audiences": ["a"], "grants": ["read:"], "jwks": "JWKS"}"#, status: 2, says: "empty prefix"),
         BadPolicy(name: "a grant climbing out", text: #"{"issuer": "\#(issuer)", "audiences": ["a"], "grants": ["read:home/../${sub}/"], "jwks": "JWKS"}"#, status: 2, says: "is refused"),

@@ -6,14 +6,16 @@ import Testing
 /// folder name, so no login can name its way into another user's folder.
 @Suite("Grant templates")
 struct GrantTemplateTests {
-    static let template = ["read,list:home/${sub}/", "write:home/${sub}/inbound/", "deliver:home/*/inbound/", "read:shared/"]
+    static let template = ["read,list:home/${sub}/", "write:home/${sub}/inbound/", "deliver:home/*/inbound/", "read:shared/", "write:keys/${sub}.jwk"]
 
     @Test("a subject is filled into each ${sub}, and the grants then decide as written", arguments: [
         "u1", "00u1abcdEFGH2345", "auth0|65f0c3", "google-oauth2|1049", "a.b@example.com", "user_1-2+3=4", "108234567890123456789",
     ])
     func filled(_ subject: String) throws {
         let grants = try GrantTemplate(parsing: Self.template).grants(subject: subject)
-        #expect(grants.grants.map(\.prefix) == ["home/\(subject)/", "home/\(subject)/inbound/", "home/*/inbound/", "shared/"])
+        #expect(grants.grants.map(\.prefix) == ["home/\(subject)/", "home/\(subject)/inbound/", "home/*/inbound/", "shared/", "keys/\(subject).jwk"])
+        #expect(grants.permits(.write, key: "keys/\(subject).jwk"))
+        #expect(!grants.permits(.write, key: "keys/other.jwk"))
         #expect(grants.permits(.read, key: "home/\(subject)/notes.txt"))
         #expect(grants.permits(.write, key: "home/\(subject)/inbound/x.sqlite"))
         #expect(!grants.permits(.write, key: "home/\(subject)/notes.txt"))
@@ -33,7 +35,7 @@ struct GrantTemplateTests {
     }
 
     @Test("a template is refused when a variable is not a whole ${sub} folder name, or a grant is", arguments: [
-        ["read:home/x${sub}/"], ["read:home/${sub}x/"], ["read:home/${user}/"], ["read:home/${sub/"], ["read:home/$sub}/"], ["read:home/{sub}/"],
+        ["read:home/x${sub}/"], ["read:home/${sub}/x/${sub}$/"], ["read:home/${user}/"], ["read:home/${sub/"], ["read:home/$sub}/"], ["read:home/{sub}/"],
         ["read:home/${sub}${sub}/"], [], ["read:"], ["read:../${sub}/"], ["root:home/${sub}/"], ["home/${sub}/"],
     ])
     func badTemplates(_ texts: [String]) {

@@ -11,7 +11,7 @@ enum CLI {
     ]
 
     static var commands: [Command] {
-        [providersCommand, lsCommand, cpCommand, syncCommand, checkCommand, catCommand, rcatCommand, rmCommand, urlCommand, tokenCommand, serveCommand, catalogCommand, fetchCommand, cacheCommand, secretsCommand, loginCommand, logoutCommand, cleanupCommand, kvCommand, chunkCommand, dbCommand, conformanceCommand]
+        [providersCommand, lsCommand, cpCommand, syncCommand, checkCommand, catCommand, rcatCommand, rmCommand, urlCommand, tokenCommand, serveCommand, userCommand, catalogCommand, fetchCommand, cacheCommand, secretsCommand, loginCommand, logoutCommand, cleanupCommand, kvCommand, chunkCommand, dbCommand, conformanceCommand]
     }
 
     static var overview: String {

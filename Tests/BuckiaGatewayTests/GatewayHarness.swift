@@ -256,12 +256,16 @@ enum RawHTTP {
         var body: Data
     }
 
-    static func exchange(port: UInt16, method: String, target: String, headers: [(String, String)], body: Data = Data()) async throws -> Answer {
+    /// Sends one request and reads the whole answer; a read waits at most `timeout` seconds for
+    /// bytes (a hang guard: an answer that needs the issuer's keys may wait on a loaded machine).
+    static func exchange(
+        port: UInt16, method: String, target: String, headers: [(String, String)], body: Data = Data(), timeout: Int = 20
+    ) async throws -> Answer {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
         for (name, value) in headers where name.lowercased() != "host" && name.lowercased() != "content-length" { head += "\(name): \(value)\r\n" }
         let wire = Array((head + "\r\n").utf8) + Array(body)
         let raw = try await offPool { () -> Data in
-            let client = try RawClient(port: port)
+            let client = try RawClient(port: port, timeout: timeout)
             client.send(wire)
             return client.readAllData()
         }

@@ -15,12 +15,14 @@ import Testing
 /// issuer, the gateway, the provider and the session read one clock the test moves.
 @Suite("S3 credentials from a login: exchanged, renewed, and stopped by a revocation")
 struct GatewayLoginCredentialsTests {
-    /// A clock that starts now and moves only when told.
+    /// The time, moved ahead by what the test has advanced it: real time keeps passing (the
+    /// emulator issues tokens by it), so a loaded machine cannot leave this clock behind the
+    /// issuer's. Each step the test takes is far from the bounds it checks.
     final class TestClock: @unchecked Sendable {
         private let lock = NSLock()
-        private var current = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
-        var now: Date { lock.withLock { current } }
-        func advance(_ seconds: Double) { lock.withLock { current = current.addingTimeInterval(seconds) } }
+        private var offset: TimeInterval = 0
+        var now: Date { Date().addingTimeInterval(lock.withLock { offset }) }
+        func advance(_ seconds: Double) { lock.withLock { offset += seconds } }
         var read: @Sendable () -> Date { { self.now } }
     }
 
@@ -85,17 +87,17 @@ struct GatewayLoginCredentialsTests {
     func renewed() async throws {
         let setup = try await Self.setUp()
         defer { setup.stop() }
-        let provider = try setup.provider(setup.settings())
+        let provider = try setup.provider(setup.settings(duration: .seconds(3600)))
         let source = try #require(provider.credentialSource as? WebIdentityCredentials)
         _ = try await provider.uploadData(Data("one".utf8), remotePath: try ObjectKey("u1/a.txt"), options: UploadOptions())
         #expect(await source.exchanges == 1)
         let first = try await source.credentials()
-        // Within the credentials' life less the 5-minute margin: the same ones.
-        try await setup.advance(500)
+        // Well within the hour's credentials, less their 5-minute margin: the same ones.
+        try await setup.advance(1000)
         _ = try await provider.uploadData(Data("two".utf8), remotePath: try ObjectKey("u1/b.txt"), options: UploadOptions())
         #expect(await source.exchanges == 1)
-        // Past it: renewed before the next request, which succeeds.
-        try await setup.advance(200)
+        // Inside the margin: renewed before the next request, which succeeds.
+        try await setup.advance(2400)
         _ = try await provider.uploadData(Data("three".utf8), remotePath: try ObjectKey("u1/c.txt"), options: UploadOptions())
         #expect(await source.exchanges == 2)
         let second = try await source.credentials()

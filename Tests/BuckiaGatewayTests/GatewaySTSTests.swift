@@ -34,8 +34,10 @@ struct GatewaySTSTests {
         let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
         let policy: WebIdentityPolicy?
         if trusting {
-            let verifier = try WebIdentityVerifier(
-                issuer: emulator.issuer.absoluteString, audiences: [emulator.clientId], keys: try await IssuerKeys.discover(issuer: emulator.issuer))
+            let keys = try await IssuerKeys.discover(issuer: emulator.issuer)
+            // Fetched now, not inside the first STS call, whose answer a test waits for.
+            _ = try await keys.keySet(refresh: false)
+            let verifier = try WebIdentityVerifier(issuer: emulator.issuer.absoluteString, audiences: [emulator.clientId], keys: keys)
             policy = try WebIdentityPolicy(verifier: verifier, grants: try GrantTemplate(parsing: template), roleArn: roleArn)
         } else {
             policy = nil
@@ -74,7 +76,8 @@ struct GatewaySTSTests {
         allowed.insert(charactersIn: "-._~")
         let body = fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(separator: "&")
         let answer = try await RawHTTP.exchange(
-            port: UInt16(gateway.endpoint.port ?? 0), method: "POST", target: "/", headers: [("Content-Type", contentType)], body: Data(body.utf8))
+            port: UInt16(gateway.endpoint.port ?? 0), method: "POST", target: "/", headers: [("Content-Type", contentType)], body: Data(body.utf8),
+            timeout: 300)
         return STSAnswer(status: answer.status, body: String(decoding: answer.body, as: UTF8.self))
     }
 
@@ -257,7 +260,7 @@ struct GatewaySTSTests {
         #expect(big.status == 400 && big.code == "ValidationError")
         let token = try await setup.emulator.idToken(sub: "u1")
         let query = Self.fields(token: token).map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")
-        let viaGet = try await RawHTTP.exchange(port: UInt16(setup.gateway.endpoint.port ?? 0), method: "GET", target: "/?" + query, headers: [])
+        let viaGet = try await RawHTTP.exchange(port: UInt16(setup.gateway.endpoint.port ?? 0), method: "GET", target: "/?" + query, headers: [], timeout: 300)
         #expect(viaGet.status == 200 && STSAnswer(status: 200, body: String(decoding: viaGet.body, as: UTF8.self)).credentials != nil)
 
         let untrusting = try await Self.setUp(trusting: false)
@@ -346,7 +349,8 @@ struct ServeWebIdentityTests {
         allowed.insert(charactersIn: "-._~")
         let body = GatewaySTSTests.fields(token: token).map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(separator: "&")
         let raw = try await RawHTTP.exchange(
-            port: UInt16(server.port), method: "POST", target: "/", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Data(body.utf8))
+            port: UInt16(server.port), method: "POST", target: "/", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Data(body.utf8),
+            timeout: 300)
         let answer = GatewaySTSTests.STSAnswer(status: raw.status, body: String(decoding: raw.body, as: UTF8.self))
         let credentials = try #require(answer.credentials, "\(answer.body)")
         #expect(try await server.send("PUT", "/home/u1/a.txt", body: Data("a".utf8), credentials: credentials).0 == 200)

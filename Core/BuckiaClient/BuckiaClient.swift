@@ -69,6 +69,18 @@ public final class BuckiaClient: Sendable {
         (self.configuration, provider, isUsingFallback, self.environment) = (fallback, second, true, environment)
     }
 
+    /// A client over a provider the app built itself: an S3 provider whose credentials come
+    /// from the app's login (``BuckiaCore/StorageProvider`` with `S3Settings.webIdentity`), or a
+    /// third party's. No registry and no fallback; nothing is sent over the network.
+    ///
+    /// - Parameters:
+    ///   - provider: The bucket every call goes to.
+    ///   - configuration: What it was built from (sync reads its limits and names state by it).
+    ///   - environment: Where sync state and locks go (`XDG_STATE_HOME`); the process's by default.
+    public init(provider: any StorageProvider, configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        (self.configuration, self.provider, isUsingFallback, self.environment) = (configuration, provider, false, environment)
+    }
+
     /// A connection test that reports a thrown error as "not connected", with its message.
     private static func status(of provider: any StorageProvider) async -> ConnectionStatus {
         do {

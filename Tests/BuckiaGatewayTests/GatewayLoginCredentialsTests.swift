@@ -1,3 +1,4 @@
+import BuckiaClient
 import BuckiaCore
 import BuckiaGateway
 import BuckiaHTTP
@@ -107,7 +108,9 @@ struct GatewayLoginCredentialsTests {
         let old = try await Self.put(setup, "u1/d.txt", with: first)
         #expect(old.status == 400 && String(decoding: old.body, as: UTF8.self).contains("<Code>ExpiredToken</Code>"), "\(old.status) \(String(decoding: old.body, as: UTF8.self))")
         _ = try await provider.uploadData(Data("four".utf8), remotePath: try ObjectKey("u1/d.txt"), options: UploadOptions())
-        #expect(try await provider.listFiles(path: "u1/").map(\.path.rawValue).sorted() == ["u1/a.txt", "u1/b.txt", "u1/c.txt", "u1/d.txt"])
+        // The app's client over the same provider lists with the renewed credentials.
+        let client = BuckiaClient(provider: provider, configuration: setup.gateway.s3Configuration(bucket: "home"), environment: TestHome.processEnvironment)
+        #expect(try await client.listFiles(path: "u1/").map(\.path.rawValue).sorted() == ["u1/a.txt", "u1/b.txt", "u1/c.txt", "u1/d.txt"])
         // What the template did not grant stays refused with login credentials too.
         await #expect(throws: BuckiaError.self) { _ = try await provider.uploadData(Data("x".utf8), remotePath: try ObjectKey("u2/a.txt"), options: UploadOptions()) }
         #expect(provider.capabilities.supports(.presign) == false)

@@ -19,3 +19,7 @@ var settings = try S3Settings.resolve(
 settings.webIdentity?.token = { try await session.idToken().exposedValue }
 let provider = S3Provider(settings: settings)
 print(provider.capabilities.supports(.presign))  // false: credentials come and go
+
+// The app's client over it: uploads, downloads and the folder sync, with the login's credentials.
+let client = BuckiaClient(provider: provider, configuration: BuckiaConfiguration(provider: .s3, bucketName: "data"))
+print(client.isUsingFallback)  // false

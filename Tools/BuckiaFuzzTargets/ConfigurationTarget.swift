@@ -13,7 +13,8 @@ import Foundation
 ///
 /// The law besides never trapping: a secret (a credential in the configuration, or a variable
 /// whose name says it holds one) never appears in a refusal's description or in the resolved
-/// settings' description, unless the input also put the same text somewhere public.
+/// settings' description, unless the input also put the same text somewhere public, or the
+/// description says it with every secret replaced (Buckia's own words).
 enum ConfigurationTarget {
     /// Where the shared AWS files are looked for: an empty folder this process made (removed
     /// when it exits), so a run reads no file of the machine's, whatever is at any fixed path,
@@ -34,20 +35,46 @@ enum ConfigurationTarget {
             return "\(error)"
         }
         let secrets = secretTexts(configuration, environment)
-        let described: String
+        guard let outcome = describe(configuration, environment) else { return nil }
+        // Text that is still there when every secret is replaced is Buckia's own wording (a
+        // credential of "advanced" beside "tokenScheme must be hmac, advanced or basic"), not
+        // something the secret put there.
+        let own = describe(withoutSecrets(configuration), Dictionary(uniqueKeysWithValues: environment.map { ($0.key, holdsSecret($0.key) ? "replaced-\u{2603}" : $0.value) }))
+        let leaks = secrets.filter { own?.text.contains($0) != true }
+        try checkNoSecret(in: outcome.text, leaks, what: outcome.refused ? "a refusal" : "the resolved settings")
+        return outcome.refused ? outcome.text : nil
+    }
+
+    /// The provider's settings resolved from `configuration`, described, or the refusal's
+    /// description; nil for a provider this target does not resolve.
+    static func describe(_ configuration: BuckiaConfiguration, _ environment: [String: String]) -> (text: String, refused: Bool)? {
         do {
             switch configuration.provider {
-            case .s3: described = "\(try S3Settings.resolve(configuration, environment: environment, home: home))"
-            case .b2: described = "\(try B2Settings.resolve(configuration, environment: environment))"
-            case .bunny: described = "\(try BunnySettings.resolve(configuration, environment: environment))"
+            case .s3: return ("\(try S3Settings.resolve(configuration, environment: environment, home: home))", false)
+            case .b2: return ("\(try B2Settings.resolve(configuration, environment: environment))", false)
+            case .bunny: return ("\(try BunnySettings.resolve(configuration, environment: environment))", false)
             default: return nil
             }
         } catch {
-            try checkNoSecret(in: "\(error)", secrets, what: "a refusal")
-            return "\(error)"
+            return ("\(error)", true)
         }
-        try checkNoSecret(in: described, secrets, what: "the resolved settings")
-        return nil
+    }
+
+    /// `configuration` with each secret credential replaced by a text of its own that no
+    /// message contains.
+    static func withoutSecrets(_ configuration: BuckiaConfiguration) -> BuckiaConfiguration {
+        var copy = configuration
+        var credentials = configuration.authConfig.credentials
+        for (index, key) in credentials.keys.sorted().enumerated() where !key.lowercased().hasSuffix("id") {
+            credentials[key] = Secret("replaced-\(index)-\u{2603}")
+        }
+        copy.authConfig = AuthenticationConfiguration(method: configuration.authConfig.method, credentials: credentials, tokenContext: configuration.authConfig.tokenContext)
+        return copy
+    }
+
+    static func holdsSecret(_ name: String) -> Bool {
+        let upper = name.uppercased()
+        return (["SECRET", "TOKEN", "PASSWORD"].contains { upper.contains($0) } || upper.hasSuffix("KEY")) && !upper.hasSuffix("KEY_ID")
     }
 
     /// The JSON, and the environment after a `--` line (at most 32 variables; `HOME` and the
@@ -70,10 +97,6 @@ enum ConfigurationTarget {
     /// more), less any the input also put somewhere public (a bucket name, an option, a
     /// variable that holds no secret), where printing it is no leak.
     static func secretTexts(_ configuration: BuckiaConfiguration, _ environment: [String: String]) -> [String] {
-        func holdsSecret(_ name: String) -> Bool {
-            let upper = name.uppercased()
-            return (["SECRET", "TOKEN", "PASSWORD"].contains { upper.contains($0) } || upper.hasSuffix("KEY")) && !upper.hasSuffix("KEY_ID")
-        }
         // A key's id (`accessKeyId`, `applicationKeyId`) names the key and may be shown.
         var secrets = configuration.authConfig.credentials.filter { !$0.key.lowercased().hasSuffix("id") }.values.map(\.exposedValue)
         secrets += environment.filter { holdsSecret($0.key) }.map(\.value)

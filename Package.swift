@@ -112,7 +112,7 @@ let package = Package(
 
         // MARK: Providers
         .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
-        .target(name: "BuckiaLocal", dependencies: ["BuckiaCore"], path: "Providers/BuckiaLocal"),
+        .target(name: "BuckiaLocal", dependencies: ["BuckiaCore", "CXattr"], path: "Providers/BuckiaLocal"),
         .target(name: "BuckiaS3", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSigV4", "BuckiaSecurity"], path: "Providers/BuckiaS3"),
         .target(name: "BuckiaB2", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSecurity"], path: "Providers/BuckiaB2"),
         .target(name: "BuckiaBunny", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSecurity"], path: "Providers/BuckiaBunny"),

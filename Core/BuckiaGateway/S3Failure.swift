@@ -57,7 +57,9 @@ struct S3Failure: Error {
             case .permissionDenied, .unauthorized: self.init("AccessDenied", "The gateway's backend refused: \(wrapped.message)", status: 403)
             case .rateLimited: self.init("SlowDown", "Please reduce your request rate.", status: 503)
             case .transient: self.init("ServiceUnavailable", "The gateway's backend is unavailable; try again.", status: 503)
-            case .alreadyExists: self.init("PreconditionFailed", wrapped.message)
+            // No condition was sent: a folder backend cannot hold `a/b` and `a/b/c` both, and
+            // says which is in the way (MinIO answers such a key with a 409 of its own too).
+            case .alreadyExists: self.init("KeyConflict", wrapped.message, status: 409)
             default: self.init("InternalError", "The gateway's backend failed: \(wrapped.message)", status: 500)
             }
         }

@@ -27,12 +27,30 @@ extension S3Gateway {
                 return false
             }
         }
-        let owner = (context.principal?.name ?? "").xmlEscaped
-        var xml = "<ListAllMyBucketsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>\(owner)</ID><DisplayName>\(owner)</DisplayName></Owner><Buckets>"
-        for name in names.sorted(by: { $0.utf8Precedes($1) }) {
+        var sorted = names.sorted(by: { $0.utf8Precedes($1) })
+        if let token = context.query["continuation-token"] {
+            guard let bytes = Base64URL.decode(token), let after = String(bytes: bytes, encoding: .utf8) else {
+                throw S3Failure("InvalidArgument", "The continuation token provided is incorrect")
+            }
+            sorted = sorted.filter { after.utf8Precedes($0) }
+        }
+        if let prefix = context.query["prefix"] { sorted = sorted.filter { $0.utf8HasPrefix(prefix) } }
+        var truncated = false
+        if let text = context.query["max-buckets"] {
+            guard text.utf8.count <= 5, text.utf8.allSatisfy({ (48...57).contains($0) }), let limit = Int(text), (1...10_000).contains(limit) else {
+                throw S3Failure("InvalidArgument", "max-buckets must be an integer between 1 and 10000.")
+            }
+            truncated = sorted.count > limit
+            sorted = Array(sorted.prefix(limit))
+        }
+        var xml = "<ListAllMyBucketsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\(Self.ownerXML(context))<Buckets>"
+        for name in sorted {
             xml += "<Bucket><Name>\(name.xmlEscaped)</Name><CreationDate>\(Self.isoDate(Date(timeIntervalSince1970: 0)))</CreationDate></Bucket>"
         }
-        return Self.xml(xml + "</Buckets></ListAllMyBucketsResult>")
+        xml += "</Buckets>"
+        if truncated, let last = sorted.last { xml += "<ContinuationToken>\(Base64URL.encode(Data(last.utf8)))</ContinuationToken>" }
+        if let prefix = context.query["prefix"] { xml += "<Prefix>\(prefix.xmlEscaped)</Prefix>" }
+        return Self.xml(xml + "</ListAllMyBucketsResult>")
     }
 
     /// S3's rules for a new bucket's name: 3 to 63 lowercase letters, digits, `.` and `-`,
@@ -50,17 +68,25 @@ extension S3Gateway {
             throw S3Failure("AccessDenied", "Access Denied: creating a bucket needs a grant to write the whole of it.")
         }
         try Self.checkNewBucketName(context.bucket)
+        try Self.refuseAccessControl(context)
+        if context.request.headers.contains(where: { $0.name.lowercased() == "x-amz-bucket-object-lock-enabled" && $0.value.lowercased() == "true" }) {
+            throw S3Failure.unsupportedFeature("object lock")
+        }
         // The optional CreateBucketConfiguration names a region; any is accepted.
         let upload = try S3UploadBody(context, body: body, maximumSize: 64 * 1024)
         while try upload.next() != nil {}
         context.bytesIn = upload.count
-        do {
-            try requireBucket(context.bucket)
-            throw S3Failure("BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.")
-        } catch let failure as S3Failure where failure.code == "NoSuchBucket" {
-            _ = state.withLock { $0.knownBuckets.insert(context.bucket) }
-            return HTTPServerResponse(status: 200, headers: [("Location", "/" + context.bucket)])
+        // Every bucket here is the caller's own (it needs write on all of it), and creating one's
+        // own bucket again succeeds, as in us-east-1 (other regions answer
+        // BucketAlreadyOwnedByYou).
+        if options.region != "us-east-1" {
+            do {
+                try requireBucket(context.bucket)
+                throw S3Failure("BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.")
+            } catch let failure as S3Failure where failure.code == "NoSuchBucket" {}
         }
+        _ = state.withLock { $0.knownBuckets.insert(context.bucket) }
+        return HTTPServerResponse(status: 200, headers: [("Location", "/" + context.bucket)])
     }
 
     func deleteBucket(_ context: RequestContext) throws -> HTTPServerResponse {
@@ -74,8 +100,9 @@ extension S3Gateway {
             return try await iterator.next() == nil
         }
         guard empty else { throw S3Failure("BucketNotEmpty", "The bucket you tried to delete is not empty.") }
-        let pending = state.withLock { state in state.uploads.values.contains { $0.bucket == context.bucket } }
-        guard !pending else { throw S3Failure("BucketNotEmpty", "The bucket you tried to delete has unfinished multipart uploads.") }
+        // Unfinished multipart uploads are not objects: as AWS does, the bucket goes and they
+        // go with it.
+        try abortUploads(inBucket: context.bucket)
         _ = state.withLock { $0.knownBuckets.remove(context.bucket) }
         return HTTPServerResponse(status: 204)
     }
@@ -97,6 +124,9 @@ extension S3Gateway {
         let decision = principal.grants.decide(.list, key: prefix)
         if decision == .permitted { return .whole }
         if case .refused(let refusal) = decision, refusal.kind == .unsafeKey {
+            // As for a key (``authorize(_:_:_:)``): under a grant on the whole bucket, a prefix
+            // no key has (`/`, a newline) lists nothing, as S3 answers.
+            if let slash = prefix.firstIndex(of: "/"), coversBucket(principal, String(prefix[..<slash]), operation: .list) { return .whole }
             throw S3Failure("AccessDenied", "Access Denied: \(refusal.reason).")
         }
         // Grants that list a folder inside the requested prefix: show that folder's entries.
@@ -107,9 +137,11 @@ extension S3Gateway {
         return .within(inner)
     }
 
-    func listObjects(_ context: RequestContext) throws -> HTTPServerResponse {
-        let version2 = context.query["list-type"] == "2"
-        if let listType = context.query["list-type"], listType != "2" { throw S3Failure("InvalidArgument", "list-type must be 2.") }
+    /// ListObjects, ListObjectsV2, or (`versions`) ListObjectVersions: a bucket never has
+    /// versioning enabled here, so every object is its one version, `null`, the latest.
+    func listObjects(_ context: RequestContext, versions: Bool = false) throws -> HTTPServerResponse {
+        let version2 = !versions && context.query["list-type"] == "2"
+        if !versions, let listType = context.query["list-type"], listType != "2" { throw S3Failure("InvalidArgument", "list-type must be 2.") }
         let prefix = context.query["prefix"] ?? ""
         let delimiter = context.query["delimiter"].flatMap { $0.isEmpty ? nil : $0 }
         let urlEncoded: Bool
@@ -126,7 +158,15 @@ extension S3Gateway {
             maxKeys = min(value, 1000)
         }
         var start: String?
-        if version2 {
+        if versions {
+            if let marker = context.query["version-id-marker"], !marker.isEmpty {
+                guard marker == "null", context.query["key-marker"] != nil else {
+                    throw S3Failure("InvalidArgument", "A version-id-marker cannot be specified without a key marker, and only null names a version here.")
+                }
+            }
+            // After key K's only version, the next key; `version-id-marker=null` names that one.
+            if let marker = context.query["key-marker"], !marker.isEmpty { start = marker }
+        } else if version2 {
             if let token = context.query["continuation-token"] {
                 guard let bytes = Base64URL.decode(token), Base64URL.encode(bytes) == token, let key = String(data: bytes, encoding: .utf8) else {
                     throw S3Failure("InvalidArgument", "The continuation token provided is incorrect")
@@ -144,11 +184,20 @@ extension S3Gateway {
         let scope = try listingScope(context, prefix: bucketPrefix + prefix)
         try requireBucket(context.bucket)
 
-        let page = try collect(
-            bucketPrefix: bucketPrefix, prefix: prefix, delimiter: delimiter, start: start, maxKeys: maxKeys, scope: scope)
+        // No key fits in a page of none, and S3 says so without truncating.
+        let page = maxKeys == 0
+            ? (entries: [], truncated: false)
+            : try collect(bucketPrefix: bucketPrefix, prefix: prefix, delimiter: delimiter, start: start, maxKeys: maxKeys, scope: scope)
         func encode(_ text: String) -> String { (urlEncoded ? Self.urlEncode(text) : text).xmlEscaped }
-        var xml = "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>\(context.bucket.xmlEscaped)</Name><Prefix>\(encode(prefix))</Prefix>"
-        if version2 {
+        let element = versions ? "ListVersionsResult" : "ListBucketResult"
+        var xml = "<\(element) xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>\(context.bucket.xmlEscaped)</Name><Prefix>\(encode(prefix))</Prefix>"
+        if versions {
+            xml += "<KeyMarker>\(encode(context.query["key-marker"] ?? ""))</KeyMarker><VersionIdMarker>\((context.query["version-id-marker"] ?? "").xmlEscaped)</VersionIdMarker>"
+            if page.truncated, let last = page.entries.last {
+                xml += "<NextKeyMarker>\(encode(last.name))</NextKeyMarker>"
+                if last.file != nil { xml += "<NextVersionIdMarker>null</NextVersionIdMarker>" }
+            }
+        } else if version2 {
             xml += "<KeyCount>\(page.entries.count)</KeyCount>"
             if let token = context.query["continuation-token"] { xml += "<ContinuationToken>\(token.xmlEscaped)</ContinuationToken>" }
             if let after = context.query["start-after"] { xml += "<StartAfter>\(encode(after))</StartAfter>" }
@@ -162,16 +211,30 @@ extension S3Gateway {
         if urlEncoded { xml += "<EncodingType>url</EncodingType>" }
         xml += "<IsTruncated>\(page.truncated)</IsTruncated>"
         var prefixes = ""
+        // ListObjects (version 1) and ListObjectVersions name each object's owner; version 2
+        // only with fetch-owner=true.
+        let owner = !version2 || context.query["fetch-owner"] == "true" ? Self.ownerXML(context) : ""
         for entry in page.entries {
             if let file = entry.file {
                 let modified = file.serverModified ?? file.modificationDate ?? Date(timeIntervalSince1970: 0)
-                xml += "<Contents><Key>\(encode(entry.name))</Key><LastModified>\(Self.isoDate(modified))</LastModified>"
-                xml += "<ETag>\(Self.etag(of: file).xmlEscaped)</ETag><Size>\(file.size)</Size><StorageClass>STANDARD</StorageClass></Contents>"
+                let details = "<LastModified>\(Self.isoDate(modified))</LastModified><ETag>\(Self.etag(of: file).xmlEscaped)</ETag><Size>\(file.size)</Size>"
+                if versions {
+                    xml += "<Version><Key>\(encode(entry.name))</Key><VersionId>null</VersionId><IsLatest>true</IsLatest>\(details)\(owner)<StorageClass>STANDARD</StorageClass></Version>"
+                } else {
+                    xml += "<Contents><Key>\(encode(entry.name))</Key>\(details)\(owner)<StorageClass>STANDARD</StorageClass></Contents>"
+                }
             } else {
                 prefixes += "<CommonPrefixes><Prefix>\(encode(entry.name))</Prefix></CommonPrefixes>"
             }
         }
-        return Self.xml(xml + prefixes + "</ListBucketResult>")
+        return Self.xml(xml + prefixes + "</\(element)>")
+    }
+
+    /// The `<Owner>` of what a principal sees: the gateway has one owner per principal (the
+    /// name its credentials carry), as ListBuckets reports it.
+    static func ownerXML(_ context: RequestContext) -> String {
+        let owner = (context.principal?.name ?? "").xmlEscaped
+        return "<Owner><ID>\(owner)</ID><DisplayName>\(owner)</DisplayName></Owner>"
     }
 
     /// One entry of a listing answer: a key (with its object) or a common prefix, relative to the bucket.

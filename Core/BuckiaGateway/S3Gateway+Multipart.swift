@@ -75,6 +75,17 @@ extension S3Gateway {
         abortAbandonedUploads()
         var uploadOptions = try uploadOptions(context)
         uploadOptions.condition = nil  // a condition is CompleteMultipartUpload's to give
+        // The checksum the parts will carry (each part's is checked as it arrives), echoed as S3 does.
+        var echoed: [(name: String, value: String)] = []
+        if let algorithm = try context.header("x-amz-checksum-algorithm")?.uppercased() {
+            guard ["CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"].contains(algorithm) else {
+                throw S3Failure("InvalidRequest", "Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]")
+            }
+            echoed.append(("x-amz-checksum-algorithm", algorithm))
+            let type = try context.header("x-amz-checksum-type")?.uppercased() ?? (algorithm == "CRC64NVME" ? "FULL_OBJECT" : "COMPOSITE")
+            guard type == "COMPOSITE" || type == "FULL_OBJECT" else { throw S3Failure("InvalidRequest", "The x-amz-checksum-type header must be COMPOSITE or FULL_OBJECT.") }
+            echoed.append(("x-amz-checksum-type", type))
+        }
         let id = Hex.encode(try SecureRandom.bytes(count: 16))
         let folder = staging.appendingPathComponent(id, isDirectory: true)
         do {
@@ -93,9 +104,11 @@ extension S3Gateway {
             id: id, bucket: context.bucket, key: context.key, remoteKey: key, owner: context.principal?.name ?? "", options: uploadOptions,
             initiated: options.clock(), lastActivity: options.clock(), folder: folder, assembly: assembly)
         state.withLock { $0.uploads[id] = upload }
-        return Self.xml(
+        var response = Self.xml(
             "<InitiateMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><UploadId>\(id)</UploadId></InitiateMultipartUploadResult>"
         )
+        response.headers += echoed
+        return response
     }
 
     /// The upload `id` when it is this request's: same bucket, key and owner.
@@ -245,6 +258,20 @@ extension S3Gateway {
             return old
         }
         for upload in abandoned { Self.removeQuietly(upload.folder) }
+    }
+
+    /// Aborts every upload into `bucket` that is not being completed (the bucket is going);
+    /// one being completed makes the deletion wait for it: `OperationAborted`.
+    func abortUploads(inBucket bucket: String) throws {
+        let removed = try state.withLock { state -> [MultipartUpload] in
+            let uploads = state.uploads.values.filter { $0.bucket == bucket }
+            guard !uploads.contains(where: \.completing) else {
+                throw S3Failure("OperationAborted", "A multipart upload into the bucket is being completed; try again.", status: 409)
+            }
+            for upload in uploads { state.uploads.removeValue(forKey: upload.id) }
+            return uploads
+        }
+        for upload in removed { Self.removeQuietly(upload.folder) }
     }
 
     /// `x-amz-copy-source-range: bytes=FIRST-LAST` (both given, inside the object), or the whole

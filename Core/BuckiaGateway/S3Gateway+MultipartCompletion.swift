@@ -67,6 +67,7 @@ extension S3Gateway {
         options.contentType = upload.options.contentType
         options.modificationDate = upload.options.modificationDate
         options.metadata = upload.options.metadata
+        options.contentHeaders = upload.options.contentHeaders
         options.knownChecksums = listed.count == 1 ? upload.options.knownChecksums : [:]
         let stored: RemoteFile
         do {
@@ -131,12 +132,11 @@ extension S3Gateway {
     /// object, so a completion refused by its condition can be sent again.
     private func storeAssembly(_ upload: MultipartUpload, size: Int64, key: ObjectKey, options: UploadOptions) throws -> RemoteFile {
         try upload.assembly.file.truncate(to: size)
-        // A file store keeps no content type or metadata of its own; known checksums are the
-        // backend's to check, so those go through its upload.
-        if provider.capabilities.supports(.localFiles), options.metadata.isEmpty, options.knownChecksums.isEmpty {
+        // Known checksums are the backend's to check, so those go through its upload.
+        if provider.capabilities.supports(.localFiles), options.knownChecksums.isEmpty {
             let source = upload.assembly
             return try Blocking.wait { [provider] in
-                try await provider.receiveFile(at: key, condition: options.condition) { url in
+                try await provider.receiveFile(at: key, options: options) { url in
                     try Self.place(source, size: size, at: url, modified: options.modificationDate)
                 }
             }

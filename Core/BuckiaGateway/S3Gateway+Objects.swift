@@ -95,29 +95,24 @@ extension S3Gateway {
         }
     }
 
+    /// An object's headers: its tag, type, times, content headers and the metadata stored
+    /// with it, each as it was written; nothing a client did not set (the backend's own
+    /// time is `Last-Modified`, not metadata).
     func objectHeaders(_ file: RemoteFile, etag: String) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = [
             ("ETag", etag), ("Content-Type", file.contentType ?? "binary/octet-stream"),
         ]
         if let modified = file.serverModified ?? file.modificationDate { headers.append(("Last-Modified", Self.httpDate(modified))) }
-        if let modified = file.modificationDate { headers.append(("x-amz-meta-mtime", Self.formatMtime(modified))) }
-        if let md5 = file.checksums[.md5], let bytes = Hex.decode(md5) { headers.append(("x-amz-meta-md5chksum", Data(bytes).base64EncodedString())) }
-        for (name, value) in file.metadata.sorted(by: { $0.key < $1.key }) where !Self.reservedMetadata.contains(name.lowercased()) {
+        for (name, value) in file.contentHeaders.fields { headers.append((Self.headerName(name), value)) }
+        for (name, value) in file.metadata.sorted(by: { $0.key < $1.key }) {
             headers.append(("x-amz-meta-\(name)", value))
         }
         return headers
     }
 
-    /// The metadata names the gateway reads itself (rclone's): the modification time and the MD5.
-    static let reservedMetadata: Set<String> = ["mtime", "md5chksum"]
-
-    /// rclone's `mtime` metadata: decimal seconds since 1970, to the microsecond.
-    static func formatMtime(_ date: Date) -> String {
-        let micros = microseconds(date)
-        let sign = micros < 0 ? "-" : ""
-        let magnitude = micros.magnitude
-        let fraction = String(magnitude % 1_000_000)
-        return "\(sign)\(magnitude / 1_000_000).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"
+    /// `cache-control` as HTTP writes it: `Cache-Control`.
+    static func headerName(_ name: String) -> String {
+        name.split(separator: "-").map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined(separator: "-")
     }
 
     /// Microseconds since 1970, clamped: a backend's date past any calendar is not trapped on.
@@ -125,13 +120,6 @@ extension S3Gateway {
         let value = (date.timeIntervalSince1970 * 1_000_000).rounded()
         guard value.isFinite else { return 0 }
         return Int64(exactly: value) ?? (value < 0 ? -Int64(1) << 62 : Int64(1) << 62)
-    }
-
-    static func parseMtime(_ text: String) -> Date? {
-        guard !text.isEmpty, text.utf8.count <= 32, text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-") }),
-              let seconds = Double(text), seconds.isFinite, abs(seconds) < 1e11
-        else { return nil }
-        return Date(timeIntervalSince1970: seconds)
     }
 
     /// The conditional headers of a read (`prefix` "") or of a copy's source
@@ -198,23 +186,37 @@ extension S3Gateway {
     func uploadOptions(_ context: RequestContext, delivery: Bool = false) throws -> UploadOptions {
         var options = UploadOptions()
         options.contentType = try context.header("content-type")
+        for name in ContentHeaders.names {
+            guard var value = try context.header(name) else { continue }
+            if name == "content-encoding" {
+                // `aws-chunked` names how this request's body travels (S3UploadBody), not a
+                // coding of the object: S3 stores what is left of the list.
+                value = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                    .filter { !$0.isEmpty && $0.lowercased() != "aws-chunked" }.joined(separator: ",")
+                if value.isEmpty { continue }
+            }
+            options.contentHeaders[name] = value
+        }
+        // Metadata is kept as the client wrote it, rclone's names included; those also give
+        // the object its time and a known MD5, checked as the body is read.
         for (name, value) in context.request.headers {
             let lower = name.lowercased()
             guard lower.hasPrefix("x-amz-meta-") else { continue }
             let key = String(lower.dropFirst("x-amz-meta-".count))
+            guard options.metadata.updateValue(value, forKey: key) == nil else {
+                throw S3Failure("InvalidArgument", "The metadata \(key) is sent twice.")
+            }
             switch key {
-            case "mtime":
-                guard let date = Self.parseMtime(value) else { throw S3Failure("InvalidArgument", "x-amz-meta-mtime is not a number of seconds.") }
+            case RcloneMetadata.mtime:
+                guard let date = RcloneMetadata.parseMtime(value) else { throw S3Failure("InvalidArgument", "x-amz-meta-mtime is not a number of seconds.") }
                 options.modificationDate = date
-            case "md5chksum":
+            case RcloneMetadata.md5:
                 guard let bytes = Data(base64Encoded: value), bytes.count == 16 else {
                     throw S3Failure("InvalidArgument", "x-amz-meta-md5chksum is not a base64 MD5.")
                 }
                 options.knownChecksums[.md5] = Hex.encode(bytes)
             default:
-                guard options.metadata.updateValue(value, forKey: key) == nil else {
-                    throw S3Failure("InvalidArgument", "The metadata \(key) is sent twice.")
-                }
+                break
             }
         }
         let ifNoneMatch = try context.header("if-none-match")
@@ -236,10 +238,26 @@ extension S3Gateway {
         where !context.request.values(unsupported).isEmpty {
             throw S3Failure.unsupportedFeature(unsupported)
         }
+        try Self.refuseAccessControl(context)
+        if let storageClass = try context.header("x-amz-storage-class"), storageClass != "STANDARD" {
+            throw S3Failure.unsupportedFeature("the storage class \(storageClass) (every object here is STANDARD)")
+        }
         // Metadata or a condition the backend cannot keep is refused by the provider contract's
         // own check (BuckiaError.unsupported, answered as NotImplemented) before any byte is read.
         try options.checkSupported(by: provider)
         return options
+    }
+
+    /// Refuses access control lists, which the gateway does not keep (its grants decide who
+    /// may do what): a canned ACL other than `private`, and any `x-amz-grant-*` header, answer
+    /// `NotImplemented` rather than a success that stored nothing of them.
+    static func refuseAccessControl(_ context: RequestContext) throws {
+        if let acl = try context.header("x-amz-acl"), acl != "private" {
+            throw S3Failure.unsupportedFeature("the canned ACL \(acl) (access here is by the gateway's grants; only private is accepted)")
+        }
+        if let grant = context.request.headers.first(where: { $0.name.lowercased().hasPrefix("x-amz-grant-") }) {
+            throw S3Failure.unsupportedFeature("\(grant.name.lowercased()) (access here is by the gateway's grants)")
+        }
     }
 
     /// The backend's form of a tag a client names in `If-Match`: quoted, as the gateway hands
@@ -323,7 +341,8 @@ extension S3Gateway {
         var options = directive == "REPLACE" ? try uploadOptions(context) : UploadOptions()
         options.knownChecksums = [:]
         if directive == "COPY" {
-            options = UploadOptions(contentType: file.contentType, modificationDate: file.modificationDate, metadata: file.metadata)
+            options = UploadOptions(
+                contentType: file.contentType, modificationDate: file.modificationDate, metadata: file.metadata, contentHeaders: file.contentHeaders)
             if let condition = try uploadOptions(context).condition { options.condition = condition }
         }
         let provider = self.provider
@@ -333,7 +352,9 @@ extension S3Gateway {
             throw S3Failure(
                 "InvalidRequest",
                 "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
-        } else if source == destination, options.metadata == file.metadata, options.condition == nil, let date = options.modificationDate,
+        } else if source == destination, options.metadata.filter({ $0.key != RcloneMetadata.mtime }) == file.metadata.filter({ $0.key != RcloneMetadata.mtime }),
+                  options.contentType == file.contentType, options.contentHeaders == file.contentHeaders, options.condition == nil,
+                  let date = options.modificationDate, options.metadata[RcloneMetadata.mtime].map({ $0 == RcloneMetadata.formatMtime(date) }) ?? true,
                   capabilities.supports(.setModificationTime)
         {
             stored = try Blocking.wait { try await provider.setModificationTime(remotePath: source, to: date) }

@@ -268,6 +268,10 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         do {
             authentication = try authenticator.authenticateRequest(signed)
         } catch {
+            // An anonymous request for a bucket that does not exist learns that, as from S3.
+            if context.request.values("authorization").isEmpty, query["X-Amz-Signature"] == nil, Self.isBucketName(context.bucket) {
+                try requireBucket(context.bucket)
+            }
             throw S3Failure(error.code, error.message, status: error.status)
         }
         context.authentication = authentication
@@ -289,7 +293,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
     /// The subresources of a bucket request this gateway reads; any other is `NotImplemented`.
     private static let bucketQueries: Set<String> = [
         "list-type", "prefix", "delimiter", "marker", "start-after", "continuation-token", "max-keys", "encoding-type", "fetch-owner", "uploads",
-        "delete", "location", "key-marker", "upload-id-marker", "max-uploads", "x-id",
+        "delete", "location", "key-marker", "upload-id-marker", "max-uploads", "x-id", "versions", "versioning", "version-id-marker",
     ]
 
     private func bucketRequest(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
@@ -305,6 +309,15 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         case "GET" where context.query["uploads"] != nil:
             context.operation = "ListMultipartUploads"
             return try listUploads(context)
+        case "GET" where context.query["versioning"] != nil:
+            context.operation = "GetBucketVersioning"
+            try requireBucketVisible(context)
+            try requireBucket(context.bucket)
+            // Never enabled: S3 answers an empty configuration, with no Status.
+            return Self.xml("<VersioningConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"/>")
+        case "GET" where context.query["versions"] != nil:
+            context.operation = "ListObjectVersions"
+            return try listObjects(context, versions: true)
         case "GET":
             context.operation = context.query["list-type"] == "2" ? "ListObjectsV2" : "ListObjects"
             return try listObjects(context)
@@ -413,13 +426,12 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
     /// S3's bucket name rules, loosened to what a folder name may be: 1 to 255 bytes of a valid
     /// key segment. Creating one holds to S3's rules (``checkNewBucketName(_:)``).
     static func checkBucketName(_ name: String) throws {
-        let refusal = S3Failure("InvalidBucketName", "The bucket name is not valid here.", status: 400)
-        guard !name.isEmpty, name.utf8.count <= 255, !name.contains("/") else { throw refusal }
-        do {
-            _ = try ObjectKey(name)
-        } catch {
-            throw refusal
-        }
+        guard isBucketName(name) else { throw S3Failure("InvalidBucketName", "The bucket name is not valid here.", status: 400) }
+    }
+
+    /// Whether ``checkBucketName(_:)`` accepts `name`.
+    static func isBucketName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 255 && !name.contains("/") && ObjectKey(ifValid: name) != nil
     }
 
     // MARK: - Keys and grants
@@ -451,9 +463,22 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
     }
 
     /// Throws `AccessDenied` unless the grants allow `operation` on `key` (relative to the root).
+    ///
+    /// A key the grants' screen calls unsafe (a segment ending in a space, `%25`, a control
+    /// character: spellings a backend might read as another key) is unsafe only beside a
+    /// grant's edge. Under a grant on the whole bucket every spelling stays inside what is
+    /// granted, so there it is checked only as a key (``ObjectKey``: no `..`, no empty
+    /// segment, which keep it inside the bucket), as S3 accepts it.
     func authorize(_ context: RequestContext, _ operation: StorageOperation, _ key: String) throws {
         guard let principal = context.principal else { throw S3Failure("AccessDenied", "Access Denied") }
         if case .refused(let refusal) = principal.grants.decide(operation, key: key) {
+            if refusal.kind == .unsafeKey, let slash = key.firstIndex(of: "/"),
+               coversBucket(principal, String(key[..<slash]), operation: operation)
+            {
+                return
+            }
+            // A bucket that does not exist is NoSuchBucket whatever the grants, as S3 answers.
+            if let slash = key.firstIndex(of: "/") { try requireBucket(String(key[..<slash])) }
             throw S3Failure("AccessDenied", "Access Denied: \(refusal.reason).", status: 403)
         }
     }
@@ -466,8 +491,13 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         }
     }
 
+    /// Throws `AccessDenied` unless a grant reaches into the bucket; a bucket that does not
+    /// exist is `NoSuchBucket` to everyone, as S3 answers.
     func requireBucketVisible(_ context: RequestContext) throws {
-        guard bucketVisible(context.principal, context.bucket) else { throw S3Failure("AccessDenied", "Access Denied: no grant reaches into this bucket.") }
+        guard bucketVisible(context.principal, context.bucket) else {
+            try requireBucket(context.bucket)
+            throw S3Failure("AccessDenied", "Access Denied: no grant reaches into this bucket.")
+        }
     }
 
     /// Whether a grant with `permission` covers the whole bucket.
@@ -475,6 +505,14 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         guard let principal else { return false }
         return principal.grants.grants.contains { grant in
             grant.permissions.contains(permission) && (grant.prefix.isEmpty || grant.prefix == bucket || grant.prefix == bucket + "/")
+        }
+    }
+
+    /// Whether a grant that allows `operation` covers the whole bucket.
+    func coversBucket(_ principal: GatewayPrincipal?, _ bucket: String, operation: StorageOperation) -> Bool {
+        guard let principal else { return false }
+        return principal.grants.grants.contains { grant in
+            grant.permissions.allow(operation) && (grant.prefix.isEmpty || grant.prefix == bucket || grant.prefix == bucket + "/")
         }
     }
 

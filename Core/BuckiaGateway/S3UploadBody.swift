@@ -29,6 +29,7 @@ final class S3UploadBody {
     private var checksumValue: String?
     private let digests: DigestSet
     private var crc32: UInt32 = 0
+    private var crc64: UInt64 = 0
     private(set) var count: Int64 = 0
     private var buffer = Data()
     private var chunkLeft: Int64 = 0
@@ -40,7 +41,13 @@ final class S3UploadBody {
     /// The checksum header (name and base64 value) the client sent, once checked.
     private(set) var checkedChecksum: (name: String, value: String)?
 
-    static let checksumNames = ["x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-sha1", "x-amz-checksum-sha256"]
+    /// Every checksum S3 accepts, by header name, with its length in bytes.
+    static let checksumLengths: [String: Int] = [
+        "x-amz-checksum-crc32": 4, "x-amz-checksum-crc32c": 4, "x-amz-checksum-crc64nvme": 8, "x-amz-checksum-sha1": 20, "x-amz-checksum-sha256": 32,
+    ]
+    static let checksumNames = checksumLengths.keys.sorted()
+    /// The `x-amz-checksum-*` headers that are not a checksum value.
+    static let checksumSettings: Set<String> = ["x-amz-checksum-algorithm", "x-amz-checksum-type", "x-amz-checksum-mode"]
 
     /// Reads `body` as the request in `context` declares it. The MD5 of the bytes is computed
     /// when `computeMD5` asks for it (a part's ETag) or a check needs it (`Content-MD5`,
@@ -89,6 +96,12 @@ final class S3UploadBody {
             contentMD5 = nil
         }
         self.declaredMD5 = declaredMD5.flatMap { Hex.decode($0) }
+        // A checksum the gateway cannot check is refused, never stored unchecked.
+        if let unknown = context.request.headers.map({ $0.name.lowercased() }).first(where: {
+            $0.hasPrefix("x-amz-checksum-") && Self.checksumLengths[$0] == nil && !Self.checksumSettings.contains($0)
+        }) {
+            throw S3Failure("InvalidRequest", "The checksum \(unknown) is not one S3 accepts (CRC32, CRC32C, CRC64NVME, SHA1, SHA256).")
+        }
         let sent = try Self.checksumNames.compactMap { name in try context.header(name).map { (name, $0) } }
         guard sent.count <= 1 else { throw S3Failure("InvalidRequest", "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.") }
         if let (name, value) = sent.first {
@@ -135,6 +148,7 @@ final class S3UploadBody {
         }
         digests.update(chunk)
         if checksumName == "x-amz-checksum-crc32" { crc32 = CRC32.checksum(chunk, seed: crc32) }
+        if checksumName == "x-amz-checksum-crc64nvme" { crc64 = CRC64NVME.checksum(chunk, seed: crc64) }
         return chunk
     }
 
@@ -160,11 +174,12 @@ final class S3UploadBody {
             switch checksumName {
             case "x-amz-checksum-crc32": actual = withUnsafeBytes(of: crc32.bigEndian, Array.init)
             case "x-amz-checksum-crc32c": actual = computed[.crc32c]?.bytes ?? []
+            case "x-amz-checksum-crc64nvme": actual = withUnsafeBytes(of: crc64.bigEndian, Array.init)
             case "x-amz-checksum-sha1": actual = computed[.sha1]?.bytes ?? []
             default: actual = computed[.sha256]?.bytes ?? []
             }
-            guard let expected = Data(base64Encoded: checksumValue) else {
-                throw S3Failure("InvalidRequest", "The value of \(checksumName) is not base64.")
+            guard let expected = Data(base64Encoded: checksumValue), expected.count == Self.checksumLengths[checksumName] else {
+                throw S3Failure("InvalidRequest", "Value for \(checksumName) header is invalid.")
             }
             guard Array(expected) == actual else {
                 let algorithm = checksumName.dropFirst("x-amz-checksum-".count).uppercased()

@@ -50,7 +50,7 @@ extension StoragePermissions {
 
     /// Whether these permissions allow `operation`: its own permission, or `write` for a
     /// ``StorageOperation/deliver``.
-    func allow(_ operation: StorageOperation) -> Bool {
+    package func allow(_ operation: StorageOperation) -> Bool {
         contains(operation.permission) || (operation == .deliver && contains(.write))
     }
 }

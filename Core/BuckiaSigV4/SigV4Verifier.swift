@@ -62,18 +62,22 @@ public struct SigV4Refusal: Error, Sendable, Hashable, CustomStringConvertible {
     public var code: String
     /// The message (never a secret: signatures and tokens are not quoted).
     public var message: String
+    /// The HTTP status where S3 answers this code with another than its usual one.
+    public var statusOverride: Int?
 
-    /// Creates a refusal.
-    public init(_ code: String, _ message: String) {
+    /// Creates a refusal; `status` where S3 answers `code` with an unusual status.
+    public init(_ code: String, _ message: String, status: Int? = nil) {
         self.code = code
         self.message = message
+        statusOverride = status
     }
 
     public var description: String { "\(code): \(message)" }
 
     /// The HTTP status S3 answers with this code.
     public var status: Int {
-        switch code {
+        if let statusOverride { return statusOverride }
+        return switch code {
         case "AuthorizationHeaderMalformed", "AuthorizationQueryParametersError", "InvalidArgument", "MissingSecurityHeader", "InvalidToken", "ExpiredToken": 400
         default: 403
         }
@@ -159,8 +163,15 @@ public enum SigV4Verifier {
         guard request.values("authorization").isEmpty else {
             throw SigV4Refusal("InvalidArgument", "A request may be signed in its query or in its Authorization header, not both.")
         }
-        guard let seconds = Int(expiresText), (1...604_800).contains(seconds) else {
-            throw SigV4Refusal("AuthorizationQueryParametersError", "X-Amz-Expires must be 1 to 604800 seconds.")
+        // As S3 answers (403 for each): a URL of 0 seconds is valid and has expired at once.
+        guard expiresText.utf8.count <= 12, let seconds = Int(expiresText) else {
+            throw SigV4Refusal("AuthorizationQueryParametersError", "X-Amz-Expires should be a number", status: 403)
+        }
+        guard seconds >= 0 else { throw SigV4Refusal("AuthorizationQueryParametersError", "X-Amz-Expires must be non-negative", status: 403) }
+        guard seconds <= 604_800 else {
+            throw SigV4Refusal(
+                "AuthorizationQueryParametersError",
+                "X-Amz-Expires must be less than a week (in seconds); that is, the given X-Amz-Expires must be less than 604800 seconds", status: 403)
         }
         let payloadHash = request.single("x-amz-content-sha256") ?? "UNSIGNED-PAYLOAD"
         var authorization = try assemble(

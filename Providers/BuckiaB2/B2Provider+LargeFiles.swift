@@ -24,8 +24,7 @@ extension B2Provider {
             return try await uploadSmall(.file(localURL), key: key, size: size, sha1: digests.sha1, callersSHA1: digests.callers, options: options)
         }
         let plan = try partDigests(localURL, size: size, partSize: partSize, options: options, key: key)
-        var info = options.metadata
-        if let modified = options.modificationDate { info[modificationTimeInfo] = Self.millis(modified) }
+        var info = Self.fileInfo(options)
         info[largeFileSHA1Info] = plan.whole
         let bucketId = try await bucketId()
 

@@ -100,12 +100,18 @@ extension B2Provider {
         }
     }
 
-    /// The file-info headers of an upload: the modification time and user metadata.
+    /// The file-info headers of an upload (``fileInfo(_:)``).
     func infoHeaders(_ options: UploadOptions) -> [(String, String)] {
-        var headers: [(String, String)] = []
-        if let modified = options.modificationDate { headers.append(("X-Bz-Info-\(modificationTimeInfo)", Self.millis(modified))) }
-        for (name, value) in options.metadata.sorted(by: { $0.key < $1.key }) { headers.append(("X-Bz-Info-\(name)", b2Encode(value))) }
-        return headers
+        Self.fileInfo(options).sorted { $0.key < $1.key }.map { ("X-Bz-Info-\($0.key)", b2Encode($0.value)) }
+    }
+
+    /// The file info an upload stores: user metadata, the content headers under B2's own
+    /// names (`b2-cache-control`, …, which B2 serves as those headers), and the modification time.
+    static func fileInfo(_ options: UploadOptions) -> [String: String] {
+        var info = options.metadata
+        for (name, value) in options.contentHeaders.fields { info["b2-" + name] = value }
+        if let modified = options.modificationDate { info[modificationTimeInfo] = millis(modified) }
+        return info
     }
 
     /// b2_upload_file, on an upload URL of its own. A failed attempt drops its URL and the

@@ -41,8 +41,7 @@ extension B2Provider {
         if try await parts.isAtEnd() {
             return try await uploadSmallData(head, key: remotePath, options: options)
         }
-        var info = options.metadata
-        if let modified = options.modificationDate { info[modificationTimeInfo] = Self.millis(modified) }
+        var info = Self.fileInfo(options)
         info[largeFileSHA1Info] = wholeSHA1
         let started = try await api(
             "b2_start_large_file",

@@ -40,7 +40,7 @@ public struct B2Provider: StorageProviderPlugin {
     public var capabilities: ProviderCapabilities {
         var features: Set<Capability> = [
             .readWithRange, .listStartAfter, .pagedListing, .streamingTransfers, .multipartUpload, .serverSideCopy,
-            .preservesModificationTime, .persistent, .userMetadata, .setModificationTime, .resumableListing, .accessToken,
+            .preservesModificationTime, .persistent, .userMetadata, .contentHeaders, .setModificationTime, .resumableListing, .accessToken,
             .verifiesKnownChecksums, .streamingUploads,
         ]
         features.formUnion([.authorizedURL, .unfinishedUploads])
@@ -179,7 +179,7 @@ public struct B2Provider: StorageProviderPlugin {
             path: key, size: file.contentLength ?? 0, modificationDate: info[modificationTimeInfo].flatMap(parseMillis),
             serverModified: file.uploadTimestamp.map { Date(timeIntervalSince1970: Double($0) / 1000) },
             checksums: sha1(declared: file.contentSha1, info: info).map { [.sha1: $0] } ?? [:], contentType: file.contentType,
-            etag: file.fileId, metadata: userMetadata(info))
+            etag: file.fileId, metadata: userMetadata(info), contentHeaders: contentHeaders(info))
     }
 
     /// The SHA-1 B2 declares for a file: its `contentSha1` (B2 checked it unless marked
@@ -196,6 +196,13 @@ public struct B2Provider: StorageProviderPlugin {
     /// File info that is the user's metadata: everything but the entries B2 tools reserve.
     static func userMetadata(_ info: [String: String]) -> [String: String] {
         info.filter { !reservedInfo.contains($0.key) && !$0.key.hasPrefix("b2-") }
+    }
+
+    /// The content headers B2 keeps in file info as `b2-cache-control` and the like.
+    static func contentHeaders(_ info: [String: String]) -> ContentHeaders {
+        var headers = ContentHeaders()
+        for name in ContentHeaders.names { headers[name] = info["b2-" + name] }
+        return headers
     }
 
     /// File-info names the provider writes itself; user metadata may not use them.

@@ -33,6 +33,7 @@ extension BunnyProvider {
         try options.validate()
         if options.condition != nil { throw BuckiaError.unsupported(.conditionalWrite, provider: .bunny, operation: "upload") }
         if !options.metadata.isEmpty { throw BuckiaError.unsupported(.userMetadata, provider: .bunny, operation: "upload") }
+        if !options.contentHeaders.isEmpty { throw BuckiaError.unsupported(.contentHeaders, provider: .bunny, operation: "upload") }
     }
 
     /// The SHA-256 (which Bunny checks) and every checksum the caller gave, computed in one

@@ -27,6 +27,7 @@ extension LocalProvider {
                 }
                 try DigestSet.check(digests.finalize(), against: options.knownChecksums, key: key)
                 try clone.file.setPermissions(permissions & ~CopyOnWrite.creationMask)
+                try storeAttributes(options, modified: modified, on: clone.file)
                 if let modified { try clone.file.setModificationDate(modified) }
                 if durable { try clone.file.sync() }
                 var location = try locate(key, create: true, operation: "upload")
@@ -39,7 +40,7 @@ extension LocalProvider {
                 let written = try clone.file.statRecord()
                 if durable { try location.parent.sync() }
                 TransferProgress.observer?.report(Int64(written.st_size))
-                return remoteFile(key, written)
+                return remoteFile(key, written, storing: options)
             } catch let error as BuckiaError where error.code == .conditionNotMatch || error.code == .checksumMismatch {
                 throw error
             } catch {

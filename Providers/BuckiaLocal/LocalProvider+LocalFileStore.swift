@@ -66,13 +66,24 @@ extension LocalProvider: LocalFileStore {
         return try await root.withSharedLock { try await receiveFile(at: key, root: root, condition: condition, operation: "download", fill) }
     }
 
+    /// As ``receiveFile(at:condition:_:)``, with the content type, headers and metadata of
+    /// `options` set on the file before it is placed (``ObjectAttributes``).
+    @discardableResult
+    public func receiveFile(at key: ObjectKey, options: UploadOptions, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
+        try check(UploadOptions(contentType: options.contentType, metadata: options.metadata, contentHeaders: options.contentHeaders), key: key)
+        let root = try openRoot(create: true)
+        return try await root.withSharedLock {
+            try await receiveFile(at: key, root: root, condition: options.condition, attributes: options, operation: "upload", fill)
+        }
+    }
+
     /// Writes the stream into a private folder under `<root>/.buckia/tmp` as it arrives,
     /// checking known checksums on the way, then renames the file into place as
     /// ``receiveFile(at:condition:_:)`` does: nothing is held in memory beyond a chunk, and
     /// nothing changes at `remotePath` unless the stream ends normally.
     @discardableResult
     public func upload(from stream: ByteStream, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
-        try options.validate()
+        try check(options, key: remotePath)
         let digests = try DigestSet(options.verifyingAlgorithms())
         let progress = TransferProgress.observer
         let root = try openRoot(create: true)
@@ -90,15 +101,17 @@ extension LocalProvider: LocalFileStore {
                     throw BuckiaError(.cancelled, "The upload was cancelled while its stream was read; nothing was stored.", operation: "upload", path: remotePath.rawValue)
                 }
                 try DigestSet.check(digests.finalize(), against: options.knownChecksums, key: remotePath)
+                try storeAttributes(options, modified: options.modificationDate, on: output)
                 if let modified = options.modificationDate { try output.setModificationDate(modified) }
                 if durable { try await output.syncOffThePool() }
                 try output.close()
             }
-        }
+        }.storing(options, provider: self)
     }
 
     private func receiveFile(
-        at key: ObjectKey, root: DirectoryHandle, condition: WriteCondition?, operation: String, _ fill: (URL) async throws -> Void
+        at key: ObjectKey, root: DirectoryHandle, condition: WriteCondition?, attributes: UploadOptions? = nil, operation: String,
+        _ fill: (URL) async throws -> Void
     ) async throws -> RemoteFile {
         let temporary = try temporaryFolder(root)
         let (stagingName, staging) = try temporary.createTemporaryFolder()
@@ -114,6 +127,13 @@ extension LocalProvider: LocalFileStore {
         // Held open, so the version placed is the one described afterwards.
         let placed = try staging.openFile("file")
         defer { try? placed.close() }
+        if let attributes {
+            do {
+                try storeAttributes(attributes, modified: LocalFile.modificationDate(of: try placed.statRecord()), on: placed)
+            } catch {
+                throw mapWriteError(error, key: key, operation: operation)
+            }
+        }
         var location = try locate(key, create: true, operation: operation)
         do {
             try underWriteLock(try root.folder(LocalProvider.reservedName, create: true), condition: condition) {
@@ -125,7 +145,7 @@ extension LocalProvider: LocalFileStore {
             throw mapWriteError(error, key: key, operation: operation)
         }
         if durable { try location.parent.sync() }
-        return remoteFile(key, try placed.statRecord())
+        return remoteFile(key, try placed.statRecord(), storing: attributes ?? UploadOptions())
     }
 }
 
@@ -159,7 +179,7 @@ extension LocalProvider: OpenFileStore {
     /// bytes, when writes are not synced one by one.
     package func storeInline(_ source: LocalFile, status: stat, at key: ObjectKey, options: UploadOptions) throws -> RemoteFile? {
         guard !durable, Int64(status.st_size) <= Int64(Self.inlineLimit) else { return nil }
-        try options.validate()
+        try check(options, key: key)
         return try storeFile(source, status, at: key, options: options)
     }
 }

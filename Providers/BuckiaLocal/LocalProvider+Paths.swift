@@ -209,7 +209,7 @@ extension LocalProvider {
             if let error = error as? BuckiaError, error.code == .conditionNotMatch || error.code == .checksumMismatch { throw error }
             throw mapWriteError(error, key: key, operation: "upload")
         }
-        return remoteFile(key, written)
+        return remoteFile(key, written, storing: options)
     }
 
     /// Writes `file` (unnamed, in `located`'s folder) through `body` and names it at `located`.
@@ -237,7 +237,7 @@ extension LocalProvider {
             if let error = error as? BuckiaError, error.code == .conditionNotMatch || error.code == .checksumMismatch { throw error }
             throw mapWriteError(error, key: key, operation: "upload")
         }
-        return remoteFile(key, written)
+        return remoteFile(key, written, storing: options)
     }
 
     /// Writes an object's bytes into `file` through `body`, checks them against the known
@@ -246,8 +246,16 @@ extension LocalProvider {
         let digests = try DigestSet(options.knownChecksums.keys.compactMap(\.hashAlgorithm))
         try body(file, digests)
         try DigestSet.check(digests.finalize(), against: options.knownChecksums, key: key)
+        try storeAttributes(options, modified: modified, on: file)
         if let modified { try file.setModificationDate(modified) }
         if durable { try file.sync() }
+    }
+
+    /// Sets an upload's content type, headers and metadata on its new file (``ObjectAttributes``).
+    func storeAttributes(_ options: UploadOptions, modified: Date?, on file: LocalFile) throws {
+        guard keepsMetadata else { return }
+        let entries = ObjectAttributes.entries(options, modified: modified, md5: options.knownChecksums[.md5])
+        if !entries.isEmpty { try ObjectAttributes.write(entries, to: file, root: rootPath) }
     }
 
     /// Runs `place` at `location`; when a concurrent delete pruned a folder on the way

@@ -19,8 +19,14 @@ import Foundation
 /// conditional writes are serialised by a lock file under `.buckia`. Names in the folder that
 /// cannot be keys (not UTF-8, symbolic links) are listed as unaddressable, never skipped.
 ///
+/// Content types, content headers and user metadata are kept in extended attributes
+/// (`user.<name>`, as rclone's local backend keeps them: ``ObjectAttributes``).
+///
 /// Options: `root` (required, `~` expands), `fsync` (`true` by default: sync each file and
-/// its folder, for durability against power loss).
+/// its folder, for durability against power loss), `metadata` (`true` by default: keep
+/// metadata in extended attributes; `false` on a file system without them, and the provider
+/// then declares neither ``BuckiaCore/Capability/userMetadata`` nor
+/// ``BuckiaCore/Capability/contentHeaders``).
 public struct LocalProvider: StorageProviderPlugin {
     public static let providerType: ProviderType = .local
 
@@ -28,29 +34,35 @@ public struct LocalProvider: StorageProviderPlugin {
     public let root: URL
     let rootPath: String
     let durable: Bool
+    /// Whether content types, content headers and metadata are kept (``ObjectAttributes``).
+    let keepsMetadata: Bool
 
-    public let capabilities = ProviderCapabilities(
-        features: [
+    public let capabilities: ProviderCapabilities
+
+    static func capabilities(keepsMetadata: Bool) -> ProviderCapabilities {
+        var features: Set<Capability> = [
             .readWithRange, .listStartAfter, .pagedListing, .publicURL, .streamingTransfers,
             .preservesModificationTime, .persistent, .serverSideCopy, .conditionalWrite, .conditionalRead,
             .verifiesKnownChecksums, .setModificationTime, .move, .resumableListing, .localFiles,
             .streamingUploads,
-        ],
-        checksums: [.md5: .read, .sha1: .read, .sha256: .read],
-        listedFields: [.modificationDate, .etag],
-        modificationTimePrecision: .microseconds(1), maxListPageSize: 1000)
+        ]
+        if keepsMetadata { features.formUnion([.userMetadata, .contentHeaders]) }
+        return ProviderCapabilities(
+            features: features, checksums: [.md5: .read, .sha1: .read, .sha256: .read], listedFields: [.modificationDate, .etag],
+            modificationTimePrecision: .microseconds(1), maxListPageSize: 1000)
+    }
 
     /// The folder name reserved at the root for temporary files.
     public static let reservedName = ".buckia"
 
     /// The options this provider reads.
-    public static let knownOptions: Set<String>? = ["root", "fsync"]
+    public static let knownOptions: Set<String>? = ["root", "fsync", "metadata"]
 
     public init(context: ProviderContext) throws {
         try self.init(configuration: context.configuration, environment: context.environment)
     }
 
-    /// Creates a provider from a configuration's `root` and `fsync` options; a leading `~`
+    /// Creates a provider from a configuration's `root`, `fsync` and `metadata` options; a leading `~`
     /// in `root` is `environment`'s `HOME` (the user's home as the shell sees it).
     public init(configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         try configuration.checkOptions(known: LocalProvider.knownOptions ?? [])
@@ -75,18 +87,24 @@ public struct LocalProvider: StorageProviderPlugin {
         guard let durable = Bool(fsync) else {
             throw BuckiaError(.invalidConfiguration, "The local provider's fsync option must be true or false.", path: "options.fsync")
         }
+        guard let keepsMetadata = Bool(configuration.options["metadata"] ?? "true") else {
+            throw BuckiaError(.invalidConfiguration, "The local provider's metadata option must be true or false.", path: "options.metadata")
+        }
         // A configured remote's root is created by the first write, not by opening it: `ls`
         // of a remote whose folder is missing lists nothing and leaves nothing behind.
-        try self.init(root: URL(fileURLWithPath: expanded, isDirectory: true), durable: durable, createRoot: false)
+        try self.init(root: URL(fileURLWithPath: expanded, isDirectory: true), durable: durable, createRoot: false, keepsMetadata: keepsMetadata)
     }
 
     /// Creates a provider over `root`.
     ///
-    /// - Parameter createRoot: Create the folder now if it is missing; otherwise the first
-    ///   write creates it, and reads of a missing root find nothing.
+    /// - Parameters:
+    ///   - createRoot: Create the folder now if it is missing; otherwise the first write
+    ///     creates it, and reads of a missing root find nothing.
+    ///   - keepsMetadata: Keep content types, content headers and metadata in extended
+    ///     attributes (the `metadata` option).
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` when something other than a folder
     ///   is at `root` (or on the way to it).
-    public init(root: URL, durable: Bool = true, createRoot: Bool = true) throws {
+    public init(root: URL, durable: Bool = true, createRoot: Bool = true, keepsMetadata: Bool = true) throws {
         var isFolder: ObjCBool = false
         if FileManager.default.fileExists(atPath: root.path, isDirectory: &isFolder), !isFolder.boolValue {
             throw BuckiaError(
@@ -105,6 +123,8 @@ public struct LocalProvider: StorageProviderPlugin {
         }
         self.root = URL(fileURLWithPath: rootPath, isDirectory: true)
         self.durable = durable
+        self.keepsMetadata = keepsMetadata
+        capabilities = Self.capabilities(keepsMetadata: keepsMetadata)
         // Temporaries a killed process left in <root>/.buckia/tmp go now.
         if let temporary = try? DirectoryHandle(path: rootPath).folder(LocalProvider.reservedName, create: false).folder("tmp", create: false) {
             Temporaries.sweep(temporary)
@@ -201,7 +221,7 @@ public struct LocalProvider: StorageProviderPlugin {
     /// the copy (a first sync of small files spent a quarter of its time waking threads).
     @discardableResult
     public func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
-        try options.validate()
+        try check(options, key: remotePath)
         if !durable {
             let (source, status) = try openSource(localURL)
             if Int64(status.st_size) <= Int64(Self.inlineLimit) {
@@ -241,7 +261,7 @@ public struct LocalProvider: StorageProviderPlugin {
     /// is; anything longer, or synced, on the blocking-work threads.
     @discardableResult
     public func uploadData(_ data: Data, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
-        try options.validate()
+        try check(options, key: remotePath)
         let write: @Sendable () throws -> RemoteFile = { [self] in
             try writeObject(remotePath, modified: options.modificationDate, options: options) { output, digests in
                 digests.update(data)
@@ -294,10 +314,16 @@ public struct LocalProvider: StorageProviderPlugin {
         try await BlockingWork.run("copy") { [self] in
             let (input, file) = try openObject(source, operation: "copy")
             defer { input.closeAfterReading() }
-            if let cloned = try storeClone(of: input, at: destination, modified: file.modificationDate, permissions: 0o644, options: UploadOptions()) {
+            // A copy keeps the source's content type, headers and metadata, as S3's does.
+            var options = UploadOptions()
+            if keepsMetadata, let modified = file.modificationDate {
+                let stored = try ObjectAttributes.read(input, modified: modified, root: rootPath)
+                options = UploadOptions(contentType: stored.contentType, metadata: stored.metadata, contentHeaders: stored.contentHeaders)
+            }
+            if let cloned = try storeClone(of: input, at: destination, modified: file.modificationDate, permissions: 0o644, options: options) {
                 return cloned
             }
-            return try writeObject(destination, modified: file.modificationDate, options: UploadOptions()) { output, _ in
+            return try writeObject(destination, modified: file.modificationDate, options: options) { output, _ in
                 _ = try AtomicFile.pump(from: input, to: output)
             }
         }
@@ -326,6 +352,10 @@ public struct LocalProvider: StorageProviderPlugin {
         defer { try? file.close() }
         do {
             try file.setModificationDate(date)
+            // rclone's mtime text, where the object has one, names the new time.
+            if keepsMetadata, try ObjectAttributes.value(RcloneMetadata.mtime, of: file, root: rootPath) != nil {
+                try ObjectAttributes.update(RcloneMetadata.mtime, to: RcloneMetadata.formatMtime(date), on: file, root: rootPath)
+            }
         } catch {
             throw BuckiaError.wrapping(error, operation: "setModificationTime", path: remotePath.rawValue)
         }
@@ -406,6 +436,16 @@ public struct LocalProvider: StorageProviderPlugin {
         }
         let (kind, info) = try location.parent.entry(location.name)
         switch kind {
+        case .file where keepsMetadata:
+            // Described from the open file, so the status and the attributes are one version's.
+            let file: LocalFile
+            do {
+                file = try location.parent.openFile(location.name)
+            } catch let error as BuckiaError where error.code == .notFound {
+                return nil
+            }
+            defer { file.closeAfterReading() }
+            return try describe(key, file)
         case .file: return remoteFile(key, info)
         case .symbolicLink:
             throw BuckiaError(
@@ -488,6 +528,29 @@ public struct LocalProvider: StorageProviderPlugin {
             etag: LocalProvider.etag(info))
     }
 
+    /// A new object as its write left it: the file's status, and what the upload stored of `options`.
+    func remoteFile(_ key: ObjectKey, _ info: FileStatus, storing options: UploadOptions) -> RemoteFile {
+        remoteFile(key, info).storing(options, provider: self)
+    }
+
+    /// The object whose file is open as `file`, with the metadata its attributes hold.
+    func describe(_ key: ObjectKey, _ file: LocalFile) throws -> RemoteFile {
+        let info = try file.statRecord()
+        var described = remoteFile(key, info)
+        let stored = try ObjectAttributes.read(file, modified: LocalFile.modificationDate(of: info), root: rootPath)
+        described.contentType = stored.contentType
+        described.contentHeaders = stored.contentHeaders
+        described.metadata = stored.metadata
+        return described
+    }
+
+    /// Checks an upload's options before anything is written.
+    func check(_ options: UploadOptions, key: ObjectKey) throws {
+        try options.validate()
+        try options.checkSupported(by: self)
+        try ObjectAttributes.check(options, key: key)
+    }
+
     func describe(_ key: ObjectKey, operation: String) throws -> RemoteFile {
         guard let file = try statNow(key, operation: operation) else {
             throw BuckiaError.notFound(key, operation: operation)
@@ -503,6 +566,19 @@ extension Double {
         if self >= Double(Int.max) { return Int.max }
         if self <= Double(Int.min) { return Int.min }
         return Int(self)
+    }
+}
+
+extension RemoteFile {
+    /// This new object with what its upload stored of `options` (see
+    /// ``LocalProvider/remoteFile(_:_:storing:)``).
+    func storing(_ options: UploadOptions, provider: LocalProvider) -> RemoteFile {
+        var file = self
+        guard provider.keepsMetadata else { return file }
+        file.contentType = options.contentType
+        file.contentHeaders = options.contentHeaders
+        file.metadata = RcloneMetadata.reconciled(options.metadata, modificationDate: modificationDate, md5: options.knownChecksums[.md5])
+        return file
     }
 }
 

@@ -61,7 +61,7 @@ public struct MemoryProvider: StorageProviderPlugin {
         capabilities = ProviderCapabilities(
             features: [
                 .readWithRange, .listStartAfter, .pagedListing, .accessToken, .preservesModificationTime, .serverSideCopy,
-                .conditionalWrite, .conditionalRead, .verifiesKnownChecksums, .userMetadata, .setModificationTime, .move,
+                .conditionalWrite, .conditionalRead, .verifiesKnownChecksums, .userMetadata, .contentHeaders, .setModificationTime, .move,
                 .resumableListing,
             ],
             checksums: [.md5: .listing, .sha256: .listing],
@@ -113,7 +113,8 @@ public struct MemoryProvider: StorageProviderPlugin {
         let file = RemoteFile(
             path: key, size: Int64(data.count), modificationDate: modified, serverModified: now(), checksums: checksums,
             contentType: options.contentType ?? "application/octet-stream", etag: "\"\(checksums[.md5] ?? "")-\(version)\"",
-            metadata: options.metadata)
+            metadata: RcloneMetadata.reconciled(options.metadata, modificationDate: modified, md5: checksums[.md5]),
+            contentHeaders: options.contentHeaders)
         try objects.withLock { objects in
             switch options.condition {
             case .ifNoneMatch where objects[key] != nil:
@@ -192,6 +193,7 @@ public struct MemoryProvider: StorageProviderPlugin {
         try objects.withLock { objects in
             guard var object = objects[remotePath] else { throw BuckiaError.notFound(remotePath, operation: "setModificationTime") }
             object.file.modificationDate = date
+            object.file.metadata = RcloneMetadata.reconciled(object.file.metadata, modificationDate: date, md5: nil)
             objects[remotePath] = object
             return object.file
         }

@@ -89,7 +89,8 @@ extension S3Provider {
             try? FileManager.default.removeItem(at: stateURL)
             return RemoteFile(
                 path: key, size: size, modificationDate: modified, checksums: [.md5: md5.hex],
-                contentType: options.contentType ?? "application/octet-stream", etag: response.map(S3Provider.quotedETag), metadata: options.metadata)
+                contentType: options.contentType ?? "application/octet-stream", etag: response.map(S3Provider.quotedETag), metadata: options.metadata,
+                contentHeaders: options.contentHeaders)
         } catch let error as BuckiaError where error.isRetryable || error.code == .cancelled {
             throw BuckiaError(
                 error.code, "\(error.message) The multipart upload was kept; run the same upload again to resume it.",

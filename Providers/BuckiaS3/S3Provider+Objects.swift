@@ -4,9 +4,9 @@ import BuckiaSigV4
 import Foundation
 
 extension S3Provider {
-    /// The metadata names the provider writes itself, in rclone's conventions; user metadata
-    /// may not use them.
-    static let reservedMetadata: Set<String> = ["mtime", "md5chksum", "md5"]
+    /// Buckia's metadata name from before it followed rclone (an MD5 in hex), read and never
+    /// written; user metadata may not use it.
+    static let legacyMD5Metadata = "md5"
 
     @discardableResult
     public func uploadFile(localURL: URL, remotePath: ObjectKey, options: UploadOptions) async throws -> RemoteFile {
@@ -70,9 +70,9 @@ extension S3Provider {
     func check(_ options: UploadOptions) throws {
         try options.validate()
         for (name, value) in options.metadata {
-            guard !S3Provider.reservedMetadata.contains(name) else {
+            guard name != S3Provider.legacyMD5Metadata else {
                 throw BuckiaError(
-                    .invalidConfiguration, "The metadata name \(name.debugDescription) is reserved for the modification time and MD5.",
+                    .invalidConfiguration, "The metadata name \(name.debugDescription) is reserved: Buckia once kept an MD5 there, and reads it as one.",
                     operation: "upload")
             }
             guard value.utf8.allSatisfy({ (32...126).contains($0) }) else {
@@ -92,13 +92,22 @@ extension S3Provider {
         return Digest(bytes: bytes)
     }
 
-    /// The headers every write sends: content type, rclone's mtime and MD5 metadata, user
-    /// metadata.
+    /// The headers every write sends: content type and headers, user metadata, and rclone's
+    /// mtime and MD5 metadata (the caller's own text where it says the same: ``RcloneMetadata``).
     func objectHeaders(md5: Digest?, options: UploadOptions) -> [String: String] {
         var headers = ["content-type": options.contentType ?? "application/octet-stream"]
-        if let modified = options.modificationDate { headers["x-amz-meta-mtime"] = S3Provider.formatMtime(modified) }
-        if let md5 { headers["x-amz-meta-md5chksum"] = md5.base64 }
-        for (name, value) in options.metadata { headers["x-amz-meta-\(name)"] = value }
+        for (name, value) in options.contentHeaders.fields { headers[name] = value }
+        for (name, value) in options.metadata where name != RcloneMetadata.mtime && name != RcloneMetadata.md5 {
+            headers["x-amz-meta-\(name)"] = value
+        }
+        if let modified = options.modificationDate {
+            headers["x-amz-meta-mtime"] = RcloneMetadata.mtimeText(for: modified, given: options.metadata[RcloneMetadata.mtime])
+        } else if let given = options.metadata[RcloneMetadata.mtime] {
+            headers["x-amz-meta-mtime"] = given
+        }
+        if let md5 {
+            headers["x-amz-meta-md5chksum"] = RcloneMetadata.md5Text(for: md5.data, given: options.metadata[RcloneMetadata.md5])
+        }
         return headers
     }
 
@@ -130,7 +139,7 @@ extension S3Provider {
         return RemoteFile(
             path: key, size: size, modificationDate: options.modificationDate, serverModified: nil,
             checksums: md5.map { [.md5: $0.hex] } ?? [:], contentType: headers["content-type"], etag: response.etag.map(S3Provider.quotedETag),
-            metadata: options.metadata)
+            metadata: options.metadata, contentHeaders: options.contentHeaders)
     }
 
     /// Says a failed conditional or checksummed write in the caller's terms.
@@ -293,7 +302,7 @@ extension S3Provider {
     @discardableResult
     public func setModificationTime(remotePath: ObjectKey, to date: Date) async throws -> RemoteFile {
         guard let current = try await stat(remotePath: remotePath) else { throw BuckiaError.notFound(remotePath, operation: "setModificationTime") }
-        let options = UploadOptions(contentType: current.contentType, modificationDate: date, metadata: current.metadata)
+        let options = UploadOptions(contentType: current.contentType, modificationDate: date, metadata: current.metadata, contentHeaders: current.contentHeaders)
         var headers = objectHeaders(md5: current.checksums[.md5].flatMap(Hex.decode).map(Digest.init(bytes:)), options: options)
         headers["x-amz-copy-source"] = copySource(remotePath)
         headers["x-amz-metadata-directive"] = "REPLACE"
@@ -348,13 +357,16 @@ extension S3Provider {
             let name = field.name.lowercased()
             guard name.hasPrefix("x-amz-meta-") else { continue }
             let short = String(name.dropFirst("x-amz-meta-".count))
-            if !S3Provider.reservedMetadata.contains(short) { metadata[short] = field.value }
+            if short != S3Provider.legacyMD5Metadata { metadata[short] = field.value }
         }
+        var contentHeaders = ContentHeaders()
+        for name in ContentHeaders.names { contentHeaders[name] = response.header(name) }
         return RemoteFile(
             path: key, size: response.contentLength ?? 0,
-            modificationDate: response.header("x-amz-meta-mtime").flatMap(S3Provider.parseMtime),
+            modificationDate: response.header("x-amz-meta-mtime").flatMap(RcloneMetadata.parseMtime),
             serverModified: response.header("Last-Modified").flatMap(S3Provider.parseHTTPDate), checksums: checksums,
-            contentType: response.header("Content-Type"), etag: response.etag.map(S3Provider.quotedETag), metadata: metadata)
+            contentType: response.header("Content-Type"), etag: response.etag.map(S3Provider.quotedETag), metadata: metadata,
+            contentHeaders: contentHeaders)
     }
 
     /// The MD5 an ETag spells, when ETags are MD5s here and this one is 32 hex digits (a
@@ -364,40 +376,6 @@ extension S3Provider {
               tag.utf8.count == 32, Hex.decode(tag) != nil
         else { return nil }
         return tag
-    }
-
-    /// rclone's `mtime` metadata: seconds since 1970 in decimal, with up to nine fractional
-    /// digits and no trailing zeros (`1609459200`, `1609459200.5`).
-    static func formatMtime(_ date: Date) -> String {
-        let total = (date.timeIntervalSince1970 * 1_000_000_000).rounded()
-        guard total.isFinite, abs(total) < 9e18 else { return String(format: "%.0f", date.timeIntervalSince1970) }
-        let nanoseconds = Int64(total)
-        var seconds = nanoseconds / 1_000_000_000
-        var fraction = nanoseconds % 1_000_000_000
-        if fraction < 0 {
-            seconds -= 1
-            fraction += 1_000_000_000
-        }
-        guard fraction != 0 else { return String(seconds) }
-        var digits = String(fraction)
-        digits = String(repeating: "0", count: 9 - digits.count) + digits
-        while digits.hasSuffix("0") { digits.removeLast() }
-        return "\(seconds).\(digits)"
-    }
-
-    /// Reads rclone's `mtime` metadata (and any plain decimal number of seconds).
-    static func parseMtime(_ text: String) -> Date? {
-        let parts = text.trimmingCharacters(in: .whitespaces).split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-        guard let whole = parts.first, let seconds = Int64(whole) else { return nil }
-        var nanoseconds: Int64 = 0
-        if parts.count == 2 {
-            let digits = parts[1].prefix(9)
-            guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let value = Int64(digits + String(repeating: "0", count: 9 - digits.count)), value >= 0 else {
-                return nil
-            }
-            nanoseconds = whole.hasPrefix("-") ? -value : value
-        }
-        return Date(timeIntervalSince1970: TimeInterval(seconds) + TimeInterval(nanoseconds) / 1_000_000_000)
     }
 
     static func parseHTTPDate(_ text: String) -> Date? {

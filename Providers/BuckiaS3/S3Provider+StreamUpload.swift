@@ -63,7 +63,8 @@ extension S3Provider {
             }
             return RemoteFile(
                 path: remotePath, size: parts.count, modificationDate: options.modificationDate,
-                contentType: options.contentType ?? "application/octet-stream", etag: etag.map(S3Provider.quotedETag), metadata: options.metadata)
+                contentType: options.contentType ?? "application/octet-stream", etag: etag.map(S3Provider.quotedETag), metadata: options.metadata,
+                contentHeaders: options.contentHeaders)
         } catch {
             // Nothing can resume an upload from a stream: its parts go now, not at the next
             // run, even when this task was cancelled (the abort runs in a task of its own).

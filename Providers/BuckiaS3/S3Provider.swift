@@ -38,6 +38,7 @@ public struct S3Provider: StorageProviderPlugin {
         var features: Set<Capability> = [
             .readWithRange, .listStartAfter, .pagedListing, .streamingTransfers, .multipartUpload, .serverSideCopy,
             .preservesModificationTime, .persistent, .setModificationTime, .resumableListing, .unfinishedUploads, .streamingUploads,
+            .contentHeaders,
         ]
         // A presigned URL is made without a request, so only with credentials in hand.
         if signer != nil { features.insert(.presign) }

@@ -177,6 +177,15 @@ struct GatewayClientTests {
 
         let listing = try await aws("s3", "ls", "--recursive", remote)
         #expect(listing.output.split(separator: "\n").count == tree.count)
+
+        // Metadata and a content type given to sync come back from every object it sent.
+        let labelled = "s3://\(setup.bucket)/alice/labelled/"
+        _ = try await aws("s3", "sync", source.appendingPathComponent("docs").path, labelled, "--metadata", "colour=blue,owner=Alice Smith", "--content-type", "text/x-note")
+        let head = try await aws("s3api", "head-object", "--bucket", setup.bucket, "--key", "alice/labelled/note-1.txt")
+        let described = try JSONSerialization.jsonObject(with: Data(head.output.utf8)) as? [String: Any]
+        #expect(described?["Metadata"] as? [String: String] == ["colour": "blue", "owner": "Alice Smith"], "\(head.output)")
+        #expect(described?["ContentType"] as? String == "text/x-note", "\(head.output)")
+        _ = try await aws("s3", "rm", "--recursive", labelled)
         #expect(listing.output.contains("alice/cli/photos/2026/a b+c.jpg"))
 
         let destination = setup.work.appendingPathComponent("destination")
@@ -219,6 +228,13 @@ struct GatewayClientTests {
 
         let listing = try await rclone("ls", remote)
         #expect(listing.output.split(separator: "\n").count == tree.count)
+
+        // Nothing changed: a sync sends nothing, as rclone's mtime metadata comes back to the
+        // nanosecond it wrote (it once came back to the microsecond, and rclone, with no MD5
+        // ETag to compare, copied every file again).
+        let unchanged = try await rclone("sync", source.path, remote, "-v")
+        let copies = unchanged.errors.components(separatedBy: "\n").filter { $0.contains("Copied") || $0.contains("Updated modification time") }
+        #expect(copies.isEmpty, "a sync of an unchanged tree sent: \(copies)")
 
         // The source loses a file and changes another: sync deletes and replaces.
         try FileManager.default.removeItem(at: source.appendingPathComponent("docs/note-0.txt"))

@@ -26,7 +26,7 @@ struct GatewayFormatTests {
         let date = Date(timeIntervalSince1970: seconds)
         #expect(S3Gateway.httpDate(date) == "Thu, 01 Jan 1970 00:00:00 GMT")
         #expect(S3Gateway.isoDate(date) == "1970-01-01T00:00:00.000Z")
-        _ = S3Gateway.formatMtime(date)
+        _ = RcloneMetadata.formatMtime(date)
         _ = S3Gateway.etag(of: RemoteFile(path: try ObjectKey("a"), size: 1, modificationDate: date))
     }
 

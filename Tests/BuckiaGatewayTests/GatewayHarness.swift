@@ -92,12 +92,19 @@ extension GatewayEndpoint {
     func send(
         _ method: String, _ target: String, body: Data = Data(), headers: [String: String] = [:], credentials: AWSCredentials? = nil
     ) async throws -> (Int, Data) {
+        let answer = try await exchange(method, target, body: body, headers: headers, credentials: credentials)
+        return (answer.status, answer.body)
+    }
+
+    /// As ``send(_:_:body:headers:credentials:)``, with the answer's headers.
+    func exchange(
+        _ method: String, _ target: String, body: Data = Data(), headers: [String: String] = [:], credentials: AWSCredentials? = nil
+    ) async throws -> RawHTTP.Answer {
         guard let url = URL(string: endpoint.absoluteString + target) else { throw BuckiaError(.invalidPath, "bad target \(target)") }
         let signer = SigV4Signer(
             credentials: credentials ?? AWSCredentials(accessKeyId: accessKeyId, secretAccessKey: secretAccessKey), region: "us-east-1", service: "s3")
         let signed = signer.sign(method: method, url: url, headers: headers, payloadHash: Hashing.sha256Hex(body), date: Date())
-        let answer = try await RawHTTP.exchange(port: UInt16(endpoint.port ?? 0), method: method, target: target, headers: signed.map { ($0.key, $0.value) }, body: body)
-        return (answer.status, answer.body)
+        return try await RawHTTP.exchange(port: UInt16(endpoint.port ?? 0), method: method, target: target, headers: signed.map { ($0.key, $0.value) }, body: body)
     }
 
     /// The configuration of Buckia's own S3 provider on `bucket` of this gateway.

@@ -1,5 +1,7 @@
 import BuckiaCore
 import BuckiaGateway
+import BuckiaLocal
+import BuckiaTestSupport
 import Foundation
 import Testing
 
@@ -78,9 +80,10 @@ struct GatewayOperationTests {
         #expect(try await harness.send("GET", "/whole/a.txt?partNumber=0").0 == 400)
     }
 
-    @Test("Metadata a folder cannot keep is refused through the provider's own check, and nothing is stored")
+    @Test("Metadata a folder provider does not keep (metadata=false) is refused through its own check, and nothing is stored")
     func unsupportedMetadata() async throws {
-        let harness = try GatewayHarness()
+        let root = try TestFolder.make("buckia-gateway-nometa")
+        let harness = try GatewayHarness(provider: LocalProvider(root: root, keepsMetadata: false), removing: root)
         defer { harness.stop() }
         try await harness.createBucket("meta")
         let (status, body) = try await harness.send("PUT", "/meta/a.txt", body: Data("x".utf8), headers: ["x-amz-meta-colour": "blue"])

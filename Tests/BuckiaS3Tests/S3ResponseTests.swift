@@ -103,7 +103,7 @@ struct S3ResponseTests {
     @Test("Modification times round-trip through rclone's mtime metadata format")
     func mtime() throws {
         let date = Date(timeIntervalSince1970: 981_173_106.25)
-        let parsed = try #require(S3Provider.parseMtime(S3Provider.formatMtime(date)))
+        let parsed = try #require(RcloneMetadata.parseMtime(RcloneMetadata.formatMtime(date)))
         #expect(abs(parsed.timeIntervalSince(date)) < 0.001)
     }
 

@@ -196,8 +196,8 @@ struct S3RetryTests {
         (1_609_459_200.0, "1609459200"), (1_609_459_200.5, "1609459200.5"), (981_173_106.25, "981173106.25"), (0.0, "0"),
     ])
     func mtimeFormat(_ seconds: Double, _ text: String) throws {
-        #expect(S3Provider.formatMtime(Date(timeIntervalSince1970: seconds)) == text)
-        let parsed = try #require(S3Provider.parseMtime(text))
+        #expect(RcloneMetadata.formatMtime(Date(timeIntervalSince1970: seconds)) == text)
+        let parsed = try #require(RcloneMetadata.parseMtime(text))
         #expect(abs(parsed.timeIntervalSince1970 - seconds) < 1e-6)
     }
 
@@ -206,7 +206,7 @@ struct S3RetryTests {
         ("", nil), ("abc", nil), ("1.2e3", nil), ("12.", nil),
     ])
     func mtimeParsing(_ text: String, _ expected: Double?) {
-        let parsed = S3Provider.parseMtime(text)?.timeIntervalSince1970
+        let parsed = RcloneMetadata.parseMtime(text)?.timeIntervalSince1970
         if let expected {
             #expect(parsed.map { abs($0 - expected) < 1e-6 } == true, "\(text) → \(String(describing: parsed))")
         } else {

@@ -74,6 +74,9 @@ public struct Capability: CapabilityVocabulary {
     public static let verifiesKnownChecksums: Capability = "verifiesKnownChecksums"
     /// ``UploadOptions/metadata`` is stored and reported by `stat`.
     public static let userMetadata: Capability = "userMetadata"
+    /// ``UploadOptions/contentHeaders`` (`Cache-Control`, `Content-Disposition`,
+    /// `Content-Encoding`, `Content-Language`, `Expires`) are stored and reported by `stat`.
+    public static let contentHeaders: Capability = "contentHeaders"
     /// ``StorageProvider/setModificationTime(remotePath:to:)`` changes an object's recorded
     /// time without sending its bytes again.
     public static let setModificationTime: Capability = "setModificationTime"
@@ -105,7 +108,7 @@ public struct Capability: CapabilityVocabulary {
     public static let known: Set<Capability> = [
         .readWithRange, .listStartAfter, .pagedListing, .multipartUpload, .serverSideCopy, .presign, .publicURL,
         .accessToken, .streamingTransfers, .preservesModificationTime, .persistent, .conditionalWrite,
-        .conditionalRead, .verifiesKnownChecksums, .userMetadata, .setModificationTime, .move, .resumableListing,
+        .conditionalRead, .verifiesKnownChecksums, .userMetadata, .contentHeaders, .setModificationTime, .move, .resumableListing,
         .caseInsensitiveKeys, .localFiles, .authorizedURL, .unfinishedUploads, .streamingUploads,
     ]
 }

@@ -24,14 +24,18 @@ public struct RemoteFile: Hashable, Sendable, Codable {
     /// The provider's entity tag; opaque, and not always a content hash. Pass it to
     /// ``WriteCondition/ifMatch(_:)`` or ``ReadOptions/ifMatch`` to act only on this version.
     public var etag: String?
-    /// User metadata stored with the object (``Capability/userMetadata``), names in lowercase.
+    /// User metadata stored with the object (``Capability/userMetadata``), names in lowercase,
+    /// values as they were written. rclone's `mtime` and `md5chksum` appear here when the
+    /// object has them (``RcloneMetadata``).
     public var metadata: [String: String]
+    /// The representation headers stored with the object (``Capability/contentHeaders``).
+    public var contentHeaders: ContentHeaders
 
     /// Creates a description of a stored object.
     public init(
         path: ObjectKey, size: Int64, modificationDate: Date? = nil, serverModified: Date? = nil,
         checksums: [ChecksumAlgorithm: String] = [:], contentType: String? = nil, etag: String? = nil,
-        metadata: [String: String] = [:]
+        metadata: [String: String] = [:], contentHeaders: ContentHeaders = ContentHeaders()
     ) {
         self.path = path
         self.size = size
@@ -41,6 +45,25 @@ public struct RemoteFile: Hashable, Sendable, Codable {
         self.contentType = contentType
         self.etag = etag
         self.metadata = metadata
+        self.contentHeaders = contentHeaders
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case path, size, modificationDate, serverModified, checksums, contentType, etag, metadata, contentHeaders
+    }
+
+    /// Decodes a description; one written before ``contentHeaders`` existed has none.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        path = try container.decode(ObjectKey.self, forKey: .path)
+        size = try container.decode(Int64.self, forKey: .size)
+        modificationDate = try container.decodeIfPresent(Date.self, forKey: .modificationDate)
+        serverModified = try container.decodeIfPresent(Date.self, forKey: .serverModified)
+        checksums = try container.decode([ChecksumAlgorithm: String].self, forKey: .checksums)
+        contentType = try container.decodeIfPresent(String.self, forKey: .contentType)
+        etag = try container.decodeIfPresent(String.self, forKey: .etag)
+        metadata = try container.decode([String: String].self, forKey: .metadata)
+        contentHeaders = try container.decodeIfPresent(ContentHeaders.self, forKey: .contentHeaders) ?? ContentHeaders()
     }
 
     /// The source's modification time when one was recorded, else the server's: the time a
@@ -89,19 +112,24 @@ public struct UploadOptions: Hashable, Sendable {
     /// A precondition the write must meet; nil writes unconditionally.
     public var condition: WriteCondition?
     /// User metadata to store with the object (``Capability/userMetadata``). Names are
-    /// lowercase ASCII letters, digits and `-`.
+    /// lowercase ASCII letters, digits and `-`; values are stored as given. rclone's `mtime`
+    /// and `md5chksum` may be among them, in rclone's form (``RcloneMetadata``): the text is
+    /// kept where it names ``modificationDate`` and the content's MD5.
     public var metadata: [String: String]
+    /// Representation headers to store with the object (``Capability/contentHeaders``).
+    public var contentHeaders: ContentHeaders
 
     /// Creates upload options.
     public init(
         contentType: String? = nil, modificationDate: Date? = nil, knownChecksums: [ChecksumAlgorithm: String] = [:],
-        condition: WriteCondition? = nil, metadata: [String: String] = [:]
+        condition: WriteCondition? = nil, metadata: [String: String] = [:], contentHeaders: ContentHeaders = ContentHeaders()
     ) {
         self.contentType = contentType
         self.modificationDate = modificationDate
         self.knownChecksums = knownChecksums
         self.condition = condition
         self.metadata = metadata
+        self.contentHeaders = contentHeaders
     }
 
     /// The hash functions that verify ``knownChecksums`` here, in a stable order; a checksum
@@ -128,6 +156,8 @@ public struct UploadOptions: Hashable, Sendable {
                     operation: operation)
             }
         }
+        try RcloneMetadata.validate(metadata, operation: operation)
+        try contentHeaders.validate(operation: operation)
         if case .ifMatch(let etag) = condition, etag.isEmpty {
             throw BuckiaError(.invalidConfiguration, "An ifMatch condition needs an entity tag.", operation: operation)
         }
@@ -135,14 +165,17 @@ public struct UploadOptions: Hashable, Sendable {
 
     /// Throws ``BuckiaError/Code/unsupported`` for an option `provider` does not support
     /// (a condition without ``Capability/conditionalWrite``, metadata without
-    /// ``Capability/userMetadata``), so nothing is silently ignored. Known checksums are hints
-    /// and never unsupported.
+    /// ``Capability/userMetadata``, content headers without ``Capability/contentHeaders``),
+    /// so nothing is silently ignored. Known checksums are hints and never unsupported.
     public func checkSupported(by provider: some StorageProvider) throws {
         if condition != nil, !provider.capabilities.supports(.conditionalWrite) {
             throw BuckiaError.unsupported(.conditionalWrite, provider: provider.providerType, operation: "upload")
         }
         if !metadata.isEmpty, !provider.capabilities.supports(.userMetadata) {
             throw BuckiaError.unsupported(.userMetadata, provider: provider.providerType, operation: "upload")
+        }
+        if !contentHeaders.isEmpty, !provider.capabilities.supports(.contentHeaders) {
+            throw BuckiaError.unsupported(.contentHeaders, provider: provider.providerType, operation: "upload")
         }
     }
 }

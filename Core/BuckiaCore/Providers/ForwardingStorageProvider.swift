@@ -106,6 +106,11 @@ extension ForwardingStorageProvider {
         try await base.receiveFile(at: key, condition: condition, fill)
     }
 
+    @discardableResult
+    public func receiveFile(at key: ObjectKey, options: UploadOptions, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
+        try await base.receiveFile(at: key, options: options, fill)
+    }
+
     public func synchronize() throws { try base.synchronize() }
     public func removeWorkingFiles() throws { try base.removeWorkingFiles() }
 

@@ -160,6 +160,16 @@ public protocol StorageProvider: Sendable {
     @discardableResult
     func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile
 
+    /// As ``receiveFile(at:condition:_:)``, storing with the file what `options` carries
+    /// besides its condition (content type, content headers, metadata), as an upload would.
+    /// The file's modification time is the one `fill` gave it; known checksums are not
+    /// checked here (pass the file to ``uploadFile(localURL:remotePath:options:)`` for that).
+    ///
+    /// The default takes options with nothing but a condition, and refuses others with
+    /// ``BuckiaError/Code/unsupported``.
+    @discardableResult
+    func receiveFile(at key: ObjectKey, options: UploadOptions, _ fill: (URL) async throws -> Void) async throws -> RemoteFile
+
     /// Makes every write so far durable. A provider that syncs each write as it makes it has
     /// nothing to do (the default); one that does not (for speed) flushes them all here, and
     /// sync calls this before it records a batch of files as synced.
@@ -296,6 +306,16 @@ extension StorageProvider {
     @discardableResult
     public func receiveFile(at key: ObjectKey, condition: WriteCondition?, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
         throw BuckiaError.unsupported(.localFiles, provider: providerType, operation: "receiveFile")
+    }
+
+    @discardableResult
+    public func receiveFile(at key: ObjectKey, options: UploadOptions, _ fill: (URL) async throws -> Void) async throws -> RemoteFile {
+        guard options.contentType == nil, options.contentHeaders.isEmpty, options.metadata.isEmpty else {
+            throw BuckiaError(
+                .unsupported, "This provider stores no content type or metadata with a file it receives; upload the file instead.",
+                operation: "receiveFile", path: key.rawValue)
+        }
+        return try await receiveFile(at: key, condition: options.condition, fill)
     }
 
     public func synchronize() throws {}

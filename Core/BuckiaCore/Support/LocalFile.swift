@@ -13,6 +13,10 @@ package final class LocalFile {
     /// The descriptor, for taking a lock on the open file.
     var descriptorForLocking: Int32 { descriptor }
 
+    /// Runs `body` with the open descriptor, for calls this type does not wrap (extended
+    /// attributes); `body` must not close it.
+    package func withDescriptor<T>(_ body: (Int32) throws -> T) rethrows -> T { try body(descriptor) }
+
     /// Names a file made by ``DirectoryHandle/createUnnamedFile(permissions:)``: `name` in
     /// `folder`, in one `linkat`, which fails if anything (a file, a folder, a link) is there.
     ///

@@ -262,6 +262,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         }
         context.resource = path
         if Self.isSTSRequest(context) { return stsResponse(&context, body: body) }
+        if Self.isPostObject(context) { return try postObject(&context, body: body) }
 
         let signed = SigV4Request(method: context.request.method, target: target, headers: context.request.headers)
         let authentication: GatewayAuthentication

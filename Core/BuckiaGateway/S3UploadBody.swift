@@ -385,6 +385,14 @@ extension S3Gateway {
     /// Streams `upload`'s bytes into `store` (which reads them as a ``ByteStream`` and stores
     /// them only if the stream ends normally) and returns what `store` returns.
     func streamUpload<T: Sendable>(_ upload: S3UploadBody, into store: @escaping @Sendable (ByteStream) async throws -> T) throws -> T {
+        try streamUpload(reading: { try upload.next() }, into: store)
+    }
+
+    /// As ``streamUpload(_:into:)``, over any reader; `finishing` runs after its last bytes and
+    /// before the stream ends, so a check that fails there keeps the backend from storing it.
+    func streamUpload<T: Sendable>(
+        reading next: () throws -> Data?, into store: @escaping @Sendable (ByteStream) async throws -> T, before finishing: () throws -> Void = {}
+    ) throws -> T {
         let pipe = BodyPipe()
         let outcome = Locked<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -397,9 +405,11 @@ extension S3Gateway {
         }
         var readFailure: (any Error)?
         do {
-            while let chunk = try upload.next() {
-                guard pipe.push(chunk) else { break }
+            var open = true
+            while open, let chunk = try next() {
+                open = pipe.push(chunk)
             }
+            if open { try finishing() }
         } catch {
             readFailure = error
         }

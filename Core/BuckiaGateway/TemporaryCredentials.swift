@@ -110,7 +110,56 @@ public struct GatewayAuthenticator: Sendable {
     package func authenticateRequest(_ request: SigV4Request) throws(SigV4Refusal) -> GatewayAuthentication {
         let authorization = try SigV4Verifier.parse(request)
         let now = clock()
-        if let token = authorization.sessionToken {
+        let (principal, secret) = try resolve(accessKeyId: authorization.accessKeyId, sessionToken: authorization.sessionToken, now: now)
+        try SigV4Verifier.verify(request, authorization, secret: secret, now: now)
+        return GatewayAuthentication(principal: principal, authorization: authorization, secret: secret)
+    }
+
+    /// The principal whose credential signed a browser form's `policy` (POST Object): the
+    /// signature is the policy's HMAC with the credential's signing key, as SigV4 defines it
+    /// for forms. The policy's own expiration bounds its life; the date must be a valid one
+    /// of the credential's day.
+    ///
+    /// - Throws: ``BuckiaSigV4/SigV4Refusal`` with the S3 error code to answer.
+    package func authenticatePolicy(
+        _ policy: String, credential: String, date dateText: String, signature: String, sessionToken: String?
+    ) throws(SigV4Refusal) -> GatewayPrincipal {
+        let scope = credential.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard scope.count == 5, !scope[0].isEmpty, scope[0].count <= 128, scope[1].count == 8, !scope[2].isEmpty, scope[3] == "s3", scope[4] == "aws4_request" else {
+            throw SigV4Refusal("InvalidArgument", "x-amz-credential must be ACCESS_KEY/yyyyMMdd/REGION/s3/aws4_request.")
+        }
+        guard let date = SigV4Verifier.parseDate(dateText), dateText.hasPrefix(scope[1]) else {
+            throw SigV4Refusal("InvalidArgument", "x-amz-date must be yyyyMMdd'T'HHmmss'Z' on the credential's day.")
+        }
+        let (principal, secret) = try resolve(accessKeyId: scope[0], sessionToken: sessionToken, now: clock())
+        let signer = SigV4Signer(credentials: AWSCredentials(accessKeyId: scope[0], secretAccessKey: secret), region: scope[2], service: "s3")
+        let expected = signer.signature(stringToSign: policy, date: date)
+        guard HMAC.constantTimeEquals(Array(expected.utf8), Array(signature.lowercased().utf8)) else {
+            throw SigV4Refusal("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
+        }
+        return principal
+    }
+
+    /// As ``authenticatePolicy(_:credential:date:signature:sessionToken:)`` for a form signed
+    /// the older way (Signature Version 2, what boto3's `generate_presigned_post` makes by
+    /// default): `signature` is the base64 HMAC-SHA1 of the policy with the secret itself.
+    package func authenticatePolicyV2(_ policy: String, accessKeyId: String, signature: String, sessionToken: String?) throws(SigV4Refusal) -> GatewayPrincipal {
+        let (principal, secret) = try resolve(accessKeyId: accessKeyId, sessionToken: sessionToken, now: clock())
+        let expected: Digest
+        do {
+            expected = try HMAC.authenticationCode(.sha1, key: Array(secret.exposedValue.utf8), message: Array(policy.utf8))
+        } catch {
+            throw SigV4Refusal("InternalError", "HMAC-SHA1 is not available here.", status: 500)
+        }
+        guard HMAC.constantTimeEquals(Array(expected.base64.utf8), Array(signature.utf8)) else {
+            throw SigV4Refusal("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
+        }
+        return principal
+    }
+
+    /// Who `accessKeyId` (with `sessionToken` for a temporary credential) is, and its secret.
+    private func resolve(accessKeyId: String, sessionToken: String?, now: Date) throws(SigV4Refusal) -> (GatewayPrincipal, Secret) {
+        if let token = sessionToken {
             guard let keys else { throw SigV4Refusal("InvalidToken", "This gateway issues no temporary credentials.") }
             let claims: UserTokenClaims
             do {
@@ -122,18 +171,15 @@ public struct GatewayAuthenticator: Sendable {
             } catch {
                 throw SigV4Refusal("InvalidToken", "The provided token cannot be checked.")
             }
-            guard authorization.accessKeyId == GatewayKeys.accessKeyId(forTokenId: claims.tokenId) else {
+            guard accessKeyId == GatewayKeys.accessKeyId(forTokenId: claims.tokenId) else {
                 throw SigV4Refusal("InvalidAccessKeyId", "The access key id does not belong to the session token sent with it.")
             }
-            let secret = keys.secret(forTokenId: claims.tokenId)
-            try SigV4Verifier.verify(request, authorization, secret: secret, now: now)
-            return GatewayAuthentication(principal: GatewayPrincipal(name: claims.subject, grants: claims.grants), authorization: authorization, secret: secret)
+            return (GatewayPrincipal(name: claims.subject, grants: claims.grants), keys.secret(forTokenId: claims.tokenId))
         }
-        guard let secret = staticKeys[authorization.accessKeyId] else {
+        guard let secret = staticKeys[accessKeyId] else {
             throw SigV4Refusal("InvalidAccessKeyId", "The AWS access key id you provided does not exist in our records.")
         }
-        try SigV4Verifier.verify(request, authorization, secret: secret, now: now)
-        return GatewayAuthentication(principal: GatewayPrincipal(name: authorization.accessKeyId, grants: .everything), authorization: authorization, secret: secret)
+        return (GatewayPrincipal(name: accessKeyId, grants: .everything), secret)
     }
 }
 

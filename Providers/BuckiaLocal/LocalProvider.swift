@@ -443,6 +443,10 @@ public struct LocalProvider: StorageProviderPlugin {
                 file = try location.parent.openFile(location.name)
             } catch let error as BuckiaError where error.code == .notFound {
                 return nil
+            } catch let error as BuckiaError where error.code == .permissionDenied {
+                // A file this user may not open is still described, as a listing describes
+                // it; its attributes, which need it open, are unknown.
+                return remoteFile(key, info)
             }
             defer { file.closeAfterReading() }
             return try describe(key, file)

@@ -68,4 +68,13 @@ struct HardeningCommandTests {
         #expect(result.stderr.contains("ro/x.txt"), "\(result.stderr)")
         #expect(!result.stderr.contains(".buckia-"), "the message names the temporary: \(result.stderr)")
     }
+
+    @Test("ls of one object the user may not open still describes it, as a listing does (its attributes are what need it open)")
+    func unreadableObjectIsDescribed() throws {
+        let result = try unprivileged(
+            "chmod 000 data/x.txt && $U $B ls d:x.txt",
+            setup: #"mkdir -p config/buckia data && printf '{"remotes":{"d":{"provider":"local","options":{"root":"%s/data"}}}}' "$PWD" > config/buckia/config.json && printf hello > data/x.txt"#)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("x.txt") && result.stdout.contains("5"), "\(result.stdout)")
+    }
 }

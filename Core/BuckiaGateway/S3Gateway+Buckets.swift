@@ -64,7 +64,7 @@ extension S3Gateway {
     }
 
     func createBucket(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
-        guard coversBucket(context.principal, context.bucket, .write) else {
+        guard coversBucket(context.principal, context.bucket, operation: .write) else {
             throw S3Failure("AccessDenied", "Access Denied: creating a bucket needs a grant to write the whole of it.")
         }
         try Self.checkNewBucketName(context.bucket)
@@ -90,7 +90,7 @@ extension S3Gateway {
     }
 
     func deleteBucket(_ context: RequestContext) throws -> HTTPServerResponse {
-        guard coversBucket(context.principal, context.bucket, .delete) else {
+        guard coversBucket(context.principal, context.bucket, operation: .delete) else {
             throw S3Failure("AccessDenied", "Access Denied: deleting a bucket needs a grant to delete the whole of it.")
         }
         try requireBucket(context.bucket)

@@ -184,41 +184,7 @@ extension S3Gateway {
     /// A delivery's condition is the gateway's own: create-only (`If-None-Match: *` where the
     /// backend has conditional writes), and `If-Match`, which would replace, is refused.
     func uploadOptions(_ context: RequestContext, delivery: Bool = false) throws -> UploadOptions {
-        var options = UploadOptions()
-        options.contentType = try context.header("content-type")
-        for name in ContentHeaders.names {
-            guard var value = try context.header(name) else { continue }
-            if name == "content-encoding" {
-                // `aws-chunked` names how this request's body travels (S3UploadBody), not a
-                // coding of the object: S3 stores what is left of the list.
-                value = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-                    .filter { !$0.isEmpty && $0.lowercased() != "aws-chunked" }.joined(separator: ",")
-                if value.isEmpty { continue }
-            }
-            options.contentHeaders[name] = value
-        }
-        // Metadata is kept as the client wrote it, rclone's names included; those also give
-        // the object its time and a known MD5, checked as the body is read.
-        for (name, value) in context.request.headers {
-            let lower = name.lowercased()
-            guard lower.hasPrefix("x-amz-meta-") else { continue }
-            let key = String(lower.dropFirst("x-amz-meta-".count))
-            guard options.metadata.updateValue(value, forKey: key) == nil else {
-                throw S3Failure("InvalidArgument", "The metadata \(key) is sent twice.")
-            }
-            switch key {
-            case RcloneMetadata.mtime:
-                guard let date = RcloneMetadata.parseMtime(value) else { throw S3Failure("InvalidArgument", "x-amz-meta-mtime is not a number of seconds.") }
-                options.modificationDate = date
-            case RcloneMetadata.md5:
-                guard let bytes = Data(base64Encoded: value), bytes.count == 16 else {
-                    throw S3Failure("InvalidArgument", "x-amz-meta-md5chksum is not a base64 MD5.")
-                }
-                options.knownChecksums[.md5] = Hex.encode(bytes)
-            default:
-                break
-            }
-        }
+        var options = try Self.storedAttributes(context.request.headers)
         let ifNoneMatch = try context.header("if-none-match")
         let ifMatch = try context.header("if-match")
         if delivery {
@@ -245,6 +211,54 @@ extension S3Gateway {
         // Metadata or a condition the backend cannot keep is refused by the provider contract's
         // own check (BuckiaError.unsupported, answered as NotImplemented) before any byte is read.
         try options.checkSupported(by: provider)
+        return options
+    }
+
+    /// What a write stores besides its bytes, from its headers (a PUT) or its form's fields
+    /// (a POST), names in any letter case: the content type, content headers and metadata, each
+    /// kept as sent. rclone's `mtime` and `md5chksum` also give the object its time and a known
+    /// MD5, which is checked against the bytes.
+    static func storedAttributes(_ fields: [(name: String, value: String)]) throws -> UploadOptions {
+        func single(_ name: String) throws -> String? {
+            let values = fields.filter { $0.name.lowercased() == name }
+            guard values.count <= 1 else { throw S3Failure("InvalidArgument", "The header \(name) is sent more than once.") }
+            return values.first?.value
+        }
+        var options = UploadOptions()
+        options.contentType = try single("content-type")
+        for name in ContentHeaders.names {
+            guard var value = try single(name) else { continue }
+            if name == "content-encoding" {
+                // `aws-chunked` names how this request's body travels (S3UploadBody), not a
+                // coding of the object: S3 stores what is left of the list.
+                value = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                    .filter { !$0.isEmpty && $0.lowercased() != "aws-chunked" }.joined(separator: ",")
+                if value.isEmpty { continue }
+            }
+            options.contentHeaders[name] = value
+        }
+        // Metadata is kept as the client wrote it, rclone's names included; those also give
+        // the object its time and a known MD5, checked as the body is read.
+        for (name, value) in fields {
+            let lower = name.lowercased()
+            guard lower.hasPrefix("x-amz-meta-") else { continue }
+            let key = String(lower.dropFirst("x-amz-meta-".count))
+            guard options.metadata.updateValue(value, forKey: key) == nil else {
+                throw S3Failure("InvalidArgument", "The metadata \(key) is sent twice.")
+            }
+            switch key {
+            case RcloneMetadata.mtime:
+                guard let date = RcloneMetadata.parseMtime(value) else { throw S3Failure("InvalidArgument", "x-amz-meta-mtime is not a number of seconds.") }
+                options.modificationDate = date
+            case RcloneMetadata.md5:
+                guard let bytes = Data(base64Encoded: value), bytes.count == 16 else {
+                    throw S3Failure("InvalidArgument", "x-amz-meta-md5chksum is not a base64 MD5.")
+                }
+                options.knownChecksums[.md5] = Hex.encode(bytes)
+            default:
+                break
+            }
+        }
         return options
     }
 

@@ -57,10 +57,8 @@ extension S3Gateway {
         let key = try remoteKey(context, for: .write)
         try requireBucket(context.bucket)
 
-        var upload = UploadOptions(contentType: fields["content-type"])
-        for name in ContentHeaders.names { upload.contentHeaders[name] = fields[name] }
-        for (name, value) in fields where name.hasPrefix("x-amz-meta-") { upload.metadata[String(name.dropFirst("x-amz-meta-".count))] = value }
-        if let text = upload.metadata[RcloneMetadata.mtime] { upload.modificationDate = RcloneMetadata.parseMtime(text) }
+        // The form's fields carry what a PUT's headers would, read the same way.
+        let upload = try Self.storedAttributes(fields.map { (name: $0.key, value: $0.value) })
         if let acl = fields["acl"], acl != "private" { throw S3Failure.unsupportedFeature("the canned ACL \(acl)") }
         if let storageClass = fields["x-amz-storage-class"], storageClass != "STANDARD" { throw S3Failure.unsupportedFeature("the storage class \(storageClass)") }
         do {

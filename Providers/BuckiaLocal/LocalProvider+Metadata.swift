@@ -158,3 +158,41 @@ enum ObjectAttributes {
         }
     }
 }
+
+extension LocalProvider {
+    /// A new object as its write left it: the file's status, and what the upload stored of `options`.
+    func remoteFile(_ key: ObjectKey, _ info: FileStatus, storing options: UploadOptions) -> RemoteFile {
+        remoteFile(key, info).storing(options, provider: self)
+    }
+
+    /// The object whose file is open as `file`, with the metadata its attributes hold.
+    func describe(_ key: ObjectKey, _ file: LocalFile) throws -> RemoteFile {
+        let info = try file.statRecord()
+        var described = remoteFile(key, info)
+        let stored = try ObjectAttributes.read(file, modified: LocalFile.modificationDate(of: info), root: rootPath)
+        described.contentType = stored.contentType
+        described.contentHeaders = stored.contentHeaders
+        described.metadata = stored.metadata
+        return described
+    }
+
+    /// Checks an upload's options before anything is written.
+    func check(_ options: UploadOptions, key: ObjectKey) throws {
+        try options.validate()
+        try options.checkSupported(by: self)
+        try ObjectAttributes.check(options, key: key)
+    }
+}
+
+extension RemoteFile {
+    /// This new object with what its upload stored of `options` (see
+    /// ``LocalProvider/remoteFile(_:_:storing:)``).
+    func storing(_ options: UploadOptions, provider: LocalProvider) -> RemoteFile {
+        var file = self
+        guard provider.keepsMetadata else { return file }
+        file.contentType = options.contentType
+        file.contentHeaders = options.contentHeaders
+        file.metadata = RcloneMetadata.reconciled(options.metadata, modificationDate: modificationDate, md5: options.knownChecksums[.md5])
+        return file
+    }
+}

@@ -19,6 +19,8 @@ struct MultipartUpload: Sendable {
         var md5: String
         var location: Location
         var modified: Date
+        /// The part's checksum in the upload's algorithm, when it has one.
+        var checksum: [UInt8]?
     }
 
     enum Location: Sendable, Equatable {
@@ -36,6 +38,10 @@ struct MultipartUpload: Sendable {
     /// Who started it: only they may add parts, list, complete or abort it.
     var owner: String
     var options: UploadOptions
+    /// The checksum algorithm every part carries, and whether the object's checksum is a
+    /// composite of the parts' (`COMPOSITE`) or of its bytes (`FULL_OBJECT`).
+    var checksumAlgorithm: S3ChecksumAlgorithm?
+    var compositeChecksum = false
     var initiated: Date
     /// When it was started or last given a part: an upload idle past
     /// ``S3GatewayOptions/abandonedUploadLifetime`` is aborted.
@@ -77,14 +83,27 @@ extension S3Gateway {
         uploadOptions.condition = nil  // a condition is CompleteMultipartUpload's to give
         // The checksum the parts will carry (each part's is checked as it arrives), echoed as S3 does.
         var echoed: [(name: String, value: String)] = []
-        if let algorithm = try context.header("x-amz-checksum-algorithm")?.uppercased() {
-            guard ["CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"].contains(algorithm) else {
+        var checksumAlgorithm: S3ChecksumAlgorithm?
+        var composite = false
+        if let name = try context.header("x-amz-checksum-algorithm")?.uppercased() {
+            guard let algorithm = S3ChecksumAlgorithm(name: name) else {
                 throw S3Failure("InvalidRequest", "Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]")
             }
-            echoed.append(("x-amz-checksum-algorithm", algorithm))
-            let type = try context.header("x-amz-checksum-type")?.uppercased() ?? (algorithm == "CRC64NVME" ? "FULL_OBJECT" : "COMPOSITE")
+            echoed.append(("x-amz-checksum-algorithm", name))
+            let type = try context.header("x-amz-checksum-type")?.uppercased() ?? (algorithm == .crc64nvme ? "FULL_OBJECT" : "COMPOSITE")
             guard type == "COMPOSITE" || type == "FULL_OBJECT" else { throw S3Failure("InvalidRequest", "The x-amz-checksum-type header must be COMPOSITE or FULL_OBJECT.") }
+            // A whole-object checksum is combined from the parts' CRCs; a hash cannot be.
+            guard type == "COMPOSITE" || algorithm.isCRC else {
+                throw S3Failure("InvalidRequest", "The FULL_OBJECT checksum type cannot be used with the \(name.lowercased()) checksum algorithm.")
+            }
+            guard type == "FULL_OBJECT" || algorithm != .crc64nvme else {
+                throw S3Failure("InvalidRequest", "The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm.")
+            }
             echoed.append(("x-amz-checksum-type", type))
+            checksumAlgorithm = algorithm
+            composite = type == "COMPOSITE"
+        } else if try context.header("x-amz-checksum-type") != nil {
+            throw S3Failure("InvalidRequest", "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.")
         }
         let id = Hex.encode(try SecureRandom.bytes(count: 16))
         let folder = staging.appendingPathComponent(id, isDirectory: true)
@@ -102,7 +121,7 @@ extension S3Gateway {
         }
         let upload = MultipartUpload(
             id: id, bucket: context.bucket, key: context.key, remoteKey: key, owner: context.principal?.name ?? "", options: uploadOptions,
-            initiated: options.clock(), lastActivity: options.clock(), folder: folder, assembly: assembly)
+            checksumAlgorithm: checksumAlgorithm, compositeChecksum: composite, initiated: options.clock(), lastActivity: options.clock(), folder: folder, assembly: assembly)
         state.withLock { $0.uploads[id] = upload }
         var response = Self.xml(
             "<InitiateMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><UploadId>\(id)</UploadId></InitiateMultipartUploadResult>"
@@ -135,7 +154,7 @@ extension S3Gateway {
         // object the grants let this user read, read from the backend.
         let copied = context.request.values("x-amz-copy-source").isEmpty ? nil : try copySource(context)
         var next: () throws -> Data?
-        var finish: () throws -> (count: Int64, md5: String?, checksum: (name: String, value: String)?)
+        var finish: () throws -> (count: Int64, md5: String?, checksum: (algorithm: S3ChecksumAlgorithm, value: [UInt8])?)
         let length: Int64?
         if let (source, file) = copied {
             context.operation = "UploadPartCopy"
@@ -148,23 +167,25 @@ extension S3Gateway {
                 try await provider.openRead(remotePath: source, options: ReadOptions(range: range.isEmpty ? nil : range, ifMatch: conditional))
             }.bytes
             let hasher = try DigestHasher(.md5)
+            let checksum = try upload.checksumAlgorithm.map(S3ChecksumComputer.init)
             var count: Int64 = 0
             next = {
                 guard !range.isEmpty, let chunk = try Blocking.wait({ try await stream.next() }) else { return nil }
                 hasher.update(chunk)
+                checksum?.update(chunk)
                 count += Int64(chunk.count)
                 return chunk
             }
-            finish = { (count, hasher.finalize().hex, nil) }
+            finish = { (count, hasher.finalize().hex, checksum.map { ($0.algorithm, $0.finalize()) }) }
             length = range.upperBound - range.lowerBound
         } else {
-            let body = try S3UploadBody(context, body: body, maximumSize: options.maximumPartSize, computeMD5: true)
+            let body = try S3UploadBody(context, body: body, maximumSize: options.maximumPartSize, computeMD5: true, computing: upload.checksumAlgorithm)
             next = { try body.next() }
-            finish = { (body.count, body.md5?.hex, body.checkedChecksum) }
+            finish = { (body.count, body.md5?.hex, body.computedChecksum) }
             length = body.expectedLength
         }
         let location: MultipartUpload.Location
-        let written: (count: Int64, md5: String?, checksum: (name: String, value: String)?)
+        let written: (count: Int64, md5: String?, checksum: (algorithm: S3ChecksumAlgorithm, value: [UInt8])?)
         if let length, let offset = claimPlace(uploadId, number: number, length: length) {
             // Straight into the upload's file, at the part's place.
             location = .assembly(offset: offset)
@@ -202,7 +223,8 @@ extension S3Gateway {
         }
         context.bytesIn = copied == nil ? written.count : 0
         guard let md5 = written.md5 else { throw BuckiaError(.io, "The part's MD5 was not computed.") }
-        let part = MultipartUpload.Part(size: written.count, md5: md5, location: location, modified: options.clock())
+        let part = MultipartUpload.Part(size: written.count, md5: md5, location: location, modified: options.clock(),
+            checksum: written.checksum.flatMap { $0.algorithm == upload.checksumAlgorithm ? $0.value : nil })
         let replaced: MultipartUpload.Part?? = state.withLock { state in
             guard state.uploads[uploadId]?.completing == false else { return .none }
             let previous = state.uploads[uploadId]?.parts.updateValue(part, forKey: number)
@@ -215,11 +237,14 @@ extension S3Gateway {
             throw S3Failure("NoSuchUpload", "The multipart upload was aborted or completed while the part arrived.")
         }
         if case .file(let url) = previous?.location { Self.removeQuietly(url) }
+        // The part's checksum in the upload's algorithm (the one sent, or computed), as S3 echoes it.
+        let checksum = written.checksum.map { ($0.algorithm, Data($0.value).base64EncodedString()) }
         if copied != nil {
-            return Self.xml("<CopyPartResult><LastModified>\(Self.isoDate(part.modified))</LastModified><ETag>\"\(md5)\"</ETag></CopyPartResult>")
+            let element = checksum.map { "<\($0.0.xmlName)>\($0.1)</\($0.0.xmlName)>" } ?? ""
+            return Self.xml("<CopyPartResult><LastModified>\(Self.isoDate(part.modified))</LastModified><ETag>\"\(md5)\"</ETag>\(element)</CopyPartResult>")
         }
         var headers: [(name: String, value: String)] = [("ETag", "\"\(md5)\"")]
-        if let checked = written.checksum { headers.append((checked.name, checked.value)) }
+        if let checksum { headers.append((checksum.0.header, checksum.1)) }
         return HTTPServerResponse(status: 200, headers: headers)
     }
 
@@ -316,9 +341,15 @@ extension S3Gateway {
         let truncated = numbers.count > shown.count
         var xml = "<ListPartsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><UploadId>\(uploadId)</UploadId>"
         xml += "<PartNumberMarker>\(marker)</PartNumberMarker><NextPartNumberMarker>\(shown.last ?? marker)</NextPartNumberMarker><MaxParts>\(maxParts)</MaxParts><IsTruncated>\(truncated)</IsTruncated>"
+        if let algorithm = upload.checksumAlgorithm {
+            xml += "<ChecksumAlgorithm>\(algorithm.rawValue.uppercased())</ChecksumAlgorithm><ChecksumType>\(upload.compositeChecksum ? "COMPOSITE" : "FULL_OBJECT")</ChecksumType>"
+        }
         for number in shown {
             guard let part = upload.parts[number] else { continue }
-            xml += "<Part><PartNumber>\(number)</PartNumber><LastModified>\(Self.isoDate(part.modified))</LastModified><ETag>\"\(part.md5)\"</ETag><Size>\(part.size)</Size></Part>"
+            let checksumElement = zip(upload.checksumAlgorithm.map { [$0] } ?? [], part.checksum.map { [$0] } ?? []).map { algorithm, value in
+                "<\(algorithm.xmlName)>\(Data(value).base64EncodedString())</\(algorithm.xmlName)>"
+            }.joined()
+            xml += "<Part><PartNumber>\(number)</PartNumber><LastModified>\(Self.isoDate(part.modified))</LastModified><ETag>\"\(part.md5)\"</ETag><Size>\(part.size)</Size>\(checksumElement)</Part>"
         }
         return Self.xml(xml + "</ListPartsResult>")
     }

@@ -7,7 +7,8 @@ import Foundation
 extension S3Gateway {
     func completeUpload(_ context: inout RequestContext, uploadId: String, body: HTTPRequestBody) throws -> HTTPServerResponse {
         let key = try remoteKey(context, for: .write)
-        let request = try S3UploadBody(context, body: body, maximumSize: 4 << 20)
+        // A completion's checksum header is the object's (checked below), not its body's.
+        let request = try S3UploadBody(context, body: body, maximumSize: 4 << 20, checksumsDescribeBody: false)
         var data = Data()
         while let chunk = try request.next() { data.append(chunk) }
         context.bytesIn = request.count
@@ -15,13 +16,19 @@ extension S3Gateway {
         guard document.name == "CompleteMultipartUpload" else {
             throw S3Failure("MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema.")
         }
-        var listed: [(number: Int, etag: String)] = []
+        var listed: [(number: Int, etag: String, checksums: [S3ChecksumAlgorithm: String])] = []
         for part in document.children("Part") {
             guard let numberText = part.value("PartNumber"), let number = Int(numberText.trimmingCharacters(in: .whitespacesAndNewlines)),
                   let etag = part.value("ETag")
             else { throw S3Failure("MalformedXML", "Each Part needs a PartNumber and an ETag.") }
-            listed.append((number, etag))
+            var checksums: [S3ChecksumAlgorithm: String] = [:]
+            for algorithm in S3ChecksumAlgorithm.allCases {
+                if let value = part.value(algorithm.xmlName) { checksums[algorithm] = value.trimmingCharacters(in: .whitespacesAndNewlines) }
+            }
+            listed.append((number, etag, checksums))
         }
+        let sentChecksums = try S3ChecksumAlgorithm.allCases.compactMap { algorithm in try context.header(algorithm.header).map { (algorithm, $0) } }
+        guard sentChecksums.count <= 1 else { throw S3Failure("InvalidRequest", "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.") }
         guard !listed.isEmpty else { throw S3Failure("MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema.") }
         for (previous, next) in zip(listed, listed.dropFirst()) where next.number <= previous.number {
             throw S3Failure("InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
@@ -49,6 +56,7 @@ extension S3Gateway {
         guard let upload = claimed else { throw S3Failure("NoSuchUpload", "The specified multipart upload does not exist.") }
         let release = { [state] in state.withLock { $0.uploads[uploadId]?.completing = false } }
         var pieces: [(location: MultipartUpload.Location, size: Int64)] = []
+        var objectChecksum: S3StoredChecksum?
         do {
             for (index, item) in listed.enumerated() {
                 guard let part = upload.parts[item.number], Self.bareTag(item.etag) == part.md5 else {
@@ -60,6 +68,7 @@ extension S3Gateway {
                 }
                 pieces.append((part.location, part.size))
             }
+            objectChecksum = try Self.objectChecksum(upload, listed: listed.map { ($0.number, $0.checksums) }, sent: sentChecksums.first)
         } catch {
             release()
             throw error
@@ -69,6 +78,10 @@ extension S3Gateway {
         options.metadata = upload.options.metadata
         options.contentHeaders = upload.options.contentHeaders
         options.knownChecksums = listed.count == 1 ? upload.options.knownChecksums : [:]
+        // The parts' sizes and the object's checksum, for part reads and checksum mode.
+        if provider.capabilities.supports(.userMetadata) {
+            options.metadata[S3ObjectRecord.metadataName] = S3ObjectRecord(partSizes: pieces.map(\.size), checksum: objectChecksum).text
+        }
         let stored: RemoteFile
         do {
             if let size = Self.wholeObjectSize(listed.map(\.number), pieces, upload) {
@@ -95,7 +108,7 @@ extension S3Gateway {
             throw error
         }
         let answer =
-            "<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/\(context.bucket.xmlEscaped)/\(context.key.xmlEscaped)</Location><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><ETag>\(Self.etag(of: stored).xmlEscaped)</ETag></CompleteMultipartUploadResult>"
+            "<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/\(context.bucket.xmlEscaped)/\(context.key.xmlEscaped)</Location><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><ETag>\(Self.etag(of: stored).xmlEscaped)</ETag>\(Self.checksumElements(objectChecksum))</CompleteMultipartUploadResult>"
         let owner = context.principal?.name
         state.withLock { state in
             _ = state.uploads.removeValue(forKey: uploadId)
@@ -109,6 +122,60 @@ extension S3Gateway {
         }
         Self.removeQuietly(upload.folder)
         return Self.xml(answer)
+    }
+
+    /// The object's checksum in the upload's algorithm, from its parts' (each listed with the
+    /// value it was given): of their checksums for `COMPOSITE` (`…-N`), combined into the CRC of
+    /// the bytes for `FULL_OBJECT`. A checksum header on the completion must match it.
+    static func objectChecksum(
+        _ upload: MultipartUpload, listed: [(number: Int, checksums: [S3ChecksumAlgorithm: String])], sent: (S3ChecksumAlgorithm, String)?
+    ) throws -> S3StoredChecksum? {
+        guard let algorithm = upload.checksumAlgorithm else {
+            if let sent { throw S3Failure("InvalidRequest", "The upload was created without a checksum, so the \(sent.0.header) header cannot be checked.") }
+            return nil
+        }
+        var values: [[UInt8]] = []
+        var sizes: [Int64] = []
+        for item in listed {
+            guard let given = item.checksums[algorithm] else {
+                throw S3Failure(
+                    "InvalidRequest",
+                    "The upload was created using a \(algorithm.rawValue) checksum. The complete request must include the checksum for each part. It was missing for part \(item.number) in the request.")
+            }
+            guard let part = upload.parts[item.number], let value = part.checksum, Data(base64Encoded: given).map(Array.init) == value else {
+                throw S3Failure("InvalidPart", "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified checksum may not match the part's checksum.")
+            }
+            values.append(value)
+            sizes.append(part.size)
+        }
+        let checksum: S3StoredChecksum
+        if upload.compositeChecksum {
+            let value = Data(try algorithm.digest(Data(values.joined()))).base64EncodedString()
+            checksum = S3StoredChecksum(algorithm: algorithm, value: "\(value)-\(values.count)", composite: true)
+        } else {
+            guard var combined = values.first else { return nil }
+            for (value, size) in zip(values.dropFirst(), sizes.dropFirst()) {
+                guard let next = algorithm.combine(combined, value, secondLength: size) else { return nil }
+                combined = next
+            }
+            checksum = S3StoredChecksum(algorithm: algorithm, value: Data(combined).base64EncodedString(), composite: false)
+        }
+        if let (sentAlgorithm, sentValue) = sent {
+            guard sentAlgorithm == algorithm else {
+                throw S3Failure("InvalidRequest", "The upload was created using a \(algorithm.rawValue) checksum; the completion sent \(sentAlgorithm.header).")
+            }
+            let bare = checksum.value.split(separator: "-").first.map(String.init) ?? checksum.value
+            guard sentValue.trimmingCharacters(in: .whitespaces) == checksum.value || sentValue.trimmingCharacters(in: .whitespaces) == bare else {
+                throw S3Failure("BadDigest", "The \(algorithm.rawValue.uppercased()) you specified did not match the calculated checksum.")
+            }
+        }
+        return checksum
+    }
+
+    /// A checksum as S3's XML answers give it: its value and its type.
+    static func checksumElements(_ checksum: S3StoredChecksum?) -> String {
+        guard let checksum else { return "" }
+        return "<\(checksum.algorithm.xmlName)>\(checksum.value)</\(checksum.algorithm.xmlName)><ChecksumType>\(checksum.type)</ChecksumType>"
     }
 
     /// The object's size when the upload's file already is the object: the parts listed are

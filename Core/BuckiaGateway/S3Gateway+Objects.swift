@@ -8,13 +8,13 @@ extension S3Gateway {
 
     func getObject(_ context: RequestContext, head: Bool) throws -> HTTPServerResponse {
         let key = try remoteKey(context, for: .read)
+        var partNumber: Int?
         if let part = context.query["partNumber"] {
             guard part.utf8.count <= 5, let number = Int(part), (1...10_000).contains(number) else {
                 throw S3Failure("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.")
             }
-            // The backend stores every object whole, so each is one part, as S3 has an object
-            // uploaded in one request: part 1 is all of it, and any other part does not exist.
-            guard number == 1 else { throw S3Failure("InvalidPartNumber", "The requested partnumber is not satisfiable", status: 416) }
+            guard try context.header("range") == nil else { throw S3Failure("InvalidRequest", "Cannot specify both Range header and partNumber query parameter") }
+            partNumber = number
         }
         guard let file = try Blocking.wait({ [provider] in try await provider.stat(remotePath: key) }) else {
             throw S3Failure("NoSuchKey", "The specified key does not exist.")
@@ -23,14 +23,34 @@ extension S3Gateway {
         if let notModified = try checkConditions(context, file: file, etag: etag, prefix: "") { return notModified }
         var headers = objectHeaders(file, etag: etag)
         headers.append(("Accept-Ranges", "bytes"))
+        let record = S3ObjectRecord(metadata: file.metadata)
+        var range: Range<Int64>?
+        var status = 200
+        if let partNumber {
+            // A part of an object a multipart upload made (its sizes kept in the record); an
+            // object uploaded whole is one part, all of it.
+            guard let part = record.range(ofPart: partNumber, objectSize: file.size) else {
+                throw S3Failure("InvalidPartNumber", "The requested partnumber is not satisfiable", status: 416)
+            }
+            if let count = record.partsCount {
+                headers.append(("x-amz-mp-parts-count", String(count)))
+                range = part
+                status = 206
+                headers.append(("Content-Range", part.isEmpty ? "bytes */\(file.size)" : "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(file.size)"))
+            }
+        }
+        if try context.header("x-amz-checksum-mode")?.uppercased() == "ENABLED", let checksum = record.checksum, range == nil,
+           try context.header("range") == nil
+        {
+            headers.append((checksum.algorithm.header, checksum.value))
+            headers.append(("x-amz-checksum-type", checksum.type))
+        }
         for (parameter, header) in Self.responseOverrides {
             if let value = context.query[parameter] {
                 headers.removeAll { $0.name.lowercased() == header.lowercased() }
                 headers.append((header, value))
             }
         }
-        var range: Range<Int64>?
-        var status = 200
         if let text = try context.header("range"), let requested = try Self.parseRange(text, size: file.size) {
             range = requested
             status = 206
@@ -104,7 +124,7 @@ extension S3Gateway {
         ]
         if let modified = file.serverModified ?? file.modificationDate { headers.append(("Last-Modified", Self.httpDate(modified))) }
         for (name, value) in file.contentHeaders.fields { headers.append((Self.headerName(name), value)) }
-        for (name, value) in file.metadata.sorted(by: { $0.key < $1.key }) {
+        for (name, value) in file.metadata.sorted(by: { $0.key < $1.key }) where name != S3ObjectRecord.metadataName {
             headers.append(("x-amz-meta-\(name)", value))
         }
         return headers
@@ -243,6 +263,9 @@ extension S3Gateway {
             let lower = name.lowercased()
             guard lower.hasPrefix("x-amz-meta-") else { continue }
             let key = String(lower.dropFirst("x-amz-meta-".count))
+            guard key != S3ObjectRecord.metadataName else {
+                throw S3Failure("InvalidArgument", "x-amz-meta-\(key) is kept by the gateway itself (the parts and checksum of an object) and cannot be set.")
+            }
             guard options.metadata.updateValue(value, forKey: key) == nil else {
                 throw S3Failure("InvalidArgument", "The metadata \(key) is sent twice.")
             }
@@ -294,6 +317,12 @@ extension S3Gateway {
             context, body: body, maximumSize: delivery ? min(self.options.maximumPartSize, self.options.delivery.maximumSize) : self.options.maximumPartSize,
             declaredMD5: options.knownChecksums[.md5])
         options.knownChecksums = [:]
+        // A checksum sent in a header is known before the body, so it is stored with the object
+        // (checked as the body passes: a wrong one stores nothing). One in a trailer comes after
+        // the metadata has gone to the backend, so it is checked, not kept.
+        if let sent = upload.headerChecksum, provider.capabilities.supports(.userMetadata) {
+            options.metadata[S3ObjectRecord.metadataName] = S3ObjectRecord(checksum: S3StoredChecksum(algorithm: sent.algorithm, value: sent.value, composite: false)).text
+        }
         if delivery {
             guard upload.expectedLength != nil else {
                 throw S3Failure("MissingContentLength", "A delivery declares its length (Content-Length), which must be at most \(self.options.delivery.maximumSize) bytes.", status: 411)
@@ -354,6 +383,8 @@ extension S3Gateway {
         guard directive == "COPY" || directive == "REPLACE" else { throw S3Failure("InvalidArgument", "x-amz-metadata-directive must be COPY or REPLACE.") }
         var options = directive == "REPLACE" ? try uploadOptions(context) : UploadOptions()
         options.knownChecksums = [:]
+        // The record describes the bytes (their parts, their checksum), which a copy keeps.
+        if let record = file.metadata[S3ObjectRecord.metadataName] { options.metadata[S3ObjectRecord.metadataName] = record }
         if directive == "COPY" {
             options = UploadOptions(
                 contentType: file.contentType, modificationDate: file.modificationDate, metadata: file.metadata, contentHeaders: file.contentHeaders)

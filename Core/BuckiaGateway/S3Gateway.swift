@@ -343,7 +343,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
 
     /// The subresources of an object request this gateway reads; any other is `NotImplemented`.
     private static let objectQueries: Set<String> = [
-        "uploadId", "partNumber", "uploads", "x-id", "max-parts", "part-number-marker", "response-content-type", "response-content-language",
+        "uploadId", "partNumber", "uploads", "x-id", "max-parts", "part-number-marker", "attributes", "response-content-type", "response-content-language",
         "response-expires", "response-cache-control", "response-content-disposition", "response-content-encoding",
         "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token",
     ]
@@ -356,6 +356,9 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         case "GET" where uploadId != nil:
             context.operation = "ListParts"
             return try listParts(context, uploadId: uploadId ?? "")
+        case "GET" where context.query["attributes"] != nil:
+            context.operation = "GetObjectAttributes"
+            return try objectAttributes(context)
         case "GET", "HEAD":
             context.operation = method == "GET" ? "GetObject" : "HeadObject"
             return try getObject(context, head: method == "HEAD")

@@ -28,8 +28,8 @@ final class S3UploadBody {
     private var checksumName: String?
     private var checksumValue: String?
     private let digests: DigestSet
-    private var crc32: UInt32 = 0
-    private var crc64: UInt64 = 0
+    /// Computes the checksum sent, or the one a multipart upload asks every part for.
+    private let checksum: S3ChecksumComputer?
     private(set) var count: Int64 = 0
     private var buffer = Data()
     private var chunkLeft: Int64 = 0
@@ -40,6 +40,10 @@ final class S3UploadBody {
     private(set) var md5: Digest?
     /// The checksum header (name and base64 value) the client sent, once checked.
     private(set) var checkedChecksum: (name: String, value: String)?
+    /// The checksum computed of the bytes (the one sent, else the one asked for), once read.
+    private(set) var computedChecksum: (algorithm: S3ChecksumAlgorithm, value: [UInt8])?
+    /// The checksum the client sent in a header (not in a trailer): known before the body.
+    private(set) var headerChecksum: (algorithm: S3ChecksumAlgorithm, value: String)?
 
     /// Every checksum S3 accepts, by header name, with its length in bytes.
     static let checksumLengths: [String: Int] = [
@@ -53,8 +57,16 @@ final class S3UploadBody {
     /// when `computeMD5` asks for it (a part's ETag) or a check needs it (`Content-MD5`,
     /// `declaredMD5`), and not otherwise: on a large PUT each hash pass costs more than the write.
     ///
+    /// `computing` names a checksum to compute when none is sent (a multipart upload's
+    /// algorithm, which every part has); a different one sent is refused. With
+    /// `checksumsDescribeBody` false the `x-amz-checksum-*` headers describe something else (a
+    /// completion's object) and are not checked against this body.
+    ///
     /// - Throws: ``S3Failure`` for a body the request's headers describe wrongly or not at all.
-    init(_ context: S3Gateway.RequestContext, body: HTTPRequestBody, maximumSize: Int64, computeMD5: Bool = false, declaredMD5: String? = nil) throws {
+    init(
+        _ context: S3Gateway.RequestContext, body: HTTPRequestBody, maximumSize: Int64, computeMD5: Bool = false, declaredMD5: String? = nil,
+        computing: S3ChecksumAlgorithm? = nil, checksumsDescribeBody: Bool = true
+    ) throws {
         self.body = body
         guard let authentication = context.authentication else { throw S3Failure("AccessDenied", "Access Denied") }
         let declaredHash = authentication.authorization.payloadHash
@@ -102,11 +114,12 @@ final class S3UploadBody {
         }) {
             throw S3Failure("InvalidRequest", "The checksum \(unknown) is not one S3 accepts (CRC32, CRC32C, CRC64NVME, SHA1, SHA256).")
         }
-        let sent = try Self.checksumNames.compactMap { name in try context.header(name).map { (name, $0) } }
+        let sent = checksumsDescribeBody ? try Self.checksumNames.compactMap { name in try context.header(name).map { (name, $0) } } : []
         guard sent.count <= 1 else { throw S3Failure("InvalidRequest", "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.") }
         if let (name, value) = sent.first {
             checksumName = name
             checksumValue = value
+            if let algorithm = S3ChecksumAlgorithm(name: name) { headerChecksum = (algorithm, value) }
         }
         if let trailer = try context.header("x-amz-trailer") {
             let name = trailer.trimmingCharacters(in: .whitespaces).lowercased()
@@ -118,13 +131,12 @@ final class S3UploadBody {
         }
         var algorithms: [HashAlgorithm] = computeMD5 || contentMD5 != nil || self.declaredMD5 != nil ? [.md5] : []
         if payloadHash != nil { algorithms.append(.sha256) }
-        switch checksumName {
-        case "x-amz-checksum-sha1": algorithms.append(.sha1)
-        case "x-amz-checksum-sha256" where payloadHash == nil: algorithms.append(.sha256)
-        case "x-amz-checksum-crc32c": algorithms.append(.crc32c)
-        default: break
-        }
         digests = try DigestSet(algorithms)
+        let named = checksumName.flatMap { S3ChecksumAlgorithm(name: $0) }
+        if let computing, let named, named != computing {
+            throw S3Failure("InvalidRequest", "Checksum Type mismatch occurred, expected checksum Type: \(computing.rawValue), actual checksum Type: \(named.rawValue)")
+        }
+        checksum = try (named ?? computing).map(S3ChecksumComputer.init)
     }
 
     /// The next decoded bytes, or nil once every byte has arrived and every check held.
@@ -147,8 +159,7 @@ final class S3UploadBody {
             throw S3Failure("IncompleteBody", "The body is longer than its declared length.")
         }
         digests.update(chunk)
-        if checksumName == "x-amz-checksum-crc32" { crc32 = CRC32.checksum(chunk, seed: crc32) }
-        if checksumName == "x-amz-checksum-crc64nvme" { crc64 = CRC64NVME.checksum(chunk, seed: crc64) }
+        checksum?.update(chunk)
         return chunk
     }
 
@@ -168,16 +179,10 @@ final class S3UploadBody {
         if let declaredMD5, computed[.md5]?.bytes != declaredMD5 {
             throw S3Failure("BadDigest", "The MD5 in x-amz-meta-md5chksum does not match what we received.")
         }
+        let actual = checksum?.finalize() ?? []
+        if let checksum { computedChecksum = (checksum.algorithm, actual) }
         if let checksumName {
             guard let checksumValue else { throw S3Failure("IncompleteBody", "The trailer did not carry the \(checksumName) it announced.") }
-            let actual: [UInt8]
-            switch checksumName {
-            case "x-amz-checksum-crc32": actual = withUnsafeBytes(of: crc32.bigEndian, Array.init)
-            case "x-amz-checksum-crc32c": actual = computed[.crc32c]?.bytes ?? []
-            case "x-amz-checksum-crc64nvme": actual = withUnsafeBytes(of: crc64.bigEndian, Array.init)
-            case "x-amz-checksum-sha1": actual = computed[.sha1]?.bytes ?? []
-            default: actual = computed[.sha256]?.bytes ?? []
-            }
             guard let expected = Data(base64Encoded: checksumValue), expected.count == Self.checksumLengths[checksumName] else {
                 throw S3Failure("InvalidRequest", "Value for \(checksumName) header is invalid.")
             }

@@ -351,6 +351,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
     private func objectRequest(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
         let method = context.request.method
         try Self.refuseUnknownQueries(context.query, known: Self.objectQueries)
+        if Self.isFolderMarker(context) { return try folderMarkerRequest(&context, body: body) }
         let uploadId = context.query["uploadId"]
         switch method {
         case "GET" where uploadId != nil:

@@ -127,6 +127,20 @@ struct GatewayClientTests {
         #expect(!uploads.isEmpty && uploads.allSatisfy { $0.payload == expected }, "\(uploads.map(\.payload))")
     }
 
+    @Test("boto3: a multipart upload with CRC32 checksums read back by part number, in checksum mode and by GetObjectAttributes; a PUT's SHA-256", arguments: Backend.allCases)
+    func boto3Parts(_ backend: Backend) async throws {
+        let setup = try await Self.setUp(backend)
+        defer { setup.stop() }
+        let run = try await runTool(
+            "python3", [Self.clients.appendingPathComponent("parts_client.py").path, setup.server.endpoint.absoluteString, setup.bucket, "alice/parts/"],
+            environment: setup.environment, limit: .seconds(120))
+        try #require(run.status == 0, "boto3 failed: \(run.errors.suffix(2000))")
+        let report = try #require(JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any])
+        for check in ["composite", "part", "attributes", "sha256"] {
+            #expect(report[check] as? Bool == true, "\(check): \(run.output)")
+        }
+    }
+
     /// A tree of files: small ones in folders, and one past the AWS CLI's 8 MiB multipart threshold.
     static func makeTree(_ root: URL) throws -> [String: Data] {
         var files: [String: Data] = [:]

@@ -1,5 +1,6 @@
 import BuckiaCore
 import BuckiaGateway
+import BuckiaMemory
 import BuckiaSecurity
 import BuckiaSigV4
 import BuckiaTestSupport
@@ -157,6 +158,56 @@ struct GatewayS3AnswersTests {
         #expect(answer.status == 403 && Self.text(answer.body).contains(message), "\(Self.text(answer.body))")
     }
 
+    @Test("A folder marker over a folder is a folder: a PUT of no bytes makes it, HEAD and GET find it, DELETE removes it when empty")
+    func folderMarkers() async throws {
+        let harness = try GatewayHarness()
+        defer { harness.stop() }
+        try await harness.createBucket("marks")
+        let root = try #require(harness.root)
+        let made = try await harness.exchange("PUT", "/marks/photos/", headers: ["Content-Type": "application/x-directory"])
+        #expect(made.status == 200 && made.headers["etag"] == "\"d41d8cd98f00b204e9800998ecf8427e\"", "\(Self.text(made.body))")
+        var isFolder: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("marks/photos").path, isDirectory: &isFolder) && isFolder.boolValue)
+        let head = try await harness.exchange("HEAD", "/marks/photos/")
+        #expect(head.status == 200 && head.headers["content-length"] == "0" && head.headers["etag"] == made.headers["etag"] && head.headers["last-modified"] != nil)
+        let get = try await harness.exchange("GET", "/marks/photos/")
+        #expect(get.status == 200 && get.body.isEmpty)
+        #expect(try await harness.send("HEAD", "/marks/videos/").0 == 404)
+        // A marker holds no bytes, and keeps nothing a folder cannot.
+        let full = try await harness.send("PUT", "/marks/full/", body: Data("x".utf8))
+        #expect(full.0 == 400 && Self.text(full.1).contains("holds no bytes"), "\(Self.text(full.1))")
+        #expect(try await harness.send("PUT", "/marks/meta/", headers: ["x-amz-meta-colour": "red"]).0 == 501)
+        #expect(try await harness.send("HEAD", "/marks/full/").0 == 404)
+        #expect(try await harness.send("HEAD", "/marks/meta/").0 == 404)
+        // An object under it keeps the folder when the marker is deleted; an empty folder goes.
+        #expect(try await harness.send("PUT", "/marks/photos/a.jpg", body: Data("a".utf8)).0 == 200)
+        #expect(try await harness.send("DELETE", "/marks/photos/").0 == 204)
+        #expect(try await harness.send("GET", "/marks/photos/a.jpg").1 == Data("a".utf8))
+        #expect(try await harness.send("DELETE", "/marks/photos/a.jpg").0 == 204)
+        #expect(try await harness.send("PUT", "/marks/empty/").0 == 200)
+        #expect(try await harness.send("DELETE", "/marks/empty/").0 == 204)
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("marks/empty").path))
+        // A marker where an object has the folder's name is a KeyConflict, as any key that would need both.
+        #expect(try await harness.send("PUT", "/marks/doc", body: Data("d".utf8)).0 == 200)
+        let conflict = try await harness.send("PUT", "/marks/doc/")
+        #expect(conflict.0 == 409 && Self.text(conflict.1).contains("KeyConflict"), "\(Self.text(conflict.1))")
+    }
+
+    @Test("Over a backend without folders a marker is refused with an error that says so, not AccessDenied")
+    func folderMarkersWithoutFolders() async throws {
+        let harness = try GatewayHarness(provider: try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)))
+        defer { harness.stop() }
+        try await harness.createBucket("marks")
+        let marker = try await harness.send("PUT", "/marks/photos/", body: Data())
+        #expect(marker.0 == 400 && Self.text(marker.1).contains("InvalidArgument") && Self.text(marker.1).contains("has no folders"), "\(Self.text(marker.1))")
+        #expect(try await harness.send("HEAD", "/marks/photos/").0 == 404)
+        #expect(try await harness.send("DELETE", "/marks/photos/").0 == 204)
+        // A grant on part of the bucket covers a marker inside it, and only there.
+        let scoped = try harness.credentials(grants: [StorageGrant(.all, prefix: "marks/alice/")]).awsCredentials
+        #expect(try await harness.send("PUT", "/marks/alice/photos/", credentials: scoped).0 == 400)
+        #expect(try await harness.send("PUT", "/marks/bob/photos/", credentials: scoped).0 == 403)
+    }
+
     @Test("Under a grant on the whole bucket, keys S3 accepts are accepted: a space, %25, a segment ending in a dot; prefixes no key has list nothing")
     func keysS3Accepts() async throws {
         let harness = try GatewayHarness()
@@ -173,9 +224,6 @@ struct GatewayS3AnswersTests {
             let (status, body) = try await harness.send("GET", "/keys?list-type=2&prefix=\(prefix)")
             #expect(status == 200 && Self.values(Self.text(body), "Key").isEmpty, "prefix \(prefix): \(Self.text(body))")
         }
-        // A key no backend of Buckia's holds (a trailing slash) says so, not AccessDenied.
-        let marker = try await harness.send("PUT", "/keys/photos/", body: Data())
-        #expect(marker.0 == 400 && Self.text(marker.1).contains("InvalidArgument") && Self.text(marker.1).contains("ends with"), "\(Self.text(marker.1))")
 
         // A grant on part of the bucket keeps the screen: such spellings are what could reach
         // past its edge on a backend that reads them another way.

@@ -28,6 +28,17 @@ struct MutantCase: Sendable, CustomTestStringConvertible {
         }
     }
 
+    /// A folder breakage over a local folder, beside the honest local provider (hiding the
+    /// capability, honestly, where the breakage is making folders without it).
+    static func folders(_ fault: CarelessFolderProvider.Fault, _ what: String, _ scenarios: [String]) -> MutantCase {
+        MutantCase(what: what, scenarios: scenarios) { folder in
+            let local = try LocalProvider(root: folder, durable: false)
+            return .instance(fault == .undeclared ? HidingProvider(base: local, hidden: [.folders]) : local)
+        } broken: { folder in
+            .instance(CarelessFolderProvider(base: try LocalProvider(root: folder, durable: false), root: folder, fault: fault))
+        }
+    }
+
     /// A plugin mutant beside the honest shared-memory plugin, both built from a configuration.
     static func plugin<Broken: StorageProviderPlugin>(_ broken: Broken.Type, _ what: String, _ scenarios: [String]) -> MutantCase {
         MutantCase(what: what, scenarios: scenarios) { folder in
@@ -113,6 +124,9 @@ struct MutantCase: Sendable, CustomTestStringConvertible {
         } broken: { folder in
             .instance(BufferingProvider(base: try LocalProvider(root: folder, durable: false)))
         },
+        folders(.deletesContents, "deletes a folder's objects with it", ["folders: made, dated, kept while they hold objects, removed when empty"]),
+        folders(.replacesObjects, "replaces an object with a folder", ["folders: an object's name is not a folder"]),
+        folders(.undeclared, "makes folders without declaring them", ["folders: none without the capability"]),
         plugin(ForgetfulProvider.self, "declares persistent, loses data on reopen", ["persistence: data survives a new instance"]),
         plugin(LaxOptionsProvider.self, "ignores unknown options", ["configuration: unknown options are refused"]),
         plugin(MisnamedProvider.self, "reports another type name than its registration", ["registry: built by its type name"]),

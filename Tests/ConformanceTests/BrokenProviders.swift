@@ -396,6 +396,21 @@ struct HidingProvider: ForwardingStorageProvider {
         guard !hidden.contains(.accessToken) else { throw BuckiaError.unsupported(.accessToken, provider: providerType, operation: "generateAccessToken") }
         return try await base.generateAccessToken(options: options)
     }
+
+    func createFolder(_ key: ObjectKey) async throws {
+        guard !hidden.contains(.folders) else { throw BuckiaError.unsupported(.folders, provider: providerType, operation: "createFolder") }
+        try await base.createFolder(key)
+    }
+
+    func folderDate(_ key: ObjectKey) async throws -> Date? {
+        guard !hidden.contains(.folders) else { throw BuckiaError.unsupported(.folders, provider: providerType, operation: "folderDate") }
+        return try await base.folderDate(key)
+    }
+
+    func deleteFolder(_ key: ObjectKey) async throws {
+        guard !hidden.contains(.folders) else { throw BuckiaError.unsupported(.folders, provider: providerType, operation: "deleteFolder") }
+        try await base.deleteFolder(key)
+    }
 }
 
 /// Folds keys to lower case, and says so.
@@ -481,5 +496,32 @@ extension ProviderCapabilities {
         var copy = self
         copy.features.insert(capability)
         return copy
+    }
+}
+
+/// Folders done wrong over a local folder: `deleteFolder` removes what is in it too,
+/// `createFolder` replaces an object of that name, or folders are made without the capability.
+struct CarelessFolderProvider: ForwardingStorageProvider {
+    enum Fault: Sendable { case deletesContents, replacesObjects, undeclared }
+    let base: any StorageProvider
+    let root: URL
+    let fault: Fault
+
+    var capabilities: ProviderCapabilities {
+        var capabilities = base.capabilities
+        if fault == .undeclared { capabilities.features.remove(.folders) }
+        return capabilities
+    }
+
+    func createFolder(_ key: ObjectKey) async throws {
+        if fault == .replacesObjects, try await base.stat(remotePath: key) != nil { try await base.deleteFile(remotePath: key) }
+        try await base.createFolder(key)
+    }
+
+    func deleteFolder(_ key: ObjectKey) async throws {
+        guard fault == .deletesContents else { return try await base.deleteFolder(key) }
+        let url = root.appendingPathComponent(key.rawValue, isDirectory: true)
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue { try FileManager.default.removeItem(at: url) }
     }
 }

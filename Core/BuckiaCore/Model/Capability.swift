@@ -101,6 +101,10 @@ public struct Capability: CapabilityVocabulary {
     /// holding a few parts in memory at most and copying it nowhere first: a multipart upload
     /// is under way before the stream ends.
     public static let streamingUploads: Capability = "streamingUploads"
+    /// Folders exist apart from the objects in them, as a file system's directories do:
+    /// ``StorageProvider/createFolder(_:)``, ``StorageProvider/folderDate(_:)`` and
+    /// ``StorageProvider/deleteFolder(_:)`` work, so an S3 folder marker (`photos/`) can be one.
+    public static let folders: Capability = "folders"
 
     public static let subject = "provider"
 
@@ -109,7 +113,7 @@ public struct Capability: CapabilityVocabulary {
         .readWithRange, .listStartAfter, .pagedListing, .multipartUpload, .serverSideCopy, .presign, .publicURL,
         .accessToken, .streamingTransfers, .preservesModificationTime, .persistent, .conditionalWrite,
         .conditionalRead, .verifiesKnownChecksums, .userMetadata, .contentHeaders, .setModificationTime, .move, .resumableListing,
-        .caseInsensitiveKeys, .localFiles, .authorizedURL, .unfinishedUploads, .streamingUploads,
+        .caseInsensitiveKeys, .localFiles, .authorizedURL, .unfinishedUploads, .streamingUploads, .folders,
     ]
 }
 

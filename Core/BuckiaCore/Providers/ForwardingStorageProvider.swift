@@ -120,4 +120,7 @@ extension ForwardingStorageProvider {
 
     public func unfinishedUploads(prefix: String) async throws -> [UnfinishedUpload] { try await base.unfinishedUploads(prefix: prefix) }
     public func abortUpload(_ upload: UnfinishedUpload) async throws { try await base.abortUpload(upload) }
+    public func createFolder(_ key: ObjectKey) async throws { try await base.createFolder(key) }
+    public func folderDate(_ key: ObjectKey) async throws -> Date? { try await base.folderDate(key) }
+    public func deleteFolder(_ key: ObjectKey) async throws { try await base.deleteFolder(key) }
 }

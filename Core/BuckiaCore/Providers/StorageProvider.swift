@@ -194,6 +194,19 @@ public protocol StorageProvider: Sendable {
     /// Aborts `upload`, deleting its parts; an upload that is already gone is not an error.
     /// Needs ``Capability/unfinishedUploads``.
     func abortUpload(_ upload: UnfinishedUpload) async throws
+
+    /// Makes the folder `key` names (and those on its way) where there is none; one already
+    /// there is not an error, an object by that name is ``BuckiaError/Code/alreadyExists``.
+    /// Needs ``Capability/folders``.
+    func createFolder(_ key: ObjectKey) async throws
+
+    /// The modification date of the folder `key` names, or nil when there is no folder there.
+    /// Needs ``Capability/folders``.
+    func folderDate(_ key: ObjectKey) async throws -> Date?
+
+    /// Removes the folder `key` names when nothing is in it; a folder that holds objects stays
+    /// (they keep it), and no folder there is not an error. Needs ``Capability/folders``.
+    func deleteFolder(_ key: ObjectKey) async throws
 }
 
 extension StorageProvider {
@@ -332,6 +345,18 @@ extension StorageProvider {
 
     public func abortUpload(_ upload: UnfinishedUpload) async throws {
         throw BuckiaError.unsupported(.unfinishedUploads, provider: providerType, operation: "abortUpload")
+    }
+
+    public func createFolder(_ key: ObjectKey) async throws {
+        throw BuckiaError.unsupported(.folders, provider: providerType, operation: "createFolder")
+    }
+
+    public func folderDate(_ key: ObjectKey) async throws -> Date? {
+        throw BuckiaError.unsupported(.folders, provider: providerType, operation: "folderDate")
+    }
+
+    public func deleteFolder(_ key: ObjectKey) async throws {
+        throw BuckiaError.unsupported(.folders, provider: providerType, operation: "deleteFolder")
     }
 }
 

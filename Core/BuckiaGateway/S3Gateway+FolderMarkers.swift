@@ -58,12 +58,11 @@ extension S3Gateway {
                 throw S3Failure.unsupportedFeature("a conditional write of a folder marker")
             }
             try Self.refuseAccessControl(context)
+            // The body is read (its signature and checksums checked) and must be empty: the
+            // first byte refuses it.
             let upload = try S3UploadBody(context, body: body, maximumSize: .max)
-            guard upload.expectedLength == nil || upload.expectedLength == 0 else {
-                throw S3Failure("InvalidArgument", "A folder marker over this backend is a folder, which holds no bytes; send it with an empty body.")
-            }
             while let chunk = try upload.next() {
-                guard chunk.isEmpty else { throw S3Failure("InvalidArgument", "A folder marker over this backend is a folder, which holds no bytes.") }
+                guard chunk.isEmpty else { throw S3Failure("InvalidArgument", "A folder marker over this backend is a folder, which holds no bytes; send it with an empty body.") }
             }
             try Blocking.wait { [provider] in try await provider.createFolder(key) }
             return HTTPServerResponse(status: 200, headers: [("ETag", Self.emptyTag)])

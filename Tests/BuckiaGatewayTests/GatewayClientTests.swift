@@ -165,8 +165,16 @@ struct GatewayClientTests {
         return files
     }
 
-    @Test("The AWS CLI: s3 sync up (only what changed the second time), ls, sync down, rm --recursive", arguments: Backend.allCases)
-    func awsCLI(_ backend: Backend) async throws {
+    /// The AWS CLI from PyPI (current, with the SDKs' default checksums) and Debian's 2.9 (older,
+    /// from before them), installed by Tools/test.
+    enum AWSCLI: String, CaseIterable, Sendable, CustomStringConvertible {
+        case current, debian
+        var description: String { rawValue }
+        var executable: String { self == .current ? "aws" : "/usr/bin/aws" }
+    }
+
+    @Test("The AWS CLI: s3 sync up (only what changed the second time), ls, sync down, rm --recursive", arguments: Backend.allCases, AWSCLI.allCases)
+    func awsCLI(_ backend: Backend, _ cli: AWSCLI) async throws {
         let setup = try await Self.setUp(backend)
         defer { setup.stop() }
         let source = setup.work.appendingPathComponent("source")
@@ -174,7 +182,7 @@ struct GatewayClientTests {
         let remote = "s3://\(setup.bucket)/alice/cli/"
         func aws(_ arguments: String...) async throws -> ToolRun.Result {
             let run = try await runTool(
-                "aws", ["--endpoint-url", setup.server.endpoint.absoluteString] + arguments, environment: setup.environment, limit: .seconds(120))
+                cli.executable, ["--endpoint-url", setup.server.endpoint.absoluteString] + arguments, environment: setup.environment, limit: .seconds(120))
             try #require(run.status == 0, "aws \(arguments.joined(separator: " ")) failed: \(run.errors.suffix(2000))")
             return run
         }
@@ -211,7 +219,7 @@ struct GatewayClientTests {
 
         // Outside the grant, the CLI is refused and the backend unchanged.
         let refused = try await runTool(
-            "aws", ["--endpoint-url", setup.server.endpoint.absoluteString, "s3", "cp", source.appendingPathComponent("docs/note-1.txt").path, "s3://\(setup.bucket)/bob/x.txt"],
+            cli.executable, ["--endpoint-url", setup.server.endpoint.absoluteString, "s3", "cp", source.appendingPathComponent("docs/note-1.txt").path, "s3://\(setup.bucket)/bob/x.txt"],
             environment: setup.environment, limit: .seconds(60))
         #expect(refused.status != 0)
         #expect(refused.errors.contains("AccessDenied"))

@@ -17,8 +17,8 @@ extension S3Gateway {
             }
             return names
         }
-        let created = state.withLock { $0.knownBuckets }
-        var names = Set(folders).union(created).filter { bucketVisible(context.principal, $0) }
+        let records = try bucketRecords()
+        var names = Set(folders).union(records.keys).filter { bucketVisible(context.principal, $0) }
         names = names.filter { name in
             do {
                 try Self.checkBucketName(name)
@@ -45,7 +45,14 @@ extension S3Gateway {
         }
         var xml = "<ListAllMyBucketsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\(Self.ownerXML(context))<Buckets>"
         for name in sorted {
-            xml += "<Bucket><Name>\(name.xmlEscaped)</Name><CreationDate>\(Self.isoDate(Date(timeIntervalSince1970: 0)))</CreationDate></Bucket>"
+            // A bucket made by CreateBucket has its record's date; a folder made another way
+            // has its own where the backend keeps folders, else none known (the epoch).
+            var created = records[name]
+            if created == nil, provider.capabilities.supports(.folders), let key = ObjectKey(ifValid: root + name) {
+                created = try Blocking.wait { [provider] in try await provider.folderDate(key) }
+            }
+            let date = created ?? Date(timeIntervalSince1970: 0)
+            xml += "<Bucket><Name>\(name.xmlEscaped)</Name><CreationDate>\(Self.isoDate(date))</CreationDate></Bucket>"
         }
         xml += "</Buckets>"
         if truncated, let last = sorted.last { xml += "<ContinuationToken>\(Base64URL.encode(Data(last.utf8)))</ContinuationToken>" }
@@ -79,13 +86,13 @@ extension S3Gateway {
         // Every bucket here is the caller's own (it needs write on all of it), and creating one's
         // own bucket again succeeds, as in us-east-1 (other regions answer
         // BucketAlreadyOwnedByYou).
-        if options.region != "us-east-1" {
-            do {
-                try requireBucket(context.bucket)
-                throw S3Failure("BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.")
-            } catch let failure as S3Failure where failure.code == "NoSuchBucket" {}
+        // The record is stored unless the bucket has one, or objects (a folder made another
+        // way keeps its own date); with either it already existed.
+        let existed = try bucketExists(context.bucket) || !(try storeBucketRecord(context.bucket))
+        if existed, options.region != "us-east-1" {
+            throw S3Failure("BucketAlreadyOwnedByYou", "Your previous request to create the named bucket succeeded and you already own it.")
         }
-        _ = state.withLock { $0.knownBuckets.insert(context.bucket) }
+        state.withLock { $0.knownBuckets[context.bucket] = options.clock() }
         return HTTPServerResponse(status: 200, headers: [("Location", "/" + context.bucket)])
     }
 
@@ -103,7 +110,8 @@ extension S3Gateway {
         // Unfinished multipart uploads are not objects: as AWS does, the bucket goes and they
         // go with it.
         try abortUploads(inBucket: context.bucket)
-        _ = state.withLock { $0.knownBuckets.remove(context.bucket) }
+        try removeBucketRecord(context.bucket)
+        _ = state.withLock { $0.knownBuckets.removeValue(forKey: context.bucket) }
         return HTTPServerResponse(status: 204)
     }
 

@@ -20,11 +20,13 @@ extension S3Gateway {
         context.key.utf8.count > 1 && context.key.utf8.last == UInt8(ascii: "/")
     }
 
-    /// The remote key of the folder a marker names, checked against the grants for
-    /// `operation` as the folder's own name (`photos` for `photos/`).
+    /// The remote key of the folder a marker names, once the marker is checked against the
+    /// grants for `operation`. The grants' screen calls a key with an empty segment unsafe, so
+    /// as every such key a marker needs a grant on the whole bucket (``authorize(_:_:_:)``):
+    /// under a grant on part of it, it is refused.
     private func folderKey(_ context: RequestContext, for operation: StorageOperation) throws -> ObjectKey? {
         let name = String(context.key.dropLast())
-        try authorize(context, operation, context.bucket + "/" + name)
+        try authorize(context, operation, context.bucket + "/" + context.key)
         guard provider.capabilities.supports(.folders) else { return nil }
         do {
             return try ObjectKey(options.root + context.bucket + "/" + name)
@@ -41,11 +43,14 @@ extension S3Gateway {
 
     func folderMarkerRequest(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
         let method = context.request.method
+        // Checked against the grants first, whatever is then refused.
+        let operation: StorageOperation = method == "GET" || method == "HEAD" ? .read : method == "DELETE" ? .delete : .write
+        let folder = try folderKey(context, for: operation)
         let unsupported = ["uploadId", "uploads", "attributes"].contains { context.query[$0] != nil } || !context.request.values("x-amz-copy-source").isEmpty
         switch method {
         case "PUT" where !unsupported:
             context.operation = "PutObject"
-            guard let key = try folderKey(context, for: .write) else { throw noFolders() }
+            guard let key = folder else { throw noFolders() }
             try requireBucket(context.bucket)
             let fields = context.request.headers.map { (name: $0.name.lowercased(), value: $0.value) }
             if let stored = fields.first(where: { $0.name.hasPrefix("x-amz-meta-") || ContentHeaders.names.contains($0.name) }) {
@@ -68,7 +73,7 @@ extension S3Gateway {
             return HTTPServerResponse(status: 200, headers: [("ETag", Self.emptyTag)])
         case "GET" where !unsupported, "HEAD" where !unsupported:
             context.operation = method == "GET" ? "GetObject" : "HeadObject"
-            guard let key = try folderKey(context, for: .read), let date = try Blocking.wait({ [provider] in try await provider.folderDate(key) }) else {
+            guard let key = folder, let date = try Blocking.wait({ [provider] in try await provider.folderDate(key) }) else {
                 throw S3Failure("NoSuchKey", "The specified key does not exist.")
             }
             if let part = context.query["partNumber"], part != "1" { throw S3Failure("InvalidPartNumber", "The requested partnumber is not satisfiable", status: 416) }
@@ -80,7 +85,7 @@ extension S3Gateway {
             return HTTPServerResponse(status: 200, headers: headers)
         case "DELETE" where !unsupported:
             context.operation = "DeleteObject"
-            if let key = try folderKey(context, for: .delete) {
+            if let key = folder {
                 try Blocking.wait { [provider] in try await provider.deleteFolder(key) }
             }
             return HTTPServerResponse(status: 204)

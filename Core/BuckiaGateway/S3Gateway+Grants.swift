@@ -77,15 +77,15 @@ extension S3Gateway {
         }
     }
 
-    /// Throws `NoSuchBucket` unless the bucket exists (a folder of the remote, or made here).
+    /// Throws `NoSuchBucket` unless the bucket exists in the backend (a record made by
+    /// CreateBucket, through any gateway, or an object under its name).
     func requireBucket(_ bucket: String) throws {
-        if state.withLock({ $0.knownBuckets.contains(bucket) }) { return }
-        let prefix = options.root + bucket + "/"
-        let found = try Blocking.wait { [provider] in
-            var iterator = provider.list(ListOptions(prefix: prefix, recursive: false, pageSize: 1)).makeAsyncIterator()
-            return try await iterator.next() != nil
+        let now = options.clock()
+        if let seen = state.withLock({ $0.knownBuckets[bucket] }), now.timeIntervalSince(seen) < Self.bucketBelief, seen <= now { return }
+        guard try bucketExists(bucket) else {
+            _ = state.withLock { $0.knownBuckets.removeValue(forKey: bucket) }
+            throw S3Failure("NoSuchBucket", "The specified bucket does not exist.", status: 404)
         }
-        guard found else { throw S3Failure("NoSuchBucket", "The specified bucket does not exist.", status: 404) }
-        _ = state.withLock { $0.knownBuckets.insert(bucket) }
+        state.withLock { $0.knownBuckets[bucket] = now }
     }
 }

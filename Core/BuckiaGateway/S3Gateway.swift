@@ -118,8 +118,9 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
     let state = Locked(GatewayState())
 
     struct GatewayState {
-        /// Buckets created here that may have no object yet, and buckets seen to exist.
-        var knownBuckets: Set<String> = []
+        /// Buckets seen to exist (a record or an object in the backend), and when: believed
+        /// for ``S3Gateway/bucketBelief`` seconds.
+        var knownBuckets: [String: Date] = [:]
         var uploads: [String: MultipartUpload] = [:]
         /// The keys deliveries are being stored at: a second delivery to one of them fails at
         /// once, as its `If-None-Match: *` would once the first is stored.
@@ -436,7 +437,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
 
     /// Whether ``checkBucketName(_:)`` accepts `name`.
     static func isBucketName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 255 && !name.contains("/") && ObjectKey(ifValid: name) != nil
+        !name.isEmpty && name.utf8.count <= 255 && !name.contains("/") && ObjectKey(ifValid: name) != nil && name.lowercased() != reservedFolder
     }
 
     // MARK: - Responses

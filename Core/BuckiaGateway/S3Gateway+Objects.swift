@@ -369,6 +369,8 @@ extension S3Gateway {
         try Self.checkBucketName(sourceBucket)
         let source = try remoteKey(context, bucket: sourceBucket, key: String(trimmed[trimmed.index(after: slash)...]), for: .read)
         guard let file = try Blocking.wait({ [provider] in try await provider.stat(remotePath: source) }) else {
+            // A source bucket that does not exist is NoSuchBucket, as S3 answers.
+            try requireBucket(sourceBucket)
             throw S3Failure("NoSuchKey", "The specified key does not exist.")
         }
         _ = try checkConditions(context, file: file, etag: Self.etag(of: file), prefix: "x-amz-copy-source-")

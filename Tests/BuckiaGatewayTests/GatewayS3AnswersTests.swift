@@ -79,6 +79,20 @@ struct GatewayS3AnswersTests {
         #expect(try await harness.send("GET", "/?max-buckets=0").0 == 400)
     }
 
+    @Test("A copy from a bucket that does not exist is NoSuchBucket; from a missing key, NoSuchKey", arguments: ["/nowhere/a.txt", "/copies/none.txt"])
+    func copyFromMissing(_ source: String) async throws {
+        let harness = try GatewayHarness()
+        defer { harness.stop() }
+        try await harness.createBucket("copies")
+        let started = try await harness.send("POST", "/copies/part.bin?uploads")
+        let id = try #require(Self.values(Self.text(started.1), "UploadId").first)
+        for target in ["/copies/to.txt", "/copies/part.bin?partNumber=1&uploadId=\(id)"] {
+            let (status, body) = try await harness.send("PUT", target, headers: ["x-amz-copy-source": source])
+            let code = source.hasPrefix("/nowhere") ? "NoSuchBucket" : "NoSuchKey"
+            #expect(status == 404 && Self.text(body).contains("<Code>\(code)</Code>"), "\(target) from \(source): \(Self.text(body))")
+        }
+    }
+
     @Test("Buckets live in the backend: a second gateway over the same folder sees one made by the first, with its creation date; a deletion through it reaches the first")
     func bucketsInTheBackend() async throws {
         let created = Date(timeIntervalSince1970: (Date().timeIntervalSince1970).rounded(.down))

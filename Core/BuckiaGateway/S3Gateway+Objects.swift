@@ -209,7 +209,13 @@ extension S3Gateway {
         let ifMatch = try context.header("if-match")
         if delivery {
             guard ifMatch == nil else { throw S3Failure("AccessDenied", "Access Denied: a delivery creates a new object, and If-Match would replace one.") }
-            options.condition = provider.capabilities.supports(.conditionalWrite) ? .ifNoneMatch : nil
+            // Create-only must hold whichever gateway answers, so it is the backend's own atomic
+            // write; a backend without one (B2, Bunny) cannot take deliveries.
+            guard provider.capabilities.supports(.conditionalWrite) else {
+                throw S3Failure.unsupportedFeature(
+                    "a delivery over this backend (\(provider.providerType.rawValue)): it has no conditional writes, so a delivery could replace another's file when two writers race")
+            }
+            options.condition = .ifNoneMatch
         } else if ifNoneMatch != nil || ifMatch != nil {
             if let ifNoneMatch {
                 guard ifNoneMatch.trimmingCharacters(in: .whitespaces) == "*", ifMatch == nil else {
@@ -308,9 +314,8 @@ extension S3Gateway {
     func putObject(_ context: inout RequestContext, body: HTTPRequestBody) throws -> HTTPServerResponse {
         let (key, delivery) = try writeTarget(context)
         try requireBucket(context.bucket)
-        // A delivery is create-only whatever the client sent; where the backend has no
-        // conditional write, a check just before the write (the state below keeps two
-        // deliveries through this gateway apart).
+        // A delivery is create-only whatever the client sent, by the backend's conditional write
+        // (two deliveries through this gateway to one name: the second fails at once).
         var options = try uploadOptions(context, delivery: delivery)
         // A declared MD5 is checked in the pass that reads the body, not in another by the backend.
         let upload = try S3UploadBody(
@@ -331,9 +336,6 @@ extension S3Gateway {
             guard claimed else { throw S3Failure("PreconditionFailed", "At least one of the pre-conditions you specified did not hold.") }
         }
         defer { if delivery { _ = state.withLock { $0.deliveries.remove(key.rawValue) } } }
-        if delivery, !provider.capabilities.supports(.conditionalWrite), try Blocking.wait({ [provider] in try await provider.stat(remotePath: key) }) != nil {
-            throw S3Failure("PreconditionFailed", "At least one of the pre-conditions you specified did not hold.")
-        }
         let stored = try streamUpload(upload) { [provider, options] stream in
             try await provider.upload(from: stream, remotePath: key, options: options)
         }

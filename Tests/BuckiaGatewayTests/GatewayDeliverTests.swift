@@ -161,14 +161,25 @@ struct GatewayDeliverTests {
         #expect(try await harness.provider.stat(remotePath: ObjectKey("home/u2/inbound/\(existing).sqlite")) != nil)
     }
 
+    /// A gateway over `backend` with the bucket `home`, u3's credentials to deliver into u2's
+    /// inbound and nothing else, and a new delivery's name there.
+    static func deliverer(_ backend: Backend) async throws -> (GatewayHarness, AWSCredentials, String) {
+        let harness = try Self.harness(backend)
+        do {
+            try await harness.createBucket("home")
+            let issued = try harness.credentials(user: "u3", grants: [StoragePermissions.deliver.restrictToPath("home/u2/inbound/")])
+            let u3 = AWSCredentials(accessKeyId: issued.accessKeyId, secretAccessKey: issued.secretAccessKey, sessionToken: issued.sessionToken)
+            return (harness, u3, "/home/u2/inbound/\(try KSUID().description).sqlite")
+        } catch {
+            harness.stop()
+            throw error
+        }
+    }
+
     @Test("Two deliveries to one new name: the first is stored, the second is PreconditionFailed")
     func secondDelivery() async throws {
-        let harness = try Self.harness(.conditional)
+        let (harness, u3, name) = try await Self.deliverer(.conditional)
         defer { harness.stop() }
-        try await harness.createBucket("home")
-        let issued = try harness.credentials(user: "u3", grants: [StoragePermissions.deliver.restrictToPath("home/u2/inbound/")])
-        let u3 = AWSCredentials(accessKeyId: issued.accessKeyId, secretAccessKey: issued.secretAccessKey, sessionToken: issued.sessionToken)
-        let name = "/home/u2/inbound/\(try KSUID().description).sqlite"
         #expect(try await harness.send("PUT", name, body: Data("first".utf8), credentials: u3).0 == 200)
         #expect(try await harness.send("PUT", name, body: Data("second".utf8), credentials: u3).0 == 412)
         #expect(try await harness.provider.readData(remotePath: ObjectKey(String(name.dropFirst())), options: ReadOptions()) == Data("first".utf8))
@@ -176,12 +187,8 @@ struct GatewayDeliverTests {
 
     @Test("Over a backend without conditional writes a delivery is refused, saying why, and stores nothing: create-only would hold in one gateway only")
     func unconditional() async throws {
-        let harness = try Self.harness(.unconditional)
+        let (harness, u3, name) = try await Self.deliverer(.unconditional)
         defer { harness.stop() }
-        try await harness.createBucket("home")
-        let issued = try harness.credentials(user: "u3", grants: [StoragePermissions.deliver.restrictToPath("home/u2/inbound/")])
-        let u3 = AWSCredentials(accessKeyId: issued.accessKeyId, secretAccessKey: issued.secretAccessKey, sessionToken: issued.sessionToken)
-        let name = "/home/u2/inbound/\(try KSUID().description).sqlite"
         for headers in [[:], ["If-None-Match": "*"]] {
             let (status, body) = try await harness.send("PUT", name, body: Data("change".utf8), headers: headers, credentials: u3)
             let text = String(decoding: body, as: UTF8.self)

@@ -14,6 +14,8 @@ enum S3ChecksumAlgorithm: String, CaseIterable, Sendable {
 
     var header: String { "x-amz-checksum-" + rawValue }
     var xmlName: String { "Checksum" + rawValue.uppercased() }
+    /// `value` in the element S3's XML answers name this checksum by (`<ChecksumCRC32>…`).
+    func element(_ value: String) -> String { "<\(xmlName)>\(value)</\(xmlName)>" }
     /// The length of a value, in bytes.
     var length: Int {
         switch self {

@@ -53,7 +53,9 @@ extension S3Gateway {
         let now = options.clock()
         var upload = UploadOptions(contentType: "application/json", modificationDate: now)
         if provider.capabilities.supports(.conditionalWrite) { upload.condition = .ifNoneMatch }
-        let record = Data("{\"bucket\":\(Self.jsonString(bucket)),\"created\":\"\(Self.isoDate(now))\"}\n".utf8)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let record = try encoder.encode(["bucket": bucket, "created": Self.isoDate(now)])
         let finalOptions = upload
         return try Blocking.wait { [provider] in
             if try await provider.stat(remotePath: key) != nil { return false }
@@ -70,19 +72,5 @@ extension S3Gateway {
     func removeBucketRecord(_ bucket: String) throws {
         let key = try bucketRecordKey(bucket)
         try Blocking.wait { [provider] in try await provider.deleteFile(remotePath: key) }
-    }
-
-    /// `text` as a JSON string.
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

@@ -240,7 +240,7 @@ extension S3Gateway {
         // The part's checksum in the upload's algorithm (the one sent, or computed), as S3 echoes it.
         let checksum = written.checksum.map { ($0.algorithm, Data($0.value).base64EncodedString()) }
         if copied != nil {
-            let element = checksum.map { "<\($0.0.xmlName)>\($0.1)</\($0.0.xmlName)>" } ?? ""
+            let element = checksum.map { $0.0.element($0.1) } ?? ""
             return Self.xml("<CopyPartResult><LastModified>\(Self.isoDate(part.modified))</LastModified><ETag>\"\(md5)\"</ETag>\(element)</CopyPartResult>")
         }
         var headers: [(name: String, value: String)] = [("ETag", "\"\(md5)\"")]
@@ -346,9 +346,8 @@ extension S3Gateway {
         }
         for number in shown {
             guard let part = upload.parts[number] else { continue }
-            let checksumElement = zip(upload.checksumAlgorithm.map { [$0] } ?? [], part.checksum.map { [$0] } ?? []).map { algorithm, value in
-                "<\(algorithm.xmlName)>\(Data(value).base64EncodedString())</\(algorithm.xmlName)>"
-            }.joined()
+            var checksumElement = ""
+            if let algorithm = upload.checksumAlgorithm, let value = part.checksum { checksumElement = algorithm.element(Data(value).base64EncodedString()) }
             xml += "<Part><PartNumber>\(number)</PartNumber><LastModified>\(Self.isoDate(part.modified))</LastModified><ETag>\"\(part.md5)\"</ETag><Size>\(part.size)</Size>\(checksumElement)</Part>"
         }
         return Self.xml(xml + "</ListPartsResult>")

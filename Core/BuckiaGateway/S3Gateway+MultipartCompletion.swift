@@ -175,7 +175,7 @@ extension S3Gateway {
     /// A checksum as S3's XML answers give it: its value and its type.
     static func checksumElements(_ checksum: S3StoredChecksum?) -> String {
         guard let checksum else { return "" }
-        return "<\(checksum.algorithm.xmlName)>\(checksum.value)</\(checksum.algorithm.xmlName)><ChecksumType>\(checksum.type)</ChecksumType>"
+        return checksum.algorithm.element(checksum.value) + "<ChecksumType>\(checksum.type)</ChecksumType>"
     }
 
     /// The object's size when the upload's file already is the object: the parts listed are

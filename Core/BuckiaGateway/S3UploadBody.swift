@@ -46,9 +46,7 @@ final class S3UploadBody {
     private(set) var headerChecksum: (algorithm: S3ChecksumAlgorithm, value: String)?
 
     /// Every checksum S3 accepts, by header name, with its length in bytes.
-    static let checksumLengths: [String: Int] = [
-        "x-amz-checksum-crc32": 4, "x-amz-checksum-crc32c": 4, "x-amz-checksum-crc64nvme": 8, "x-amz-checksum-sha1": 20, "x-amz-checksum-sha256": 32,
-    ]
+    static let checksumLengths = Dictionary(uniqueKeysWithValues: S3ChecksumAlgorithm.allCases.map { ($0.header, $0.length) })
     static let checksumNames = checksumLengths.keys.sorted()
     /// The `x-amz-checksum-*` headers that are not a checksum value.
     static let checksumSettings: Set<String> = ["x-amz-checksum-algorithm", "x-amz-checksum-type", "x-amz-checksum-mode"]

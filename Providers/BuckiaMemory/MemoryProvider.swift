@@ -22,6 +22,8 @@ public struct MemoryProvider: StorageProviderPlugin {
     /// Keyed by ``ObjectKey``, which hashes bytes: NFC and NFD spellings are two objects.
     private let objects = Locked<[ObjectKey: StoredObject]>([:])
     private let generation = Locked<UInt64>(0)
+    /// Multipart uploads under way (``Capability/partUploads``), by id.
+    let partUploads = Locked<[String: PartUpload]>([:])
     let signingKey: [UInt8]
     private let pageSize: Int
     let now: @Sendable () -> Date
@@ -62,7 +64,7 @@ public struct MemoryProvider: StorageProviderPlugin {
             features: [
                 .readWithRange, .listStartAfter, .pagedListing, .accessToken, .preservesModificationTime, .serverSideCopy,
                 .conditionalWrite, .conditionalRead, .verifiesKnownChecksums, .userMetadata, .contentHeaders, .setModificationTime, .move,
-                .resumableListing,
+                .resumableListing, .partUploads, .conditionalCompletion,
             ],
             checksums: [.md5: .listing, .sha256: .listing],
             listedFields: [.modificationDate, .serverModified, .etag, .contentType, .metadata],
@@ -92,7 +94,7 @@ public struct MemoryProvider: StorageProviderPlugin {
         try store(data, at: remotePath, options: options, modified: options.modificationDate ?? now())
     }
 
-    private func store(_ data: Data, at key: ObjectKey, options: UploadOptions, modified: Date) throws -> RemoteFile {
+    func store(_ data: Data, at key: ObjectKey, options: UploadOptions, modified: Date) throws -> RemoteFile {
         try options.validate()
         var checksums: [ChecksumAlgorithm: String] = [:]
         for algorithm in [ChecksumAlgorithm.md5, .sha256] {

@@ -75,6 +75,12 @@ public struct S3Profile: Sendable, Hashable {
     /// Whether PutObject and CompleteMultipartUpload honour `If-None-Match: *` and
     /// `If-Match: <etag>` atomically (``BuckiaCore/Capability/conditionalWrite``).
     public var conditionalWrites: Bool
+    /// Whether CompleteMultipartUpload honours those conditions too. Ceph RGW 16 ignores them
+    /// there (seen: a completion with `If-None-Match: *` replaced the object), so toward it a
+    /// conditional upload of a file goes as one PutObject, however large (up to S3's 5 GiB),
+    /// and a conditional stream longer than one part is refused as unsupported: never a
+    /// condition sent where the server drops it.
+    public var conditionalCompletions: Bool
     /// Whether GetObject honours `If-Match` (``BuckiaCore/Capability/conditionalRead``).
     public var conditionalReads: Bool
     /// Whether DeleteObjects (`POST ?delete`, up to 1,000 keys) exists; without it each key is
@@ -97,7 +103,7 @@ public struct S3Profile: Sendable, Hashable {
     /// The profile of `vendor`.
     public static func of(_ vendor: Vendor) -> S3Profile {
         var profile = S3Profile(
-            vendor: vendor, conditionETags: .quoted, conditionalWrites: true, conditionalReads: true, deleteObjects: true,
+            vendor: vendor, conditionETags: .quoted, conditionalWrites: true, conditionalCompletions: true, conditionalReads: true, deleteObjects: true,
             verifiesContentMD5: true, etagIsMD5: true, virtualHostedByDefault: false, userMetadata: true, minimumPartSize: 5 << 20,
             maximumParts: 10_000)
         switch vendor {
@@ -105,6 +111,7 @@ public struct S3Profile: Sendable, Hashable {
             profile.virtualHostedByDefault = true
         case .ceph:
             profile.conditionETags = .bare
+            profile.conditionalCompletions = false
         case .minio, .r2:
             break
         case .b2, .wasabi:

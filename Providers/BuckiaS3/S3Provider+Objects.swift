@@ -17,6 +17,8 @@ extension S3Provider {
         let md5Given = md5 != nil
         var sha256 = try S3Provider.knownDigest(options, .sha256)
         var partMD5s: [Int: Digest] = [:]
+        // A condition the server would drop on a completion goes with one PutObject instead.
+        let parted = { (size: Int64) in size >= self.settings.multipartThreshold && (options.condition == nil || self.settings.profile.conditionalCompletions) }
         do {
             let reader = try FileReader(localURL)
             (size, modified) = try reader.status()
@@ -26,7 +28,7 @@ extension S3Provider {
             // those is a job of its own, side by side: the whole-file MD5 (620 MB/s here) sets
             // the pace, and a 256 MiB file's pass took 0.82 s with both MD5s in one loop, 0.43 s
             // apart.
-            if md5 == nil, size >= settings.multipartThreshold {
+            if md5 == nil, parted(size) {
                 async let whole = reader.digestsConcurrently(of: 0..<size, [.md5])
                 async let parts = BlockingWork.run("hash") { [settings] in try S3Provider.partMD5s(reader, size: size, settings: settings) }
                 (md5, partMD5s) = (try await whole[.md5], try await parts)
@@ -49,7 +51,13 @@ extension S3Provider {
         }
         var options = options
         options.modificationDate = options.modificationDate ?? modified
-        if size >= settings.multipartThreshold, let md5 {
+        if !parted(size), size > S3Provider.largestPut {
+            throw BuckiaError(
+                .unsupported,
+                "This server ignores conditions on multipart completions, so a conditional upload goes as one PutObject, which holds at most 5 GiB; this file is larger. Upload it without a condition.",
+                operation: "upload", path: remotePath.rawValue)
+        }
+        if parted(size), let md5 {
             return try await multipartUpload(
                 localURL, key: remotePath, size: size, fileModified: modified, md5: md5, verify: md5Given, partMD5s: partMD5s, options: options)
         }

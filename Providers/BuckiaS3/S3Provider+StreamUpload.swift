@@ -39,6 +39,12 @@ extension S3Provider {
             try parts.verify(options.knownChecksums, key: remotePath)
             return try await uploadData(head, remotePath: remotePath, options: options)
         }
+        guard options.condition == nil || settings.profile.conditionalCompletions else {
+            throw BuckiaError(
+                .unsupported,
+                "This server ignores conditions on multipart completions, and the stream is longer than one part (\(partSize / 1_048_576) MiB): it cannot be stored conditionally. Store it without a condition, or raise partSizeMiB.",
+                operation: "upload", path: remotePath.rawValue)
+        }
         let uploadId = try await createMultipartUpload(remotePath, md5: nil, options: options)
         handedOver = true
         do {
@@ -82,4 +88,6 @@ extension S3Provider {
 
     /// The most parts one S3 multipart upload may have.
     static let maximumParts = 10_000
+    /// The largest object one PutObject stores, S3's 5 GiB.
+    static let largestPut: Int64 = 5 << 30
 }

@@ -38,12 +38,13 @@ public struct S3Provider: StorageProviderPlugin {
         var features: Set<Capability> = [
             .readWithRange, .listStartAfter, .pagedListing, .streamingTransfers, .multipartUpload, .serverSideCopy,
             .preservesModificationTime, .persistent, .setModificationTime, .resumableListing, .unfinishedUploads, .streamingUploads,
-            .contentHeaders,
+            .contentHeaders, .partUploads,
         ]
         // A presigned URL is made without a request, so only with credentials in hand.
         if signer != nil { features.insert(.presign) }
         if settings.profile.userMetadata { features.insert(.userMetadata) }
         if settings.profile.conditionalWrites { features.insert(.conditionalWrite) }
+        if settings.profile.conditionalWrites && settings.profile.conditionalCompletions { features.insert(.conditionalCompletion) }
         if settings.profile.conditionalReads { features.insert(.conditionalRead) }
         if settings.isPublic { features.insert(.publicURL) }
         if settings.verifiesContentMD5 { features.insert(.verifiesKnownChecksums) }

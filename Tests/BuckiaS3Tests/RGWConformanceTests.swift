@@ -88,6 +88,35 @@ struct RGWProfileTests {
         #expect(try await provider.readData(remotePath: "profile/edited.txt") == Data("v2".utf8))
     }
 
+    @Test("Ceph 16 drops conditions on multipart completions: a conditional upload above the threshold goes as one PutObject and holds, a conditional long stream is refused, and told otherwise the server replaces the object")
+    func conditionalCompletions() async throws {
+        let server = try await S3TestServer.shared(.cephRGW)
+        var (configuration, _, _) = try await makeS3Configuration(on: server, options: ["vendor": "ceph", "multipartThresholdMiB": "5", "partSizeMiB": "5"])
+        let provider = try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: TestHome.empty), resources: .tests)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-rgw-large-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let key = "profile/large-conditional.bin"
+        try await provider.uploadData(Data("first".utf8), remotePath: key)
+        let large = folder.appendingPathComponent("large.bin")
+        try Data(repeating: 7, count: 11 << 20).write(to: large)
+        let file = await #expect(throws: BuckiaError.self) {
+            try await provider.uploadFile(localURL: large, remotePath: key, options: UploadOptions(condition: .ifNoneMatch))
+        }
+        #expect(file?.code == .conditionNotMatch)
+        let stream = await #expect(throws: BuckiaError.self) {
+            try await provider.upload(from: ByteStream.of(Data(repeating: 8, count: 11 << 20)), remotePath: try ObjectKey(key), options: UploadOptions(condition: .ifNoneMatch))
+        }
+        #expect(stream?.code == .unsupported)
+        #expect(try await provider.readData(remotePath: key) == Data("first".utf8))
+        // The server's side of it: with completions believed conditional, the file goes in
+        // parts and RGW stores it over the object the condition should have kept.
+        configuration.options["conditionalCompletions"] = "true"
+        let believer = try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: TestHome.empty), resources: .tests)
+        _ = try await believer.uploadFile(localURL: large, remotePath: key, options: UploadOptions(condition: .ifNoneMatch))
+        #expect(try await provider.stat(remotePath: key)?.size == 11 << 20)
+    }
+
     @Test("An unnamed server (vendor auto on 127.0.0.1) learns the bare form from its first refused condition, and a real change still fails")
     func learned() async throws {
         let (provider, _, _) = try await makeS3Provider(on: S3TestServer.shared(.cephRGW))

@@ -39,6 +39,21 @@ struct MutantCase: Sendable, CustomTestStringConvertible {
         }
     }
 
+    /// A part-upload breakage over the memory provider, beside the memory provider (hiding
+    /// what the breakage uses undeclared, honestly).
+    static func parts(_ fault: CarelessPartProvider.Fault, _ what: String, _ scenarios: [String]) -> MutantCase {
+        MutantCase(what: what, scenarios: scenarios) { _ in
+            let base = try memory()
+            switch fault {
+            case .undeclared: return .instance(HidingProvider(base: base, hidden: [.partUploads]))
+            case .dropsUndeclaredCondition: return .instance(HidingProvider(base: base, hidden: [.conditionalCompletion]))
+            default: return .instance(base)
+            }
+        } broken: { _ in
+            .instance(CarelessPartProvider(base: try memory(), fault: fault))
+        }
+    }
+
     /// A plugin mutant beside the honest shared-memory plugin, both built from a configuration.
     static func plugin<Broken: StorageProviderPlugin>(_ broken: Broken.Type, _ what: String, _ scenarios: [String]) -> MutantCase {
         MutantCase(what: what, scenarios: scenarios) { folder in
@@ -127,6 +142,12 @@ struct MutantCase: Sendable, CustomTestStringConvertible {
         folders(.deletesContents, "deletes a folder's objects with it", ["folders: made, dated, kept while they hold objects, removed when empty"]),
         folders(.replacesObjects, "replaces an object with a folder", ["folders: an object's name is not a folder"]),
         folders(.undeclared, "makes folders without declaring them", ["folders: none without the capability"]),
+        parts(.keepsFirstPart, "keeps the first of a part sent twice", ["part uploads: sent, listed, replaced and completed into the object"]),
+        parts(.dropsLastPart, "leaves the last part out of the object", ["part uploads: sent, listed, replaced and completed into the object"]),
+        parts(.abortKeepsUpload, "keeps an aborted upload", ["part uploads: an aborted upload is gone"]),
+        parts(.dropsCondition, "drops the completion's condition", ["part uploads: the completion's condition holds"]),
+        parts(.dropsUndeclaredCondition, "drops a completion's condition it cannot hold", ["part uploads: a condition the completion cannot hold is refused"]),
+        parts(.undeclared, "drives part uploads without declaring them", ["part uploads: none without the capability"]),
         plugin(ForgetfulProvider.self, "declares persistent, loses data on reopen", ["persistence: data survives a new instance"]),
         plugin(LaxOptionsProvider.self, "ignores unknown options", ["configuration: unknown options are refused"]),
         plugin(MisnamedProvider.self, "reports another type name than its registration", ["registry: built by its type name"]),

@@ -402,6 +402,34 @@ struct HidingProvider: ForwardingStorageProvider {
         try await base.createFolder(key)
     }
 
+    func startPartUpload(to key: ObjectKey, options: UploadOptions) async throws -> String {
+        guard !hidden.contains(.partUploads) else { throw BuckiaError.unsupported(.partUploads, provider: providerType, operation: "startPartUpload") }
+        return try await base.startPartUpload(to: key, options: options)
+    }
+
+    func uploadPart(_ number: Int, of upload: String, to key: ObjectKey, file: URL, md5: Digest) async throws -> UploadedPart {
+        guard !hidden.contains(.partUploads) else { throw BuckiaError.unsupported(.partUploads, provider: providerType, operation: "uploadPart") }
+        return try await base.uploadPart(number, of: upload, to: key, file: file, md5: md5)
+    }
+
+    func uploadedParts(of upload: String, to key: ObjectKey) async throws -> [UploadedPart] {
+        guard !hidden.contains(.partUploads) else { throw BuckiaError.unsupported(.partUploads, provider: providerType, operation: "uploadedParts") }
+        return try await base.uploadedParts(of: upload, to: key)
+    }
+
+    func completePartUpload(_ upload: String, to key: ObjectKey, parts: [UploadedPart], condition: WriteCondition?) async throws -> RemoteFile {
+        guard !hidden.contains(.partUploads) else { throw BuckiaError.unsupported(.partUploads, provider: providerType, operation: "completePartUpload") }
+        guard condition == nil || !hidden.contains(.conditionalCompletion) else {
+            throw BuckiaError.unsupported(.conditionalCompletion, provider: providerType, operation: "completePartUpload")
+        }
+        return try await base.completePartUpload(upload, to: key, parts: parts, condition: condition)
+    }
+
+    func abortPartUpload(_ upload: String, to key: ObjectKey) async throws {
+        guard !hidden.contains(.partUploads) else { throw BuckiaError.unsupported(.partUploads, provider: providerType, operation: "abortPartUpload") }
+        try await base.abortPartUpload(upload, to: key)
+    }
+
     func folderDate(_ key: ObjectKey) async throws -> Date? {
         guard !hidden.contains(.folders) else { throw BuckiaError.unsupported(.folders, provider: providerType, operation: "folderDate") }
         return try await base.folderDate(key)
@@ -523,5 +551,36 @@ struct CarelessFolderProvider: ForwardingStorageProvider {
         let url = root.appendingPathComponent(key.rawValue, isDirectory: true)
         var isFolder: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue { try FileManager.default.removeItem(at: url) }
+    }
+}
+
+/// Multipart uploads driven part by part, done wrong over the memory provider: a part sent
+/// again is dropped, the last part is left out of the object, an abort keeps the upload, the
+/// completion's condition is dropped (declared or not), or part uploads work undeclared.
+struct CarelessPartProvider: ForwardingStorageProvider {
+    enum Fault: Sendable { case keepsFirstPart, dropsLastPart, abortKeepsUpload, dropsCondition, dropsUndeclaredCondition, undeclared }
+    let base: any StorageProvider
+    let fault: Fault
+
+    var capabilities: ProviderCapabilities {
+        var capabilities = base.capabilities
+        if fault == .undeclared { capabilities.features.remove(.partUploads) }
+        if fault == .dropsUndeclaredCondition { capabilities.features.remove(.conditionalCompletion) }
+        return capabilities
+    }
+
+    func uploadPart(_ number: Int, of upload: String, to key: ObjectKey, file: URL, md5: Digest) async throws -> UploadedPart {
+        if fault == .keepsFirstPart, let held = try await base.uploadedParts(of: upload, to: key).first(where: { $0.number == number }) { return held }
+        return try await base.uploadPart(number, of: upload, to: key, file: file, md5: md5)
+    }
+
+    func completePartUpload(_ upload: String, to key: ObjectKey, parts: [UploadedPart], condition: WriteCondition?) async throws -> RemoteFile {
+        let listed = fault == .dropsLastPart && parts.count > 1 ? Array(parts.dropLast()) : parts
+        let kept = fault == .dropsCondition || fault == .dropsUndeclaredCondition ? nil : condition
+        return try await base.completePartUpload(upload, to: key, parts: listed, condition: kept)
+    }
+
+    func abortPartUpload(_ upload: String, to key: ObjectKey) async throws {
+        if fault != .abortKeepsUpload { try await base.abortPartUpload(upload, to: key) }
     }
 }

@@ -21,7 +21,7 @@ public enum ProviderConformance {
     /// Every provider scenario, in a stable order.
     public static var scenarios: [ProviderScenario] {
         roundTripScenarios + listingScenarios + keyScenarios + transferScenarios + streamScenarios + accessScenarios + contractScenarios
-            + conditionScenarios + instanceScenarios + folderScenarios
+            + conditionScenarios + instanceScenarios + folderScenarios + partUploadScenarios
     }
 
     /// Runs one scenario against `provider`.

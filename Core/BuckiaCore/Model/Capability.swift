@@ -105,6 +105,16 @@ public struct Capability: CapabilityVocabulary {
     /// ``StorageProvider/createFolder(_:)``, ``StorageProvider/folderDate(_:)`` and
     /// ``StorageProvider/deleteFolder(_:)`` work, so an S3 folder marker (`photos/`) can be one.
     public static let folders: Capability = "folders"
+    /// The caller drives a multipart upload on the backend part by part, from any process:
+    /// ``StorageProvider/startPartUpload(to:options:)``, ``StorageProvider/uploadPart(_:of:to:file:md5:)``,
+    /// ``StorageProvider/uploadedParts(of:to:)`` and ``StorageProvider/completePartUpload(_:to:parts:condition:)``,
+    /// and ``StorageProvider/abortPartUpload(_:to:)``. An S3 gateway fleet keeps its
+    /// clients' multipart uploads in the backend's own this way.
+    public static let partUploads: Capability = "partUploads"
+    /// ``StorageProvider/completePartUpload(_:to:parts:condition:)`` honours its condition
+    /// atomically. Without it (Ceph RGW 16 ignores conditions there) a conditional completion
+    /// throws ``BuckiaError/Code/unsupported`` and stores nothing.
+    public static let conditionalCompletion: Capability = "conditionalCompletion"
 
     public static let subject = "provider"
 
@@ -114,6 +124,7 @@ public struct Capability: CapabilityVocabulary {
         .accessToken, .streamingTransfers, .preservesModificationTime, .persistent, .conditionalWrite,
         .conditionalRead, .verifiesKnownChecksums, .userMetadata, .contentHeaders, .setModificationTime, .move, .resumableListing,
         .caseInsensitiveKeys, .localFiles, .authorizedURL, .unfinishedUploads, .streamingUploads, .folders,
+        .partUploads, .conditionalCompletion,
     ]
 }
 

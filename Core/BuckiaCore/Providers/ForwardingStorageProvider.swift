@@ -120,6 +120,25 @@ extension ForwardingStorageProvider {
 
     public func unfinishedUploads(prefix: String) async throws -> [UnfinishedUpload] { try await base.unfinishedUploads(prefix: prefix) }
     public func abortUpload(_ upload: UnfinishedUpload) async throws { try await base.abortUpload(upload) }
+    public func startPartUpload(to key: ObjectKey, options: UploadOptions) async throws -> String {
+        try await base.startPartUpload(to: key, options: options)
+    }
+
+    public func uploadPart(_ number: Int, of upload: String, to key: ObjectKey, file: URL, md5: Digest) async throws -> UploadedPart {
+        try await base.uploadPart(number, of: upload, to: key, file: file, md5: md5)
+    }
+
+    public func uploadedParts(of upload: String, to key: ObjectKey) async throws -> [UploadedPart] {
+        try await base.uploadedParts(of: upload, to: key)
+    }
+
+    @discardableResult
+    public func completePartUpload(_ upload: String, to key: ObjectKey, parts: [UploadedPart], condition: WriteCondition?) async throws -> RemoteFile {
+        try await base.completePartUpload(upload, to: key, parts: parts, condition: condition)
+    }
+
+    public func abortPartUpload(_ upload: String, to key: ObjectKey) async throws { try await base.abortPartUpload(upload, to: key) }
+
     public func createFolder(_ key: ObjectKey) async throws { try await base.createFolder(key) }
     public func folderDate(_ key: ObjectKey) async throws -> Date? { try await base.folderDate(key) }
     public func deleteFolder(_ key: ObjectKey) async throws { try await base.deleteFolder(key) }

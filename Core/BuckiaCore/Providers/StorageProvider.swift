@@ -195,6 +195,41 @@ public protocol StorageProvider: Sendable {
     /// Needs ``Capability/unfinishedUploads``.
     func abortUpload(_ upload: UnfinishedUpload) async throws
 
+    /// Starts a multipart upload to `key` on the backend that the caller drives part by part,
+    /// with what `options` carries besides a condition (content type, content headers,
+    /// metadata, modification date), and returns the backend's upload id. Nothing of it is
+    /// kept on this machine: any process with the id and the key can add parts, list,
+    /// complete or abort it (an S3 gateway fleet relies on that). Needs
+    /// ``Capability/partUploads``.
+    func startPartUpload(to key: ObjectKey, options: UploadOptions) async throws -> String
+
+    /// Sends the file at `file` as part `number` (1 to 10,000) of `upload`, which replaces a
+    /// part sent before under that number, with `md5` (the file's) for the backend to check.
+    /// The file is read in place, and read again if a transient failure retries the request.
+    /// Needs ``Capability/partUploads``.
+    ///
+    /// - Throws: ``BuckiaError/Code/notFound`` when the upload is gone (completed or aborted).
+    func uploadPart(_ number: Int, of upload: String, to key: ObjectKey, file: URL, md5: Digest) async throws -> UploadedPart
+
+    /// The parts the backend holds for `upload`, by number. Needs ``Capability/partUploads``.
+    ///
+    /// - Throws: ``BuckiaError/Code/notFound`` when the upload is gone.
+    func uploadedParts(of upload: String, to key: ObjectKey) async throws -> [UploadedPart]
+
+    /// Makes `parts` (ascending, each as ``uploadedParts(of:to:)`` gave it) the object at
+    /// `key`, if `condition` holds, and ends the upload. A completion whose answer was lost
+    /// and is sent again finds the object it made. Needs ``Capability/partUploads``.
+    ///
+    /// - Returns: The stored object as ``stat(remotePath:)`` describes it.
+    /// - Throws: ``BuckiaError/Code/notFound`` when the upload is gone;
+    ///   ``BuckiaError/Code/conditionNotMatch`` when the condition does not hold.
+    @discardableResult
+    func completePartUpload(_ upload: String, to key: ObjectKey, parts: [UploadedPart], condition: WriteCondition?) async throws -> RemoteFile
+
+    /// Aborts `upload`, deleting its parts; one already gone is not an error. Needs
+    /// ``Capability/partUploads``.
+    func abortPartUpload(_ upload: String, to key: ObjectKey) async throws
+
     /// Makes the folder `key` names (and those on its way) where there is none; one already
     /// there is not an error, an object by that name is ``BuckiaError/Code/alreadyExists``.
     /// Needs ``Capability/folders``.
@@ -345,6 +380,27 @@ extension StorageProvider {
 
     public func abortUpload(_ upload: UnfinishedUpload) async throws {
         throw BuckiaError.unsupported(.unfinishedUploads, provider: providerType, operation: "abortUpload")
+    }
+
+    public func startPartUpload(to key: ObjectKey, options: UploadOptions) async throws -> String {
+        throw BuckiaError.unsupported(.partUploads, provider: providerType, operation: "startPartUpload")
+    }
+
+    public func uploadPart(_ number: Int, of upload: String, to key: ObjectKey, file: URL, md5: Digest) async throws -> UploadedPart {
+        throw BuckiaError.unsupported(.partUploads, provider: providerType, operation: "uploadPart")
+    }
+
+    public func uploadedParts(of upload: String, to key: ObjectKey) async throws -> [UploadedPart] {
+        throw BuckiaError.unsupported(.partUploads, provider: providerType, operation: "uploadedParts")
+    }
+
+    @discardableResult
+    public func completePartUpload(_ upload: String, to key: ObjectKey, parts: [UploadedPart], condition: WriteCondition?) async throws -> RemoteFile {
+        throw BuckiaError.unsupported(.partUploads, provider: providerType, operation: "completePartUpload")
+    }
+
+    public func abortPartUpload(_ upload: String, to key: ObjectKey) async throws {
+        throw BuckiaError.unsupported(.partUploads, provider: providerType, operation: "abortPartUpload")
     }
 
     public func createFolder(_ key: ObjectKey) async throws {

@@ -105,6 +105,11 @@ extension S3Gateway {
         } else if try context.header("x-amz-checksum-type") != nil {
             throw S3Failure("InvalidRequest", "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.")
         }
+        if provider.capabilities.supports(.partUploads) {
+            sweepBackendUploads()
+            let id = try startBackendUpload(context, key: key, options: uploadOptions, checksumAlgorithm: checksumAlgorithm, composite: composite)
+            return initiated(context, id: id, echoed: echoed)
+        }
         let id = Hex.encode(try SecureRandom.bytes(count: 16))
         let folder = staging.appendingPathComponent(id, isDirectory: true)
         do {
@@ -123,6 +128,10 @@ extension S3Gateway {
             id: id, bucket: context.bucket, key: context.key, remoteKey: key, owner: context.principal?.name ?? "", options: uploadOptions,
             checksumAlgorithm: checksumAlgorithm, compositeChecksum: composite, initiated: options.clock(), lastActivity: options.clock(), folder: folder, assembly: assembly)
         state.withLock { $0.uploads[id] = upload }
+        return initiated(context, id: id, echoed: echoed)
+    }
+
+    private func initiated(_ context: RequestContext, id: String, echoed: [(name: String, value: String)]) -> HTTPServerResponse {
         var response = Self.xml(
             "<InitiateMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><UploadId>\(id)</UploadId></InitiateMultipartUploadResult>"
         )
@@ -146,44 +155,13 @@ extension S3Gateway {
         guard let text = context.query["partNumber"], text.utf8.count <= 5, text.utf8.allSatisfy({ (48...57).contains($0) }), let number = Int(text),
               (1...10_000).contains(number)
         else { throw S3Failure("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive.") }
+        if provider.capabilities.supports(.partUploads) { return try uploadBackendPart(&context, uploadId: uploadId, number: number, body: body) }
         let upload = try self.upload(uploadId, context)
         guard !upload.completing else { throw S3Failure("NoSuchUpload", "The multipart upload is being completed.") }
         let now = options.clock()
         state.withLock { $0.uploads[uploadId]?.lastActivity = now }  // a slow part keeps its upload alive
-        // The part's bytes: the body, or with x-amz-copy-source (UploadPartCopy) a range of an
-        // object the grants let this user read, read from the backend.
-        let copied = context.request.values("x-amz-copy-source").isEmpty ? nil : try copySource(context)
-        var next: () throws -> Data?
-        var finish: () throws -> (count: Int64, md5: String?, checksum: (algorithm: S3ChecksumAlgorithm, value: [UInt8])?)
-        let length: Int64?
-        if let (source, file) = copied {
-            context.operation = "UploadPartCopy"
-            let range = try Self.copyRange(try context.header("x-amz-copy-source-range"), size: file.size)
-            guard range.upperBound - range.lowerBound <= options.maximumPartSize else {
-                throw S3Failure("InvalidArgument", "A copied part may be at most \(options.maximumPartSize) bytes.")
-            }
-            let conditional = provider.capabilities.supports(.conditionalRead) ? file.etag : nil
-            let stream = try Blocking.wait { [provider] in
-                try await provider.openRead(remotePath: source, options: ReadOptions(range: range.isEmpty ? nil : range, ifMatch: conditional))
-            }.bytes
-            let hasher = try DigestHasher(.md5)
-            let checksum = try upload.checksumAlgorithm.map(S3ChecksumComputer.init)
-            var count: Int64 = 0
-            next = {
-                guard !range.isEmpty, let chunk = try Blocking.wait({ try await stream.next() }) else { return nil }
-                hasher.update(chunk)
-                checksum?.update(chunk)
-                count += Int64(chunk.count)
-                return chunk
-            }
-            finish = { (count, hasher.finalize().hex, checksum.map { ($0.algorithm, $0.finalize()) }) }
-            length = range.upperBound - range.lowerBound
-        } else {
-            let body = try S3UploadBody(context, body: body, maximumSize: options.maximumPartSize, computeMD5: true, computing: upload.checksumAlgorithm)
-            next = { try body.next() }
-            finish = { (body.count, body.md5?.hex, body.computedChecksum) }
-            length = body.expectedLength
-        }
+        let source = try partSource(&context, body: body, checksumAlgorithm: upload.checksumAlgorithm)
+        let (next, finish, length, copied) = (source.next, source.finish, source.length, source.copied)
         let location: MultipartUpload.Location
         let written: (count: Int64, md5: String?, checksum: (algorithm: S3ChecksumAlgorithm, value: [UInt8])?)
         if let length, let offset = claimPlace(uploadId, number: number, length: length) {
@@ -221,7 +199,7 @@ extension S3Gateway {
                 throw error
             }
         }
-        context.bytesIn = copied == nil ? written.count : 0
+        context.bytesIn = copied ? 0 : written.count
         guard let md5 = written.md5 else { throw BuckiaError(.io, "The part's MD5 was not computed.") }
         let part = MultipartUpload.Part(size: written.count, md5: md5, location: location, modified: options.clock(),
             checksum: written.checksum.flatMap { $0.algorithm == upload.checksumAlgorithm ? $0.value : nil })
@@ -239,13 +217,63 @@ extension S3Gateway {
         if case .file(let url) = previous?.location { Self.removeQuietly(url) }
         // The part's checksum in the upload's algorithm (the one sent, or computed), as S3 echoes it.
         let checksum = written.checksum.map { ($0.algorithm, Data($0.value).base64EncodedString()) }
-        if copied != nil {
+        if copied {
             let element = checksum.map { $0.0.element($0.1) } ?? ""
             return Self.xml("<CopyPartResult><LastModified>\(Self.isoDate(part.modified))</LastModified><ETag>\"\(md5)\"</ETag>\(element)</CopyPartResult>")
         }
         var headers: [(name: String, value: String)] = [("ETag", "\"\(md5)\"")]
         if let checksum { headers.append((checksum.0.header, checksum.1)) }
         return HTTPServerResponse(status: 200, headers: headers)
+    }
+
+    /// Where a part's bytes come from, read once: `next` hands them out, `finish` gives their
+    /// count, MD5 and checksum once they are all read.
+    struct PartSource {
+        var next: () throws -> Data?
+        var finish: () throws -> (count: Int64, md5: String?, checksum: (algorithm: S3ChecksumAlgorithm, value: [UInt8])?)
+        /// The length declared (the body's) or known (a copied range); nil for a body of unknown length.
+        var length: Int64?
+        /// Whether the bytes are copied from an object (UploadPartCopy) rather than sent.
+        var copied: Bool
+    }
+
+    /// The part's bytes: the body, or with x-amz-copy-source (UploadPartCopy) a range of an
+    /// object the grants let this user read, read from the backend; each part's checksum is
+    /// computed in the upload's algorithm.
+    func partSource(_ context: inout RequestContext, body: HTTPRequestBody, checksumAlgorithm: S3ChecksumAlgorithm?) throws -> PartSource {
+        let copied = context.request.values("x-amz-copy-source").isEmpty ? nil : try copySource(context)
+        var next: () throws -> Data?
+        var finish: () throws -> (count: Int64, md5: String?, checksum: (algorithm: S3ChecksumAlgorithm, value: [UInt8])?)
+        let length: Int64?
+        if let (source, file) = copied {
+            context.operation = "UploadPartCopy"
+            let range = try Self.copyRange(try context.header("x-amz-copy-source-range"), size: file.size)
+            guard range.upperBound - range.lowerBound <= options.maximumPartSize else {
+                throw S3Failure("InvalidArgument", "A copied part may be at most \(options.maximumPartSize) bytes.")
+            }
+            let conditional = provider.capabilities.supports(.conditionalRead) ? file.etag : nil
+            let stream = try Blocking.wait { [provider] in
+                try await provider.openRead(remotePath: source, options: ReadOptions(range: range.isEmpty ? nil : range, ifMatch: conditional))
+            }.bytes
+            let hasher = try DigestHasher(.md5)
+            let checksum = try checksumAlgorithm.map(S3ChecksumComputer.init)
+            var count: Int64 = 0
+            next = {
+                guard !range.isEmpty, let chunk = try Blocking.wait({ try await stream.next() }) else { return nil }
+                hasher.update(chunk)
+                checksum?.update(chunk)
+                count += Int64(chunk.count)
+                return chunk
+            }
+            finish = { (count, hasher.finalize().hex, checksum.map { ($0.algorithm, $0.finalize()) }) }
+            length = range.upperBound - range.lowerBound
+        } else {
+            let body = try S3UploadBody(context, body: body, maximumSize: options.maximumPartSize, computeMD5: true, computing: checksumAlgorithm)
+            next = { try body.next() }
+            finish = { (body.count, body.md5?.hex, body.computedChecksum) }
+            length = body.expectedLength
+        }
+        return PartSource(next: next, finish: finish, length: length, copied: copied != nil)
     }
 
     /// Takes part `number`'s place in the upload's file when a part of `length` bytes fits
@@ -288,6 +316,7 @@ extension S3Gateway {
     /// Aborts every upload into `bucket` that is not being completed (the bucket is going);
     /// one being completed makes the deletion wait for it: `OperationAborted`.
     func abortUploads(inBucket bucket: String) throws {
+        if provider.capabilities.supports(.partUploads) { return try abortBackendUploads(inBucket: bucket) }
         let removed = try state.withLock { state -> [MultipartUpload] in
             let uploads = state.uploads.values.filter { $0.bucket == bucket }
             guard !uploads.contains(where: \.completing) else {
@@ -316,6 +345,7 @@ extension S3Gateway {
 
     func abortUpload(_ context: RequestContext, uploadId: String) throws -> HTTPServerResponse {
         _ = try remoteKey(context, for: .write)
+        if provider.capabilities.supports(.partUploads) { return try abortBackendUpload(context, uploadId: uploadId) }
         let upload = try self.upload(uploadId, context)
         let removed = state.withLock { state -> Bool in
             guard state.uploads[uploadId]?.completing == false else { return false }
@@ -329,26 +359,38 @@ extension S3Gateway {
 
     func listParts(_ context: RequestContext, uploadId: String) throws -> HTTPServerResponse {
         _ = try remoteKey(context, for: .write)
-        let upload = try self.upload(uploadId, context)
+        let parts: [ListedPart]
+        let algorithm: S3ChecksumAlgorithm?
+        let composite: Bool
+        if provider.capabilities.supports(.partUploads) {
+            let record = try backendUpload(uploadId, context)
+            parts = try backendParts(context, uploadId: uploadId, record: record)
+            (algorithm, composite) = (record.algorithm, record.composite)
+        } else {
+            let upload = try self.upload(uploadId, context)
+            parts = upload.parts.map { ListedPart(number: $0.key, modified: $0.value.modified, etag: $0.value.md5, size: $0.value.size, checksum: $0.value.checksum) }
+            (algorithm, composite) = (upload.checksumAlgorithm, upload.compositeChecksum)
+        }
+        let byNumber = Dictionary(parts.map { ($0.number, $0) }, uniquingKeysWith: { $1 })
         var maxParts = 1000
         if let text = context.query["max-parts"] {
             guard text.utf8.count <= 6, let value = Int(text), value >= 0 else { throw S3Failure("InvalidArgument", "max-parts must be a number.") }
             maxParts = min(value, 1000)
         }
         let marker = context.query["part-number-marker"].flatMap { Int($0) } ?? 0
-        let numbers = upload.parts.keys.sorted().filter { $0 > marker }
+        let numbers = byNumber.keys.sorted().filter { $0 > marker }
         let shown = numbers.prefix(maxParts)
         let truncated = numbers.count > shown.count
         var xml = "<ListPartsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><UploadId>\(uploadId)</UploadId>"
         xml += "<PartNumberMarker>\(marker)</PartNumberMarker><NextPartNumberMarker>\(shown.last ?? marker)</NextPartNumberMarker><MaxParts>\(maxParts)</MaxParts><IsTruncated>\(truncated)</IsTruncated>"
-        if let algorithm = upload.checksumAlgorithm {
-            xml += "<ChecksumAlgorithm>\(algorithm.rawValue.uppercased())</ChecksumAlgorithm><ChecksumType>\(upload.compositeChecksum ? "COMPOSITE" : "FULL_OBJECT")</ChecksumType>"
+        if let algorithm {
+            xml += "<ChecksumAlgorithm>\(algorithm.rawValue.uppercased())</ChecksumAlgorithm><ChecksumType>\(composite ? "COMPOSITE" : "FULL_OBJECT")</ChecksumType>"
         }
         for number in shown {
-            guard let part = upload.parts[number] else { continue }
+            guard let part = byNumber[number] else { continue }
             var checksumElement = ""
-            if let algorithm = upload.checksumAlgorithm, let value = part.checksum { checksumElement = algorithm.element(Data(value).base64EncodedString()) }
-            xml += "<Part><PartNumber>\(number)</PartNumber><LastModified>\(Self.isoDate(part.modified))</LastModified><ETag>\"\(part.md5)\"</ETag><Size>\(part.size)</Size>\(checksumElement)</Part>"
+            if let algorithm, let value = part.checksum { checksumElement = algorithm.element(Data(value).base64EncodedString()) }
+            xml += "<Part><PartNumber>\(number)</PartNumber><LastModified>\(Self.isoDate(part.modified))</LastModified><ETag>\"\(part.etag)\"</ETag><Size>\(part.size)</Size>\(checksumElement)</Part>"
         }
         return Self.xml(xml + "</ListPartsResult>")
     }
@@ -365,9 +407,15 @@ extension S3Gateway {
         let keyMarker = context.query["key-marker"] ?? ""
         let idMarker = context.query["upload-id-marker"] ?? ""
         let principal = context.principal
-        let uploads = state.withLock { Array($0.uploads.values) }
-            .filter { $0.bucket == context.bucket && $0.owner == principal?.name && $0.key.utf8HasPrefix(prefix) }
-            .filter { principal?.grants.permits(.write, key: $0.bucket + "/" + $0.key) == true }
+        let all: [(key: String, id: String, owner: String, initiated: Date)]
+        if provider.capabilities.supports(.partUploads) {
+            all = try backendUploads(inBucket: context.bucket).map { ($0.record.key, $0.id, $0.record.owner, Date(timeIntervalSince1970: $0.record.initiated)) }
+        } else {
+            all = state.withLock { Array($0.uploads.values) }.filter { $0.bucket == context.bucket }.map { ($0.key, $0.id, $0.owner, $0.initiated) }
+        }
+        let uploads = all
+            .filter { $0.owner == principal?.name ?? "" && $0.key.utf8HasPrefix(prefix) }
+            .filter { principal?.grants.permits(.write, key: context.bucket + "/" + $0.key) == true }
             .sorted { ($0.key, $0.id) < ($1.key, $1.id) }
             .filter { keyMarker.isEmpty || $0.key > keyMarker || ($0.key == keyMarker && !idMarker.isEmpty && $0.id > idMarker) }
         let shown = uploads.prefix(maxUploads)

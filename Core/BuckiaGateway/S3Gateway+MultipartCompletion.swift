@@ -5,8 +5,17 @@ import Foundation
 /// object — the upload's own file when the parts fill it in order (``MultipartUpload``), else
 /// the pieces streamed in order — and a completion sent again gets the answer it was given.
 extension S3Gateway {
-    func completeUpload(_ context: inout RequestContext, uploadId: String, body: HTTPRequestBody) throws -> HTTPServerResponse {
-        let key = try remoteKey(context, for: .write)
+    /// What a CompleteMultipartUpload asks: the parts listed (ascending, each with its ETag and
+    /// checksums), the object's checksum header if sent, and the write condition.
+    struct CompletionRequest {
+        var listed: [(number: Int, etag: String, checksums: [S3ChecksumAlgorithm: String])]
+        var sentChecksum: (S3ChecksumAlgorithm, String)?
+        var condition: WriteCondition?
+        /// The parts as a retry must list them again to get the first answer.
+        var asked: [String] { listed.map { "\($0.number) \(S3Gateway.bareTag($0.etag))" } }
+    }
+
+    func completionRequest(_ context: inout RequestContext, body: HTTPRequestBody) throws -> CompletionRequest {
         // A completion's checksum header is the object's (checked below), not its body's.
         let request = try S3UploadBody(context, body: body, maximumSize: 4 << 20, checksumsDescribeBody: false)
         var data = Data()
@@ -33,8 +42,16 @@ extension S3Gateway {
         for (previous, next) in zip(listed, listed.dropFirst()) where next.number <= previous.number {
             throw S3Failure("InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.")
         }
-        var options = try uploadOptions(context)  // the condition, if any
-        let asked = listed.map { "\($0.number) \(Self.bareTag($0.etag))" }
+        return CompletionRequest(listed: listed, sentChecksum: sentChecksums.first, condition: try uploadOptions(context).condition)
+    }
+
+    func completeUpload(_ context: inout RequestContext, uploadId: String, body: HTTPRequestBody) throws -> HTTPServerResponse {
+        let key = try remoteKey(context, for: .write)
+        if provider.capabilities.supports(.partUploads) { return try completeBackendUpload(&context, uploadId: uploadId, key: key, body: body) }
+        let request = try completionRequest(&context, body: body)
+        let listed = request.listed
+        var options = UploadOptions(condition: request.condition)
+        let asked = request.asked
         let now = self.options.clock()
         // Take the upload for completing: parts arriving now are refused. The same request
         // again, for an upload completed here, gets the answer it was given (its client lost it).
@@ -68,7 +85,9 @@ extension S3Gateway {
                 }
                 pieces.append((part.location, part.size))
             }
-            objectChecksum = try Self.objectChecksum(upload, listed: listed.map { ($0.number, $0.checksums) }, sent: sentChecksums.first)
+            objectChecksum = try Self.objectChecksum(
+                upload.checksumAlgorithm, composite: upload.compositeChecksum, parts: upload.parts.mapValues { ($0.size, $0.checksum) },
+                listed: listed.map { ($0.number, $0.checksums) }, sent: request.sentChecksum)
         } catch {
             release()
             throw error
@@ -128,9 +147,10 @@ extension S3Gateway {
     /// value it was given): of their checksums for `COMPOSITE` (`…-N`), combined into the CRC of
     /// the bytes for `FULL_OBJECT`. A checksum header on the completion must match it.
     static func objectChecksum(
-        _ upload: MultipartUpload, listed: [(number: Int, checksums: [S3ChecksumAlgorithm: String])], sent: (S3ChecksumAlgorithm, String)?
+        _ algorithm: S3ChecksumAlgorithm?, composite: Bool, parts: [Int: (size: Int64, checksum: [UInt8]?)],
+        listed: [(number: Int, checksums: [S3ChecksumAlgorithm: String])], sent: (S3ChecksumAlgorithm, String)?
     ) throws -> S3StoredChecksum? {
-        guard let algorithm = upload.checksumAlgorithm else {
+        guard let algorithm else {
             if let sent { throw S3Failure("InvalidRequest", "The upload was created without a checksum, so the \(sent.0.header) header cannot be checked.") }
             return nil
         }
@@ -142,14 +162,14 @@ extension S3Gateway {
                     "InvalidRequest",
                     "The upload was created using a \(algorithm.rawValue) checksum. The complete request must include the checksum for each part. It was missing for part \(item.number) in the request.")
             }
-            guard let part = upload.parts[item.number], let value = part.checksum, Data(base64Encoded: given).map(Array.init) == value else {
+            guard let part = parts[item.number], let value = part.checksum, Data(base64Encoded: given).map(Array.init) == value else {
                 throw S3Failure("InvalidPart", "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified checksum may not match the part's checksum.")
             }
             values.append(value)
             sizes.append(part.size)
         }
         let checksum: S3StoredChecksum
-        if upload.compositeChecksum {
+        if composite {
             let value = Data(try algorithm.digest(Data(values.joined()))).base64EncodedString()
             checksum = S3StoredChecksum(algorithm: algorithm, value: "\(value)-\(values.count)", composite: true)
         } else {

@@ -31,7 +31,7 @@ extension S3Gateway {
         }
         let etag = Self.etag(of: file)
         if let notModified = try checkConditions(context, file: file, etag: etag, prefix: "") { return notModified }
-        let record = S3ObjectRecord(metadata: file.metadata)
+        let record = try objectRecord(file)
         var xml = "<GetObjectAttributesResponse xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         // S3 gives the tag here without its quotes.
         if asked.contains("ETag") { xml += "<ETag>\(Self.bareTag(etag).xmlEscaped)</ETag>" }

@@ -23,7 +23,9 @@ extension S3Gateway {
         if let notModified = try checkConditions(context, file: file, etag: etag, prefix: "") { return notModified }
         var headers = objectHeaders(file, etag: etag)
         headers.append(("Accept-Ranges", "bytes"))
-        let record = S3ObjectRecord(metadata: file.metadata)
+        // Read only when asked for: over a backend's multipart objects it may take a request.
+        let checksumMode = try context.header("x-amz-checksum-mode")?.uppercased() == "ENABLED"
+        let record = partNumber != nil || checksumMode ? try objectRecord(file) : S3ObjectRecord(metadata: file.metadata)
         var range: Range<Int64>?
         var status = 200
         if let partNumber {
@@ -39,7 +41,7 @@ extension S3Gateway {
                 headers.append(("Content-Range", part.isEmpty ? "bytes */\(file.size)" : "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(file.size)"))
             }
         }
-        if try context.header("x-amz-checksum-mode")?.uppercased() == "ENABLED", let checksum = record.checksum, range == nil,
+        if checksumMode, let checksum = record.checksum, range == nil,
            try context.header("range") == nil
         {
             headers.append((checksum.algorithm.header, checksum.value))
@@ -388,7 +390,8 @@ extension S3Gateway {
         var options = directive == "REPLACE" ? try uploadOptions(context) : UploadOptions()
         options.knownChecksums = [:]
         // The record describes the bytes (their parts, their checksum), which a copy keeps.
-        if let record = file.metadata[S3ObjectRecord.metadataName] { options.metadata[S3ObjectRecord.metadataName] = record }
+        let record = try objectRecord(file)
+        if !record.isEmpty { options.metadata[S3ObjectRecord.metadataName] = record.text }
         if directive == "COPY" {
             options = UploadOptions(
                 contentType: file.contentType, modificationDate: file.modificationDate, metadata: file.metadata, contentHeaders: file.contentHeaders)
@@ -409,6 +412,8 @@ extension S3Gateway {
             stored = try Blocking.wait { try await provider.setModificationTime(remotePath: source, to: date) }
         } else if directive == "COPY", options.condition == nil, capabilities.supports(.serverSideCopy) {
             stored = try Blocking.wait { try await provider.copyFile(from: source, to: destination) }
+            // A backend's copy keeps the metadata, but not a sidecar: the copy gets its own.
+            if !record.isEmpty, S3ObjectRecord(metadata: stored.metadata).isEmpty { try storeSidecar(record, for: stored) }
         } else {
             let conditional = capabilities.supports(.conditionalRead) ? file.etag : nil
             let finalOptions = options

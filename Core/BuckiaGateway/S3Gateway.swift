@@ -129,6 +129,11 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         /// `CompleteMultipartUpload` whose first answer was lost gets that answer again, as S3
         /// gives it, rather than `NoSuchUpload` for an object it stored.
         var completed: [String: CompletedUpload] = [:]
+        /// Records of uploads a backend holds (``Capability/partUploads``), read once each:
+        /// a record never changes.
+        var uploadRecords: [String: BackendUploadRecord] = [:]
+        /// When this gateway last swept the backend for abandoned uploads.
+        var lastSweep: Date?
     }
 
     /// What a completed upload answered, and what it was asked, for a retry of the same request.

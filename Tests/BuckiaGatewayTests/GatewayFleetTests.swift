@@ -1,6 +1,9 @@
 import BuckiaCore
 import BuckiaGateway
+import BuckiaHTTP
 import BuckiaLocal
+import BuckiaS3
+import BuckiaSecurity
 import BuckiaTestSupport
 import Foundation
 import Testing
@@ -90,5 +93,80 @@ struct GatewayFleetTests {
                 #expect(try await fleet.gateways[(round + 1) % 3].send("GET", "/swap/doc").1 == Data("writer \(winner)".utf8))
             }
         }
+    }
+}
+
+/// Three `buckia serve s3` processes over one Ceph RGW bucket behind HAProxy (round-robin, a
+/// balancing decision per request, no stickiness), as a stateless fleet is deployed: every
+/// multipart upload is RGW's own, and what the gateway adds is kept in RGW too, so parts land on
+/// every gateway, one gateway dies half way, and the others finish the upload.
+@Suite("S3 gateway: three gateways behind HAProxy in front of Ceph RGW")
+struct GatewayBalancedFleetTests {
+    @Test("boto3 and the AWS CLI upload in parts spread over three gateways behind HAProxy, one killed half way; the listing, a copy and a create-only PUT agree whichever gateway answers")
+    func balanced() async throws {
+        // 64 MiB here (8 parts); BUCKIA_FLEET_MIB=1024 is the 1 GiB form a person runs.
+        let mib = Int(ProcessInfo.processInfo.environment["BUCKIA_FLEET_MIB"] ?? "") ?? 64
+        let server = try await S3TestServer.shared(.cephRGW)
+        let bucket = "fleet-" + UUID().uuidString.lowercased().prefix(12)
+        _ = try await HTTPClient().send(server.signedRequest(.put, bucket: bucket))
+        let work = try TestFolder.make("buckia-balanced-fleet")
+        defer { TestFolder.remove(work) }
+        let options = [
+            "endpoint": server.endpoint.absoluteString, "region": server.region, "vendor": "ceph", "stateDirectory": work.appendingPathComponent("state").path,
+        ]
+        let configuration = BuckiaConfiguration(
+            provider: .s3, bucketName: bucket, authConfig: .awsSignature(accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey.exposedValue),
+            options: options)
+        let backend = S3Provider(settings: try S3Settings.resolve(configuration, environment: [:], home: TestHome.empty))
+        let remote = String(decoding: try JSONEncoder().encode(configuration), as: UTF8.self)
+        let secret = Secret("fleet-secret-\(UUID().uuidString)")
+        var gateways: [GatewayProcess] = []
+        defer { for gateway in gateways { gateway.stop() } }
+        for _ in 0..<3 {
+            gateways.append(try GatewayProcess(remoteJSON: remote, capabilities: backend.capabilities, arguments: ["--json"], secret: secret))
+        }
+        let balancer = try HAProxyServer(servers: gateways.map(\.port))
+        defer { balancer.stop() }
+        try await gateways[2].createBucket("shared")
+        try Data("[default]\ns3 =\n    addressing_style = path\n    multipart_chunksize = 8MB\n".utf8).write(to: work.appendingPathComponent("aws-config"))
+        let environment = [
+            "AWS_ACCESS_KEY_ID": gateways[0].accessKeyId, "AWS_SECRET_ACCESS_KEY": secret.exposedValue, "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_CONFIG_FILE": work.appendingPathComponent("aws-config").path, "AWS_SHARED_CREDENTIALS_FILE": work.appendingPathComponent("none").path,
+            "AWS_EC2_METADATA_DISABLED": "true", "HOME": work.path,
+        ]
+        let victim = gateways[1]
+        let run = try await runTool(
+            "python3",
+            [GatewayClientTests.clients.appendingPathComponent("fleet_client.py").path, balancer.endpoint.absoluteString, "shared", String(mib),
+             String(victim.process.pid), work.path] + gateways.map(\.endpoint.absoluteString),
+            environment: environment, limit: .seconds(1_200))
+        try #require(run.status == 0, "the fleet client failed: \(run.errors.suffix(3000)) HAProxy: \(balancer.errors.suffix(1000))")
+        let report = try #require(JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any])
+        print("fleet client (\(mib) MiB): \(report["seconds"] ?? "?") s")
+        #expect(report["killed"] as? Bool == true, "a gateway was killed half way")
+        #expect(report["listed"] as? Bool == true, "ListParts through the fleet shows every part with its ETag and checksum")
+        #expect(report["boto3"] as? Bool == true, "boto3's upload reads back whole, with a multipart ETag")
+        #expect(report["checksum"] as? Bool == true, "the object's composite CRC32 is the parts'")
+        #expect(report["cli"] as? Bool == true, "the AWS CLI's upload reads back whole")
+        #expect(report["conditional"] as? Bool == true, "a second create-only PUT through another gateway is refused")
+        let size = mib << 20
+        let heads = report["heads"] as? [Any] ?? []
+        #expect(heads.count == 3 && heads[0] as? Int == size && heads[2] as? Int == size && !(heads[1] is Int), "\(heads)")
+        let listings = report["listings"] as? [Any] ?? []
+        let expected = ["fleet/boto3.bin", "fleet/cli.bin", "fleet/copy.bin"]
+        #expect(listings.count == 3 && listings[0] as? [String] == expected && listings[2] as? [String] == expected, "\(listings)")
+        // Every gateway, the killed one too, took parts: the balancer spread the upload.
+        for (index, gateway) in gateways.enumerated() {
+            let parts = gateway.accessLog.split(separator: "\n").filter { $0.contains("\"UploadPart\"") }.count
+            #expect(parts > 0, "gateway \(index) served no part")
+        }
+        // Nothing of either upload is left unfinished in RGW, and of the gateway's records only
+        // the completed answers (kept an hour for retries) remain.
+        #expect(try await backend.unfinishedUploads(prefix: "").isEmpty)
+        var records: [String] = []
+        for try await entry in backend.list(ListOptions(prefix: ".buckia-s3/uploads/shared/", recursive: true)) {
+            if let file = entry.file { records.append(file.path.rawValue) }
+        }
+        #expect(!records.isEmpty && records.allSatisfy { $0.hasSuffix("/completed") }, "\(records)")
     }
 }

@@ -138,7 +138,7 @@ final class GatewayProcess: GatewayEndpoint, Sendable {
     let home: URL
     let port: Int
     let accessKeyId = "GATEWAYADMIN"
-    let secretAccessKey = Secret("gateway-admin-secret-\(UUID().uuidString)")
+    let secretAccessKey: Secret
     let backendCapabilities: ProviderCapabilities
 
     var endpoint: URL { URL(string: "http://127.0.0.1:\(port)")! }
@@ -163,8 +163,9 @@ final class GatewayProcess: GatewayEndpoint, Sendable {
     /// --user USER --grant … --s3` in the same secret store, whose credentials the server accepts.
     init(
         remoteJSON: String, capabilities: ProviderCapabilities, arguments: [String] = [], environment extra: [String: String] = [:],
-        temporaryFor: (user: String, grants: [String])? = nil
+        temporaryFor: (user: String, grants: [String])? = nil, secret: Secret? = nil
     ) throws {
+        secretAccessKey = secret ?? Secret("gateway-admin-secret-\(UUID().uuidString)")
         backendCapabilities = capabilities
         home = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-gateway-process-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)

@@ -47,12 +47,13 @@ public final class Spawned: Sendable {
     /// The read end of standard error when it is a pipe, else -1.
     public let errorOutput: Int32
 
-    /// Starts `executable` (a path) with `arguments` and exactly `environment`.
+    /// Starts `executable` (a path) with `arguments` and exactly `environment`; `inherited`
+    /// descriptors (a listening socket) become the child's 3, 4 and on.
     ///
     /// - Throws: ``BuckiaCore/BuckiaError/Code/io`` when it cannot start.
     public init(
         _ executable: URL, _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
-        directory: URL? = nil, input: Input = .null, output: Output = .null, errors: Output = .null
+        directory: URL? = nil, input: Input = .null, output: Output = .null, errors: Output = .null, inherited: [Int32] = []
     ) throws {
         var pipes: [Int32] = []  // this process's ends
         var childEnds: [Int32] = []
@@ -91,7 +92,7 @@ public final class Spawned: Sendable {
         do {
             pid = try ToolRun.spawn(
                 executable.path, arguments, environment: environment, directory: directory?.path,
-                streams: [standardInput, standardOutput, standardError])
+                streams: [standardInput, standardOutput, standardError] + inherited.map { .descriptor($0) })
         } catch {
             pipes.forEach { _ = close($0) }
             throw error

@@ -96,8 +96,8 @@ public enum ToolRun {
         case descriptor(Int32)
     }
 
-    /// Starts `path` with `streams` as its descriptors 0, 1 and 2 and no other descriptor of
-    /// this process, with no signal blocked and every signal's default action (as a shell
+    /// Starts `path` with `streams` as its descriptors 0, 1, 2 (and on, for a listening socket
+    /// a child is handed) and no other descriptor of this process, with no signal blocked and every signal's default action (as a shell
     /// starts a program; a thread of an async test has SIGTERM blocked, and a child would keep
     /// that mask).
     static func spawn(_ path: String, _ arguments: [String], environment: [String: String], directory: String?, streams: [Stream]) throws -> pid_t {
@@ -111,7 +111,7 @@ public enum ToolRun {
             case .descriptor(let descriptor): posix_spawn_file_actions_adddup2(&actions, descriptor, target)
             }
         }
-        var refused = buckia_spawn_close_from(&actions, 3)
+        var refused = buckia_spawn_close_from(&actions, Int32(max(3, streams.count)))
         if refused == 0, let directory { refused = buckia_spawn_chdir(&actions, directory) }
         guard refused == 0 else { throw BuckiaError.posix(refused, operation: "spawn", path: path) }
         var attributes = posix_spawnattr_t()

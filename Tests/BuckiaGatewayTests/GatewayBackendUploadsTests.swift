@@ -135,6 +135,7 @@ struct GatewayBackendUploadsTests {
         clock.withLock { $0 += 2 * 3600 }
         _ = try await Multipart.start(second, "/fleet/new.bin")  // sweeps: the answer is two hours old
         #expect(try await Multipart.complete(second, "/fleet/done.bin", done, [(1, tag)]).0 == 404)
+        #expect(try await !Self.records(backend).contains { $0.contains(done) }, "the sweep removed the hour-old answer")
         #expect(try await Multipart.part(second, "/fleet/old.bin", old, 1, Data("old".utf8)) != nil, "a day has not passed")
         clock.withLock { $0 += 23 * 3600 }
         _ = try await Multipart.start(second, "/fleet/newer.bin")

@@ -211,20 +211,9 @@ extension S3Provider {
         return id
     }
 
-    /// The parts S3 holds for an upload: number → ETag.
+    /// The parts S3 holds for an upload: number → ETag, quoted as S3 gives it.
     func listParts(_ key: ObjectKey, uploadId: String) async throws -> [Int: String] {
-        var parts: [Int: String] = [:]
-        var marker: String?
-        repeat {
-            var query = [("uploadId", uploadId)]
-            if let marker { query.append(("part-number-marker", marker)) }
-            let root = try XMLNode.parse(try await send(.get, key: key, query: query, operation: "list parts").data, what: "list parts")
-            for part in root.children("Part") {
-                if let number = part.value("PartNumber").flatMap(Int.init), let etag = part.value("ETag") { parts[number] = etag }
-            }
-            marker = root.value("IsTruncated") == "true" ? root.value("NextPartNumberMarker") : nil
-        } while marker != nil
-        return parts
+        try await uploadedParts(of: uploadId, to: key).reduce(into: [:]) { $0[$1.number] = "\"\($1.etag)\"" }
     }
 
     private func completeHeaders(_ data: Data, condition: WriteCondition?, ifMatch: String?) throws -> [String: String] {

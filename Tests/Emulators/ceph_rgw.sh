@@ -7,6 +7,10 @@
 #   Tests/Emulators/ceph_rgw.sh start DIR   # by hand: prints PORT=… ACCESS_KEY=… SECRET_KEY=…
 #   Tests/Emulators/ceph_rgw.sh stop DIR    # stops what `start` left running
 #
+# BUCKIA_RGW_MEMSTORE_GIB (default 3) sizes the OSD's memstore, in RAM: RGW frees a deleted
+# object's data only at garbage collection, hours later, so a run that writes gigabytes needs
+# room for all of it. A full OSD makes writes wait, not fail.
+#
 # `serve` runs every daemon in the foreground as its child, prints one JSON line as moto_server.py
 # does ({"endpoint", "accessKeyId", "secretAccessKey", "region"}, or {"error", "missing"}), and
 # stops the cluster and removes DIR when its stdin reaches EOF (the test process ended, however
@@ -53,7 +57,7 @@ osd pool default pg autoscale mode = off
 osd pool default pg num = 8
 osd pool default pgp num = 8
 osd objectstore = memstore
-memstore device bytes = 3221225472
+memstore device bytes = $((${BUCKIA_RGW_MEMSTORE_GIB:-3} << 30))
 osd crush chooseleaf type = 0
 run dir = $DIR/run
 log file = $DIR/log/\$name.log

@@ -81,9 +81,14 @@ extension S3Gateway {
         } catch let error as BuckiaError where error.code == .notFound {
             return nil
         }
-        // A record that does not decode was not written by a gateway: read as none.
-        guard data.count <= 1 << 20, let value = try? JSONDecoder().decode(T.self, from: data) else { return nil }
-        return value
+        // Read from the backend, so checked as any outside JSON is; a record that does not
+        // decode was not written by a gateway, and is read as none (the answer is "no record").
+        guard data.count <= 1 << 20 else { return nil }
+        do {
+            return try JSONValidation.decode(T.self, from: data, what: "The gateway's record at \(key.rawValue)")
+        } catch {
+            return nil
+        }
     }
 
     private func writeJSON(_ value: some Encodable, at key: ObjectKey, createOnly: Bool = false) throws {

@@ -144,6 +144,20 @@ struct GatewayBackendUploadsTests {
         #expect(!left.contains { $0.contains(old) } && left.filter { $0.hasSuffix("/upload") }.count == 1, "\(left)")
     }
 
+    @Test("A record in the backend the gateway did not write (garbage, nesting 100,000 deep, another shape) is no record: NoSuchUpload, never a crash or a 500")
+    func hostileRecords() async throws {
+        let (first, second, backend) = try Self.pair()
+        defer { first.stop(); second.stop() }
+        try await first.createBucket("fleet")
+        let bodies = [Data("not json".utf8), Data((String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)).utf8), Data(#"{"key": 1}"#.utf8)]
+        for (index, body) in bodies.enumerated() {
+            let id = String(repeating: String(index), count: 32)
+            try await backend.uploadData(body, remotePath: ObjectKey(".buckia-s3/uploads/fleet/\(id)/upload"), options: UploadOptions())
+            let answer = try await second.send("GET", "/fleet/x.bin?uploadId=\(id)")
+            #expect(answer.0 == 404 && String(decoding: answer.1, as: UTF8.self).contains("NoSuchUpload"), "record \(index): \(answer.0)")
+        }
+    }
+
     /// A backend that drops conditions on multipart completions, as Ceph RGW 16 does, and says so.
     struct DroppingCompletionConditions: ForwardingStorageProvider {
         let base: any StorageProvider

@@ -288,6 +288,10 @@ extension S3Gateway {
             stored = try Blocking.wait { [provider] in try await provider.completePartUpload(record.backend, to: key, parts: parts, condition: request.condition) }
         } catch let error as BuckiaError where error.code == .notFound {
             throw Self.noSuchUpload
+        } catch let error as BuckiaError where error.code == .unsupported {
+            // A selection of parts the backend cannot finish (B2 takes every part, 1…N, two at
+            // least): the upload stays as it was, to be completed with all its parts.
+            throw S3Failure("NotImplemented", "The backend cannot complete this selection of parts: \(error.message)", status: 501)
         }
         let etag = Self.etag(of: stored)
         let objectRecord = S3ObjectRecord(partSizes: chosen.map(\.size), checksum: objectChecksum)

@@ -64,6 +64,9 @@ enum B2API {
         let partNumber: Int
         let contentLength: Int64
         let contentSha1: String
+        /// Optional in B2's answers: parts stored long ago may have none.
+        let contentMd5: String?
+        let uploadTimestamp: Int64?
     }
 
     struct Parts: Decodable {

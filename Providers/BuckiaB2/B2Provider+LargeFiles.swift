@@ -142,7 +142,7 @@ extension B2Provider {
     }
 
     /// The parts B2 holds for an unfinished large file, by number.
-    private func listParts(_ fileId: String, key: ObjectKey) async throws -> [Int: B2API.Part] {
+    func listParts(_ fileId: String, key: ObjectKey) async throws -> [Int: B2API.Part] {
         var parts: [Int: B2API.Part] = [:]
         var next: Int? = 1
         while let start = next {
@@ -157,10 +157,11 @@ extension B2Provider {
     }
 
     /// b2_upload_part of `body` (a range of a file, read in place by the transport, or bytes
-    /// in memory), on a part URL of its own.
-    func uploadPart(_ number: Int, of key: ObjectKey, fileId: String, body: HTTPRequest.Body, sha1: String) async throws {
+    /// in memory), on a part URL of its own; B2's answer describes the part.
+    @discardableResult
+    func uploadPart(_ number: Int, of key: ObjectKey, fileId: String, body: HTTPRequest.Body, sha1: String) async throws -> HTTPResponse {
         do {
-            _ = try await upload(scope: fileId, fetch: { try await self.newPartURL(fileId: fileId, key: key) }) { target in
+            return try await upload(scope: fileId, fetch: { try await self.newPartURL(fileId: fileId, key: key) }) { target in
                 var request = HTTPRequest(.post, target.url, body: body)
                 request.headers.set("Authorization", secret: target.token)
                 request.headers.set("X-Bz-Part-Number", String(number))

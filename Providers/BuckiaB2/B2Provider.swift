@@ -43,7 +43,7 @@ public struct B2Provider: StorageProviderPlugin {
             .preservesModificationTime, .persistent, .userMetadata, .contentHeaders, .setModificationTime, .resumableListing, .accessToken,
             .verifiesKnownChecksums, .streamingUploads,
         ]
-        features.formUnion([.authorizedURL, .unfinishedUploads])
+        features.formUnion([.authorizedURL, .unfinishedUploads, .partUploads])
         if settings.isPublic { features.insert(.publicURL) }
         return ProviderCapabilities(
             features: features, checksums: [.sha1: .listing],

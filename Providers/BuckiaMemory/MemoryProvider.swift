@@ -64,7 +64,7 @@ public struct MemoryProvider: StorageProviderPlugin {
             features: [
                 .readWithRange, .listStartAfter, .pagedListing, .accessToken, .preservesModificationTime, .serverSideCopy,
                 .conditionalWrite, .conditionalRead, .verifiesKnownChecksums, .userMetadata, .contentHeaders, .setModificationTime, .move,
-                .resumableListing, .partUploads, .conditionalCompletion,
+                .resumableListing, .partUploads, .conditionalCompletion, .partSelections,
             ],
             checksums: [.md5: .listing, .sha256: .listing],
             listedFields: [.modificationDate, .serverModified, .etag, .contentType, .metadata],

@@ -81,6 +81,12 @@ public struct S3Profile: Sendable, Hashable {
     /// and a conditional stream longer than one part is refused as unsupported: never a
     /// condition sent where the server drops it.
     public var conditionalCompletions: Bool
+    /// Whether CompleteMultipartUpload takes any ascending selection of the uploaded parts,
+    /// as AWS does (``BuckiaCore/Capability/partSelections``). Ceph RGW 16 refuses a list that
+    /// skips an uploaded part (seen: parts 1 and 3 of three answered `InvalidPart`), so toward
+    /// it a completion must name every part uploaded, 1…N, and another is refused before it
+    /// is sent.
+    public var partSelections: Bool = true
     /// Whether GetObject honours `If-Match` (``BuckiaCore/Capability/conditionalRead``).
     public var conditionalReads: Bool
     /// Whether DeleteObjects (`POST ?delete`, up to 1,000 keys) exists; without it each key is
@@ -112,6 +118,7 @@ public struct S3Profile: Sendable, Hashable {
         case .ceph:
             profile.conditionETags = .bare
             profile.conditionalCompletions = false
+            profile.partSelections = false
         case .minio, .r2:
             break
         case .b2, .wasabi:

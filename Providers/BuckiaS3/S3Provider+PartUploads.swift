@@ -66,11 +66,29 @@ extension S3Provider {
                 .unsupported, "This server ignores conditions on multipart completions, so this one cannot be completed conditionally.",
                 operation: "complete upload", path: key.rawValue)
         }
+        if !settings.profile.partSelections, let held = try await partsForCheck(upload, key: key) {
+            guard parts.last?.number == parts.count, held.count == parts.count else {
+                throw BuckiaError(
+                    .unsupported,
+                    "This server completes a multipart upload only from every part uploaded, numbered from 1 without a gap; these \(parts.count) of the \(held.count) held cannot be completed. Complete the upload with all its parts.",
+                    operation: "complete upload", path: key.rawValue)
+            }
+        }
         _ = try await completeMultipartUpload(key, uploadId: upload, parts: parts.map { (key: $0.number, value: "\"\($0.etag)\"") }, condition: condition)
         guard let stored = try await stat(remotePath: key) else {
             throw BuckiaError(.corrupt, "S3 completed the upload, but no object is at the key.", operation: "complete upload", path: key.rawValue)
         }
         return stored
+    }
+
+    /// The parts held, or nil when the upload is gone: the completion then goes on, to find
+    /// the object an earlier attempt made or to answer that the upload is gone.
+    private func partsForCheck(_ upload: String, key: ObjectKey) async throws -> [UploadedPart]? {
+        do {
+            return try await uploadedParts(of: upload, to: key)
+        } catch let error as BuckiaError where error.code == .notFound {
+            return nil
+        }
     }
 
     public func abortPartUpload(_ upload: String, to key: ObjectKey) async throws {

@@ -45,6 +45,7 @@ public struct S3Provider: StorageProviderPlugin {
         if settings.profile.userMetadata { features.insert(.userMetadata) }
         if settings.profile.conditionalWrites { features.insert(.conditionalWrite) }
         if settings.profile.conditionalWrites && settings.profile.conditionalCompletions { features.insert(.conditionalCompletion) }
+        if settings.profile.partSelections { features.insert(.partSelections) }
         if settings.profile.conditionalReads { features.insert(.conditionalRead) }
         if settings.isPublic { features.insert(.publicURL) }
         if settings.verifiesContentMD5 { features.insert(.verifiesKnownChecksums) }

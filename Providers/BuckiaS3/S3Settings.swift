@@ -71,7 +71,7 @@ public struct S3Settings: Sendable {
     /// The options the s3 provider reads; any other is a configuration error.
     public static let knownOptions: Set<String> = Set([
         "region", "endpoint", "addressingStyle", "allowHTTP", "profile", "partSizeMiB", "multipartThresholdMiB",
-        "publicBucket", "stateDirectory", "etagIsMD5", "verifiesContentMD5", "vendor", "conditionalWrites", "conditionalCompletions",
+        "publicBucket", "stateDirectory", "etagIsMD5", "verifiesContentMD5", "vendor", "conditionalWrites", "conditionalCompletions", "partSelections",
         "userMetadata", "stsEndpoint",
     ]).union(HTTPRemoteOptions.names)
 
@@ -119,6 +119,7 @@ public struct S3Settings: Sendable {
         var profile = try S3Profile.resolve(option: options["vendor"], endpoint: endpoint)
         profile.conditionalWrites = try configuration.flag("conditionalWrites", default: profile.conditionalWrites)
         profile.conditionalCompletions = try configuration.flag("conditionalCompletions", default: profile.conditionalCompletions)
+        profile.partSelections = try configuration.flag("partSelections", default: profile.partSelections)
         profile.etagIsMD5 = try configuration.flag("etagIsMD5", default: profile.etagIsMD5)
         profile.verifiesContentMD5 = try configuration.flag("verifiesContentMD5", default: profile.verifiesContentMD5)
         profile.userMetadata = try configuration.flag("userMetadata", default: profile.userMetadata)

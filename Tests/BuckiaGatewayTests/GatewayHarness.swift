@@ -16,6 +16,12 @@ protocol GatewayEndpoint: Sendable {
     var secretAccessKey: Secret { get }
     /// What the backend behind the gateway supports.
     var backendCapabilities: ProviderCapabilities { get }
+    /// How long a request waits for the answer's next bytes, in seconds: a hang guard.
+    var answerTimeout: Int { get }
+}
+
+extension GatewayEndpoint {
+    var answerTimeout: Int { 20 }
 }
 
 /// A gateway on 127.0.0.1 in front of a provider, with one static key pair and keys for
@@ -29,6 +35,7 @@ final class GatewayHarness: GatewayEndpoint, @unchecked Sendable {
     let secretAccessKey = Secret("gateway-admin-secret-\(UUID().uuidString)")
     let log = Locked<[S3AccessLogEntry]>([])
     private let folder: URL?
+    let answerTimeout: Int
 
     var endpoint: URL { URL(string: "http://127.0.0.1:\(server.port)")! }
     var backendCapabilities: ProviderCapabilities { provider.capabilities }
@@ -39,10 +46,14 @@ final class GatewayHarness: GatewayEndpoint, @unchecked Sendable {
     ///   - removing: A folder behind `provider` that ``stop()`` removes.
     ///   - authenticatorClock: What signatures and session tokens are checked by (a test that
     ///     moves the gateway's clock for credentials passes the same one).
+    ///   - answerTimeout: How long a request waits for the answer's next bytes: a hang guard,
+    ///     longer for a backend that answers over the network from a loaded machine.
     init(
         provider: (any StorageProvider)? = nil, removing: URL? = nil, limits: HTTPServerLimits = HTTPServerLimits(),
-        configure: (inout S3GatewayOptions) -> Void = { _ in }, authenticatorClock: @escaping @Sendable () -> Date = { Date() }
+        configure: (inout S3GatewayOptions) -> Void = { _ in }, authenticatorClock: @escaping @Sendable () -> Date = { Date() },
+        answerTimeout: Int = 20
     ) throws {
+        self.answerTimeout = answerTimeout
         if let provider {
             self.provider = provider
             folder = removing
@@ -104,7 +115,7 @@ extension GatewayEndpoint {
         let signer = SigV4Signer(
             credentials: credentials ?? AWSCredentials(accessKeyId: accessKeyId, secretAccessKey: secretAccessKey), region: "us-east-1", service: "s3")
         let signed = signer.sign(method: method, url: url, headers: headers, payloadHash: Hashing.sha256Hex(body), date: Date())
-        return try await RawHTTP.exchange(port: UInt16(endpoint.port ?? 0), method: method, target: target, headers: signed.map { ($0.key, $0.value) }, body: body)
+        return try await RawHTTP.exchange(port: UInt16(endpoint.port ?? 0), method: method, target: target, headers: signed.map { ($0.key, $0.value) }, body: body, timeout: answerTimeout)
     }
 
     /// The configuration of Buckia's own S3 provider on `bucket` of this gateway.

@@ -117,6 +117,39 @@ struct RGWProfileTests {
         #expect(try await provider.stat(remotePath: key)?.size == 11 << 20)
     }
 
+    @Test("Ceph 16 completes a multipart upload only from every part uploaded: through the profile parts 1 and 3 of three are refused before the request, and told otherwise RGW answers InvalidPart")
+    func partSelections() async throws {
+        let server = try await S3TestServer.shared(.cephRGW)
+        var (configuration, _, _) = try await makeS3Configuration(on: server, options: ["vendor": "ceph"])
+        let provider = try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: TestHome.empty), resources: .tests)
+        #expect(!provider.capabilities.supports(.partSelections))
+        configuration.options["partSelections"] = "true"
+        let believer = try S3Provider(settings: S3Settings.resolve(configuration, environment: [:], home: TestHome.empty), resources: .tests)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-rgw-selection-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let contents = [Data(repeating: 1, count: 5 << 20), Data(repeating: 2, count: 5 << 20), Data(repeating: 3, count: 1_000)]
+        let key = try ObjectKey("profile/selection.bin")
+        let upload = try await provider.startPartUpload(to: key, options: UploadOptions())
+        var parts: [UploadedPart] = []
+        for (index, bytes) in contents.enumerated() {
+            let file = folder.appendingPathComponent("part-\(index)")
+            try bytes.write(to: file)
+            parts.append(try await provider.uploadPart(index + 1, of: upload, to: key, file: file, md5: try Hashing.digest(bytes, .md5)))
+        }
+        let refused = await #expect(throws: BuckiaError.self) {
+            try await provider.completePartUpload(upload, to: key, parts: [parts[0], parts[2]], condition: nil)
+        }
+        #expect(refused?.code == .unsupported)
+        // The server's side of it: the same selection sent, RGW refuses it.
+        let sent = await #expect(throws: BuckiaError.self) {
+            try await believer.completePartUpload(upload, to: key, parts: [parts[0], parts[2]], condition: nil)
+        }
+        #expect(sent?.message.contains("InvalidPart") == true, "\(String(describing: sent))")
+        try await provider.completePartUpload(upload, to: key, parts: parts, condition: nil)
+        #expect(try await provider.readData(remotePath: key.rawValue) == contents.reduce(Data(), +))
+    }
+
     @Test("An unnamed server (vendor auto on 127.0.0.1) learns the bare form from its first refused condition, and a real change still fails")
     func learned() async throws {
         let (provider, _, _) = try await makeS3Provider(on: S3TestServer.shared(.cephRGW))

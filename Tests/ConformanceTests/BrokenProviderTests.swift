@@ -47,6 +47,7 @@ struct MutantCase: Sendable, CustomTestStringConvertible {
             switch fault {
             case .undeclared: return .instance(HidingProvider(base: base, hidden: [.partUploads]))
             case .dropsUndeclaredCondition: return .instance(HidingProvider(base: base, hidden: [.conditionalCompletion]))
+            case .finishesUndeclaredSelection: return .instance(HidingProvider(base: base, hidden: [.partSelections]))
             default: return .instance(base)
             }
         } broken: { _ in
@@ -148,6 +149,8 @@ struct MutantCase: Sendable, CustomTestStringConvertible {
         parts(.dropsCondition, "drops the completion's condition", ["part uploads: the completion's condition holds"]),
         parts(.dropsUndeclaredCondition, "drops a completion's condition it cannot hold", ["part uploads: a condition the completion cannot hold is refused"]),
         parts(.undeclared, "drives part uploads without declaring them", ["part uploads: none without the capability"]),
+        parts(.completesEveryPart, "completes every part held, not the selection", ["part uploads: any selection of the parts completes, one part included"]),
+        parts(.finishesUndeclaredSelection, "finishes a selection it declares it cannot", ["part uploads: a selection the backend cannot finish is refused"]),
         plugin(ForgetfulProvider.self, "declares persistent, loses data on reopen", ["persistence: data survives a new instance"]),
         plugin(LaxOptionsProvider.self, "ignores unknown options", ["configuration: unknown options are refused"]),
         plugin(MisnamedProvider.self, "reports another type name than its registration", ["registry: built by its type name"]),

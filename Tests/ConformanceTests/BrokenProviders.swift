@@ -422,6 +422,13 @@ struct HidingProvider: ForwardingStorageProvider {
         guard condition == nil || !hidden.contains(.conditionalCompletion) else {
             throw BuckiaError.unsupported(.conditionalCompletion, provider: providerType, operation: "completePartUpload")
         }
+        if hidden.contains(.partSelections) {
+            // Honest as B2 is: every held part, 1…N, two at least, or nothing.
+            let held = try await base.uploadedParts(of: upload, to: key)
+            guard parts.count >= 2, parts.map(\.number) == Array(1...parts.count), held.count == parts.count else {
+                throw BuckiaError.unsupported(.partSelections, provider: providerType, operation: "completePartUpload")
+            }
+        }
         return try await base.completePartUpload(upload, to: key, parts: parts, condition: condition)
     }
 
@@ -558,7 +565,10 @@ struct CarelessFolderProvider: ForwardingStorageProvider {
 /// again is dropped, the last part is left out of the object, an abort keeps the upload, the
 /// completion's condition is dropped (declared or not), or part uploads work undeclared.
 struct CarelessPartProvider: ForwardingStorageProvider {
-    enum Fault: Sendable { case keepsFirstPart, dropsLastPart, abortKeepsUpload, dropsCondition, dropsUndeclaredCondition, undeclared }
+    enum Fault: Sendable {
+        case keepsFirstPart, dropsLastPart, abortKeepsUpload, dropsCondition, dropsUndeclaredCondition, undeclared, completesEveryPart,
+            finishesUndeclaredSelection
+    }
     let base: any StorageProvider
     let fault: Fault
 
@@ -566,6 +576,7 @@ struct CarelessPartProvider: ForwardingStorageProvider {
         var capabilities = base.capabilities
         if fault == .undeclared { capabilities.features.remove(.partUploads) }
         if fault == .dropsUndeclaredCondition { capabilities.features.remove(.conditionalCompletion) }
+        if fault == .finishesUndeclaredSelection { capabilities.features.remove(.partSelections) }
         return capabilities
     }
 
@@ -575,7 +586,8 @@ struct CarelessPartProvider: ForwardingStorageProvider {
     }
 
     func completePartUpload(_ upload: String, to key: ObjectKey, parts: [UploadedPart], condition: WriteCondition?) async throws -> RemoteFile {
-        let listed = fault == .dropsLastPart && parts.count > 1 ? Array(parts.dropLast()) : parts
+        var listed = fault == .dropsLastPart && parts.count > 1 ? Array(parts.dropLast()) : parts
+        if fault == .completesEveryPart { listed = try await base.uploadedParts(of: upload, to: key) }
         let kept = fault == .dropsCondition || fault == .dropsUndeclaredCondition ? nil : condition
         return try await base.completePartUpload(upload, to: key, parts: listed, condition: kept)
     }

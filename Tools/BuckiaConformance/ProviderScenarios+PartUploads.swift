@@ -78,16 +78,72 @@ extension ProviderConformance {
             ) { context in
                 let key = try context.key("parted/unconditional.bin")
                 try await context.provider.uploadData(Data("first".utf8), remotePath: key, options: UploadOptions())
-                let bytes = ProviderScenarioContext.pattern(count: 2_048, seed: 6)
-                let file = try context.localFile("unconditional-part", contents: bytes)
+                // Two parts, the first of the smallest size S3 takes: what every backend with parts can finish.
+                let contents = [ProviderScenarioContext.pattern(count: 5 << 20, seed: 6), ProviderScenarioContext.pattern(count: 2_048, seed: 7)]
                 let upload = try await context.provider.startPartUpload(to: key, options: UploadOptions())
-                let part = try await context.provider.uploadPart(1, of: upload, to: key, file: file, md5: try Hashing.digest(bytes, .md5))
+                var parts: [UploadedPart] = []
+                for (index, bytes) in contents.enumerated() {
+                    let file = try context.localFile("unconditional-part-\(index)", contents: bytes)
+                    parts.append(try await context.provider.uploadPart(index + 1, of: upload, to: key, file: file, md5: try Hashing.digest(bytes, .md5)))
+                }
+                let chosen = parts
                 try await Expect.error(.unsupported, "completing with ifNoneMatch where completions drop conditions") {
-                    try await context.provider.completePartUpload(upload, to: key, parts: [part], condition: .ifNoneMatch)
+                    try await context.provider.completePartUpload(upload, to: key, parts: chosen, condition: .ifNoneMatch)
                 }
                 try Expect.that(try await context.provider.readData(remotePath: key, range: nil) == Data("first".utf8), "the object is unchanged")
-                try await context.provider.completePartUpload(upload, to: key, parts: [part], condition: nil)
-                try Expect.that(try await context.provider.readData(remotePath: key, range: nil) == bytes, "the completion without a condition stored the part")
+                try await context.provider.completePartUpload(upload, to: key, parts: chosen, condition: nil)
+                try Expect.that(
+                    try await context.provider.readData(remotePath: key, range: nil) == contents[0] + contents[1], "the completion without a condition stored the parts")
+            },
+            ProviderScenario(
+                "part uploads: any selection of the parts completes, one part included",
+                contract: "With partSelections, completePartUpload stores any ascending selection of the held parts (here parts 1 and 3 of three) and a single part alone, as S3 does.",
+                requires: [.partUploads, .partSelections]
+            ) { context in
+                let contents = [
+                    ProviderScenarioContext.pattern(count: 5 << 20, seed: 8), ProviderScenarioContext.pattern(count: 3_000, seed: 9),
+                    ProviderScenarioContext.pattern(count: 1_500, seed: 10),
+                ]
+                let key = try context.key("parted/selection.bin")
+                let upload = try await context.provider.startPartUpload(to: key, options: UploadOptions())
+                var parts: [UploadedPart] = []
+                for (index, bytes) in contents.enumerated() {
+                    let file = try context.localFile("selection-part-\(index)", contents: bytes)
+                    parts.append(try await context.provider.uploadPart(index + 1, of: upload, to: key, file: file, md5: try Hashing.digest(bytes, .md5)))
+                }
+                let stored = try await context.provider.completePartUpload(upload, to: key, parts: [parts[0], parts[2]], condition: nil)
+                try Expect.that(stored.size == Int64(contents[0].count + contents[2].count), "the object's size is the chosen parts' sum")
+                try Expect.that(try await context.provider.readData(remotePath: key, range: nil) == contents[0] + contents[2], "the object holds parts 1 and 3 in order")
+
+                let single = try context.key("parted/single.bin")
+                let alone = try await context.provider.startPartUpload(to: single, options: UploadOptions())
+                let file = try context.localFile("single-part", contents: contents[1])
+                let part = try await context.provider.uploadPart(1, of: alone, to: single, file: file, md5: try Hashing.digest(contents[1], .md5))
+                try await context.provider.completePartUpload(alone, to: single, parts: [part], condition: nil)
+                try Expect.that(try await context.provider.readData(remotePath: single, range: nil) == contents[1], "an upload of one part stores it")
+            },
+            ProviderScenario(
+                "part uploads: a selection the backend cannot finish is refused",
+                contract: "Without partSelections, completing with a part left out or a single part throws unsupported, stores nothing and keeps the parts; all of them, 1…N, complete.",
+                requires: [.partUploads], excludedBy: [.partSelections]
+            ) { context in
+                let contents = [ProviderScenarioContext.pattern(count: 5 << 20, seed: 11), ProviderScenarioContext.pattern(count: 3_000, seed: 12)]
+                let key = try context.key("parted/whole.bin")
+                let upload = try await context.provider.startPartUpload(to: key, options: UploadOptions())
+                var parts: [UploadedPart] = []
+                for (index, bytes) in contents.enumerated() {
+                    let file = try context.localFile("whole-part-\(index)", contents: bytes)
+                    parts.append(try await context.provider.uploadPart(index + 1, of: upload, to: key, file: file, md5: try Hashing.digest(contents[index], .md5)))
+                }
+                let first = parts[0]
+                try await Expect.error(.unsupported, "completing with part 2 left out") {
+                    try await context.provider.completePartUpload(upload, to: key, parts: [first], condition: nil)
+                }
+                try Expect.that(try await context.provider.stat(remotePath: key) == nil, "a refused completion stores nothing")
+                let held = try await context.provider.uploadedParts(of: upload, to: key)
+                try Expect.that(held.map(\.number) == [1, 2], "the refused completion kept both parts (got \(held.map(\.number)))")
+                try await context.provider.completePartUpload(upload, to: key, parts: held, condition: nil)
+                try Expect.that(try await context.provider.readData(remotePath: key, range: nil) == contents[0] + contents[1], "all the parts complete")
             },
             ProviderScenario(
                 "part uploads: none without the capability", contract: "A provider without part uploads throws unsupported for each part-upload call.",

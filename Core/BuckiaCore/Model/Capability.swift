@@ -115,6 +115,12 @@ public struct Capability: CapabilityVocabulary {
     /// atomically. Without it (Ceph RGW 16 ignores conditions there) a conditional completion
     /// throws ``BuckiaError/Code/unsupported`` and stores nothing.
     public static let conditionalCompletion: Capability = "conditionalCompletion"
+    /// ``StorageProvider/completePartUpload(_:to:parts:condition:)`` takes any ascending
+    /// selection of the parts the upload holds, a single part included, as S3's
+    /// CompleteMultipartUpload does. Without it (B2's large files) the parts must be every
+    /// part held, numbered from 1 without a gap, and at least two; another selection throws
+    /// ``BuckiaError/Code/unsupported`` and leaves the upload as it was.
+    public static let partSelections: Capability = "partSelections"
 
     public static let subject = "provider"
 
@@ -124,7 +130,7 @@ public struct Capability: CapabilityVocabulary {
         .accessToken, .streamingTransfers, .preservesModificationTime, .persistent, .conditionalWrite,
         .conditionalRead, .verifiesKnownChecksums, .userMetadata, .contentHeaders, .setModificationTime, .move, .resumableListing,
         .caseInsensitiveKeys, .localFiles, .authorizedURL, .unfinishedUploads, .streamingUploads, .folders,
-        .partUploads, .conditionalCompletion,
+        .partUploads, .conditionalCompletion, .partSelections,
     ]
 }
 

@@ -203,7 +203,8 @@ let package = Package(
             name: "BuckiaGatewayTests",
             dependencies: [
                 "BuckiaGateway", "BuckiaSecurity", "BuckiaSigV4", "BuckiaCore", "BuckiaTestSupport", "BuckiaS3", "BuckiaLocal", "BuckiaMemory",
-                "BuckiaB2", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "BuckiaOAuth", "BuckiaDatabase", "BuckiaClient", "BuckiaSQLite", "CLinux",
+                "BuckiaB2", "BuckiaBunny", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "BuckiaOAuth", "BuckiaDatabase", "BuckiaClient",
+                "BuckiaSQLite", "CLinux",
             ],
             path: "Tests/BuckiaGatewayTests", exclude: ["Clients"]),
         .testTarget(

@@ -161,7 +161,13 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
             throw BuckiaError(
                 .invalidConfiguration, "A gateway that answers AssumeRoleWithWebIdentity needs the keys temporary credentials are issued with.")
         }
-        self.provider = provider
+        if provider.capabilities.supports(.partUploads) || provider.capabilities.supports(.localFiles) {
+            self.provider = provider
+        } else {
+            // Parts kept in the backend itself, under the reserved folder no grant reaches, so
+            // any gateway over the backend serves an upload another started.
+            self.provider = try PartStagingProvider(base: provider, prefix: options.root + Self.reservedFolder + "/staged/", clock: options.clock)
+        }
         self.authenticator = authenticator
         self.options = options
         let parent = options.stagingDirectory ?? FileManager.default.temporaryDirectory

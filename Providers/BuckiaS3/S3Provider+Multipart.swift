@@ -192,10 +192,13 @@ extension S3Provider {
 
     /// UploadPart of `body` (a range of the file, read in place by the transport, or bytes in
     /// memory) with its `Content-MD5`: the part's ETag, quoted.
-    func putPart(_ number: Int, of key: ObjectKey, uploadId: String, body: HTTPRequest.Body, md5: Digest) async throws -> String {
+    /// - Parameter callersMD5: Whether `md5` is the caller's rather than computed here from the
+    ///   body: a `BadDigest` then means the caller's MD5 is wrong, and is not retried.
+    func putPart(_ number: Int, of key: ObjectKey, uploadId: String, body: HTTPRequest.Body, md5: Digest, callersMD5: Bool = false) async throws -> String {
         let response = try await send(
             .put, key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
-            headers: ["content-md5": md5.base64], body: body, payloadHash: SigV4Signer.unsignedPayload, operation: "upload part")
+            headers: ["content-md5": md5.base64], body: body, payloadHash: SigV4Signer.unsignedPayload, operation: "upload part",
+            retriesDigestMismatch: !callersMD5)
         guard let etag = response.etag else {
             throw BuckiaError(.corrupt, "S3 accepted part \(number) but returned no ETag.", operation: "upload part", path: key.rawValue)
         }

@@ -219,8 +219,8 @@ struct GatewayMultipartTests {
         #expect(status == 200, "\(body)")
     }
 
-    /// A backend with neither local files nor multipart uploads of its own (as B2 and Bunny
-    /// are to the gateway): the memory provider, its part uploads hidden.
+    /// A backend with neither local files nor multipart uploads of its own (as Bunny is to the
+    /// gateway): the memory provider, its part uploads hidden.
     struct WithoutPartUploads: ForwardingStorageProvider {
         let base: any StorageProvider
         var capabilities: ProviderCapabilities {
@@ -230,9 +230,10 @@ struct GatewayMultipartTests {
         }
     }
 
-    @Test("Over a backend that keeps no local files, the upload's file goes through the backend's own upload")
+    @Test("Over a backend with neither local files nor parts of its own, each part is an object in the backend under the reserved folder, and the object their concatenation")
     func otherBackend() async throws {
-        let harness = try GatewayHarness(provider: WithoutPartUploads(base: try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))))
+        let backend = WithoutPartUploads(base: try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)))
+        let harness = try GatewayHarness(provider: backend)
         defer { harness.stop() }
         try await harness.createBucket("multi")
         let id = try await Self.start(harness, "/multi/m.bin")
@@ -241,9 +242,17 @@ struct GatewayMultipartTests {
         for (index, data) in parts.enumerated() {
             listed.append((index + 1, try #require(try await Self.part(harness, "/multi/m.bin", id, index + 1, data))))
         }
+        var staged: [Int64] = []
+        for try await entry in backend.list(ListOptions(prefix: ".buckia-s3/staged/", recursive: true)) {
+            if let file = entry.file, file.path.rawValue.contains("/parts/") { staged.append(file.size) }
+        }
+        #expect(staged.sorted() == parts.map { Int64($0.count) }.sorted(), "the parts wait in the backend")
         let (status, body) = try await Self.complete(harness, "/multi/m.bin", id, listed)
         #expect(status == 200, "\(body)")
         #expect(try await harness.provider.readData(remotePath: ObjectKey("multi/m.bin"), options: ReadOptions()) == parts.reduce(Data(), +))
         #expect(try FileManager.default.contentsOfDirectory(atPath: harness.gateway.staging.path).isEmpty)
+        var left: [String] = []
+        for try await entry in backend.list(ListOptions(prefix: ".buckia-s3/staged/", recursive: true)) { left += entry.file.map { [$0.path.rawValue] } ?? [] }
+        #expect(left.isEmpty, "the completion removed the parts: \(left)")
     }
 }

@@ -77,6 +77,17 @@ struct WrappedProviderTests {
         try await scenario.check(.opening("local (wrapped)") { PassThroughProvider(base: try LocalProvider(root: root)) })
     }
 
+    @Test("Parts staged in the provider itself (PartStagingProvider) pass every provider scenario, over memory and over a local folder", arguments: ["memory", "local"], ProviderConformance.scenarios)
+    func stagedParts(_ base: String, _ scenario: ProviderScenario) async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-staged-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let memory = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
+        try await scenario.check(.opening("\(base) (parts staged)") {
+            let provider: any StorageProvider = base == "memory" ? memory : try LocalProvider(root: root)
+            return try PartStagingProvider(base: provider, prefix: "staged-parts/")
+        })
+    }
+
     @Test("A wrapped local provider passes every sync scenario, on either side", arguments: SyncConformance.scenarios)
     func syncScenarios(_ scenario: SyncScenario) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-wrapped-sync-\(UUID().uuidString)")

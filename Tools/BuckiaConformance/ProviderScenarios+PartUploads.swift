@@ -40,6 +40,22 @@ extension ProviderConformance {
                 }
             },
             ProviderScenario(
+                "part uploads: a part whose MD5 is not its bytes' is refused",
+                contract: "uploadPart with an MD5 other than the file's throws checksumMismatch and keeps no part under that number.",
+                requires: [.partUploads]
+            ) { context in
+                let key = try context.key("parted/digest.bin")
+                let bytes = ProviderScenarioContext.pattern(count: 4_096, seed: 13)
+                let file = try context.localFile("digest-part", contents: bytes)
+                let upload = try await context.provider.startPartUpload(to: key, options: UploadOptions())
+                try await Expect.error(.checksumMismatch, "uploadPart with another content's MD5") {
+                    try await context.provider.uploadPart(1, of: upload, to: key, file: file, md5: try Hashing.digest(Data("other".utf8), .md5))
+                }
+                let held = try await context.provider.uploadedParts(of: upload, to: key)
+                try Expect.that(held.isEmpty, "no part is kept for a refused one (got \(held.map(\.number)))")
+                try await context.provider.abortPartUpload(upload, to: key)
+            },
+            ProviderScenario(
                 "part uploads: an aborted upload is gone",
                 contract: "abortPartUpload ends an upload: listing its parts then throws notFound, no object appears, and aborting again is not an error.",
                 requires: [.partUploads]

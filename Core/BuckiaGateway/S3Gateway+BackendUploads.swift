@@ -27,6 +27,9 @@ struct CompletedUploadRecord: Codable, Sendable {
     var parts: [String]
     var answer: String
     var at: Double
+    /// The backend's upload id: told the upload is over when the answer is forgotten, so a
+    /// backend that keeps a completion's answer too (``BuckiaCore/PartStagingProvider``) can let it go.
+    var backend: String?
 }
 
 /// The parts' sizes and checksum of an object a backend's multipart upload made, which the
@@ -299,7 +302,8 @@ extension S3Gateway {
         let answer =
             "<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/\(context.bucket.xmlEscaped)/\(context.key.xmlEscaped)</Location><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><ETag>\(etag.xmlEscaped)</ETag>\(Self.checksumElements(objectChecksum))</CompleteMultipartUploadResult>"
         try writeJSON(
-            CompletedUploadRecord(key: context.key, owner: record.owner, parts: request.asked, answer: answer, at: options.clock().timeIntervalSince1970),
+            CompletedUploadRecord(
+                key: context.key, owner: record.owner, parts: request.asked, answer: answer, at: options.clock().timeIntervalSince1970, backend: record.backend),
             at: try completedRecordKey(context.bucket, uploadId))
         removeUploadRecords(context.bucket, uploadId)
         return Self.xml(answer)
@@ -362,6 +366,14 @@ extension S3Gateway {
             guard fields.count == 3, Self.isUploadId(String(fields[1])) else { continue }
             let (bucket, id) = (String(fields[0]), String(fields[1]))
             if fields[2] == "completed", now.timeIntervalSince(written) > Self.completedAnswerLifetime {
+                do {
+                    if let done = try readJSON(CompletedUploadRecord.self, at: file.path), let backend = done.backend {
+                        let key = try ObjectKey(options.root + bucket + "/" + done.key)
+                        try Blocking.wait { [provider] in try await provider.abortPartUpload(backend, to: key) }
+                    }
+                } catch {
+                    // Housekeeping: what the backend kept of a completed upload goes with its own lifecycle.
+                }
                 deleteQuietly([file.path])
             } else if fields[2] == "upload", let lifetime, now.timeIntervalSince(written) > lifetime {
                 do {

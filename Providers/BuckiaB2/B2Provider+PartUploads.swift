@@ -52,8 +52,12 @@ extension B2Provider {
         do {
             response = try await uploadPart(number, of: key, fileId: upload, body: .file(file), sha1: sha1.hex)
         } catch let error as BuckiaError where error.code == .invalidConfiguration {
+            await uploadURLs.forget(upload)
             throw try await goneOr(error, upload: upload, key: key)
         }
+        // Another process may finish the upload: its part URL is not kept here for a next part
+        // that may never come (one b2_get_upload_part_url per part instead).
+        await uploadURLs.forget(upload)
         let part = try B2API.decode(B2API.Part.self, from: response.data, call: "b2_upload_part")
         guard part.partNumber == number, part.contentSha1.lowercased() == sha1.hex else {
             throw BuckiaError(.corrupt, "B2 answered b2_upload_part with another part than the one sent.", operation: "upload part", path: key.rawValue)

@@ -9,6 +9,9 @@ extension MemoryProvider {
         var key: ObjectKey
         var options: UploadOptions
         var parts: [Int: (data: Data, part: UploadedPart)] = [:]
+        /// The object a completion made: what a completion sent again answers, until the
+        /// upload is aborted.
+        var completed: RemoteFile?
     }
 
     public func startPartUpload(to key: ObjectKey, options: UploadOptions) async throws -> String {
@@ -39,7 +42,7 @@ extension MemoryProvider {
         }
         let part = UploadedPart(number: number, etag: actual.hex, size: Int64(data.count), modified: now())
         try partUploads.withLock { uploads in
-            guard uploads[upload]?.key == key else { throw Self.noUpload(key, "upload part") }
+            guard uploads[upload]?.key == key, uploads[upload]?.completed == nil else { throw Self.noUpload(key, "upload part") }
             uploads[upload]?.parts[number] = (data, part)
         }
         return part
@@ -47,7 +50,7 @@ extension MemoryProvider {
 
     public func uploadedParts(of upload: String, to key: ObjectKey) async throws -> [UploadedPart] {
         try partUploads.withLock { uploads in
-            guard let found = uploads[upload], found.key == key else { throw Self.noUpload(key, "list parts") }
+            guard let found = uploads[upload], found.key == key, found.completed == nil else { throw Self.noUpload(key, "list parts") }
             return found.parts.values.map(\.part).sorted { $0.number < $1.number }
         }
     }
@@ -58,6 +61,11 @@ extension MemoryProvider {
             throw BuckiaError(.invalidConfiguration, "A multipart upload is completed with its parts in ascending order, at least one.", operation: "complete upload", path: key.rawValue)
         }
         guard let found = partUploads.withLock({ $0[upload] }), found.key == key else { throw Self.noUpload(key, "complete upload") }
+        if let made = found.completed {
+            // Completed already, and the answer lost on the way: the object it made, while it is there.
+            guard let current = try await stat(remotePath: key), current.etag == made.etag else { throw Self.noUpload(key, "complete upload") }
+            return current
+        }
         var data = Data()
         for listed in parts {
             guard let held = found.parts[listed.number], held.part.etag == listed.etag else {
@@ -68,7 +76,10 @@ extension MemoryProvider {
         var options = found.options
         options.condition = condition
         let stored = try store(data, at: key, options: options, modified: options.modificationDate ?? now())
-        partUploads.withLock { _ = $0.removeValue(forKey: upload) }
+        partUploads.withLock { uploads in
+            uploads[upload]?.parts = [:]
+            uploads[upload]?.completed = stored
+        }
         return stored
     }
 

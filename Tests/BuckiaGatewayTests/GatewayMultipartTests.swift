@@ -230,10 +230,11 @@ struct GatewayMultipartTests {
         }
     }
 
-    @Test("Over a backend with neither local files nor parts of its own, each part is an object in the backend under the reserved folder, and the object their concatenation")
+    @Test("Over a backend with neither local files nor parts of its own, each part is an object in the backend under the reserved folder, the object their concatenation, and the completion's marker goes with the gateway's answer an hour later")
     func otherBackend() async throws {
         let backend = WithoutPartUploads(base: try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)))
-        let harness = try GatewayHarness(provider: backend)
+        let clock = Locked(Date())
+        let harness = try GatewayHarness(provider: backend, configure: { options in options.clock = { clock.withLock { $0 } } })
         defer { harness.stop() }
         try await harness.createBucket("multi")
         let id = try await Self.start(harness, "/multi/m.bin")
@@ -251,8 +252,17 @@ struct GatewayMultipartTests {
         #expect(status == 200, "\(body)")
         #expect(try await harness.provider.readData(remotePath: ObjectKey("multi/m.bin"), options: ReadOptions()) == parts.reduce(Data(), +))
         #expect(try FileManager.default.contentsOfDirectory(atPath: harness.gateway.staging.path).isEmpty)
-        var left: [String] = []
-        for try await entry in backend.list(ListOptions(prefix: ".buckia-s3/staged/", recursive: true)) { left += entry.file.map { [$0.path.rawValue] } ?? [] }
-        #expect(left.isEmpty, "the completion removed the parts: \(left)")
+        func stagedKeys() async throws -> [String] {
+            var left: [String] = []
+            for try await entry in backend.list(ListOptions(prefix: ".buckia-s3/staged/", recursive: true)) { left += entry.file.map { [$0.path.rawValue] } ?? [] }
+            return left
+        }
+        let left = try await stagedKeys()
+        #expect(left.count == 1 && left.allSatisfy { $0.hasSuffix("/completed") }, "the completion removed the parts, keeping its marker: \(left)")
+        clock.withLock { $0 += 2 * 3600 }
+        let next = try await Self.start(harness, "/multi/next.bin")  // sweeps: the answer is two hours old
+        let after = try await stagedKeys()
+        #expect(after.allSatisfy { !$0.hasSuffix("/completed") }, "the marker went with the answer: \(after)")
+        _ = try await harness.send("DELETE", "/multi/next.bin?uploadId=\(next)")
     }
 }

@@ -267,7 +267,7 @@ final class MatrixRig: Sendable {
         self.work = work
         self.build = build
         self.teardown = teardown
-        // The proxy gives up a stalled answer after 3 s; the providers after 1 s of silence.
+        // The proxy gives up a stalled answer after 3 s; the providers after 2 s of silence.
         proxy = try FaultProxy.start(upstream: upstream, rate: 0, seed: 1, stall: .seconds(3), dialect: backend.dialect, slowPause: .milliseconds(150))
         direct = try build(upstream, .standard)
         var random = SplitMix64(seed: 30)
@@ -289,8 +289,9 @@ final class MatrixRig: Sendable {
     static func start(_ backend: MatrixBackend) async throws -> MatrixRig {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-matrix-\(backend)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        // Stalls are given up after a second; connections after two.
-        let http = ["stallTimeoutSeconds": "1", "connectTimeoutSeconds": "2"]
+        // Stalls are given up after two seconds, before the proxy's three; connections after
+        // two. (One second of silence was seen from moto on a loaded machine, with no fault.)
+        let http = ["stallTimeoutSeconds": "2", "connectTimeoutSeconds": "2"]
         switch backend {
         case .s3:
             // moto without signature checks: it mis-verifies a listing's query holding `/`

@@ -146,6 +146,7 @@ struct MutantCase: Sendable, CustomTestStringConvertible {
         parts(.keepsFirstPart, "keeps the first of a part sent twice", ["part uploads: sent, listed, replaced and completed into the object"]),
         parts(.dropsLastPart, "leaves the last part out of the object", ["part uploads: sent, listed, replaced and completed into the object"]),
         parts(.ignoresMD5, "takes a part whatever its MD5", ["part uploads: a part whose MD5 is not its bytes' is refused"]),
+        parts(.forgetsCompletion, "forgets an upload once completed", ["part uploads: a completion sent again finds the object it made"]),
         parts(.abortKeepsUpload, "keeps an aborted upload", ["part uploads: an aborted upload is gone"]),
         parts(.dropsCondition, "drops the completion's condition", ["part uploads: the completion's condition holds"]),
         parts(.dropsUndeclaredCondition, "drops a completion's condition it cannot hold", ["part uploads: a condition the completion cannot hold is refused"]),

@@ -424,7 +424,12 @@ struct HidingProvider: ForwardingStorageProvider {
         }
         if hidden.contains(.partSelections) {
             // Honest as B2 is: every held part, 1…N, two at least, or nothing.
-            let held = try await base.uploadedParts(of: upload, to: key)
+            let held: [UploadedPart]
+            do {
+                held = try await base.uploadedParts(of: upload, to: key)
+            } catch let error as BuckiaError where error.code == .notFound {
+                return try await base.completePartUpload(upload, to: key, parts: parts, condition: condition)  // completed already
+            }
             guard parts.count >= 2, parts.map(\.number) == Array(1...parts.count), held.count == parts.count else {
                 throw BuckiaError.unsupported(.partSelections, provider: providerType, operation: "completePartUpload")
             }
@@ -567,7 +572,7 @@ struct CarelessFolderProvider: ForwardingStorageProvider {
 struct CarelessPartProvider: ForwardingStorageProvider {
     enum Fault: Sendable {
         case keepsFirstPart, dropsLastPart, abortKeepsUpload, dropsCondition, dropsUndeclaredCondition, undeclared, completesEveryPart,
-            finishesUndeclaredSelection, ignoresMD5
+            finishesUndeclaredSelection, ignoresMD5, forgetsCompletion
     }
     let base: any StorageProvider
     let fault: Fault
@@ -591,7 +596,10 @@ struct CarelessPartProvider: ForwardingStorageProvider {
         var listed = fault == .dropsLastPart && parts.count > 1 ? Array(parts.dropLast()) : parts
         if fault == .completesEveryPart { listed = try await base.uploadedParts(of: upload, to: key) }
         let kept = fault == .dropsCondition || fault == .dropsUndeclaredCondition ? nil : condition
-        return try await base.completePartUpload(upload, to: key, parts: listed, condition: kept)
+        let stored = try await base.completePartUpload(upload, to: key, parts: listed, condition: kept)
+        // Keeping nothing once done: a completion sent again finds no upload.
+        if fault == .forgetsCompletion { try await base.abortPartUpload(upload, to: key) }
+        return stored
     }
 
     func abortPartUpload(_ upload: String, to key: ObjectKey) async throws {

@@ -56,6 +56,25 @@ extension ProviderConformance {
                 try await context.provider.abortPartUpload(upload, to: key)
             },
             ProviderScenario(
+                "part uploads: a completion sent again finds the object it made",
+                contract: "completePartUpload sent again for an upload it completed (its answer lost) returns the object it made, and the object is unchanged.",
+                requires: [.partUploads]
+            ) { context in
+                let key = try context.key("parted/again.bin")
+                let contents = [ProviderScenarioContext.pattern(count: 5 << 20, seed: 14), ProviderScenarioContext.pattern(count: 1_234, seed: 15)]
+                let upload = try await context.provider.startPartUpload(to: key, options: UploadOptions())
+                var parts: [UploadedPart] = []
+                for (index, bytes) in contents.enumerated() {
+                    let file = try context.localFile("again-part-\(index)", contents: bytes)
+                    parts.append(try await context.provider.uploadPart(index + 1, of: upload, to: key, file: file, md5: try Hashing.digest(bytes, .md5)))
+                }
+                let first = try await context.provider.completePartUpload(upload, to: key, parts: parts, condition: nil)
+                let again = try await context.provider.completePartUpload(upload, to: key, parts: parts, condition: nil)
+                try Expect.that(again.size == first.size && again.etag == first.etag, "the second answer describes the object the first made")
+                try Expect.that(try await context.provider.readData(remotePath: key, range: nil) == contents[0] + contents[1], "the object is unchanged")
+                try await context.provider.abortPartUpload(upload, to: key)
+            },
+            ProviderScenario(
                 "part uploads: an aborted upload is gone",
                 contract: "abortPartUpload ends an upload: listing its parts then throws notFound, no object appears, and aborting again is not an error.",
                 requires: [.partUploads]

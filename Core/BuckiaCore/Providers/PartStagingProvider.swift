@@ -16,7 +16,9 @@ import Foundation
 /// writes conditionally (``Capability/conditionalCompletion``).
 ///
 /// Choose a `prefix` that the provider's other users do not list or write (the S3 gateway uses
-/// its reserved `.buckia-s3/` folder); abandoned uploads stay until ``abortPartUpload(_:to:)``.
+/// its reserved `.buckia-s3/` folder). Abandoned uploads stay until ``abortPartUpload(_:to:)``;
+/// a completed one leaves `ID/completed` (the object it made, for a completion sent again after
+/// its answer was lost) until then too.
 /// Completing reads every part back from the provider and writes the object, so it moves the
 /// object's bytes twice; a provider with parts of its own should implement them instead.
 public struct PartStagingProvider: ForwardingStorageProvider {
@@ -94,8 +96,15 @@ public struct PartStagingProvider: ForwardingStorageProvider {
         let stamp = UInt64(clamping: Int64((now().timeIntervalSince1970 * 1_000_000).rounded()))
         let name = try ObjectKey(partsPrefix(upload) + String(format: "%05d", number) + "-" + String(stamp, radix: 16) + "-" + md5.hex)
         let stored = try await base.uploadFile(localURL: file, remotePath: name, options: UploadOptions())
+        // An upload completed or aborted while the part was on its way takes no part after it.
+        do {
+            _ = try await record(upload, key: key, operation: "upload part")
+        } catch let error as BuckiaError where error.code == .notFound {
+            try await base.deleteFiles([name])
+            throw error
+        }
         // The part sent before under this number goes; one started later stays.
-        let older = try await versions(upload).filter { $0.number == number && $0.stamp < stamp }.map(\.key)
+        let older = try await versions(upload, number: number).filter { $0.stamp < stamp }.map(\.key)
         if !older.isEmpty { try await base.deleteFiles(older) }
         return UploadedPart(number: number, etag: md5.hex, size: stored.size, modified: Date(timeIntervalSince1970: Double(stamp) / 1_000_000))
     }
@@ -113,7 +122,18 @@ public struct PartStagingProvider: ForwardingStorageProvider {
         if condition != nil, !base.capabilities.supports(.conditionalWrite) {
             throw BuckiaError.unsupported(.conditionalCompletion, provider: providerType, operation: "complete upload")
         }
-        let record = try await record(upload, key: key, operation: "complete upload")
+        let record: Record
+        do {
+            record = try await self.record(upload, key: key, operation: "complete upload")
+        } catch let error as BuckiaError where error.code == .notFound {
+            // Completed already, and the answer lost on the way: the object the marker names.
+            if let done = try await completion(upload, key: key), let stored = try await base.stat(remotePath: key), stored.etag == done.etag,
+               stored.size == done.size
+            {
+                return stored
+            }
+            throw error
+        }
         let held = Dictionary(try await latest(upload).map { ($0.part.number, $0) }, uniquingKeysWith: { $1 })
         var chosen: [ObjectKey] = []
         for listed in parts {
@@ -125,12 +145,49 @@ public struct PartStagingProvider: ForwardingStorageProvider {
         var options = record.options
         options.condition = condition
         let stored = try await base.upload(from: Self.concatenation(of: chosen, in: base), remotePath: key, options: options)
-        try await abortPartUpload(upload, to: key)
+        // What a completion sent again finds; it goes with abortPartUpload, which the caller
+        // sends once no retry can come (the S3 gateway: when it forgets the answer, after an hour).
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        try await base.uploadData(
+            try encoder.encode(Completion(key: key.rawValue, etag: stored.etag, size: stored.size)), remotePath: try completionKey(upload),
+            options: UploadOptions(contentType: "application/json"))
+        var finished = try await versions(upload).map(\.key)
+        finished.append(try recordKey(upload))
+        try await base.deleteFiles(finished)
         return stored
+    }
+
+    /// What a completed upload leaves: the object it made.
+    struct Completion: Codable {
+        var key: String
+        var etag: String?
+        var size: Int64
+    }
+
+    private func completionKey(_ id: String) throws -> ObjectKey { try ObjectKey(prefix + id + "/completed") }
+
+    /// The completion marker of `upload`, when it completed to `key`.
+    private func completion(_ upload: String, key: ObjectKey) async throws -> Completion? {
+        guard Self.isUploadId(upload) else { return nil }
+        let data: Data
+        do {
+            data = try await base.readData(remotePath: try completionKey(upload), options: ReadOptions())
+        } catch let error as BuckiaError where error.code == .notFound {
+            return nil
+        }
+        do {
+            let done = try JSONValidation.decode(Completion.self, from: data, what: "The upload's completion")
+            return done.key == key.rawValue ? done : nil
+        } catch {
+            return nil  // a damaged marker finds nothing: the retry is told the upload is gone
+        }
     }
 
     public func abortPartUpload(_ upload: String, to key: ObjectKey) async throws {
         guard Self.isUploadId(upload) else { return }
+        // Another key's upload by this id is not this call's to end.
+        if let owner = try await owner(of: upload), owner != key.rawValue { return }
         var keys: [ObjectKey] = []
         for try await entry in base.list(ListOptions(prefix: prefix + upload + "/", recursive: true)) {
             if let file = entry.file { keys.append(file.path) }
@@ -166,6 +223,26 @@ public struct PartStagingProvider: ForwardingStorageProvider {
         return record
     }
 
+    /// The key `upload` is to, from its record or its completion's marker; nil when neither is
+    /// there or readable (a damaged upload is aborted like any other).
+    private func owner(of upload: String) async throws -> String? {
+        struct Keyed: Decodable { var key: String }
+        for name in [try recordKey(upload), try completionKey(upload)] {
+            let data: Data
+            do {
+                data = try await base.readData(remotePath: name, options: ReadOptions())
+            } catch let error as BuckiaError where error.code == .notFound {
+                continue
+            }
+            do {
+                return try JSONValidation.decode(Keyed.self, from: data, what: "The upload's record").key
+            } catch {
+                return nil
+            }
+        }
+        return nil
+    }
+
     /// One stored version of a part.
     struct Version {
         var key: ObjectKey
@@ -174,11 +251,13 @@ public struct PartStagingProvider: ForwardingStorageProvider {
         var part: UploadedPart
     }
 
-    /// Every part object of `upload`; names that are not one are left alone.
-    private func versions(_ upload: String) async throws -> [Version] {
+    /// Every part object of `upload` (of part `number` alone, when given); names that are not
+    /// one are left alone.
+    private func versions(_ upload: String, number only: Int? = nil) async throws -> [Version] {
         let parts = partsPrefix(upload)
         var found: [Version] = []
-        for try await entry in base.list(ListOptions(prefix: parts, recursive: true)) {
+        let listed = only.map { parts + String(format: "%05d-", $0) } ?? parts
+        for try await entry in base.list(ListOptions(prefix: listed, recursive: true)) {
             guard let file = entry.file, file.path.rawValue.hasPrefix(parts) else { continue }
             let fields = file.path.rawValue.dropFirst(parts.count).split(separator: "-")
             guard fields.count == 3, let number = Int(fields[0]), let stamp = UInt64(fields[1], radix: 16), fields[2].utf8.count == 32 else { continue }

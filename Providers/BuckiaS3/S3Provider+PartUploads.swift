@@ -32,15 +32,7 @@ extension S3Provider {
         }
         if !settings.profile.verifiesContentMD5 {
             // The server would take any Content-MD5 (moto): the check is made here.
-            let actual: Digest?
-            do {
-                actual = try Hashing.digests(ofFile: file, [.md5])[.md5]
-            } catch {
-                throw BuckiaError.wrapping(error, operation: "upload part", path: file.path)
-            }
-            guard actual == md5 else {
-                throw BuckiaError.checksumMismatch(key, algorithm: .md5, expected: md5.hex, actual: actual?.hex, operation: "upload part")
-            }
+            try Hashing.checkMD5(of: file, is: md5, key: key, operation: "upload part")
         }
         let etag = try await putPart(number, of: key, uploadId: upload, body: .file(file), md5: md5, callersMD5: true)
         return UploadedPart(number: number, etag: Self.unquotedETag(etag), size: size, modified: now())

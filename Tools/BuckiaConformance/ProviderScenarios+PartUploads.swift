@@ -2,6 +2,19 @@ import BuckiaCore
 import Foundation
 
 extension ProviderConformance {
+    /// Starts an upload to `key` and sends `contents` as its parts 1, 2, …, each from a file of
+    /// its own named after `name`.
+    static func sendParts(_ context: ProviderScenarioContext, to key: ObjectKey, _ contents: [Data], name: String) async throws -> (upload: String, parts: [UploadedPart]) {
+        let upload = try await context.provider.startPartUpload(to: key, options: UploadOptions())
+        var parts: [UploadedPart] = []
+        for (index, bytes) in contents.enumerated() {
+            let file = try context.localFile("\(name)-part-\(index)", contents: bytes)
+            parts.append(try await context.provider.uploadPart(index + 1, of: upload, to: key, file: file, md5: try Hashing.digest(bytes, .md5)))
+        }
+        return (upload, parts)
+    }
+
+
     /// Multipart uploads a caller drives part by part (``Capability/partUploads``).
     static var partUploadScenarios: [ProviderScenario] {
         [
@@ -62,12 +75,7 @@ extension ProviderConformance {
             ) { context in
                 let key = try context.key("parted/again.bin")
                 let contents = [ProviderScenarioContext.pattern(count: 5 << 20, seed: 14), ProviderScenarioContext.pattern(count: 1_234, seed: 15)]
-                let upload = try await context.provider.startPartUpload(to: key, options: UploadOptions())
-                var parts: [UploadedPart] = []
-                for (index, bytes) in contents.enumerated() {
-                    let file = try context.localFile("again-part-\(index)", contents: bytes)
-                    parts.append(try await context.provider.uploadPart(index + 1, of: upload, to: key, file: file, md5: try Hashing.digest(bytes, .md5)))
-                }
+                let (upload, parts) = try await sendParts(context, to: key, contents, name: "again")
                 let first = try await context.provider.completePartUpload(upload, to: key, parts: parts, condition: nil)
                 let again = try await context.provider.completePartUpload(upload, to: key, parts: parts, condition: nil)
                 try Expect.that(again.size == first.size && again.etag == first.etag, "the second answer describes the object the first made")
@@ -115,12 +123,7 @@ extension ProviderConformance {
                 try await context.provider.uploadData(Data("first".utf8), remotePath: key, options: UploadOptions())
                 // Two parts, the first of the smallest size S3 takes: what every backend with parts can finish.
                 let contents = [ProviderScenarioContext.pattern(count: 5 << 20, seed: 6), ProviderScenarioContext.pattern(count: 2_048, seed: 7)]
-                let upload = try await context.provider.startPartUpload(to: key, options: UploadOptions())
-                var parts: [UploadedPart] = []
-                for (index, bytes) in contents.enumerated() {
-                    let file = try context.localFile("unconditional-part-\(index)", contents: bytes)
-                    parts.append(try await context.provider.uploadPart(index + 1, of: upload, to: key, file: file, md5: try Hashing.digest(bytes, .md5)))
-                }
+                let (upload, parts) = try await sendParts(context, to: key, contents, name: "unconditional")
                 let chosen = parts
                 try await Expect.error(.unsupported, "completing with ifNoneMatch where completions drop conditions") {
                     try await context.provider.completePartUpload(upload, to: key, parts: chosen, condition: .ifNoneMatch)
@@ -140,12 +143,7 @@ extension ProviderConformance {
                     ProviderScenarioContext.pattern(count: 1_500, seed: 10),
                 ]
                 let key = try context.key("parted/selection.bin")
-                let upload = try await context.provider.startPartUpload(to: key, options: UploadOptions())
-                var parts: [UploadedPart] = []
-                for (index, bytes) in contents.enumerated() {
-                    let file = try context.localFile("selection-part-\(index)", contents: bytes)
-                    parts.append(try await context.provider.uploadPart(index + 1, of: upload, to: key, file: file, md5: try Hashing.digest(bytes, .md5)))
-                }
+                let (upload, parts) = try await sendParts(context, to: key, contents, name: "selection")
                 let stored = try await context.provider.completePartUpload(upload, to: key, parts: [parts[0], parts[2]], condition: nil)
                 try Expect.that(stored.size == Int64(contents[0].count + contents[2].count), "the object's size is the chosen parts' sum")
                 try Expect.that(try await context.provider.readData(remotePath: key, range: nil) == contents[0] + contents[2], "the object holds parts 1 and 3 in order")
@@ -164,12 +162,7 @@ extension ProviderConformance {
             ) { context in
                 let contents = [ProviderScenarioContext.pattern(count: 5 << 20, seed: 11), ProviderScenarioContext.pattern(count: 3_000, seed: 12)]
                 let key = try context.key("parted/whole.bin")
-                let upload = try await context.provider.startPartUpload(to: key, options: UploadOptions())
-                var parts: [UploadedPart] = []
-                for (index, bytes) in contents.enumerated() {
-                    let file = try context.localFile("whole-part-\(index)", contents: bytes)
-                    parts.append(try await context.provider.uploadPart(index + 1, of: upload, to: key, file: file, md5: try Hashing.digest(contents[index], .md5)))
-                }
+                let (upload, parts) = try await sendParts(context, to: key, contents, name: "whole")
                 let first = parts[0]
                 try await Expect.error(.unsupported, "completing with part 2 left out") {
                     try await context.provider.completePartUpload(upload, to: key, parts: [first], condition: nil)

@@ -189,6 +189,23 @@ public enum Hashing {
         sha256(data).hex
     }
 
+    /// Checks that the file at `file` holds bytes whose MD5 is `md5`, as the caller of a part
+    /// upload promises, reading it once.
+    ///
+    /// - Throws: ``BuckiaError/Code/checksumMismatch`` naming `key` when it does not; the read's
+    ///   failure, naming the file, when it cannot be read.
+    package static func checkMD5(of file: URL, is md5: Digest, key: ObjectKey, operation: String) throws {
+        let actual: Digest?
+        do {
+            actual = try digests(ofFile: file, [.md5])[.md5]
+        } catch {
+            throw BuckiaError.wrapping(error, operation: operation, path: file.path)
+        }
+        guard actual == md5 else {
+            throw BuckiaError.checksumMismatch(key, algorithm: .md5, expected: md5.hex, actual: actual?.hex, operation: operation)
+        }
+    }
+
     /// The digests of a file, computed in one streaming pass through a fixed-size buffer.
     ///
     /// An algorithm listed more than once is computed once.

@@ -84,15 +84,7 @@ public struct PartStagingProvider: ForwardingStorageProvider {
             throw BuckiaError(.invalidConfiguration, "Part numbers run from 1 to 10000; \(number) is not one.", operation: "upload part", path: key.rawValue)
         }
         _ = try await record(upload, key: key, operation: "upload part")
-        let actual: Digest?
-        do {
-            actual = try Hashing.digests(ofFile: file, [.md5])[.md5]
-        } catch {
-            throw BuckiaError.wrapping(error, operation: "upload part", path: file.path)
-        }
-        guard actual == md5 else {
-            throw BuckiaError.checksumMismatch(key, algorithm: .md5, expected: md5.hex, actual: actual?.hex, operation: "upload part")
-        }
+        try Hashing.checkMD5(of: file, is: md5, key: key, operation: "upload part")
         let stamp = UInt64(clamping: Int64((now().timeIntervalSince1970 * 1_000_000).rounded()))
         let name = try ObjectKey(partsPrefix(upload) + String(format: "%05d", number) + "-" + String(stamp, radix: 16) + "-" + md5.hex)
         let stored = try await base.uploadFile(localURL: file, remotePath: name, options: UploadOptions())

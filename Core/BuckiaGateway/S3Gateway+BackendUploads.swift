@@ -70,7 +70,7 @@ extension S3Gateway {
         try ObjectKey(options.root + Self.reservedFolder + "/objects/" + Hashing.sha256(Data(remote.rawValue.utf8)).hex)
     }
 
-    static func isUploadId(_ id: String) -> Bool { id.utf8.count == 32 && id.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
+    static func isUploadId(_ id: String) -> Bool { PartStagingProvider.isUploadId(id) }
 
     static let noSuchUpload = S3Failure(
         "NoSuchUpload", "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed.")

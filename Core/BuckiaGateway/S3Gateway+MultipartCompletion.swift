@@ -262,23 +262,6 @@ extension S3Gateway {
 
     /// The pieces' bytes one after another, read a piece at a time.
     static func concatenation(_ files: [(url: URL, range: Range<Int64>)]) -> ByteStream {
-        final class Cursor: @unchecked Sendable {
-            var index = 0
-            var current: ByteStream?
-        }
-        let cursor = Cursor()  // one consumer at a time, as ByteStream promises
-        return ByteStream(
-            next: {
-                while true {
-                    if cursor.current == nil {
-                        guard cursor.index < files.count else { return nil }
-                        cursor.current = try ByteStream.file(files[cursor.index].url, range: files[cursor.index].range)
-                        cursor.index += 1
-                    }
-                    if let chunk = try await cursor.current?.next() { return chunk }
-                    cursor.current = nil
-                }
-            },
-            onCancel: { cursor.current?.cancel() })
+        ByteStream.concatenating(files.count) { try ByteStream.file(files[$0].url, range: files[$0].range) }
     }
 }

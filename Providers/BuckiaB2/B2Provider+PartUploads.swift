@@ -142,16 +142,7 @@ extension B2Provider {
 
     /// Whether B2 lists `upload` among the unfinished large files named `key`.
     private func isUnfinished(_ upload: String, key: ObjectKey) async throws -> Bool {
-        let bucketId = try await bucketId()
-        var start: String?
-        repeat {
-            var fields: [String: any Sendable] = ["bucketId": bucketId, "namePrefix": key.rawValue, "maxFileCount": 100]
-            if let start { fields["startFileId"] = start }
-            let page = try await api("b2_list_unfinished_large_files", fields, as: B2API.UnfinishedFiles.self, operation: "list uploads", path: key.rawValue)
-            if page.files.contains(where: { $0.fileId == upload && $0.fileName == key.rawValue }) { return true }
-            start = page.nextFileId
-        } while start != nil
-        return false
+        try await unfinishedUploads(prefix: key.rawValue).contains { $0.id == upload && $0.key == key.rawValue }
     }
 
     /// A part as the contract describes it: its entity tag the MD5 B2 reports, else its SHA-1.

@@ -136,7 +136,9 @@ public struct PartStagingProvider: ForwardingStorageProvider {
         }
         var options = record.options
         options.condition = condition
-        let stored = try await base.upload(from: Self.concatenation(of: chosen, in: base), remotePath: key, options: options)
+        let parts = chosen
+        let stream = ByteStream.concatenating(parts.count) { [base] in try await base.openRead(remotePath: parts[$0], options: ReadOptions()).bytes }
+        let stored = try await base.upload(from: stream, remotePath: key, options: options)
         // What a completion sent again finds; it goes with abortPartUpload, which the caller
         // sends once no retry can come (the S3 gateway: when it forgets the answer, after an hour).
         let encoder = JSONEncoder()
@@ -189,7 +191,9 @@ public struct PartStagingProvider: ForwardingStorageProvider {
 
     // MARK: Records
 
-    static func isUploadId(_ id: String) -> Bool { id.utf8.count == 32 && id.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
+    /// Whether `id` is one this layer makes: 32 lowercase hexadecimal digits (the S3 gateway's
+    /// upload ids take the same form).
+    package static func isUploadId(_ id: String) -> Bool { id.utf8.count == 32 && id.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
 
     private func recordKey(_ id: String) throws -> ObjectKey { try ObjectKey(prefix + id + "/upload") }
 
@@ -267,27 +271,5 @@ public struct PartStagingProvider: ForwardingStorageProvider {
             byNumber[version.number] = version
         }
         return byNumber.values.sorted { $0.number < $1.number }
-    }
-
-    /// The objects' bytes one after another, each opened when the one before has ended.
-    static func concatenation(of keys: [ObjectKey], in base: any StorageProvider) -> ByteStream {
-        final class Cursor: @unchecked Sendable {  // one consumer at a time, as ByteStream promises
-            var index = 0
-            var current: ByteStream?
-        }
-        let cursor = Cursor()
-        return ByteStream(
-            next: {
-                while true {
-                    if cursor.current == nil {
-                        guard cursor.index < keys.count else { return nil }
-                        cursor.current = try await base.openRead(remotePath: keys[cursor.index], options: ReadOptions()).bytes
-                        cursor.index += 1
-                    }
-                    if let chunk = try await cursor.current?.next() { return chunk }
-                    cursor.current = nil
-                }
-            },
-            onCancel: { cursor.current?.cancel() })
     }
 }

@@ -50,6 +50,29 @@ public final class ByteStream: AsyncSequence, Sendable {
         }
     }
 
+    /// The bytes of `count` streams one after another, stream `index` made by `open(index)`
+    /// when the one before it has ended, so one is open at a time.
+    package static func concatenating(_ count: Int, _ open: @escaping @Sendable (Int) async throws -> ByteStream) -> ByteStream {
+        final class Cursor: @unchecked Sendable {  // one consumer at a time, as ByteStream promises
+            var index = 0
+            var current: ByteStream?
+        }
+        let cursor = Cursor()
+        return ByteStream(
+            next: {
+                while true {
+                    if cursor.current == nil {
+                        guard cursor.index < count else { return nil }
+                        cursor.current = try await open(cursor.index)
+                        cursor.index += 1
+                    }
+                    if let chunk = try await cursor.current?.next() { return chunk }
+                    cursor.current = nil
+                }
+            },
+            onCancel: { cursor.current?.cancel() })
+    }
+
     /// Stops the stream: the producer releases its resources, and a later ``next()`` returns nil.
     public func cancel() {
         let first = released.withLock { flag -> Bool in

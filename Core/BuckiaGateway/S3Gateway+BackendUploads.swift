@@ -98,7 +98,9 @@ extension S3Gateway {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let data = try encoder.encode(value)
-        var upload = UploadOptions(contentType: "application/json")
+        // Dated by the gateway's clock where the backend keeps the date given (a folder), which
+        // the sweep then reads.
+        var upload = UploadOptions(contentType: "application/json", modificationDate: options.clock())
         if createOnly && provider.capabilities.supports(.conditionalWrite) { upload.condition = .ifNoneMatch }
         let finalOptions = upload
         try Blocking.wait { [provider] in _ = try await provider.uploadData(data, remotePath: key, options: finalOptions) }
@@ -189,19 +191,33 @@ extension S3Gateway {
         let key = try remoteKey(context, for: .write)
         let record = try backendUpload(uploadId, context)
         let source = try partSource(&context, body: body, checksumAlgorithm: record.algorithm)
-        // The part goes to the backend from a file of this request's own, so a transient
-        // failure can send it again and the backend can check its MD5; the file goes with the request.
-        let spool = staging.appendingPathComponent("part-\(Hex.encode(try SecureRandom.bytes(count: 8)))")
-        defer { Self.removeQuietly(spool) }
-        let output = try LocalFile.createExclusive(spool, permissions: 0o600)
-        while let chunk = try source.next() { try output.write(chunk) }
-        try output.close()
-        let written = try source.finish()
-        if let length = source.length, written.count != length { throw S3Failure("IncompleteBody", "The body ended before its declared length.") }
-        guard let md5Hex = written.md5, let md5 = Hex.decode(md5Hex) else { throw BuckiaError(.io, "The part's MD5 was not computed.") }
+        var written: (count: Int64, md5: String?, checksum: (algorithm: S3ChecksumAlgorithm, value: [UInt8])?) = (0, nil, nil)
+        /// Reads the rest of the body, checks it, and gives its MD5.
+        func finish() throws -> Digest {
+            written = try source.finish()
+            if let length = source.length, written.count != length { throw S3Failure("IncompleteBody", "The body ended before its declared length.") }
+            guard let md5Hex = written.md5, let md5 = Hex.decode(md5Hex) else { throw BuckiaError(.io, "The part's MD5 was not computed.") }
+            return Digest(bytes: md5)
+        }
         let part: UploadedPart
         do {
-            part = try Blocking.wait { [provider] in try await provider.uploadPart(number, of: record.backend, to: key, file: spool, md5: Digest(bytes: md5)) }
+            if let store = provider as? any LocalPartStore {
+                // Straight into the backend's own file for the part, as the body arrives.
+                part = try store.receivePart(number, of: record.backend, to: key, length: source.length) { write in
+                    while let chunk = try source.next() { try write(chunk) }
+                    return try finish()
+                }
+            } else {
+                // The part goes to the backend from a file of this request's own, so a transient
+                // failure can send it again and the backend can check its MD5; the file goes with the request.
+                let spool = staging.appendingPathComponent("part-\(Hex.encode(try SecureRandom.bytes(count: 8)))")
+                defer { Self.removeQuietly(spool) }
+                let output = try LocalFile.createExclusive(spool, permissions: 0o600)
+                while let chunk = try source.next() { try output.write(chunk) }
+                try output.close()
+                let md5 = try finish()
+                part = try Blocking.wait { [provider] in try await provider.uploadPart(number, of: record.backend, to: key, file: spool, md5: md5) }
+            }
         } catch let error as BuckiaError where error.code == .notFound {
             throw Self.noSuchUpload
         }

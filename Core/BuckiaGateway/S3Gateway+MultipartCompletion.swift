@@ -1,9 +1,8 @@
 import BuckiaCore
 import Foundation
 
-/// Completing a multipart upload: the parts listed, checked against those received, become the
-/// object — the upload's own file when the parts fill it in order (``MultipartUpload``), else
-/// the pieces streamed in order — and a completion sent again gets the answer it was given.
+/// Completing a multipart upload: what the request lists, and the object's checksum from its
+/// parts' (the backend's completion is in S3Gateway+BackendUploads.swift).
 extension S3Gateway {
     /// What a CompleteMultipartUpload asks: the parts listed (ascending, each with its ETag and
     /// checksums), the object's checksum header if sent, and the write condition.
@@ -47,100 +46,7 @@ extension S3Gateway {
 
     func completeUpload(_ context: inout RequestContext, uploadId: String, body: HTTPRequestBody) throws -> HTTPServerResponse {
         let key = try remoteKey(context, for: .write)
-        if provider.capabilities.supports(.partUploads) { return try completeBackendUpload(&context, uploadId: uploadId, key: key, body: body) }
-        let request = try completionRequest(&context, body: body)
-        let listed = request.listed
-        var options = UploadOptions(condition: request.condition)
-        let asked = request.asked
-        let now = self.options.clock()
-        // Take the upload for completing: parts arriving now are refused. The same request
-        // again, for an upload completed here, gets the answer it was given (its client lost it).
-        let (claimed, replay): (MultipartUpload?, String?) = try state.withLock { state in
-            guard var upload = state.uploads[uploadId], upload.bucket == context.bucket, upload.key == context.key,
-                  upload.owner == context.principal?.name
-            else {
-                guard let done = state.completed[uploadId], now.timeIntervalSince(done.at) < 3_600, done.bucket == context.bucket,
-                      done.key == context.key, done.owner == context.principal?.name, done.parts == asked
-                else { return (nil, nil) }
-                return (nil, done.answer)
-            }
-            guard !upload.completing else { throw S3Failure("OperationAborted", "The upload is already being completed.") }
-            upload.completing = true
-            state.uploads[uploadId] = upload
-            return (upload, nil)
-        }
-        if let replay { return Self.xml(replay) }
-        guard let upload = claimed else { throw S3Failure("NoSuchUpload", "The specified multipart upload does not exist.") }
-        let release = { [state] in state.withLock { $0.uploads[uploadId]?.completing = false } }
-        var pieces: [(location: MultipartUpload.Location, size: Int64)] = []
-        var objectChecksum: S3StoredChecksum?
-        do {
-            for (index, item) in listed.enumerated() {
-                guard let part = upload.parts[item.number], Self.bareTag(item.etag) == part.md5 else {
-                    throw S3Failure(
-                        "InvalidPart", "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.")
-                }
-                if index < listed.count - 1 && part.size < self.options.minimumPartSize {
-                    throw S3Failure("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.")
-                }
-                pieces.append((part.location, part.size))
-            }
-            objectChecksum = try Self.objectChecksum(
-                upload.checksumAlgorithm, composite: upload.compositeChecksum, parts: upload.parts.mapValues { ($0.size, $0.checksum) },
-                listed: listed.map { ($0.number, $0.checksums) }, sent: request.sentChecksum)
-        } catch {
-            release()
-            throw error
-        }
-        options.contentType = upload.options.contentType
-        options.modificationDate = upload.options.modificationDate
-        options.metadata = upload.options.metadata
-        options.contentHeaders = upload.options.contentHeaders
-        options.knownChecksums = listed.count == 1 ? upload.options.knownChecksums : [:]
-        // The parts' sizes and the object's checksum, for part reads and checksum mode.
-        if provider.capabilities.supports(.userMetadata) {
-            options.metadata[S3ObjectRecord.metadataName] = S3ObjectRecord(partSizes: pieces.map(\.size), checksum: objectChecksum).text
-        }
-        let stored: RemoteFile
-        do {
-            if let size = Self.wholeObjectSize(listed.map(\.number), pieces, upload) {
-                stored = try storeAssembly(upload, size: size, key: key, options: options)
-            } else {
-                let stream = Self.concatenation(pieces.map { piece in
-                    switch piece.location {
-                    case .assembly(let offset): (upload.assembly.url, offset..<(offset + piece.size))
-                    case .file(let url): (url, 0..<piece.size)
-                    }
-                })
-                let finalOptions = options
-                stored = try Blocking.wait { [provider] in try await provider.upload(from: stream, remotePath: key, options: finalOptions) }
-            }
-        } catch {
-            if Self.isLinkedElsewhere(upload.assembly) {
-                // The backend placed the file and failed after (syncing its folder): the
-                // object shares the upload's bytes, so no part may be written there again.
-                state.withLock { _ = $0.uploads.removeValue(forKey: uploadId) }
-                Self.removeQuietly(upload.folder)
-            } else {
-                release()
-            }
-            throw error
-        }
-        let answer =
-            "<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/\(context.bucket.xmlEscaped)/\(context.key.xmlEscaped)</Location><Bucket>\(context.bucket.xmlEscaped)</Bucket><Key>\(context.key.xmlEscaped)</Key><ETag>\(Self.etag(of: stored).xmlEscaped)</ETag>\(Self.checksumElements(objectChecksum))</CompleteMultipartUploadResult>"
-        let owner = context.principal?.name
-        state.withLock { state in
-            _ = state.uploads.removeValue(forKey: uploadId)
-            if state.completed.count >= Self.completedMemory {
-                // The oldest half goes: a retry comes seconds after its first try, not hours.
-                let kept = state.completed.sorted { $0.value.at > $1.value.at }.prefix(Self.completedMemory / 2)
-                state.completed = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
-            }
-            state.completed[uploadId] = CompletedUpload(
-                bucket: context.bucket, key: context.key, owner: owner, parts: asked, answer: answer, at: now)
-        }
-        Self.removeQuietly(upload.folder)
-        return Self.xml(answer)
+        return try completeBackendUpload(&context, uploadId: uploadId, key: key, body: body)
     }
 
     /// The object's checksum in the upload's algorithm, from its parts' (each listed with the
@@ -198,70 +104,4 @@ extension S3Gateway {
         return checksum.algorithm.element(checksum.value) + "<ChecksumType>\(checksum.type)</ChecksumType>"
     }
 
-    /// The object's size when the upload's file already is the object: the parts listed are
-    /// 1…K, all in their places in the file, every one but the last as long as the stride,
-    /// and no other place is taken (no part past K, none being written), so cutting the file
-    /// after part K leaves exactly the object and loses no part.
-    static func wholeObjectSize(_ numbers: [Int], _ pieces: [(location: MultipartUpload.Location, size: Int64)], _ upload: MultipartUpload) -> Int64? {
-        guard let stride = upload.stride, let last = pieces.last, numbers == Array(1...numbers.count),
-              upload.places == Set(numbers)
-        else { return nil }
-        for (index, piece) in pieces.enumerated() {
-            guard piece.location == .assembly(offset: Int64(index) * stride), index == pieces.count - 1 || piece.size == stride else { return nil }
-        }
-        return Int64(pieces.count - 1) * stride + last.size
-    }
-
-    /// Stores the upload's file, cut to `size`, as `key`: a hard link into the backend's own
-    /// temporary area when it keeps files on this machine (a copy when that is another file
-    /// system), then its rename into place; otherwise one `uploadFile` from it, the backend's
-    /// own transfer of a local file. The upload's file stays until the backend has the
-    /// object, so a completion refused by its condition can be sent again.
-    private func storeAssembly(_ upload: MultipartUpload, size: Int64, key: ObjectKey, options: UploadOptions) throws -> RemoteFile {
-        try upload.assembly.file.truncate(to: size)
-        // Known checksums are the backend's to check, so those go through its upload.
-        if provider.capabilities.supports(.localFiles), options.knownChecksums.isEmpty {
-            let source = upload.assembly
-            return try Blocking.wait { [provider] in
-                try await provider.receiveFile(at: key, options: options) { url in
-                    try Self.place(source, size: size, at: url, modified: options.modificationDate)
-                }
-            }
-        }
-        return try Blocking.wait { [provider] in try await provider.uploadFile(localURL: upload.assembly.url, remotePath: key, options: options) }
-    }
-
-    /// Puts the upload's file at `url`: a hard link, or a copy across file systems; then its
-    /// modification time, and `fsync`, as the backend's own upload would leave it.
-    static func place(_ source: AssemblyFile, size: Int64, at url: URL, modified: Date?) throws {
-        let placed: LocalFile
-        if link(source.url.path, url.path) == 0 {
-            placed = try LocalFile.openForReading(url)
-        } else {
-            let code = errno
-            guard code == EXDEV || code == EPERM || code == EMLINK else {
-                throw BuckiaError.posix(code, operation: "link", path: url.path)
-            }
-            placed = try LocalFile.createExclusive(url)
-            try source.file.copy(0..<size, to: placed)
-        }
-        if let modified { try placed.setModificationDate(modified) }
-        try placed.sync()
-        try placed.close()
-    }
-
-    /// Whether the upload's file has a name besides its own (a link the backend kept), or
-    /// cannot be told not to.
-    static func isLinkedElsewhere(_ assembly: AssemblyFile) -> Bool {
-        do {
-            return try assembly.file.statRecord().st_nlink > 1
-        } catch {
-            return true
-        }
-    }
-
-    /// The pieces' bytes one after another, read a piece at a time.
-    static func concatenation(_ files: [(url: URL, range: Range<Int64>)]) -> ByteStream {
-        ByteStream.concatenating(files.count) { try ByteStream.file(files[$0].url, range: files[$0].range) }
-    }
 }

@@ -9,16 +9,18 @@ public struct S3GatewayOptions: Sendable {
     public var root: String = ""
     /// The region the gateway names in `GetBucketLocation`; requests signed for any region are accepted.
     public var region = "us-east-1"
-    /// Where the parts of multipart uploads wait for their completion: a private folder the
-    /// gateway creates and removes (under the system's temporary folder when nil).
+    /// Where a multipart upload's part waits, for the length of its request, on its way to a
+    /// backend that takes parts from a file (S3, B2, the parts kept in any other backend): a
+    /// private folder the gateway creates and removes (under the system's temporary folder when
+    /// nil). A local folder takes its parts straight into place, with no wait here.
     public var stagingDirectory: URL?
     /// The largest single PUT or part, in bytes (S3's 5 GiB).
     public var maximumPartSize: Int64 = 5 << 30
     /// The smallest part but the last of a multipart upload (S3's 5 MiB).
     public var minimumPartSize: Int64 = 5 << 20
-    /// How long a multipart upload may go without a part before the gateway aborts it and
-    /// frees its staged bytes (checked whenever an upload starts), as S3's lifecycle rule
-    /// `AbortIncompleteMultipartUpload` does; nil keeps them until the server stops.
+    /// How long after it started a multipart upload is aborted, its parts deleted, as S3's
+    /// lifecycle rule `AbortIncompleteMultipartUpload` does (checked by whichever gateway
+    /// starts an upload next, at most once a minute); nil keeps them until they are aborted.
     public var abandonedUploadLifetime: Duration? = .seconds(24 * 3600)
     /// Called once per request, after its response, with what the access log records.
     public var log: (@Sendable (S3AccessLogEntry) -> Void)?
@@ -113,7 +115,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
     let provider: any StorageProvider
     let authenticator: GatewayAuthenticator
     let options: S3GatewayOptions
-    /// The private folder under ``S3GatewayOptions/stagingDirectory`` where uploads wait.
+    /// The private folder under ``S3GatewayOptions/stagingDirectory`` where parts wait.
     package let staging: URL
     let state = Locked(GatewayState())
 
@@ -121,33 +123,15 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         /// Buckets seen to exist (a record or an object in the backend), and when: believed
         /// for ``S3Gateway/bucketBelief`` seconds.
         var knownBuckets: [String: Date] = [:]
-        var uploads: [String: MultipartUpload] = [:]
         /// The keys deliveries are being stored at: a second delivery to one of them fails at
         /// once, as its `If-None-Match: *` would once the first is stored.
         var deliveries: Set<String> = []
-        /// Uploads completed in the last hour (at most ``completedMemory``), so a retried
-        /// `CompleteMultipartUpload` whose first answer was lost gets that answer again, as S3
-        /// gives it, rather than `NoSuchUpload` for an object it stored.
-        var completed: [String: CompletedUpload] = [:]
         /// Records of uploads a backend holds (``Capability/partUploads``), read once each:
         /// a record never changes.
         var uploadRecords: [String: BackendUploadRecord] = [:]
         /// When this gateway last swept the backend for abandoned uploads.
         var lastSweep: Date?
     }
-
-    /// What a completed upload answered, and what it was asked, for a retry of the same request.
-    struct CompletedUpload {
-        var bucket: String
-        var key: String
-        var owner: String?
-        var parts: [String]
-        var answer: String
-        var at: Date
-    }
-
-    /// How many completed uploads are remembered for retries.
-    static let completedMemory = 1_000
 
     /// A gateway for `provider`.
     ///
@@ -161,7 +145,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
             throw BuckiaError(
                 .invalidConfiguration, "A gateway that answers AssumeRoleWithWebIdentity needs the keys temporary credentials are issued with.")
         }
-        if provider.capabilities.supports(.partUploads) || provider.capabilities.supports(.localFiles) {
+        if provider.capabilities.supports(.partUploads) {
             self.provider = provider
         } else {
             // Parts kept in the backend itself, under the reserved folder no grant reaches, so
@@ -179,9 +163,8 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         }
     }
 
-    /// Removes the staging folder and the parts of unfinished multipart uploads.
+    /// Removes the staging folder (parts on their way to the backend).
     public func close() throws {
-        state.withLock { $0.uploads.removeAll() }
         do {
             try FileManager.default.removeItem(at: staging)
         } catch {

@@ -44,7 +44,7 @@ public struct LocalProvider: StorageProviderPlugin {
             .readWithRange, .listStartAfter, .pagedListing, .publicURL, .streamingTransfers,
             .preservesModificationTime, .persistent, .serverSideCopy, .conditionalWrite, .conditionalRead,
             .verifiesKnownChecksums, .setModificationTime, .move, .resumableListing, .localFiles,
-            .streamingUploads, .folders,
+            .streamingUploads, .folders, .partUploads, .partSelections, .conditionalCompletion,
         ]
         if keepsMetadata { features.formUnion([.userMetadata, .contentHeaders]) }
         return ProviderCapabilities(

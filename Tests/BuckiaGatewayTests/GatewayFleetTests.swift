@@ -96,29 +96,55 @@ struct GatewayFleetTests {
     }
 }
 
-/// Three `buckia serve s3` processes over one Ceph RGW bucket behind HAProxy (round-robin, a
-/// balancing decision per request, no stickiness), as a stateless fleet is deployed: every
-/// multipart upload is RGW's own, and what the gateway adds is kept in RGW too, so parts land on
+/// Three `buckia serve s3` processes behind HAProxy (round-robin, a balancing decision per
+/// request, no stickiness), as a stateless fleet is deployed, over one Ceph RGW bucket and over
+/// one local folder: every multipart upload is the backend's own (RGW's; the local provider's in
+/// `.buckia/uploads`), and what the gateway adds is kept in the backend too, so parts land on
 /// every gateway, one gateway dies half way, and the others finish the upload.
-@Suite("S3 gateway: three gateways behind HAProxy in front of Ceph RGW")
+@Suite("S3 gateway: three gateways behind HAProxy in front of Ceph RGW or one folder")
 struct GatewayBalancedFleetTests {
-    @Test("boto3 and the AWS CLI upload in parts spread over three gateways behind HAProxy, one killed half way; the listing, a copy and a create-only PUT agree whichever gateway answers")
-    func balanced() async throws {
+    enum Backend: String, CaseIterable, CustomTestStringConvertible {
+        case cephRGW, folder
+        var testDescription: String { self == .cephRGW ? "Ceph RGW" : "a local folder" }
+    }
+
+    /// The backend the fleet serves, its remote's JSON, and whether it holds no unfinished
+    /// multipart upload of its own.
+    static func backend(_ kind: Backend, work: URL) async throws -> (provider: any StorageProvider, remote: String, settled: @Sendable () async throws -> Bool) {
+        switch kind {
+        case .cephRGW:
+            let server = try await S3TestServer.shared(.cephRGW)
+            let bucket = "fleet-" + UUID().uuidString.lowercased().prefix(12)
+            _ = try await HTTPClient().send(server.signedRequest(.put, bucket: bucket))
+            let options = [
+                "endpoint": server.endpoint.absoluteString, "region": server.region, "vendor": "ceph", "stateDirectory": work.appendingPathComponent("state").path,
+            ]
+            let configuration = BuckiaConfiguration(
+                provider: .s3, bucketName: bucket, authConfig: .awsSignature(accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey.exposedValue),
+                options: options)
+            let backend = S3Provider(settings: try S3Settings.resolve(configuration, environment: [:], home: TestHome.empty))
+            return (backend, String(decoding: try JSONEncoder().encode(configuration), as: UTF8.self), { try await backend.unfinishedUploads(prefix: "").isEmpty })
+        case .folder:
+            let root = work.appendingPathComponent("served", isDirectory: true)
+            let backend = try LocalProvider(root: root)
+            let configuration = BuckiaConfiguration(provider: .local, bucketName: "served", options: ["root": root.path])
+            let uploads = root.appendingPathComponent(".buckia/uploads")
+            // An upload under way has its record, `upload`; a completed one keeps only its marker.
+            return (backend, String(decoding: try JSONEncoder().encode(configuration), as: UTF8.self), {
+                try FileManager.default.contentsOfDirectory(atPath: uploads.path).allSatisfy {
+                    !FileManager.default.fileExists(atPath: uploads.appendingPathComponent($0).appendingPathComponent("upload").path)
+                }
+            })
+        }
+    }
+
+    @Test("boto3 and the AWS CLI upload in parts spread over three gateways behind HAProxy, one killed half way; the listing, a copy and a create-only PUT agree whichever gateway answers", arguments: Backend.allCases)
+    func balanced(_ kind: Backend) async throws {
         // 64 MiB here (8 parts); BUCKIA_FLEET_MIB=1024 is the 1 GiB form a person runs.
         let mib = Int(ProcessInfo.processInfo.environment["BUCKIA_FLEET_MIB"] ?? "") ?? 64
-        let server = try await S3TestServer.shared(.cephRGW)
-        let bucket = "fleet-" + UUID().uuidString.lowercased().prefix(12)
-        _ = try await HTTPClient().send(server.signedRequest(.put, bucket: bucket))
         let work = try TestFolder.make("buckia-balanced-fleet")
         defer { TestFolder.remove(work) }
-        let options = [
-            "endpoint": server.endpoint.absoluteString, "region": server.region, "vendor": "ceph", "stateDirectory": work.appendingPathComponent("state").path,
-        ]
-        let configuration = BuckiaConfiguration(
-            provider: .s3, bucketName: bucket, authConfig: .awsSignature(accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey.exposedValue),
-            options: options)
-        let backend = S3Provider(settings: try S3Settings.resolve(configuration, environment: [:], home: TestHome.empty))
-        let remote = String(decoding: try JSONEncoder().encode(configuration), as: UTF8.self)
+        let (backend, remote, settled) = try await Self.backend(kind, work: work)
         let secret = Secret("fleet-secret-\(UUID().uuidString)")
         var gateways: [GatewayProcess] = []
         defer { for gateway in gateways { gateway.stop() } }
@@ -133,6 +159,8 @@ struct GatewayBalancedFleetTests {
             "AWS_ACCESS_KEY_ID": gateways[0].accessKeyId, "AWS_SECRET_ACCESS_KEY": secret.exposedValue, "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_CONFIG_FILE": work.appendingPathComponent("aws-config").path, "AWS_SHARED_CREDENTIALS_FILE": work.appendingPathComponent("none").path,
             "AWS_EC2_METADATA_DISABLED": "true", "HOME": work.path,
+            // A folder's entity tags are its own (inode, times, size), not S3's multipart form.
+            "FLEET_MULTIPART_ETAG": kind == .folder ? "0" : "1",
         ]
         let victim = gateways[1]
         let run = try await runTool(
@@ -145,7 +173,7 @@ struct GatewayBalancedFleetTests {
         print("fleet client (\(mib) MiB): \(report["seconds"] ?? "?") s")
         #expect(report["killed"] as? Bool == true, "a gateway was killed half way")
         #expect(report["listed"] as? Bool == true, "ListParts through the fleet shows every part with its ETag and checksum")
-        #expect(report["boto3"] as? Bool == true, "boto3's upload reads back whole, with a multipart ETag")
+        #expect(report["boto3"] as? Bool == true, "boto3's upload reads back whole, with a multipart ETag where the backend makes one")
         #expect(report["checksum"] as? Bool == true, "the object's composite CRC32 is the parts'")
         #expect(report["cli"] as? Bool == true, "the AWS CLI's upload reads back whole")
         #expect(report["conditional"] as? Bool == true, "a second create-only PUT through another gateway is refused")
@@ -160,9 +188,9 @@ struct GatewayBalancedFleetTests {
             let parts = gateway.accessLog.split(separator: "\n").filter { $0.contains("\"UploadPart\"") }.count
             #expect(parts > 0, "gateway \(index) served no part")
         }
-        // Nothing of either upload is left unfinished in RGW, and of the gateway's records only
-        // the completed answers (kept an hour for retries) remain.
-        #expect(try await backend.unfinishedUploads(prefix: "").isEmpty)
+        // Nothing of either upload is left unfinished in the backend, and of the gateway's
+        // records only the completed answers (kept an hour for retries) remain.
+        #expect(try await settled())
         var records: [String] = []
         for try await entry in backend.list(ListOptions(prefix: ".buckia-s3/uploads/shared/", recursive: true)) {
             if let file = entry.file { records.append(file.path.rawValue) }

@@ -4,9 +4,10 @@ import BuckiaMemory
 import Foundation
 import Testing
 
-/// Multipart uploads as the gateway stores them: parts of one size written in place in one
-/// file per upload, completed by linking that file into a local backend (no copy), and every
-/// part that breaks the pattern still stored exactly as listed.
+/// Multipart uploads over a folder, kept by the local provider in the folder itself
+/// (`.buckia/uploads/ID/`, LocalProvider+PartUploads.swift): parts of one size written in place
+/// in one file per upload as their bodies arrive, completed by linking that file into place (no
+/// copy), and every part that breaks the pattern still stored exactly as listed.
 @Suite("S3 gateway: multipart parts written in place, completed without a copy")
 struct GatewayMultipartTests {
     static let partSize = 5 << 20
@@ -48,6 +49,14 @@ struct GatewayMultipartTests {
         return (status, String(decoding: body, as: UTF8.self))
     }
 
+    /// The local provider's folder of the one upload under way in `harness`'s folder.
+    static func uploadFolder(_ harness: GatewayHarness) throws -> URL {
+        let uploads = try #require(harness.root).appendingPathComponent(".buckia/uploads")
+        let names = try FileManager.default.contentsOfDirectory(atPath: uploads.path)
+        try #require(names.count == 1, "\(names)")
+        return uploads.appendingPathComponent(names[0], isDirectory: true)
+    }
+
     static func stat(_ url: URL) throws -> stat {
         var info = Foundation.stat()
         try #require(lstat(url.path, &info) == 0, "no file at \(url.path)")
@@ -70,7 +79,7 @@ struct GatewayMultipartTests {
         // the object's end: completing must cut the file there.
         let wrong = try Hashing.digest(Data("other".utf8), .md5).base64
         #expect(try await Self.part(harness, "/multi/big.bin", id, 5, parts[0], headers: ["Content-MD5": wrong]) == nil)
-        let assembly = harness.gateway.staging.appendingPathComponent(id).appendingPathComponent("object")
+        let assembly = try Self.uploadFolder(harness).appendingPathComponent("object")
         let placed = try Self.stat(assembly)
         let (status, body) = try await Self.complete(harness, "/multi/big.bin", id, (1...4).map { ($0, etags[$0]!) })
         #expect(status == 200, "\(body)")
@@ -80,7 +89,8 @@ struct GatewayMultipartTests {
         #expect(stored.st_ino == placed.st_ino && stored.st_dev == placed.st_dev, "the object is a copy, not the upload's file")
         #expect(stored.st_nlink == 1, "the upload's own name for the file is still there")
         #expect(try Data(contentsOf: object) == parts.reduce(Data(), +))
-        #expect(!FileManager.default.fileExists(atPath: assembly.deletingLastPathComponent().path))
+        #expect(!FileManager.default.fileExists(atPath: assembly.path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: harness.gateway.staging.path).isEmpty, "no part waited in the gateway")
     }
 
     /// Uploads that break the pattern, and the object each must give.
@@ -140,8 +150,9 @@ struct GatewayMultipartTests {
             expected = full[0] + larger + short
         }
         // Each case takes the path it is meant to test: a part file only where a part broke the pattern.
-        let entries = try FileManager.default.contentsOfDirectory(atPath: harness.gateway.staging.appendingPathComponent(id).path)
-        #expect(entries.contains { $0.hasPrefix("part-") } == kind.needsPartFiles, "\(entries)")
+        let files = try Self.uploadFolder(harness).appendingPathComponent("files")
+        let entries = FileManager.default.fileExists(atPath: files.path) ? try FileManager.default.contentsOfDirectory(atPath: files.path) : []
+        #expect(!entries.isEmpty == kind.needsPartFiles, "\(entries)")
         let (status, body) = try await Self.complete(harness, path, id, listed)
         #expect(status == 200, "\(body)")
         let stored = try await harness.provider.readData(remotePath: ObjectKey("multi/odd.bin"), options: ReadOptions())
@@ -195,7 +206,7 @@ struct GatewayMultipartTests {
         #expect(elsewhere.0 == 404 && elsewhere.1.contains("NoSuchUpload"), "\(elsewhere)")
     }
 
-    @Test("An upload without a part for longer than its lifetime is aborted when another starts; one still given parts is kept")
+    @Test("Over a folder, an upload started longer ago than its lifetime is aborted when another starts, its parts gone from the folder; a younger one is kept")
     func abandonedUploads() async throws {
         let now = Locked(Date())
         let harness = try GatewayHarness { options in
@@ -204,19 +215,23 @@ struct GatewayMultipartTests {
         }
         defer { harness.stop() }
         try await harness.createBucket("multi")
-        let idle = try await Self.start(harness, "/multi/idle.bin")
-        let busy = try await Self.start(harness, "/multi/busy.bin")
-        try #require(try await Self.part(harness, "/multi/idle.bin", idle, 1, Self.bytes(1000, seed: 31)) != nil)
+        let uploads = try #require(harness.root).appendingPathComponent(".buckia/uploads")
+        let old = try await Self.start(harness, "/multi/old.bin")
+        try #require(try await Self.part(harness, "/multi/old.bin", old, 1, Self.bytes(1000, seed: 31)) != nil)
+        let oldFolder = try #require(try FileManager.default.contentsOfDirectory(atPath: uploads.path).first)
         now.withLock { $0 += 3000 }
-        let kept: String = try #require(try await Self.part(harness, "/multi/busy.bin", busy, 1, Self.bytes(1000, seed: 32)))
-        now.withLock { $0 += 1000 }  // idle: 4,000 s without a part; busy: 1,000 s
-        _ = try await Self.start(harness, "/multi/third.bin")
-        let staged = try FileManager.default.contentsOfDirectory(atPath: harness.gateway.staging.path)
-        #expect(!staged.contains(idle) && staged.contains(busy), "\(staged)")
-        let gone = try await harness.send("GET", "/multi/idle.bin?uploadId=\(idle)")
+        let young = try await Self.start(harness, "/multi/young.bin")
+        let kept: String = try #require(try await Self.part(harness, "/multi/young.bin", young, 1, Self.bytes(1000, seed: 32)))
+        #expect(try await Self.part(harness, "/multi/old.bin", old, 2, Self.bytes(1000, seed: 33)) != nil, "parts do not keep an upload young, as in S3")
+        now.withLock { $0 += 1000 }  // old: started 4,000 s ago; young: 1,000 s
+        let third = try await Self.start(harness, "/multi/third.bin")
+        let left = try FileManager.default.contentsOfDirectory(atPath: uploads.path)
+        #expect(!left.contains(oldFolder) && left.count == 2, "\(left)")
+        let gone = try await harness.send("GET", "/multi/old.bin?uploadId=\(old)")
         #expect(gone.0 == 404 && String(decoding: gone.1, as: UTF8.self).contains("NoSuchUpload"))
-        let (status, body) = try await Self.complete(harness, "/multi/busy.bin", busy, [(1, kept)])
+        let (status, body) = try await Self.complete(harness, "/multi/young.bin", young, [(1, kept)])
         #expect(status == 200, "\(body)")
+        _ = try await harness.send("DELETE", "/multi/third.bin?uploadId=\(third)")
     }
 
     /// A backend with neither local files nor multipart uploads of its own (as Bunny is to the

@@ -41,3 +41,22 @@ package protocol OpenFileStore: LocalFileStore {
     ///   blocking-work threads; the caller then uploads by URL.
     func storeInline(_ source: LocalFile, status: stat, at key: ObjectKey, options: UploadOptions) throws -> RemoteFile?
 }
+
+/// A provider whose caller-driven parts (``Capability/partUploads``) are written into files on
+/// this machine, which takes a part's bytes as they arrive: the S3 gateway writes a request's
+/// body straight to the part's place, with no file of its own in between and no second MD5.
+///
+/// Package-only, and not forwarded by ``ForwardingStorageProvider``: a wrapped local provider
+/// takes parts through ``StorageProvider/uploadPart(_:of:to:file:md5:)``, with the same result.
+package protocol LocalPartStore: StorageProvider {
+    /// Stores part `number` of `upload` from what `fill` hands to the writer it is given, as
+    /// ``StorageProvider/uploadPart(_:of:to:file:md5:)`` stores a file. `fill` returns the MD5
+    /// of every byte it handed over: the part's entity tag, trusted as given. An error `fill`
+    /// throws is rethrown as it is, and nothing of the part is kept.
+    ///
+    /// - Parameter length: The part's exact length when known; a part that ends short of it or
+    ///   runs past it is refused.
+    /// - Throws: ``BuckiaError/Code/notFound`` when the upload is gone or goes while the part
+    ///   arrives (completed or aborted).
+    func receivePart(_ number: Int, of upload: String, to key: ObjectKey, length: Int64?, _ fill: (_ write: (Data) throws -> Void) throws -> Digest) throws -> UploadedPart
+}

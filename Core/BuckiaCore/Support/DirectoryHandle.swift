@@ -121,6 +121,39 @@ package final class DirectoryHandle {
         return file
     }
 
+    /// Creates the file `name` for reading and writing by position, failing with
+    /// ``BuckiaError/Code/alreadyExists`` when something is there: an atomic create-if-absent.
+    package func createFile(_ name: String, permissions: mode_t = 0o644) throws -> LocalFile {
+        let fd = openat(descriptor, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
+        guard fd >= 0 else {
+            if errno == EEXIST {
+                throw BuckiaError(.alreadyExists, "Something already exists at \(child(name).debugDescription).", operation: "create", path: child(name))
+            }
+            throw BuckiaError.posix(errno, operation: "create", path: child(name))
+        }
+        return LocalFile(descriptor: fd, path: child(name))
+    }
+
+    /// Opens the regular file `name` for reading and writing by position.
+    ///
+    /// - Throws: ``BuckiaError/Code/notFound`` when it is missing or is no regular file,
+    ///   ``BuckiaError/Code/invalidPath`` when it is a symbolic link.
+    package func openFileForUpdate(_ name: String) throws -> LocalFile {
+        let fd = openat(descriptor, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT, EISDIR: throw BuckiaError(.notFound, "No file exists at \(child(name).debugDescription).", operation: "open", path: child(name))
+            case ELOOP: throw symbolicLink(name)
+            default: throw BuckiaError.posix(errno, operation: "open", path: child(name))
+            }
+        }
+        let file = LocalFile(descriptor: fd, path: child(name))
+        guard try file.isRegularFile() else {
+            throw BuckiaError(.notFound, "\(child(name).debugDescription) is not a regular file.", operation: "open", path: child(name))
+        }
+        return file
+    }
+
     /// Creates a new, uniquely named file in this folder for writing.
     ///
     /// The file is locked by this process and registered with ``Temporaries`` (unregister it

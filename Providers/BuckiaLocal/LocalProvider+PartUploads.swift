@@ -1,0 +1,469 @@
+import BuckiaCore
+import Foundation
+
+/// Multipart uploads a caller drives part by part (``BuckiaCore/Capability/partUploads``), kept
+/// in the root itself, so any process over the same folder — a fleet of S3 gateways on one file
+/// system — goes on with an upload another started, and nothing is lost when a process stops.
+///
+/// Upload `ID` (32 random hexadecimal digits) is the folder `.buckia/uploads/ID/`:
+///
+/// - `upload`: the key and what the object will carry (JSON), written once;
+/// - `object`: the file parts are written into by position. Clients cut a file into parts of
+///   one size, so part N goes at (N − 1) × `stride`, the size of the first part that arrived
+///   with a known, non-zero length;
+/// - `places/N`: part N's place in `object` is taken, by a part being written or held there;
+/// - `parts/NNNNN`: what part N is (size, MD5, when, where), replaced by a rename when the part
+///   is sent again: the part recorded last wins;
+/// - `files/`: parts that break the pattern (sent again, of another size, of unknown length);
+/// - `completing` while a completion hands the parts over, `completed` (the object made, for a
+///   completion sent again after its answer was lost) once it has;
+/// - `lock`: every change to the names above is made holding it (`flock`), so processes agree.
+///
+/// When the parts completed are 1…K, each in its place, `object` cut after part K is the
+/// object, and completing links it into place: no byte is copied. Any other selection streams
+/// the pieces in order into a new file: slower, never wrong. An upload's parts are written
+/// without `fsync`; the completed object is synced as every upload is.
+extension LocalProvider: LocalPartStore {
+    /// The folder under `.buckia` that holds the uploads.
+    static let uploadsName = "uploads"
+
+    /// What an upload's `upload` record holds.
+    struct PartUploadRecord: Codable {
+        var key: String
+        var contentType: String?
+        var contentHeaders: ContentHeaders
+        var metadata: [String: String]
+        var modified: Double?
+
+        var options: UploadOptions {
+            UploadOptions(
+                contentType: contentType, modificationDate: modified.map { Date(timeIntervalSince1970: $0) }, metadata: metadata,
+                contentHeaders: contentHeaders)
+        }
+    }
+
+    /// What a part's record in `parts/` holds: its bytes are at `offset` in `object`, or are the
+    /// file `file` in `files/`.
+    struct PartRecord: Codable {
+        var size: Int64
+        var md5: String
+        var received: Double
+        var offset: Int64?
+        var file: String?
+    }
+
+    /// The upload's stride: the size of the first part that arrived with a length.
+    struct StrideRecord: Codable {
+        var stride: Int64
+    }
+
+    /// What a completed upload leaves: the object it made.
+    struct CompletionRecord: Codable {
+        var key: String
+        var etag: String?
+        var size: Int64
+    }
+
+    /// S3's largest object, 5 TiB: no part is placed beyond it.
+    static let largestObject: Int64 = 5 << 40
+
+    public func startPartUpload(to key: ObjectKey, options: UploadOptions) async throws -> String {
+        guard options.condition == nil else {
+            throw BuckiaError(.invalidConfiguration, "A condition belongs to the completion of a multipart upload, not its start.", operation: "start upload", path: key.rawValue)
+        }
+        try check(options, key: key)
+        if key.rawValue.split(separator: "/", maxSplits: 1).first == Substring(LocalProvider.reservedName) {
+            throw BuckiaError(
+                .invalidPath, "The first segment \(LocalProvider.reservedName) is reserved by the local provider for its own files.",
+                operation: "start upload", path: key.rawValue)
+        }
+        let id = Hex.encode(try SecureRandom.bytes(count: 16))
+        let uploads = try openRoot(create: true).folder(LocalProvider.reservedName, create: true).folder(Self.uploadsName, create: true)
+        let folder = try uploads.folder(id, create: true)
+        try folder.createFile("object").close()
+        let record = PartUploadRecord(
+            key: key.rawValue, contentType: options.contentType, contentHeaders: options.contentHeaders, metadata: options.metadata,
+            modified: options.modificationDate?.timeIntervalSince1970)
+        try Self.write(record, as: "upload", in: folder)
+        return id
+    }
+
+    public func uploadPart(_ number: Int, of upload: String, to key: ObjectKey, file: URL, md5: Digest) async throws -> UploadedPart {
+        let source = try LocalFile.openForReading(file)
+        defer { source.closeAfterReading() }
+        let length = Int64(try source.statRecord().st_size)
+        return try receivePart(number, of: upload, to: key, length: length) { write in
+            let hasher = try DigestHasher(.md5)
+            var offset: Int64 = 0
+            while offset < length {
+                let chunk = try source.read(count: Int(min(Int64(AtomicFile.copyBufferSize), length - offset)), at: offset)
+                guard !chunk.isEmpty else { break }
+                hasher.update(chunk)
+                try write(chunk)
+                offset += Int64(chunk.count)
+            }
+            let digest = hasher.finalize()
+            guard digest == md5 else {
+                throw BuckiaError(
+                    .checksumMismatch, "The part's MD5 is \(digest.hex), not the \(md5.hex) it was sent with; nothing was stored.", operation: "upload part",
+                    path: key.rawValue)
+            }
+            return digest
+        }
+    }
+
+    /// Where a part's bytes go while they arrive.
+    private enum Target {
+        case place(offset: Int64, object: LocalFile)
+        case file(name: String, output: LocalFile)
+    }
+
+    package func receivePart(_ number: Int, of upload: String, to key: ObjectKey, length: Int64?, _ fill: ((Data) throws -> Void) throws -> Digest) throws -> UploadedPart {
+        guard (1...10_000).contains(number) else {
+            throw BuckiaError(.invalidConfiguration, "Part numbers run from 1 to 10000; \(number) is not one.", operation: "upload part", path: key.rawValue)
+        }
+        let folder = try uploadFolder(upload, key: key, operation: "upload part")
+        let target: Target = try folder.withExclusiveLock(on: "lock") {
+            _ = try underWay(folder, upload, key: key, operation: "upload part")
+            if let length, let offset = try claimPlace(number, length: length, in: folder) {
+                return .place(offset: offset, object: try folder.openFileForUpdate("object"))
+            }
+            let (name, output) = try folder.folder("files", create: true).createTemporaryFile(permissions: 0o600)
+            return .file(name: name, output: output)
+        }
+        let start: Int64
+        switch target {
+        case .place(let offset, _): start = offset
+        case .file: start = 0
+        }
+        var position = start
+        let md5: Digest
+        do {
+            md5 = try fill { chunk in
+                if let length, position - start + Int64(chunk.count) > length {
+                    throw BuckiaError(.io, "Part \(number) is longer than the \(length) bytes it was sent as; nothing was stored.", operation: "upload part", path: key.rawValue)
+                }
+                switch target {
+                case .place(_, let object): try object.write(chunk, at: position)
+                case .file(_, let output): try output.write(chunk)
+                }
+                position += Int64(chunk.count)
+            }
+            if let length, position - start != length {
+                throw BuckiaError(.io, "Part \(number) ended after \(position - start) of its \(length) bytes; nothing was stored.", operation: "upload part", path: key.rawValue)
+            }
+            switch target {
+            // The completion's fsync then finds the part on its way to the disk already.
+            case .place(_, let object):
+                _ = object.startWriteback(start..<position)
+                try object.close()
+            case .file(_, let output): try output.close()
+            }
+        } catch {
+            // The part's own failure is the one to report; one in giving back its place or
+            // file leaves that to the upload's completion or abort, which remove the folder.
+            try? folder.withExclusiveLock(on: "lock") { try release(target, number: number, in: folder) }
+            throw error
+        }
+        let size = position - start
+        let received = Date()
+        var record = PartRecord(size: size, md5: md5.hex, received: received.timeIntervalSince1970)
+        switch target {
+        case .place: record.offset = start
+        case .file(let name, _): record.file = name
+        }
+        try folder.withExclusiveLock(on: "lock") {
+            // An upload completed or aborted while the part was on its way takes no part after it.
+            do {
+                _ = try underWay(folder, upload, key: key, operation: "upload part")
+            } catch {
+                try release(target, number: number, in: folder)
+                throw error
+            }
+            let parts = try folder.folder("parts", create: true)
+            let previous = try Self.read(PartRecord.self, Self.partName(number), in: parts, what: "The record of part \(number)")
+            try Self.write(record, as: Self.partName(number), in: parts)
+            if case .file(let name, _) = target { Temporaries.unregister(try folder.folder("files", create: false).child(name)) }
+            if let old = previous?.file, old != record.file { try folder.folder("files", create: false).removeFile(old) }
+            if previous?.offset != nil, record.file != nil {
+                try folder.folder("places", create: true).removeFile(Self.partName(number))  // the place is free again
+            } else if record.offset != nil, try folder.folder("places", create: true).entry(Self.partName(number)).kind == .missing {
+                try folder.folder("places", create: false).createFile(Self.partName(number)).close()  // taken again by the part it holds
+            }
+        }
+        return UploadedPart(number: number, etag: md5.hex, size: size, modified: received)
+    }
+
+    public func uploadedParts(of upload: String, to key: ObjectKey) async throws -> [UploadedPart] {
+        let folder = try uploadFolder(upload, key: key, operation: "list parts")
+        return try folder.withExclusiveLock(on: "lock") {
+            _ = try underWay(folder, upload, key: key, operation: "list parts")
+            return try Self.partRecords(in: folder).map { number, record in
+                UploadedPart(number: number, etag: record.md5, size: record.size, modified: Date(timeIntervalSince1970: record.received))
+            }.sorted { $0.number < $1.number }
+        }
+    }
+
+    /// What a completion found when it took the upload.
+    private enum Claim {
+        case done(CompletionRecord)
+        case claimed(record: PartUploadRecord, parts: [Int: PartRecord], places: Set<Int>, stride: Int64?)
+    }
+
+    @discardableResult
+    public func completePartUpload(_ upload: String, to key: ObjectKey, parts: [UploadedPart], condition: WriteCondition?) async throws -> RemoteFile {
+        guard !parts.isEmpty, zip(parts, parts.dropFirst()).allSatisfy({ $0.number < $1.number }) else {
+            throw BuckiaError(.invalidConfiguration, "A multipart upload is completed with its parts in ascending order, at least one.", operation: "complete upload", path: key.rawValue)
+        }
+        let folder = try uploadFolder(upload, key: key, operation: "complete upload")
+        let claim: Claim = try folder.withExclusiveLock(on: "lock") {
+            if let done = try Self.read(CompletionRecord.self, "completed", in: folder, what: "The upload's completion"), done.key == key.rawValue {
+                return .done(done)
+            }
+            let record = try underWay(folder, upload, key: key, operation: "complete upload")
+            try folder.createFile("completing").close()
+            let places = try folder.entry("places").kind == .folder ? try folder.folder("places", create: false).names().compactMap { Int($0.name) } : []
+            return .claimed(record: record, parts: try Self.partRecords(in: folder), places: Set(places), stride: try Self.stride(in: folder))
+        }
+        guard case .claimed(let record, let held, let places, let stride) = claim else {
+            // Completed already, and the answer lost on the way: the object the marker names.
+            if case .done(let done) = claim, let stored = try await stat(remotePath: key), stored.etag == done.etag, stored.size == done.size { return stored }
+            throw Self.gone(upload, operation: "complete upload", key: key)
+        }
+        var options = record.options
+        options.condition = condition
+        let base = rootPath + "/" + LocalProvider.reservedName + "/" + Self.uploadsName + "/" + upload + "/"
+        let object = URL(fileURLWithPath: base + "object", isDirectory: false)
+        let stored: RemoteFile
+        do {
+            var pieces: [(url: URL, range: Range<Int64>)] = []
+            for listed in parts {
+                guard let part = held[listed.number], part.md5 == listed.etag else {
+                    throw BuckiaError(.notFound, "Part \(listed.number) is not the one the upload holds under that number.", operation: "complete upload", path: key.rawValue)
+                }
+                if let offset = part.offset {
+                    pieces.append((object, offset..<(offset + part.size)))
+                } else if let name = part.file {
+                    pieces.append((URL(fileURLWithPath: base + "files/" + name, isDirectory: false), 0..<part.size))
+                }
+            }
+            if let size = Self.wholeObjectSize(parts.map(\.number), held: held, places: places, stride: stride) {
+                let assembly = try folder.openFileForUpdate("object")
+                defer { assembly.closeAfterReading() }
+                try assembly.truncate(to: size)
+                stored = try await receiveFile(at: key, options: options) { url in
+                    try Self.place(assembly, from: object, size: size, at: url, modified: options.modificationDate)
+                }
+            } else {
+                let chosen = pieces
+                stored = try await self.upload(
+                    from: ByteStream.concatenating(chosen.count) { try ByteStream.file(chosen[$0].url, range: chosen[$0].range) }, remotePath: key,
+                    options: options)
+            }
+        } catch {
+            try folder.withExclusiveLock(on: "lock") {
+                if try folder.entry("object").status.st_nlink > 1 {
+                    // Placed, and failed after (syncing its folder): the object shares the
+                    // upload's bytes, so no part may be written there again.
+                    try removeUpload(upload)
+                } else {
+                    try folder.removeFile("completing")
+                }
+            }
+            throw error
+        }
+        // The upload's name for the file goes first: it changes the file's status-change
+        // time, so its entity tag, which the answer and the marker then give as a stat will.
+        try folder.removeFile("object")
+        let described = try await stat(remotePath: key) ?? stored
+        try folder.withExclusiveLock(on: "lock") {
+            try Self.write(CompletionRecord(key: key.rawValue, etag: described.etag, size: described.size), as: "completed", in: folder)
+            for name in ["stride", "upload", "completing"] { try folder.removeFile(name) }
+            for name in ["parts", "places", "files"] {
+                if try folder.entry(name).kind == .folder { try folder.removeTree(name) }
+            }
+        }
+        return described
+    }
+
+    public func abortPartUpload(_ upload: String, to key: ObjectKey) async throws {
+        guard PartStagingProvider.isUploadId(upload) else { return }
+        let folder: DirectoryHandle
+        do {
+            folder = try uploadFolder(upload, key: key, operation: "abort upload")
+        } catch let error as BuckiaError where error.code == .notFound {
+            return
+        }
+        try folder.withExclusiveLock(on: "lock") {
+            // Another key's upload by this id is not this call's to end; a damaged one is ended.
+            struct Keyed: Decodable { var key: String }
+            for name in ["upload", "completed"] {
+                let owner: Keyed?
+                do {
+                    owner = try Self.read(Keyed.self, name, in: folder, what: "The upload's record")
+                } catch let error as BuckiaError where error.code == .corrupt {
+                    owner = nil
+                }
+                if let owner, owner.key != key.rawValue { return }
+            }
+            if try folder.entry("completing").kind != .missing {
+                throw BuckiaError(.transient, "The upload is being completed; abort it again once that has finished.", operation: "abort upload", path: key.rawValue)
+            }
+            try removeUpload(upload)
+        }
+    }
+
+    // MARK: The upload's folder
+
+    static func gone(_ upload: String, operation: String, key: ObjectKey) -> BuckiaError {
+        BuckiaError(.notFound, "No multipart upload \(upload) to this key is under way: it was completed, aborted or never started.", operation: operation, path: key.rawValue)
+    }
+
+    static func partName(_ number: Int) -> String { String(format: "%05d", number) }
+
+    /// The folder of `upload`: ``BuckiaCore/BuckiaError/Code/notFound`` when there is none.
+    private func uploadFolder(_ upload: String, key: ObjectKey, operation: String) throws -> DirectoryHandle {
+        guard PartStagingProvider.isUploadId(upload) else { throw Self.gone(upload, operation: operation, key: key) }
+        do {
+            return try openRoot(create: false).folder(LocalProvider.reservedName, create: false).folder(Self.uploadsName, create: false).folder(upload, create: false)
+        } catch let error as BuckiaError where error.code == .notFound {
+            throw Self.gone(upload, operation: operation, key: key)
+        }
+    }
+
+    /// The upload's record, when it is under way (neither completing nor completed) to `key`.
+    private func underWay(_ folder: DirectoryHandle, _ upload: String, key: ObjectKey, operation: String) throws -> PartUploadRecord {
+        guard let record = try Self.read(PartUploadRecord.self, "upload", in: folder, what: "The record of upload \(upload)"), record.key == key.rawValue,
+              try folder.entry("completing").kind == .missing
+        else { throw Self.gone(upload, operation: operation, key: key) }
+        return record
+    }
+
+    /// Removes the upload's folder and everything in it.
+    private func removeUpload(_ upload: String) throws {
+        try openRoot(create: false).folder(LocalProvider.reservedName, create: false).folder(Self.uploadsName, create: false).removeTree(upload)
+    }
+
+    /// Takes part `number`'s place in `object` when a part of `length` bytes fits there, and
+    /// returns its offset; nil sends the part to a file of its own: the place is taken (the part
+    /// sent again), the length is not the stride (a part after a shorter one), or the place lies
+    /// past the largest object S3 stores. The first part with a length sets the stride.
+    private func claimPlace(_ number: Int, length: Int64, in folder: DirectoryHandle) throws -> Int64? {
+        guard length > 0 else { return nil }
+        let places = try folder.folder("places", create: true)
+        guard try places.entry(Self.partName(number)).kind == .missing else { return nil }
+        let stride = try Self.stride(in: folder) ?? length
+        guard length <= stride else { return nil }
+        let (offset, overflow) = Int64(number - 1).multipliedReportingOverflow(by: stride)
+        guard !overflow, offset <= Self.largestObject - length else { return nil }
+        if try folder.entry("stride").kind == .missing { try Self.write(StrideRecord(stride: stride), as: "stride", in: folder) }
+        try places.createFile(Self.partName(number)).close()
+        return offset
+    }
+
+    /// Gives back what a part that failed took: its place, or its file.
+    private func release(_ target: Target, number: Int, in folder: DirectoryHandle) throws {
+        switch target {
+        case .place:
+            // Only while no record holds the place (a part sent before, then again, keeps it).
+            let held = try Self.partRecords(in: folder)[number]
+            if held?.offset == nil, try folder.entry("places").kind == .folder {
+                try folder.folder("places", create: false).removeFile(Self.partName(number))
+            }
+        case .file(let name, let output):
+            try? output.close()
+            let files = try folder.folder("files", create: false)
+            try files.removeFile(name)
+            Temporaries.unregister(files.child(name))
+        }
+    }
+
+    private static func stride(in folder: DirectoryHandle) throws -> Int64? {
+        try read(StrideRecord.self, "stride", in: folder, what: "The upload's part size")?.stride
+    }
+
+    /// Every part's record, by number.
+    private static func partRecords(in folder: DirectoryHandle) throws -> [Int: PartRecord] {
+        guard try folder.entry("parts").kind == .folder else { return [:] }
+        let parts = try folder.folder("parts", create: false)
+        var records: [Int: PartRecord] = [:]
+        for (name, kind) in try parts.names() where kind == .file {
+            guard name.utf8.count == 5, let number = Int(name), (1...10_000).contains(number) else { continue }  // a temporary being renamed
+            records[number] = try read(PartRecord.self, name, in: parts, what: "The record of part \(number)")
+        }
+        return records
+    }
+
+    /// The object's size when `object` already is the object: the parts listed are 1…K, each
+    /// in its place, every one but the last as long as the stride, and no other place is taken
+    /// (no part past K, none being written), so cutting the file after part K loses no part.
+    static func wholeObjectSize(_ numbers: [Int], held: [Int: PartRecord], places: Set<Int>, stride: Int64?) -> Int64? {
+        guard let stride, numbers == Array(1...numbers.count), places == Set(numbers) else { return nil }
+        var size: Int64 = 0
+        for (index, number) in numbers.enumerated() {
+            guard let part = held[number], part.offset == Int64(index) * stride, index == numbers.count - 1 || part.size == stride else { return nil }
+            size = Int64(index) * stride + part.size
+        }
+        return size
+    }
+
+    /// Puts the upload's file at `url` (a temporary of ``receiveFile(at:options:_:)``): a hard
+    /// link, or a copy across file systems; then its modification time and `fsync`, as an upload
+    /// would leave it.
+    static func place(_ assembly: LocalFile, from object: URL, size: Int64, at url: URL, modified: Date?) throws {
+        let placed: LocalFile
+        if link(object.path, url.path) == 0 {
+            placed = try LocalFile.openForReading(url)
+        } else {
+            let code = errno
+            guard code == EXDEV || code == EPERM || code == EMLINK else { throw BuckiaError.posix(code, operation: "link", path: url.path) }
+            placed = try LocalFile.createExclusive(url)
+            try assembly.copy(0..<size, to: placed)
+        }
+        if let modified { try placed.setModificationDate(modified) }
+        try placed.sync()
+        try placed.close()
+    }
+
+    // MARK: Records
+
+    /// The record `name` in `folder`, nil when there is none.
+    static func read<T: Decodable>(_ type: T.Type, _ name: String, in folder: DirectoryHandle, what: String) throws -> T? {
+        let file: LocalFile
+        do {
+            file = try folder.openFile(name)
+        } catch let error as BuckiaError where error.code == .notFound {
+            return nil
+        }
+        defer { file.closeAfterReading() }
+        let size = try file.statRecord().st_size
+        guard size <= 1 << 16 else {
+            throw BuckiaError(.corrupt, "\(what) at \(folder.child(name)) is \(size) bytes, larger than any record; abort the upload and start again.", operation: "read record", path: folder.child(name))
+        }
+        do {
+            return try JSONValidation.decode(T.self, from: try file.read(count: Int(size), at: 0), what: what)
+        } catch let error as BuckiaError where error.code == .io {
+            throw error
+        } catch {
+            throw BuckiaError(.corrupt, "\(what) at \(folder.child(name)) is damaged; abort the upload and start again.", operation: "read record", path: folder.child(name), cause: error)
+        }
+    }
+
+    /// Writes `value` as the record `name` in `folder`: a temporary renamed over it, so a
+    /// reader sees the old record or the new, never part of one.
+    static func write<T: Encodable>(_ value: T, as name: String, in folder: DirectoryHandle) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let data = try encoder.encode(value)
+        let (temporary, file) = try folder.createTemporaryFile(permissions: 0o600)
+        defer { Temporaries.unregister(folder.child(temporary)) }
+        do {
+            try file.write(data)
+            try file.close()
+            try folder.move(temporary, to: folder, as: name)
+        } catch {
+            _ = try? folder.removeFile(temporary)
+            throw error
+        }
+    }
+}

@@ -89,6 +89,11 @@ extension LocalProvider: LocalPartStore {
     }
 
     public func uploadPart(_ number: Int, of upload: String, to key: ObjectKey, file: URL, md5: Digest) async throws -> UploadedPart {
+        try await BlockingWork.run("upload part") { [self] in try uploadPart(number, of: upload, to: key, file: file, md5: md5) }
+    }
+
+    /// ``uploadPart(_:of:to:file:md5:)`` on the calling thread.
+    private func uploadPart(_ number: Int, of upload: String, to key: ObjectKey, file: URL, md5: Digest) throws -> UploadedPart {
         let source = try LocalFile.openForReading(file)
         defer { source.closeAfterReading() }
         let length = Int64(try source.statRecord().st_size)
@@ -249,10 +254,11 @@ extension LocalProvider: LocalPartStore {
             }
             if let size = Self.wholeObjectSize(parts.map(\.number), held: held, places: places, stride: stride) {
                 let assembly = try folder.openFileForUpdate("object")
-                defer { assembly.closeAfterReading() }
                 try assembly.truncate(to: size)
+                try assembly.close()
+                let modified = options.modificationDate
                 stored = try await receiveFile(at: key, options: options) { url in
-                    try Self.place(assembly, from: object, size: size, at: url, modified: options.modificationDate)
+                    try await BlockingWork.run("complete upload") { try Self.place(object, size: size, at: url, modified: modified) }
                 }
             } else {
                 let chosen = pieces
@@ -410,7 +416,7 @@ extension LocalProvider: LocalPartStore {
     /// Puts the upload's file at `url` (a temporary of ``receiveFile(at:options:_:)``): a hard
     /// link, or a copy across file systems; then its modification time and `fsync`, as an upload
     /// would leave it.
-    static func place(_ assembly: LocalFile, from object: URL, size: Int64, at url: URL, modified: Date?) throws {
+    static func place(_ object: URL, size: Int64, at url: URL, modified: Date?) throws {
         let placed: LocalFile
         if link(object.path, url.path) == 0 {
             placed = try LocalFile.openForReading(url)
@@ -418,6 +424,8 @@ extension LocalProvider: LocalPartStore {
             let code = errno
             guard code == EXDEV || code == EPERM || code == EMLINK else { throw BuckiaError.posix(code, operation: "link", path: url.path) }
             placed = try LocalFile.createExclusive(url)
+            let assembly = try LocalFile.openForReading(object)
+            defer { assembly.closeAfterReading() }
             try assembly.copy(0..<size, to: placed)
         }
         if let modified { try placed.setModificationDate(modified) }

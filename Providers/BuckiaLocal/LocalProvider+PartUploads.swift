@@ -186,7 +186,7 @@ extension LocalProvider: LocalPartStore {
                 throw error
             }
             let parts = try folder.folder("parts", create: true)
-            let previous = try Self.read(PartRecord.self, Self.partName(number), in: parts, what: "The record of part \(number)")
+            let previous = try Self.partRecord(number, in: parts)
             try Self.write(record, as: Self.partName(number), in: parts)
             if case .file(let name, _) = target { Temporaries.unregister(try folder.folder("files", create: false).child(name)) }
             if let old = previous?.file, old != record.file { try folder.folder("files", create: false).removeFile(old) }
@@ -395,9 +395,25 @@ extension LocalProvider: LocalPartStore {
         var records: [Int: PartRecord] = [:]
         for (name, kind) in try parts.names() where kind == .file {
             guard name.utf8.count == 5, let number = Int(name), (1...10_000).contains(number) else { continue }  // a temporary being renamed
-            records[number] = try read(PartRecord.self, name, in: parts, what: "The record of part \(number)")
+            guard let record = try partRecord(number, in: parts) else { continue }
+            records[number] = record
         }
         return records
+    }
+
+    /// The record of part `number`, nil when there is none. Only this provider writes records,
+    /// but one is still checked before it is used: a place inside S3's largest object, or a
+    /// file name in `files/` and nowhere else.
+    private static func partRecord(_ number: Int, in parts: DirectoryHandle) throws -> PartRecord? {
+        guard let record = try read(PartRecord.self, partName(number), in: parts, what: "The record of part \(number)") else { return nil }
+        let placed = record.offset.map { $0 >= 0 && $0 <= largestObject && record.size <= largestObject - $0 } ?? false
+        let named = record.file.map { !$0.isEmpty && $0 != "." && $0 != ".." && !$0.utf8.contains(UInt8(ascii: "/")) } ?? false
+        guard record.size >= 0, (record.offset == nil) != (record.file == nil), placed || named else {
+            throw BuckiaError(
+                .corrupt, "The record of part \(number) at \(parts.child(partName(number))) names no place and no file of the upload; abort the upload and start again.",
+                operation: "read record", path: parts.child(partName(number)))
+        }
+        return record
     }
 
     /// The object's size when `object` already is the object: the parts listed are 1…K, each

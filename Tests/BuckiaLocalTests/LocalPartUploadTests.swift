@@ -59,7 +59,7 @@ struct LocalPartUploadTests {
 
     /// Records an upload's folder may hold that the provider did not write.
     enum Damage: String, CaseIterable, CustomTestStringConvertible {
-        case garbageRecord, deepRecord, hugeRecord, wrongShape, garbagePart, partAsFolder
+        case garbageRecord, deepRecord, hugeRecord, wrongShape, garbagePart, partAsFolder, escapingPartFile, negativePlace
         var testDescription: String { rawValue }
     }
 
@@ -82,6 +82,10 @@ struct LocalPartUploadTests {
         case .hugeRecord: try Data(repeating: 0x20, count: 1 << 20).write(to: record)
         case .wrongShape: try Data("{\"key\": 7}".utf8).write(to: record)
         case .garbagePart: try Data("not json".utf8).write(to: part)
+        case .escapingPartFile:
+            try Data(#"{"size": 100, "md5": "00", "received": 0, "file": "../../../../../victim"}"#.utf8).write(to: part)
+        case .negativePlace:
+            try Data(#"{"size": 100, "md5": "00", "received": 0, "offset": -4096}"#.utf8).write(to: part)
         case .partAsFolder:
             try FileManager.default.removeItem(at: part)
             try FileManager.default.createDirectory(at: part, withIntermediateDirectories: false)
@@ -93,6 +97,21 @@ struct LocalPartUploadTests {
         } catch let error as BuckiaError {
             #expect(error.code == .corrupt, "\(damage): \(error)")
         }
+        // Sending the part again reads the record it replaces, and never acts on a damaged one:
+        // the file outside the upload that an escaping record names is still there.
+        let victim = work.appendingPathComponent("victim")
+        try Data("keep".utf8).write(to: victim)
+        let resent: BuckiaError.Code?
+        do {
+            _ = try await provider.uploadPart(1, of: id, to: key, file: url, md5: md5)
+            resent = nil
+        } catch let error as BuckiaError {
+            resent = error.code
+        }
+        if damage != .partAsFolder {  // a folder in a record's place is no record, and may be refused as in the way
+            #expect(resent == .corrupt, "\(damage): the part sent again over a damaged record: \(String(describing: resent))")
+        }
+        #expect(FileManager.default.fileExists(atPath: victim.path), "\(damage): a file outside the upload was removed")
         try await provider.abortPartUpload(id, to: key)
         #expect(!FileManager.default.fileExists(atPath: folder.path), "\(damage): the upload was not removed")
     }

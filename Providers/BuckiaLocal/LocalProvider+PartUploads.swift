@@ -27,20 +27,8 @@ extension LocalProvider: LocalPartStore {
     /// The folder under `.buckia` that holds the uploads.
     static let uploadsName = "uploads"
 
-    /// What an upload's `upload` record holds.
-    struct PartUploadRecord: Codable {
-        var key: String
-        var contentType: String?
-        var contentHeaders: ContentHeaders
-        var metadata: [String: String]
-        var modified: Double?
-
-        var options: UploadOptions {
-            UploadOptions(
-                contentType: contentType, modificationDate: modified.map { Date(timeIntervalSince1970: $0) }, metadata: metadata,
-                contentHeaders: contentHeaders)
-        }
-    }
+    /// What an upload's `upload` record holds: the key and what the object will carry.
+    typealias PartUploadRecord = PartStagingProvider.Record
 
     /// What a part's record in `parts/` holds: its bytes are at `offset` in `object`, or are the
     /// file `file` in `files/`.
@@ -377,7 +365,7 @@ extension LocalProvider: LocalPartStore {
                 try folder.folder("places", create: false).removeFile(Self.partName(number))
             }
         case .file(let name, let output):
-            try? output.close()
+            try? output.close()  // a part being thrown away: a failed close loses nothing kept
             let files = try folder.folder("files", create: false)
             try files.removeFile(name)
             Temporaries.unregister(files.child(name))
@@ -486,7 +474,7 @@ extension LocalProvider: LocalPartStore {
             try file.close()
             try folder.move(temporary, to: folder, as: name)
         } catch {
-            _ = try? folder.removeFile(temporary)
+            _ = try? folder.removeFile(temporary)  // the write's own failure is the one to report
             throw error
         }
     }

@@ -49,15 +49,24 @@ public struct PartStagingProvider: ForwardingStorageProvider {
         return capabilities
     }
 
-    /// What an upload's record holds: the key and what the object will carry.
-    struct Record: Codable {
-        var key: String
-        var contentType: String?
-        var contentHeaders: ContentHeaders
-        var metadata: [String: String]
-        var modified: Double?
+    /// What an upload's record holds: the key and what the object will carry (the local
+    /// provider's uploads keep the same record).
+    package struct Record: Codable {
+        package var key: String
+        package var contentType: String?
+        package var contentHeaders: ContentHeaders
+        package var metadata: [String: String]
+        package var modified: Double?
 
-        var options: UploadOptions {
+        package init(key: String, contentType: String?, contentHeaders: ContentHeaders, metadata: [String: String], modified: Double?) {
+            self.key = key
+            self.contentType = contentType
+            self.contentHeaders = contentHeaders
+            self.metadata = metadata
+            self.modified = modified
+        }
+
+        package var options: UploadOptions {
             UploadOptions(
                 contentType: contentType, modificationDate: modified.map { Date(timeIntervalSince1970: $0) }, metadata: metadata,
                 contentHeaders: contentHeaders)

@@ -105,8 +105,11 @@ package final class DirectoryHandle {
     ///
     /// - Throws: ``BuckiaError/Code/notFound`` when it is missing or is a folder,
     ///   ``BuckiaError/Code/invalidPath`` when it is a symbolic link.
-    package func openFile(_ name: String) throws -> LocalFile {
-        let fd = openat(descriptor, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+    package func openFile(_ name: String) throws -> LocalFile { try openRegular(name, O_RDONLY) }
+
+    /// Opens `name` with `access` (`O_RDONLY`, `O_RDWR`), refusing links and anything but a regular file.
+    private func openRegular(_ name: String, _ access: Int32) throws -> LocalFile {
+        let fd = openat(descriptor, name, access | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             switch errno {
             case ENOENT, EISDIR: throw BuckiaError(.notFound, "No file exists at \(child(name).debugDescription).", operation: "open", path: child(name))
@@ -138,21 +141,7 @@ package final class DirectoryHandle {
     ///
     /// - Throws: ``BuckiaError/Code/notFound`` when it is missing or is no regular file,
     ///   ``BuckiaError/Code/invalidPath`` when it is a symbolic link.
-    package func openFileForUpdate(_ name: String) throws -> LocalFile {
-        let fd = openat(descriptor, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else {
-            switch errno {
-            case ENOENT, EISDIR: throw BuckiaError(.notFound, "No file exists at \(child(name).debugDescription).", operation: "open", path: child(name))
-            case ELOOP: throw symbolicLink(name)
-            default: throw BuckiaError.posix(errno, operation: "open", path: child(name))
-            }
-        }
-        let file = LocalFile(descriptor: fd, path: child(name))
-        guard try file.isRegularFile() else {
-            throw BuckiaError(.notFound, "\(child(name).debugDescription) is not a regular file.", operation: "open", path: child(name))
-        }
-        return file
-    }
+    package func openFileForUpdate(_ name: String) throws -> LocalFile { try openRegular(name, O_RDWR) }
 
     /// Creates a new, uniquely named file in this folder for writing.
     ///

@@ -15,7 +15,7 @@ extension CLI {
             .value("max-connections", "Connections served at once (default 256); one more is answered 503."),
             .value(
                 "staging",
-                "Where multipart uploads wait for completion (default: the temporary folder). On a local remote's file system, completing one links the file into place instead of copying it."
+                "Where a multipart upload's part waits while it is sent to a remote that takes parts from a file: S3, B2, Bunny (default: the temporary folder). Over a local remote a part goes straight into the remote's folder."
             ),
             .value(
                 "deliver-max-size",
@@ -35,8 +35,9 @@ extension CLI {
             Temporary credentials are accepted once the secret store holds the gateway's keys
             (the first buckia token issue --s3 creates them). One access-log line per request goes
             to standard output, never a secret. SIGINT or SIGTERM stops accepting, lets requests
-            in flight finish, and removes the parts of unfinished multipart uploads. Plain HTTP:
-            serve on loopback, or put a TLS proxy in front (Docs/Gateway.md).
+            in flight finish, and exits. Unfinished multipart uploads are kept in the remote, so
+            this or another gateway over it can finish them; one started more than a day ago is
+            aborted. Plain HTTP: serve on loopback, or put a TLS proxy in front (Docs/Gateway.md).
             """
     ) { invocation in
         let arguments = invocation.positionals
@@ -144,7 +145,7 @@ extension CLI {
                 throw BuckiaError(.notFound, "The --staging folder \(staging) does not exist; create it first, or leave --staging out to use the temporary folder.", path: staging)
             }
             guard (mode & S_IFMT) == S_IFDIR else {
-                throw UsageError(description: "--staging \(staging) is \(LocalFile.kind(of: mode)), not a folder; give a folder for multipart uploads to wait in.")
+                throw UsageError(description: "--staging \(staging) is \(LocalFile.kind(of: mode)), not a folder; give a folder for multipart parts on their way to the remote.")
             }
             // Inside the served folder its files would show as a bucket.
             if configuration.provider == .local, let root = configuration.options["root"],

@@ -119,7 +119,14 @@ extension LocalProvider: LocalPartStore {
         let target: Target = try folder.withExclusiveLock(on: "lock") {
             _ = try underWay(folder, upload, key: key, operation: "upload part")
             if let length, let offset = try claimPlace(number, length: length, in: folder) {
-                return .place(offset: offset, object: try folder.openFileForUpdate("object"))
+                do {
+                    return .place(offset: offset, object: try folder.openFileForUpdate("object"))
+                } catch {
+                    // Given back for the part sent again; were that to fail, it would go to a
+                    // file of its own: slower, never wrong.
+                    _ = try? folder.folder("places", create: false).removeFile(Self.partName(number))
+                    throw error
+                }
             }
             let (name, output) = try folder.folder("files", create: true).createTemporaryFile(permissions: 0o600)
             return .file(name: name, output: output)
@@ -175,8 +182,10 @@ extension LocalProvider: LocalPartStore {
             }
             let parts = try folder.folder("parts", create: true)
             let previous = try Self.partRecord(number, in: parts)
-            try Self.write(record, as: Self.partName(number), in: parts)
+            // The part's file is the upload's from now on: an interrupted process must not
+            // remove it once a record may name it.
             if case .file(let name, _) = target { Temporaries.unregister(try folder.folder("files", create: false).child(name)) }
+            try Self.write(record, as: Self.partName(number), in: parts)
             if let old = previous?.file, old != record.file { try folder.folder("files", create: false).removeFile(old) }
             if previous?.offset != nil, record.file != nil {
                 try folder.folder("places", create: true).removeFile(Self.partName(number))  // the place is free again
@@ -188,19 +197,21 @@ extension LocalProvider: LocalPartStore {
     }
 
     public func uploadedParts(of upload: String, to key: ObjectKey) async throws -> [UploadedPart] {
-        let folder = try uploadFolder(upload, key: key, operation: "list parts")
-        return try folder.withExclusiveLock(on: "lock") {
-            _ = try underWay(folder, upload, key: key, operation: "list parts")
-            return try Self.partRecords(in: folder).map { number, record in
-                UploadedPart(number: number, etag: record.md5, size: record.size, modified: Date(timeIntervalSince1970: record.received))
-            }.sorted { $0.number < $1.number }
+        try await BlockingWork.run("list parts") { [self] in
+            let folder = try uploadFolder(upload, key: key, operation: "list parts")
+            return try folder.withExclusiveLock(on: "lock") {
+                _ = try underWay(folder, upload, key: key, operation: "list parts")
+                return try Self.partRecords(in: folder).map { number, record in
+                    UploadedPart(number: number, etag: record.md5, size: record.size, modified: Date(timeIntervalSince1970: record.received))
+                }.sorted { $0.number < $1.number }
+            }
         }
     }
 
     /// What a completion found when it took the upload.
     private enum Claim {
         case done(CompletionRecord)
-        case claimed(record: PartUploadRecord, parts: [Int: PartRecord], places: Set<Int>, stride: Int64?)
+        case claimed(record: PartUploadRecord, parts: [Int: PartRecord], places: Set<Int>, stride: Int64?, completing: HeldLock)
     }
 
     @discardableResult
@@ -213,12 +224,15 @@ extension LocalProvider: LocalPartStore {
             if let done = try Self.read(CompletionRecord.self, "completed", in: folder, what: "The upload's completion"), done.key == key.rawValue {
                 return .done(done)
             }
-            let record = try underWay(folder, upload, key: key, operation: "complete upload")
-            try folder.createFile("completing").close()
+            let busy = BuckiaError(.transient, "The upload is being completed by another request; send the completion again shortly for its answer.", operation: "complete upload", path: key.rawValue)
+            let record = try underWay(folder, upload, key: key, operation: "complete upload", busy: busy)
+            // Held for as long as this completion runs: a completion that finds the file and
+            // can take its lock knows its completer died, and clears it.
+            guard let completing = try folder.tryLock("completing", create: true) else { throw busy }
             let places = try folder.entry("places").kind == .folder ? try folder.folder("places", create: false).names().compactMap { Int($0.name) } : []
-            return .claimed(record: record, parts: try Self.partRecords(in: folder), places: Set(places), stride: try Self.stride(in: folder))
+            return .claimed(record: record, parts: try Self.partRecords(in: folder), places: Set(places), stride: try Self.stride(in: folder), completing: completing)
         }
-        guard case .claimed(let record, let held, let places, let stride) = claim else {
+        guard case .claimed(let record, let held, let places, let stride, let completing) = claim else {
             // Completed already, and the answer lost on the way: the object the marker names.
             if case .done(let done) = claim, let stored = try await stat(remotePath: key), stored.etag == done.etag, stored.size == done.size { return stored }
             throw Self.gone(upload, operation: "complete upload", key: key)
@@ -234,9 +248,12 @@ extension LocalProvider: LocalPartStore {
                 guard let part = held[listed.number], part.md5 == listed.etag else {
                     throw BuckiaError(.notFound, "Part \(listed.number) is not the one the upload holds under that number.", operation: "complete upload", path: key.rawValue)
                 }
+                // Read by path below: each file is checked to be one, not a link, first.
                 if let offset = part.offset {
+                    guard try folder.entry("object").kind == .file else { throw Self.damaged(upload, key: key) }
                     pieces.append((object, offset..<(offset + part.size)))
                 } else if let name = part.file {
+                    guard try folder.folder("files", create: false).entry(name).kind == .file else { throw Self.damaged(upload, key: key) }
                     pieces.append((URL(fileURLWithPath: base + "files/" + name, isDirectory: false), 0..<part.size))
                 }
             }
@@ -255,55 +272,68 @@ extension LocalProvider: LocalPartStore {
                     options: options)
             }
         } catch {
-            try folder.withExclusiveLock(on: "lock") {
-                if try folder.entry("object").status.st_nlink > 1 {
-                    // Placed, and failed after (syncing its folder): the object shares the
-                    // upload's bytes, so no part may be written there again.
-                    try removeUpload(upload)
-                } else {
-                    try folder.removeFile("completing")
+            do {
+                try folder.withExclusiveLock(on: "lock") {
+                    if try folder.entry("object").status.st_nlink > 1 {
+                        // Placed, and failed after (syncing its folder): the object shares the
+                        // upload's bytes, so no part may be written there again.
+                        try removeUpload(upload, folder)
+                    } else {
+                        try folder.removeFile("completing")
+                    }
                 }
+            } catch {
+                // The completion's own failure is the one to report; a `completing` left behind
+                // is no longer locked, so the next request finds it stale and clears it.
             }
+            completing.release()
             throw error
         }
         // The upload's name for the file goes first: it changes the file's status-change
         // time, so its entity tag, which the answer and the marker then give as a stat will.
         try folder.removeFile("object")
         let described = try await stat(remotePath: key) ?? stored
-        try folder.withExclusiveLock(on: "lock") {
-            try Self.write(CompletionRecord(key: key.rawValue, etag: described.etag, size: described.size), as: "completed", in: folder)
-            for name in ["stride", "upload", "completing"] { try folder.removeFile(name) }
-            for name in ["parts", "places", "files"] {
-                if try folder.entry(name).kind == .folder { try folder.removeTree(name) }
+        try await BlockingWork.run("complete upload") { [self] in
+            let folder = try uploadFolder(upload, key: key, operation: "complete upload")
+            try folder.withExclusiveLock(on: "lock") {
+                try Self.write(CompletionRecord(key: key.rawValue, etag: described.etag, size: described.size), as: "completed", in: folder)
+                for name in ["stride", "upload", "completing"] { try folder.removeFile(name) }
+                for name in ["parts", "places", "files"] {
+                    if try folder.entry(name).kind == .folder { try folder.removeTree(name) }
+                }
             }
         }
+        completing.release()
         return described
     }
 
     public func abortPartUpload(_ upload: String, to key: ObjectKey) async throws {
         guard PartStagingProvider.isUploadId(upload) else { return }
-        let folder: DirectoryHandle
-        do {
-            folder = try uploadFolder(upload, key: key, operation: "abort upload")
-        } catch let error as BuckiaError where error.code == .notFound {
-            return
-        }
-        try folder.withExclusiveLock(on: "lock") {
-            // Another key's upload by this id is not this call's to end; a damaged one is ended.
-            struct Keyed: Decodable { var key: String }
-            for name in ["upload", "completed"] {
-                let owner: Keyed?
-                do {
-                    owner = try Self.read(Keyed.self, name, in: folder, what: "The upload's record")
-                } catch let error as BuckiaError where error.code == .corrupt {
-                    owner = nil
+        // Removing a large object frees its blocks: on the blocking-work threads.
+        try await BlockingWork.run("abort upload") { [self] in
+            let folder: DirectoryHandle
+            do {
+                folder = try uploadFolder(upload, key: key, operation: "abort upload")
+            } catch let error as BuckiaError where error.code == .notFound {
+                return
+            }
+            try folder.withExclusiveLock(on: "lock") {
+                // Another key's upload by this id is not this call's to end; a damaged one is ended.
+                struct Keyed: Decodable { var key: String }
+                for name in ["upload", "completed"] {
+                    let owner: Keyed?
+                    do {
+                        owner = try Self.read(Keyed.self, name, in: folder, what: "The upload's record")
+                    } catch let error as BuckiaError where error.code == .corrupt {
+                        owner = nil
+                    }
+                    if let owner, owner.key != key.rawValue { return }
                 }
-                if let owner, owner.key != key.rawValue { return }
+                if try folder.entry("completing").kind != .missing, try folder.tryLock("completing", create: false) == nil {
+                    throw BuckiaError(.transient, "The upload is being completed; abort it again once that has finished.", operation: "abort upload", path: key.rawValue)
+                }
+                try removeUpload(upload, folder)
             }
-            if try folder.entry("completing").kind != .missing {
-                throw BuckiaError(.transient, "The upload is being completed; abort it again once that has finished.", operation: "abort upload", path: key.rawValue)
-            }
-            try removeUpload(upload)
         }
     }
 
@@ -315,6 +345,10 @@ extension LocalProvider: LocalPartStore {
 
     static func partName(_ number: Int) -> String { String(format: "%05d", number) }
 
+    static func damaged(_ upload: String, key: ObjectKey) -> BuckiaError {
+        BuckiaError(.corrupt, "A file of upload \(upload) is not the file its record names; abort the upload and start again.", operation: "complete upload", path: key.rawValue)
+    }
+
     /// The folder of `upload`: ``BuckiaCore/BuckiaError/Code/notFound`` when there is none.
     private func uploadFolder(_ upload: String, key: ObjectKey, operation: String) throws -> DirectoryHandle {
         guard PartStagingProvider.isUploadId(upload) else { throw Self.gone(upload, operation: operation, key: key) }
@@ -325,16 +359,31 @@ extension LocalProvider: LocalPartStore {
         }
     }
 
-    /// The upload's record, when it is under way (neither completing nor completed) to `key`.
-    private func underWay(_ folder: DirectoryHandle, _ upload: String, key: ObjectKey, operation: String) throws -> PartUploadRecord {
-        guard let record = try Self.read(PartUploadRecord.self, "upload", in: folder, what: "The record of upload \(upload)"), record.key == key.rawValue,
-              try folder.entry("completing").kind == .missing
-        else { throw Self.gone(upload, operation: operation, key: key) }
+    /// The upload's record, when it is under way (neither completing nor completed) to `key`;
+    /// `busy` is thrown while a completion runs (`notFound` without it). A `completing` whose
+    /// lock nobody holds was left by a completer that died: cleared, unless that completer had
+    /// linked the upload's file into place, when the upload is over (no part may be written
+    /// into a stored object's bytes).
+    private func underWay(_ folder: DirectoryHandle, _ upload: String, key: ObjectKey, operation: String, busy: BuckiaError? = nil) throws -> PartUploadRecord {
+        guard let record = try Self.read(PartUploadRecord.self, "upload", in: folder, what: "The record of upload \(upload)"), record.key == key.rawValue else {
+            throw Self.gone(upload, operation: operation, key: key)
+        }
+        if try folder.entry("completing").kind != .missing {
+            guard let stale = try folder.tryLock("completing", create: false) else { throw busy ?? Self.gone(upload, operation: operation, key: key) }
+            defer { stale.release() }
+            if try folder.entry("object").status.st_nlink > 1 {
+                try removeUpload(upload, folder)
+                throw Self.gone(upload, operation: operation, key: key)
+            }
+            try folder.removeFile("completing")
+        }
         return record
     }
 
-    /// Removes the upload's folder and everything in it.
-    private func removeUpload(_ upload: String) throws {
+    /// Removes the upload's folder and everything in it, its record first, so a request that
+    /// comes in meanwhile (or after a failure half way) finds no upload and creates nothing.
+    private func removeUpload(_ upload: String, _ folder: DirectoryHandle) throws {
+        try folder.removeFile("upload")
         try openRoot(create: false).folder(LocalProvider.reservedName, create: false).folder(Self.uploadsName, create: false).removeTree(upload)
     }
 
@@ -373,7 +422,11 @@ extension LocalProvider: LocalPartStore {
     }
 
     private static func stride(in folder: DirectoryHandle) throws -> Int64? {
-        try read(StrideRecord.self, "stride", in: folder, what: "The upload's part size")?.stride
+        guard let stride = try read(StrideRecord.self, "stride", in: folder, what: "The upload's part size")?.stride else { return nil }
+        guard (1...largestObject).contains(stride) else {
+            throw BuckiaError(.corrupt, "The part size recorded at \(folder.child("stride")) is \(stride) bytes, which no part is; abort the upload and start again.", operation: "read record", path: folder.child("stride"))
+        }
+        return stride
     }
 
     /// Every part's record, by number.
@@ -408,11 +461,12 @@ extension LocalProvider: LocalPartStore {
     /// in its place, every one but the last as long as the stride, and no other place is taken
     /// (no part past K, none being written), so cutting the file after part K loses no part.
     static func wholeObjectSize(_ numbers: [Int], held: [Int: PartRecord], places: Set<Int>, stride: Int64?) -> Int64? {
-        guard let stride, numbers == Array(1...numbers.count), places == Set(numbers) else { return nil }
+        guard let stride, !numbers.isEmpty, numbers == Array(1...numbers.count), places == Set(numbers) else { return nil }
         var size: Int64 = 0
         for (index, number) in numbers.enumerated() {
-            guard let part = held[number], part.offset == Int64(index) * stride, index == numbers.count - 1 || part.size == stride else { return nil }
-            size = Int64(index) * stride + part.size
+            let (offset, overflow) = Int64(index).multipliedReportingOverflow(by: stride)
+            guard !overflow, let part = held[number], part.offset == offset, index == numbers.count - 1 || part.size == stride else { return nil }
+            size = offset + part.size  // a record's place and size were checked to end inside 5 TiB
         }
         return size
     }

@@ -59,7 +59,7 @@ struct LocalPartUploadTests {
 
     /// Records an upload's folder may hold that the provider did not write.
     enum Damage: String, CaseIterable, CustomTestStringConvertible {
-        case garbageRecord, deepRecord, hugeRecord, wrongShape, garbagePart, partAsFolder, escapingPartFile, negativePlace
+        case garbageRecord, deepRecord, hugeRecord, wrongShape, garbagePart, partAsFolder, escapingPartFile, negativePlace, hugeStride
         var testDescription: String { rawValue }
     }
 
@@ -86,14 +86,17 @@ struct LocalPartUploadTests {
             try Data(#"{"size": 100, "md5": "00", "received": 0, "file": "../../../../../victim"}"#.utf8).write(to: part)
         case .negativePlace:
             try Data(#"{"size": 100, "md5": "00", "received": 0, "offset": -4096}"#.utf8).write(to: part)
+        case .hugeStride:
+            try Data(#"{"stride": 9000000000000000000}"#.utf8).write(to: folder.appendingPathComponent("stride"))
         case .partAsFolder:
             try FileManager.default.removeItem(at: part)
             try FileManager.default.createDirectory(at: part, withIntermediateDirectories: false)
         }
         do {
             let parts = try await provider.uploadedParts(of: id, to: key)
-            // A part record that is a folder is no record: the part is not held.
-            #expect(damage == .partAsFolder && parts.isEmpty, "\(damage): \(parts)")
+            // A part record that is a folder is no record: the part is not held. The part size
+            // is not read to list the parts.
+            #expect((damage == .partAsFolder && parts.isEmpty) || (damage == .hugeStride && parts.count == 1), "\(damage): \(parts)")
         } catch let error as BuckiaError {
             #expect(error.code == .corrupt, "\(damage): \(error)")
         }
@@ -108,12 +111,67 @@ struct LocalPartUploadTests {
         } catch let error as BuckiaError {
             resent = error.code
         }
-        if damage != .partAsFolder {  // a folder in a record's place is no record, and may be refused as in the way
+        switch damage {
+        case .partAsFolder: break  // a folder in a record's place is no record, and may be refused as in the way
+        case .hugeStride:
+            // Its place taken, the part goes to a file of its own; completing reads the size,
+            // and refuses it rather than compute a place past any object.
+            #expect(resent == nil, "\(damage): \(String(describing: resent))")
+            let parts = try await provider.uploadedParts(of: id, to: key)
+            do {
+                _ = try await provider.completePartUpload(id, to: key, parts: parts, condition: nil)
+                Issue.record("\(damage): completed over a damaged part size")
+            } catch let error as BuckiaError {
+                #expect(error.code == .corrupt, "\(damage): \(error)")
+            }
+        default:
             #expect(resent == .corrupt, "\(damage): the part sent again over a damaged record: \(String(describing: resent))")
         }
         #expect(FileManager.default.fileExists(atPath: victim.path), "\(damage): a file outside the upload was removed")
         try await provider.abortPartUpload(id, to: key)
         #expect(!FileManager.default.fileExists(atPath: folder.path), "\(damage): the upload was not removed")
+    }
+
+    @Test("A completion in progress elsewhere (its lock held) refuses parts, a second completion and an abort; one whose completer died (its lock free) is cleared by the next request")
+    func completingMark() async throws {
+        let work = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let root = work.appendingPathComponent("root")
+        let provider = try LocalProvider(root: root)
+        let key = try ObjectKey("c/object.bin")
+        let id = try await provider.startPartUpload(to: key, options: UploadOptions())
+        let data = try Self.bytes(1000)
+        let (url, md5) = try Self.file(data, in: work)
+        let part = try await provider.uploadPart(1, of: id, to: key, file: url, md5: md5)
+        // Another completer at work: the mark exists and its lock is held.
+        let mark = Self.uploadFolder(root, id).appendingPathComponent("completing")
+        let descriptor = open(mark.path, O_RDWR | O_CREAT, 0o600)
+        try #require(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
+        func code(_ body: () async throws -> Void) async -> BuckiaError.Code? {
+            do {
+                try await body()
+                return nil
+            } catch let error as BuckiaError {
+                return error.code
+            } catch {
+                return .io
+            }
+        }
+        #expect(await code { _ = try await provider.uploadPart(2, of: id, to: key, file: url, md5: md5) } == .notFound, "a part while the upload is completed")
+        #expect(await code { _ = try await provider.completePartUpload(id, to: key, parts: [part], condition: nil) } == .transient, "a second completion")
+        #expect(await code { try await provider.abortPartUpload(id, to: key) } == .transient, "an abort during a completion")
+        // The completer dies: its lock goes with it, the mark stays.
+        close(descriptor)
+        #expect(FileManager.default.fileExists(atPath: mark.path))
+        let again = try await provider.uploadPart(2, of: id, to: key, file: url, md5: md5)
+        #expect(!FileManager.default.fileExists(atPath: mark.path), "the dead completer's mark was not cleared")
+        _ = try await provider.completePartUpload(id, to: key, parts: [part, again], condition: nil)
+        #expect(try await provider.readData(remotePath: key, options: ReadOptions()) == data + data)
+        // An abort finding a dead completer's mark ends the upload.
+        let other = try await provider.startPartUpload(to: key, options: UploadOptions())
+        #expect(FileManager.default.createFile(atPath: Self.uploadFolder(root, other).appendingPathComponent("completing").path, contents: nil))
+        try await provider.abortPartUpload(other, to: key)
+        #expect(!FileManager.default.fileExists(atPath: Self.uploadFolder(root, other).path), "an abort refused by a dead completer's mark")
     }
 
     @Test("A part whose body is not its declared length keeps nothing and frees its place; a key under .buckia, or a made-up upload id, is refused")

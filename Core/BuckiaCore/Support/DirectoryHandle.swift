@@ -306,6 +306,29 @@ package final class DirectoryHandle {
         return try body()
     }
 
+    /// Takes an exclusive advisory lock on the file `name` in this folder (created when
+    /// `create` is set) without waiting, held until the returned lock is released or dropped:
+    /// a mark that says its holder is at work for as long as the holder lives, since the lock
+    /// goes with a process that dies.
+    ///
+    /// - Returns: Nil when another holder has the lock, or (without `create`) no file is there.
+    package func tryLock(_ name: String, create: Bool) throws -> HeldLock? {
+        let fd = openat(descriptor, name, O_RDWR | (create ? O_CREAT : 0) | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == ENOENT && !create { return nil }
+            throw BuckiaError.posix(errno, operation: "lock", path: child(name))
+        }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            guard code == EINTR else {
+                close(fd)
+                if code == EWOULDBLOCK { return nil }
+                throw BuckiaError.posix(code, operation: "lock", path: child(name))
+            }
+        }
+        return HeldLock(descriptor: fd)
+    }
+
     /// Holds a shared advisory lock on this folder itself while `body` runs. Writers that keep
     /// working files in a folder take it, so that ``tryExclusiveLock()`` succeeds only when no
     /// writer is at work and the working files can go.
@@ -347,5 +370,22 @@ package final class DirectoryHandle {
         BuckiaError(
             .invalidPath, "\(child(name).debugDescription) is a symbolic link; links are not followed, so nothing can reach outside the root.",
             path: child(name))
+    }
+}
+
+/// An advisory lock ``DirectoryHandle/tryLock(_:create:)`` took, held until ``release()`` or
+/// until it is dropped. Not `Sendable`: it belongs to the operation that took it.
+package final class HeldLock {
+    private var descriptor: Int32
+
+    init(descriptor: Int32) { self.descriptor = descriptor }
+
+    deinit { release() }
+
+    /// Lets the lock go (closing its file); releasing again does nothing.
+    package func release() {
+        guard descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
     }
 }

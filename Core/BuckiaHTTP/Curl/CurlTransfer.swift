@@ -92,8 +92,12 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Whether the transfer failed on a kept-alive connection before any response arrived:
     /// the server had closed it meanwhile, and the same request on a new connection is not a
-    /// retry of anything the server saw. (Set on completion.)
-    private(set) var failedOnReusedConnection = false
+    /// retry of anything the server saw. Set on the loop thread at completion and read by the
+    /// waiting task. The continuation's resumption orders the two, but ThreadSanitizer did not
+    /// see that order (it reported this field in one of six loaded cancellation storms), so the
+    /// hand-over is a lock it can see.
+    var failedOnReusedConnection: Bool { reusedConnectionFailed.withLock { $0 } }
+    private let reusedConnectionFailed = Locked(false)
 
     /// The count of the transport's allocated transfers, which this one is in until it is freed.
     private let live: Locked<Int>?
@@ -342,7 +346,7 @@ final class CurlTransfer: @unchecked Sendable {
         if [CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_GOT_NOTHING].contains(code), status == 0, !isCancelled {
             var connects = 0
             _ = buckia_curl_get_long(easy, CURLINFO_NUM_CONNECTS, &connects)
-            failedOnReusedConnection = connects == 0
+            reusedConnectionFailed.withLock { $0 = connects == 0 }
         }
         if let continuation {
             self.continuation = nil

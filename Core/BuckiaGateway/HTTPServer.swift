@@ -405,6 +405,10 @@ fileprivate final class Connection: @unchecked Sendable {
     private var start = 0
     /// What a connection over bytes (no socket) has yet to receive: all of it at the first read.
     private var unreceived: [UInt8]?
+    /// Where `recv` writes, allocated once per connection.
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+
+    deinit { scratch.deallocate() }
 
     init(descriptor: Int32, limits: HTTPServerLimits) {
         self.descriptor = descriptor
@@ -446,11 +450,11 @@ fileprivate final class Connection: @unchecked Sendable {
             self.unreceived = []
             return true
         }
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        // The connection's own scratch space, never zeroed: only what arrives is copied on.
         while true {
-            let count = recv(descriptor, &chunk, chunk.count, 0)
+            let count = recv(descriptor, scratch.baseAddress, scratch.count, 0)
             if count > 0 {
-                buffer += chunk[0..<count]
+                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
                 return true
             }
             if count < 0 && errno == EINTR { continue }
@@ -523,13 +527,20 @@ fileprivate final class Connection: @unchecked Sendable {
             }
             headers.append((String(line[..<colon]), value))
         }
-        let hosts = headers.filter { $0.name.lowercased() == "host" }
-        if parts[2] == "HTTP/1.1" && hosts.count != 1 { return .refused(400, "an HTTP/1.1 request needs exactly one Host header") }
+        let hosts = headers.lazy.filter { $0.name.equalsIgnoringASCIICase("host") }.count
+        if parts[2] == "HTTP/1.1" && hosts != 1 { return .refused(400, "an HTTP/1.1 request needs exactly one Host header") }
         return .request(HTTPServerRequest(method: String(parts[0]), target: String(parts[1]), version: String(parts[2]), headers: headers))
     }
 
+    /// Whether `byte` may be in a method or a field name (RFC 9110 §5.6.2's `tchar`).
     static func isTokenByte(_ byte: UInt8) -> Bool {
-        (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"): true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+             UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"): true
+        default: false
+        }
     }
 
     func send(_ bytes: [UInt8]) -> Bool { unreceived != nil || bytes.withUnsafeBytes { Self.sendAll(descriptor, $0) } }
@@ -566,8 +577,14 @@ fileprivate final class Connection: @unchecked Sendable {
         case .data(let data):
             if !response.headers.contains(where: { $0.name.lowercased() == "content-length" }) { head += "Content-Length: \(data.count)\r\n" }
             if close { head += "Connection: close\r\n" }
-            guard send(Array((head + "\r\n").utf8)) else { return false }
-            if noBody || data.isEmpty { return true }
+            var bytes = Array((head + "\r\n").utf8)
+            if noBody || data.isEmpty { return send(bytes) }
+            // A small body goes out with its head: one system call, one packet.
+            guard data.count > 64 * 1024 else {
+                bytes.append(contentsOf: data)
+                return send(bytes)
+            }
+            guard send(bytes) else { return false }
             return data.withUnsafeBytes { Self.sendAll(descriptor, $0) }
         case .stream(let length, let produce):
             if let length { head += "Content-Length: \(length)\r\n" } else if !noBody { head += "Transfer-Encoding: chunked\r\n" }

@@ -210,7 +210,7 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
     /// What one request carries through its handling.
     struct RequestContext {
         let request: HTTPServerRequest
-        let requestId = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16))
+        let requestId = RequestContext.nextRequestId()
         var principal: GatewayPrincipal?
         var authentication: GatewayAuthentication?
         var operation = "-"
@@ -222,6 +222,21 @@ public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
         var query: [String: String] = [:]
 
         init(request: HTTPServerRequest) { self.request = request }
+
+        /// This process's random half of every request id, and how many it has handed out.
+        private static let requestIds = (prefix: UInt32.random(in: .min ... .max), count: Locked<UInt32>(0))
+
+        /// Sixteen hex digits, as S3's ids are: this process's random half, then a count, so
+        /// ids from a fleet of gateways do not collide and making one costs no system call.
+        static func nextRequestId() -> String {
+            let count = requestIds.count.withLock { count in
+                count &+= 1
+                return count
+            }
+            let value = UInt64(requestIds.prefix) << 32 | UInt64(count)
+            let digits = String(value, radix: 16, uppercase: true)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }
 
         /// The header `name` when sent once; a repeated one is refused.
         func header(_ name: String) throws -> String? {

@@ -6,8 +6,16 @@ import Testing
 /// The gateway's hand-written formats (written by hand because Foundation's formatters, made per
 /// response, cost a quarter of a small GET): dates as HTTP and S3 write them, and the
 /// percent-decoding of request targets.
-@Suite("S3 gateway: dates and percent-decoding")
+@Suite("S3 gateway: dates, percent-decoding and request ids")
 struct GatewayFormatTests {
+    @Test("Request ids are sixteen upper-case hex digits, all different, this process's half first")
+    func requestIds() {
+        let ids = (0..<1000).map { _ in S3Gateway.RequestContext.nextRequestId() }
+        #expect(Set(ids).count == ids.count)
+        #expect(ids.allSatisfy { id in id.utf8.count == 16 && id.utf8.allSatisfy { (48...57).contains($0) || (65...70).contains($0) } })
+        #expect(Set(ids.map { $0.prefix(8) }).count == 1)
+    }
+
     @Test("HTTP dates (IMF-fixdate) and S3's listing dates", arguments: [
         (1_369_353_600.0, "Fri, 24 May 2013 00:00:00 GMT", "2013-05-24T00:00:00.000Z"),
         (0.0, "Thu, 01 Jan 1970 00:00:00 GMT", "1970-01-01T00:00:00.000Z"),

@@ -22,6 +22,28 @@ struct GatewayS3AnswersTests {
         for key in keys { try #require(try await harness.send("PUT", key, body: Data(key.utf8)).0 == 200, "PUT \(key)") }
     }
 
+    @Test("A GET answers the object's exact bytes on each side of the size read whole with its status; a range, a HEAD and a matching If-None-Match answer as S3 does",
+          arguments: [1, Int(S3Gateway.smallObjectBytes), Int(S3Gateway.smallObjectBytes) + 1])
+    func getAroundTheWholeReadLimit(_ size: Int) async throws {
+        let harness = try GatewayHarness()
+        defer { harness.stop() }
+        try await harness.createBucket("sizes")
+        let bytes = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        try #require(try await harness.send("PUT", "/sizes/object.bin", body: bytes).0 == 200)
+
+        let whole = try await harness.exchange("GET", "/sizes/object.bin")
+        #expect(whole.status == 200 && whole.body == bytes && whole.headers["content-length"] == String(size))
+        let last = try await harness.exchange("GET", "/sizes/object.bin", headers: ["Range": "bytes=-1"])
+        #expect(last.status == 206 && last.body == bytes.suffix(1) && last.headers["content-range"] == "bytes \(size - 1)-\(size - 1)/\(size)")
+        let head = try await harness.exchange("HEAD", "/sizes/object.bin")
+        #expect(head.status == 200 && head.body.isEmpty && head.headers["content-length"] == String(size))
+        let etag = try #require(whole.headers["etag"])
+        let unchanged = try await harness.exchange("GET", "/sizes/object.bin", headers: ["If-None-Match": etag])
+        #expect(unchanged.status == 304 && unchanged.body.isEmpty)
+        let changed = try await harness.exchange("GET", "/sizes/object.bin", headers: ["If-Match": "\"other\""])
+        #expect(changed.status == 412)
+    }
+
     @Test("GetBucketVersioning: never enabled; ListObjectVersions: every object once, version null, the latest, paged by key")
     func versions() async throws {
         let harness = try GatewayHarness()

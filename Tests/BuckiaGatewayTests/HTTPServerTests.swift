@@ -256,6 +256,26 @@ struct HTTPServerTests {
         #expect(throws: BuckiaError.self) { try RawClient(port: server.port) }
     }
 
+    @Test("A field name is accepted exactly when each byte is one of RFC 9110's token characters")
+    func tokenBytes() {
+        let tokens = Set(Array("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&'*+-.^_`|~".utf8))
+        for byte in UInt8.min...UInt8.max {
+            let wire = Array("GET / HTTP/1.1\r\nHost: h\r\n".utf8) + [byte] + Array(": v\r\n\r\n".utf8)
+            let accepted = HTTPServer.parse(wire).first == .request(method: "GET", target: "/", headerCount: 2, bodyBytes: 0)
+            #expect(accepted == tokens.contains(byte), "byte \(byte)")
+        }
+    }
+
+    @Test("Field names are compared without regard to ASCII case, and only ASCII letters fold", arguments: [
+        ("Host", "host", true), ("X-Amz-Date", "x-amz-date", true), ("HOST", "HOST", true), ("host", "hosts", false),
+        ("@", "`", false), ("[", "{", false), ("É", "é", false), ("", "", true), ("a", "b", false),
+    ])
+    func fieldNamesFoldASCIICase(_ one: String, _ other: String, _ same: Bool) {
+        #expect(one.equalsIgnoringASCIICase(other) == same && other.equalsIgnoringASCIICase(one) == same)
+        let request = HTTPServerRequest(method: "GET", target: "/", version: "HTTP/1.1", headers: [(one, "1"), ("Other", "2")])
+        #expect(request.values(other) == (same ? ["1"] : []) || other == "Other")
+    }
+
     @Test("The parser over bytes reads pipelined requests whole and stops at the first refusal", arguments: [
         ("GET /a HTTP/1.1\r\nHost: h\r\n\r\nPUT /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcGET /c HTTP/1.0\r\n\r\n",
          [HTTPParseOutcome.request(method: "GET", target: "/a", headerCount: 1, bodyBytes: 0), .request(method: "PUT", target: "/b", headerCount: 2, bodyBytes: 3),

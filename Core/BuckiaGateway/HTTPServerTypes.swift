@@ -1,3 +1,4 @@
+import BuckiaCore
 import Foundation
 
 /// The bounds an ``HTTPServer`` holds every client to.
@@ -35,18 +36,6 @@ public struct HTTPServerRequest: Sendable {
     /// Every value of `name` (case-insensitive).
     public func values(_ name: String) -> [String] {
         headers.compactMap { $0.name.equalsIgnoringASCIICase(name) ? $0.value : nil }
-    }
-}
-
-extension String {
-    /// Whether two field names are the same but for ASCII case, compared byte by byte
-    /// (no lowercased copies: a request's fields are looked up many times).
-    package func equalsIgnoringASCIICase(_ other: String) -> Bool {
-        let (mine, theirs) = (utf8, other.utf8)
-        guard mine.count == theirs.count else { return false }
-        return zip(mine, theirs).allSatisfy { a, b in
-            a == b || (a ^ b == 0x20 && (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(a | 0x20))
-        }
     }
 }
 

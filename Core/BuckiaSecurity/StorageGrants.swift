@@ -192,6 +192,9 @@ public struct StorageGrants: Sendable, Hashable, Codable, ExpressibleByArrayLite
                 : "no grant that allows \(operation) covers it (granted: \(candidates.map { $0.prefix.isEmpty ? "<all>" : $0.prefix }.joined(separator: ", ")))"
             return .refused(AccessRefusal(.notGranted, operation: operation, key: key, reason: reason))
         }
+        // ASCII is its own normal form under all four, so for an ASCII key under an ASCII
+        // grant each check below is one already made above.
+        if key.utf8.allSatisfy({ $0 < 0x80 }), grant.prefix.utf8.allSatisfy({ $0 < 0x80 }) { return .permitted }
         for (name, form) in KeyScreen.normalForms {
             let formKey = form(key)
             if let reason = KeyScreen.unsafety(of: formKey, asPrefix: operation == .list) {

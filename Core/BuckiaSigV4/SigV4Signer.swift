@@ -98,13 +98,17 @@ public struct SigV4Signer: Sendable {
     ///   - payloadHash: The hex SHA-256 of the body, or ``unsignedPayload``.
     /// - Returns: The canonical request text and the `;`-separated signed header names.
     public func canonicalRequest(method: String, url: URL, headers: [String: String], payloadHash: String) -> (text: String, signedHeaders: String) {
+        canonicalRequest(
+            method: method, path: SigV4Canonical.path(of: url, encoding: pathEncoding), query: SigV4Canonical.query(of: url), headers: headers,
+            payloadHash: payloadHash)
+    }
+
+    /// The canonical request from a canonical path and query already made.
+    func canonicalRequest(method: String, path: String, query: String, headers: [String: String], payloadHash: String) -> (text: String, signedHeaders: String) {
         let canonical = SigV4Canonical.headers(headers)
         let canonicalHeaders = canonical.map { "\($0.name):\($0.value)\n" }.joined()
         let signedHeaders = canonical.map(\.name).joined(separator: ";")
-        let text = [
-            method.uppercased(), SigV4Canonical.path(of: url, encoding: pathEncoding), SigV4Canonical.query(of: url),
-            canonicalHeaders, signedHeaders, payloadHash,
-        ].joined(separator: "\n")
+        let text = [method.uppercased(), path, query, canonicalHeaders, signedHeaders, payloadHash].joined(separator: "\n")
         return (text, signedHeaders)
     }
 

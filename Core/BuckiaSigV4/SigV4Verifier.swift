@@ -19,7 +19,7 @@ public struct SigV4Request: Sendable {
 
     /// Every value of the header `name` (case-insensitive), in order.
     public func values(_ name: String) -> [String] {
-        headers.filter { $0.name.lowercased() == name }.map(\.value)
+        headers.compactMap { $0.name.equalsIgnoringASCIICase(name) ? $0.value : nil }
     }
 
     /// The header `name`, when it was sent exactly once.
@@ -231,12 +231,19 @@ public enum SigV4Verifier {
         // The canonical request from the target as received; a presigned URL's signature is not part of it.
         var target = request.target
         if authorization.isPresigned { target = removingSignature(from: target) }
-        guard target.hasPrefix("/"), let url = URL(string: "http://gateway.invalid" + target) else {
-            throw SigV4Refusal("InvalidArgument", "The request target cannot be read.")
-        }
         let credentials = AWSCredentials(accessKeyId: authorization.accessKeyId, secretAccessKey: secret)
         let signer = SigV4Signer(credentials: credentials, region: authorization.region, service: authorization.service)
-        let canonical = signer.canonicalRequest(method: request.method, url: url, headers: headers, payloadHash: authorization.payloadHash)
+        let canonical: (text: String, signedHeaders: String)
+        if let (path, query) = SigV4Canonical.pathAndQuery(ofTarget: target) {
+            canonical = signer.canonicalRequest(
+                method: request.method, path: SigV4Canonical.path(percentEncoded: path, encoding: signer.pathEncoding),
+                query: SigV4Canonical.query(percentEncoded: query), headers: headers, payloadHash: authorization.payloadHash)
+        } else {
+            guard target.hasPrefix("/"), let url = URL(string: "http://gateway.invalid" + target) else {
+                throw SigV4Refusal("InvalidArgument", "The request target cannot be read.")
+            }
+            canonical = signer.canonicalRequest(method: request.method, url: url, headers: headers, payloadHash: authorization.payloadHash)
+        }
         let expected = signer.signature(stringToSign: signer.stringToSign(canonicalRequest: canonical.text, date: authorization.date), date: authorization.date)
         guard HMAC.constantTimeEquals(Array(expected.utf8), Array(authorization.signature.utf8)) else {
             throw SigV4Refusal("SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.")

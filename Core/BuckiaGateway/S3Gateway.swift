@@ -90,7 +90,15 @@ public struct S3AccessLogEntry: Sendable, Hashable, Codable {
     /// The entry as one line of text.
     public var line: String {
         let stamp = S3Gateway.isoDate(time)
-        return "\(stamp) \(principal) \(operation) \(method) \(resource.debugDescription) \(status)\(errorCode.map { " " + $0 } ?? "") in=\(bytesIn) out=\(bytesOut) \(String(format: "%.1f", milliseconds))ms"
+        return "\(stamp) \(principal) \(operation) \(method) \(resource.debugDescription) \(status)\(errorCode.map { " " + $0 } ?? "") in=\(bytesIn) out=\(bytesOut) \(Self.tenths(milliseconds))ms"
+    }
+
+    /// `value` with one decimal, as `%.1f` writes it, without Foundation's formatter (a tenth of
+    /// a small request's log line went to it).
+    static func tenths(_ value: Double) -> String {
+        guard value.isFinite, value >= 0, value < 1e15 else { return String(format: "%.1f", value) }
+        let tenths = Int((value * 10).rounded(.toNearestOrEven))
+        return "\(tenths / 10).\(tenths % 10)"
     }
 }
 

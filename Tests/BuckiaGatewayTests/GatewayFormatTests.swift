@@ -8,6 +8,11 @@ import Testing
 /// percent-decoding of request targets.
 @Suite("S3 gateway: dates, percent-decoding and request ids")
 struct GatewayFormatTests {
+    @Test("A log line's milliseconds have one decimal, as %.1f writes them", arguments: [0, 0.04, 0.06, 0.94, 0.96, 1.25, 9.99, 12.34, 99.95001, 123_456.78, 1e14, 2e15, -1, .infinity, .nan])
+    func tenths(_ value: Double) {
+        #expect(S3AccessLogEntry.tenths(value) == String(format: "%.1f", value))
+    }
+
     @Test("Request ids are sixteen upper-case hex digits, all different, this process's half first")
     func requestIds() {
         let ids = (0..<1000).map { _ in S3Gateway.RequestContext.nextRequestId() }

@@ -44,6 +44,47 @@ struct GatewayS3AnswersTests {
         #expect(changed.status == 412)
     }
 
+    /// Counts the status and read requests that reach the backend.
+    struct CountingReads: ForwardingStorageProvider {
+        let base: any StorageProvider
+        let counts = Locked((stats: 0, opens: 0))
+
+        func stat(remotePath: ObjectKey) async throws -> RemoteFile? {
+            counts.withLock { $0.stats += 1 }
+            return try await base.stat(remotePath: remotePath)
+        }
+
+        func openRead(remotePath: ObjectKey, options: ReadOptions) async throws -> ObjectReadStream {
+            counts.withLock { $0.opens += 1 }
+            return try await base.openRead(remotePath: remotePath, options: options)
+        }
+    }
+
+    @Test("Over a backend that is not a local folder, a whole-object GET is one read with no status request before it; a range asks the status first",
+          arguments: [100, Int(S3Gateway.smallObjectBytes) + 100])
+    func wholeGetOpensOnce(_ size: Int) async throws {
+        let backend = CountingReads(base: try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory)))
+        let harness = try GatewayHarness(provider: backend)
+        defer { harness.stop() }
+        try await harness.createBucket("reads")
+        let bytes = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        try #require(try await harness.send("PUT", "/reads/object.bin", body: bytes).0 == 200)
+
+        let before = backend.counts.withLock { $0 }
+        let whole = try await harness.exchange("GET", "/reads/object.bin")
+        #expect(whole.status == 200 && whole.body == bytes)
+        let afterWhole = backend.counts.withLock { $0 }
+        #expect(afterWhole.stats == before.stats && afterWhole.opens == before.opens + 1, "\(before) → \(afterWhole)")
+
+        let missing = try await harness.exchange("GET", "/reads/absent.bin")
+        #expect(missing.status == 404 && Self.text(missing.body).contains("<Code>NoSuchKey</Code>"))
+
+        let ranged = try await harness.exchange("GET", "/reads/object.bin", headers: ["Range": "bytes=1-2"])
+        #expect(ranged.status == 206 && ranged.body == bytes[1...2])
+        let afterRange = backend.counts.withLock { $0 }
+        #expect(afterRange.stats == afterWhole.stats + 1, "\(afterWhole) → \(afterRange)")
+    }
+
     @Test("GetBucketVersioning: never enabled; ListObjectVersions: every object once, version null, the latest, paged by key")
     func versions() async throws {
         let harness = try GatewayHarness()

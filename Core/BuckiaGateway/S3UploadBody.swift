@@ -400,7 +400,7 @@ extension S3Gateway {
         let outcome = Locked<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let stream = pipe.stream
-        Task(executorPreference: GatewayExecutor.shared) {
+        Blocking.start {
             let result: Result<T, any Error>
             do { result = .success(try await store(stream)) } catch { result = .failure(error) }
             outcome.withLock { $0 = result }

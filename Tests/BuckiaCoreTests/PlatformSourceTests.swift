@@ -31,9 +31,9 @@ struct PlatformSourceTests {
         (#"\b(O_TMPFILE|MSG_NOSIGNAL|SOCK_CLOEXEC|FICLONE)\b|SOCK_STREAM\.rawValue|"/proc/"#, "uses a Linux-only constant or /proc"),
     ]
 
-    static func sources() throws -> [String] {
+    static func sources(in tops: [String] = ["Core", "Providers", "Engines", "Tools"]) throws -> [String] {
         var found: [String] = []
-        for top in ["Core", "Providers", "Engines", "Tools"] {
+        for top in tops {
             let base = root.appendingPathComponent(top)
             guard let walker = FileManager.default.enumerator(at: base, includingPropertiesForKeys: [.isSymbolicLinkKey]) else { continue }
             for case let url as URL in walker {
@@ -110,6 +110,44 @@ struct PlatformSourceTests {
         for listed in Self.appleOnly.keys {
             #expect(try Self.sources().contains(listed), "\(listed) is listed as Apple-only but does not exist")
         }
+    }
+
+    /// What Apple ships only after the platforms Buckia supports (macOS 14, iOS 17, tvOS 17):
+    /// task executors, and the Synchronization module's atomics and mutex.
+    static let newerThanTargets =
+        #"\bTaskExecutor\b|executorPreference:|withTaskExecutorPreference|globalConcurrentExecutor|^\s*(public |internal |package )?import Synchronization\b|\b(Atomic|Mutex)(<|\()"#
+
+    /// Files that use it, each behind `@available` and `#available`.
+    static let newerThanTargetsFiles: [String: String] = [
+        "Core/BuckiaGateway/GatewayExecutor.swift": "the gateway's own task executor (macOS 15 and later); on macOS 14 its calls run on the cooperative pool",
+    ]
+
+    @Test("Only the listed files use what Apple ships after macOS 14, iOS 17 and tvOS 17, and each guards it with availability")
+    func onlyListedFilesUseNewerAPIs() throws {
+        let rule = try Regex(Self.newerThanTargets)
+        let files = try Self.sources(in: ["Core", "Providers", "Engines", "Tools", "Tests"])
+        #expect(files.contains("Tests/BuckiaCoreTests/PlatformSourceTests.swift"), "the tests' own files are not among the \(files.count) read")
+        for file in files where file != "Tests/BuckiaCoreTests/PlatformSourceTests.swift" {
+            let text = try String(contentsOf: Self.root.appendingPathComponent(file), encoding: .utf8)
+            let uses = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.hasPrefix("//") && $0.contains(rule) }
+            if Self.newerThanTargetsFiles[file] == nil {
+                #expect(uses.isEmpty, "\(file) uses what macOS 14, iOS 17 or tvOS 17 lacks:\n\(uses.joined(separator: "\n"))")
+            } else {
+                #expect(!uses.isEmpty && text.contains("@available(macOS 15") && text.contains("#available(macOS 15"), "\(file) is listed but does not use and guard it")
+            }
+        }
+        for listed in Self.newerThanTargetsFiles.keys {
+            #expect(files.contains(listed), "\(listed) is listed but does not exist")
+        }
+    }
+
+    @Test("The newer-API rule catches each kind, and passes what every target has", arguments: [
+        ("final class E: TaskExecutor {", true), ("Task(executorPreference: e) {", true), ("import Synchronization", true),
+        ("let stop = Atomic(false)", true), ("let lock = Mutex<Int>(0)", true), ("await withTaskExecutorPreference(e) {", true),
+        ("let stop = Locked(false)", false), ("import Foundation", false), ("Task.detached {", false), ("let atomicWrite = true", false),
+    ])
+    func newerAPIRule(_ line: String, _ caught: Bool) throws {
+        #expect(line.contains(try Regex(Self.newerThanTargets)) == caught)
     }
 
     @Test("The Apple rule catches each kind of framework import, and passes portable ones", arguments: [

@@ -2,7 +2,6 @@ import BuckiaCore
 @testable import BuckiaDatabase
 import BuckiaSQLite
 import Foundation
-import Synchronization
 import Testing
 
 /// Backups taken while another connection keeps committing, and restores.
@@ -25,8 +24,8 @@ struct BackupTests {
     /// Moves money between accounts in one transaction after another until `stop` is set, on a
     /// thread of its own (never the cooperative pool); returns how many commits it made.
     final class WriterState: Sendable {
-        let stop = Atomic(false)
-        let commits = Atomic(0)
+        let stop = Locked(false)
+        let commits = Locked(0)
     }
 
     static func startWriter(_ url: URL, state: WriterState, wal: Bool) -> Thread {
@@ -34,7 +33,7 @@ struct BackupTests {
             do {
                 let connection = try SQLiteConnection(path: url.path, busyTimeout: .seconds(30))
                 var n: Int64 = 0
-                while !state.stop.load(ordering: .relaxed) {
+                while !state.stop.withLock({ $0 }) {
                     // In rollback-journal mode a writer that never pauses starves every reader
                     // (each waits for a moment between two commits that never comes): Python's
                     // stock sqlite3 module shows the same. This writer leaves half a millisecond
@@ -47,7 +46,7 @@ struct BackupTests {
                         try connection.run("UPDATE accounts SET balance = balance + 7 WHERE id = ?", [.integer(to)])
                         try connection.run("INSERT INTO log VALUES (?)", [.integer(n)])
                     }
-                    state.commits.add(1, ordering: .relaxed)
+                    state.commits.withLock { $0 += 1 }
                 }
             } catch {
                 Issue.record("the writer failed: \(error)")
@@ -65,12 +64,12 @@ struct BackupTests {
         try Self.bank(database, wal: wal)
         let state = WriterState()
         let writer = Self.startWriter(database, state: state, wal: wal)
-        defer { state.stop.store(true, ordering: .relaxed) }
+        defer { state.stop.withLock { $0 = true } }
         var seen: [Int64] = []
         for _ in 0..<5 {
             // Wait for the writer to have committed more since the last backup (bounded).
-            let target = state.commits.load(ordering: .relaxed) + 20
-            for _ in 0..<2000 where state.commits.load(ordering: .relaxed) < target { try await Task.sleep(for: .milliseconds(5)) }
+            let target = state.commits.withLock { $0 } + 20
+            for _ in 0..<2000 where state.commits.withLock({ $0 }) < target { try await Task.sleep(for: .milliseconds(5)) }
             let result = try DatabaseBackup.write(from: database, to: backup, method: method)
             #expect(result.size > 0)
             let copy = try SQLiteConnection(path: backup.path, mode: .readOnly)
@@ -81,7 +80,7 @@ struct BackupTests {
             #expect(try copy.query("PRAGMA journal_mode") { $0.string(0) ?? "" } == ["delete"], "one self-contained file")
             seen.append(logged.first ?? 0)
         }
-        state.stop.store(true, ordering: .relaxed)
+        state.stop.withLock { $0 = true }
         while !writer.isFinished { try await Task.sleep(for: .milliseconds(5)) }
         #expect(seen == seen.sorted() && Set(seen).count == seen.count, "each backup is newer than the last: \(seen)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).allSatisfy { !$0.hasPrefix(".buckia-") }, "no temporary left")

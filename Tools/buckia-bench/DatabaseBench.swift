@@ -4,7 +4,6 @@ import BuckiaDatabase
 import BuckiaSQLite
 import CSQLite
 import Foundation
-import Synchronization
 
 /// `database`: the two measurements issue 24 asks for, each beside its limit and its peer in
 /// the same run.
@@ -68,11 +67,11 @@ enum DatabaseBench {
     // MARK: Backups under a writer
 
     final class Writer: @unchecked Sendable {
-        let stop = Atomic(false)
-        let measuring = Atomic(false)
+        let stop = Locked(false)
+        let measuring = Locked(false)
         /// Longest commit (ns) and commits counted while `measuring`.
-        let longest = Atomic(0)
-        let commits = Atomic(0)
+        let longest = Locked(0)
+        let commits = Locked(0)
         private var thread: Thread?
 
         func start(_ path: String, synchronous: SQLiteConnection.Synchronous) {
@@ -82,22 +81,17 @@ enum DatabaseBench {
                     try connection.setSynchronous(synchronous)
                     var n: Int64 = 0
                     let clock = ContinuousClock()
-                    while !stop.load(ordering: .relaxed) {
+                    while !stop.withLock({ $0 }) {
                         n += 1
                         let started = clock.now
                         try connection.transaction {
                             try connection.run("UPDATE items SET n = n + 1, payload = randomblob(4000) WHERE id = ?", [.integer(n % 1000)])
                         }
-                        if measuring.load(ordering: .relaxed) {
+                        if measuring.withLock({ $0 }) {
                             let elapsed = clock.now - started
                             let nanoseconds = Int(elapsed.components.seconds) * 1_000_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000)
-                            var current = longest.load(ordering: .relaxed)
-                            while nanoseconds > current {
-                                let (exchanged, original) = longest.compareExchange(expected: current, desired: nanoseconds, ordering: .relaxed)
-                                if exchanged { break }
-                                current = original
-                            }
-                            commits.add(1, ordering: .relaxed)
+                            longest.withLock { $0 = max($0, nanoseconds) }
+                            commits.withLock { $0 += 1 }
                         }
                     }
                 } catch {
@@ -109,7 +103,7 @@ enum DatabaseBench {
         }
 
         func finish() {
-            stop.store(true, ordering: .relaxed)
+            stop.withLock { $0 = true }
             while thread?.isFinished == false { usleep(1000) }
         }
     }
@@ -146,11 +140,11 @@ enum DatabaseBench {
                 let writer = Writer()
                 writer.start(database.path, synchronous: synchronous)
                 usleep(300_000)
-                writer.measuring.store(true, ordering: .relaxed)
+                writer.measuring.withLock { $0 = true }
                 usleep(4_000_000)
-                writer.measuring.store(false, ordering: .relaxed)
+                writer.measuring.withLock { $0 = false }
                 writer.finish()
-                print("| (no backup, 4 s) | – | – | \(String(format: "%.1f", Double(writer.longest.load(ordering: .relaxed)) / 1e6)) | \(writer.commits.load(ordering: .relaxed)) |")
+                print("| (no backup, 4 s) | – | – | \(String(format: "%.1f", Double(writer.longest.withLock { $0 }) / 1e6)) | \(writer.commits.withLock { $0 }) |")
             }
             for (name, method) in methods {
                 var times: [Double] = [], stalls: [Double] = [], counts: [Double] = []
@@ -161,7 +155,7 @@ enum DatabaseBench {
                     let writer = Writer()
                     writer.start(database.path, synchronous: synchronous)
                     usleep(300_000)
-                    writer.measuring.store(true, ordering: .relaxed)
+                    writer.measuring.withLock { $0 = true }
                     let clock = ContinuousClock()
                     let started = clock.now
                     do {
@@ -179,11 +173,11 @@ enum DatabaseBench {
                     }
                     let elapsed = seconds(clock.now - started)
                     usleep(2_000_000)
-                    writer.measuring.store(false, ordering: .relaxed)
+                    writer.measuring.withLock { $0 = false }
                     writer.finish()
                     times.append(elapsed)
-                    stalls.append(Double(writer.longest.load(ordering: .relaxed)) / 1e6)
-                    counts.append(Double(writer.commits.load(ordering: .relaxed)))
+                    stalls.append(Double(writer.longest.withLock { $0 }) / 1e6)
+                    counts.append(Double(writer.commits.withLock { $0 }))
                     let check = try SQLiteConnection(path: destination.path, mode: .readOnly)
                     guard try check.quickCheck().isEmpty else { throw BenchFailure("\(name) wrote a damaged copy") }
                     try FileManager.default.removeItem(at: destination)

@@ -22,14 +22,50 @@ struct BackupTests {
     }
 
     /// Moves money between accounts in one transaction after another until `stop` is set, on a
-    /// thread of its own (never the cooperative pool); returns how many commits it made.
+    /// thread of its own (never the cooperative pool), and tells whoever waits how far it got.
     final class WriterState: Sendable {
         let stop = Locked(false)
-        let commits = Locked(0)
+        private let progress = Locked((commits: 0, ended: false, waiters: [(target: Int, continuation: CheckedContinuation<Int, Never>)]()))
+
+        /// Counts a commit and wakes the waiters it satisfies.
+        func committed() {
+            let woken = progress.withLock { state -> [(CheckedContinuation<Int, Never>, Int)] in
+                state.commits += 1
+                let ready = state.waiters.filter { $0.target <= state.commits }
+                state.waiters.removeAll { $0.target <= state.commits }
+                return ready.map { ($0.continuation, state.commits) }
+            }
+            for (continuation, commits) in woken { continuation.resume(returning: commits) }
+        }
+
+        /// Marks the writer's end and wakes every waiter.
+        func ended() {
+            let woken = progress.withLock { state -> ([CheckedContinuation<Int, Never>], Int) in
+                state.ended = true
+                defer { state.waiters.removeAll() }
+                return (state.waiters.map(\.continuation), state.commits)
+            }
+            for continuation in woken.0 { continuation.resume(returning: woken.1) }
+        }
+
+        var commits: Int { progress.withLock { $0.commits } }
+
+        /// Returns once the writer has made `target` commits in all, or has ended: the commits then.
+        func commits(atLeast target: Int) async -> Int {
+            await withCheckedContinuation { continuation in
+                let now = progress.withLock { state -> Int? in
+                    guard state.commits < target, !state.ended else { return state.commits }
+                    state.waiters.append((target, continuation))
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        }
     }
 
     static func startWriter(_ url: URL, state: WriterState, wal: Bool) -> Thread {
         let thread = Thread {
+            defer { state.ended() }
             do {
                 let connection = try SQLiteConnection(path: url.path, busyTimeout: .seconds(30))
                 var n: Int64 = 0
@@ -46,7 +82,7 @@ struct BackupTests {
                         try connection.run("UPDATE accounts SET balance = balance + 7 WHERE id = ?", [.integer(to)])
                         try connection.run("INSERT INTO log VALUES (?)", [.integer(n)])
                     }
-                    state.commits.withLock { $0 += 1 }
+                    state.committed()
                 }
             } catch {
                 Issue.record("the writer failed: \(error)")
@@ -63,13 +99,13 @@ struct BackupTests {
         let database = folder.appendingPathComponent("bank.sqlite"), backup = folder.appendingPathComponent("backup.sqlite")
         try Self.bank(database, wal: wal)
         let state = WriterState()
-        let writer = Self.startWriter(database, state: state, wal: wal)
+        _ = Self.startWriter(database, state: state, wal: wal)
         defer { state.stop.withLock { $0 = true } }
         var seen: [Int64] = []
         for _ in 0..<5 {
-            // Wait for the writer to have committed more since the last backup (bounded).
-            let target = state.commits.withLock { $0 } + 20
-            for _ in 0..<2000 where state.commits.withLock({ $0 }) < target { try await Task.sleep(for: .milliseconds(5)) }
+            // Wait for the writer to have committed more since the last backup.
+            let target = state.commits + 20
+            #expect(await state.commits(atLeast: target) >= target, "the writer ended early")
             let result = try DatabaseBackup.write(from: database, to: backup, method: method)
             #expect(result.size > 0)
             let copy = try SQLiteConnection(path: backup.path, mode: .readOnly)
@@ -81,7 +117,7 @@ struct BackupTests {
             seen.append(logged.first ?? 0)
         }
         state.stop.withLock { $0 = true }
-        while !writer.isFinished { try await Task.sleep(for: .milliseconds(5)) }
+        _ = await state.commits(atLeast: .max)  // returns when the writer has ended
         #expect(seen == seen.sorted() && Set(seen).count == seen.count, "each backup is newer than the last: \(seen)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).allSatisfy { !$0.hasPrefix(".buckia-") }, "no temporary left")
     }

@@ -57,7 +57,7 @@ extension HTTPClient {
             retryPolicy: RetryPolicy = .standard,
             redaction: HTTPRedaction = .default,
             errorBodyLimit: Int = 64 * 1024,
-            userAgent: String = "Buckia",
+            userAgent: String = BuckiaVersion.userAgent(),
             log: (@Sendable (String) -> Void)? = nil,
             mapFailure: (@Sendable (HTTPFailure) -> BuckiaError?)? = nil,
             transport: TransportKind = .automatic,

@@ -28,7 +28,7 @@ public final class URLSessionTransport: HTTPTransport, ShutdownableResource {
     ///   - timeout: How long a request may go without moving a byte (whole seconds, rounded up);
     ///     ``HTTPRequest/timeout`` overrides it per request.
     ///   - userAgent: Sent unless a request sets its own.
-    public init(maximumConnectionsPerHost: Int = 16, timeout: Duration = .seconds(60), userAgent: String = "Buckia") {
+    public init(maximumConnectionsPerHost: Int = 16, timeout: Duration = .seconds(60), userAgent: String = BuckiaVersion.userAgent()) {
         self.timeout = timeout
         self.userAgent = userAgent
         let sessionConfiguration = URLSessionConfiguration.ephemeral

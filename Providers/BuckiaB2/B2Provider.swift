@@ -74,7 +74,7 @@ public struct B2Provider: StorageProviderPlugin {
     ) {
         self.settings = settings
         self.now = now
-        var configuration = HTTPClient.Configuration(maximumConnectionsPerHost: max(6, settings.concurrency * 2), userAgent: "Buckia-B2")
+        var configuration = HTTPClient.Configuration(maximumConnectionsPerHost: max(6, settings.concurrency * 2), userAgent: BuckiaVersion.userAgent(component: "B2"))
         configuration.mapFailure = { B2ErrorMapping.map($0) }
         configuration.log = log
         configuration.retryPolicy = retryPolicy

@@ -57,7 +57,7 @@ public struct BunnyProvider: StorageProviderPlugin {
     ) {
         self.settings = settings
         self.now = now
-        var configuration = HTTPClient.Configuration(maximumConnectionsPerHost: max(6, settings.concurrency * 2), userAgent: "Buckia-Bunny")
+        var configuration = HTTPClient.Configuration(maximumConnectionsPerHost: max(6, settings.concurrency * 2), userAgent: BuckiaVersion.userAgent(component: "Bunny"))
         configuration.mapFailure = { BunnyProvider.map($0) }
         configuration.log = log
         configuration.retryPolicy = retryPolicy

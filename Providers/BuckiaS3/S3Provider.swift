@@ -85,7 +85,7 @@ public struct S3Provider: StorageProviderPlugin {
         self.settings = settings
         self.now = now
         var configuration = HTTPClient.Configuration(
-            maximumConnectionsPerHost: max(6, settings.concurrency * 2), userAgent: "Buckia-S3")
+            maximumConnectionsPerHost: max(6, settings.concurrency * 2), userAgent: BuckiaVersion.userAgent(component: "S3"))
         configuration.mapFailure = { S3ErrorMapping.map($0) }
         configuration.log = log
         configuration.retryPolicy = retryPolicy

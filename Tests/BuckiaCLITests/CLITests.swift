@@ -1,3 +1,4 @@
+import Buckia
 import Foundation
 import Testing
 
@@ -8,6 +9,14 @@ struct CLITests {
         let result = try CLIHarness().run(command, "--help")
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix("Usage: buckia \(command)"))
+    }
+
+    @Test("--version prints the version the library declares, and nothing else")
+    func version() throws {
+        let result = try CLIHarness().run("--version")
+        #expect(result.status == 0)
+        #expect(result.stdout == "buckia \(BuckiaVersion.current)\n")
+        #expect(result.stderr.isEmpty)
     }
 
     @Test("Mistakes exit 2 with one line on standard error", arguments: [["frob"], ["cp", "only-one"], ["ls", "default:", "--bogus"], []])

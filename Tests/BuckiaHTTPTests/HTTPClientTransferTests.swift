@@ -167,7 +167,7 @@ struct HTTPClientTransferTests {
             let headers = try #require(try json(response)["headers"] as? [String: String])
             #expect(headers["content-type"] == "application/octet-stream")
             #expect(headers["accept-encoding"] == "identity")
-            #expect(headers["user-agent"] == "Buckia")
+            #expect(headers["user-agent"] == "Buckia/\(BuckiaVersion.current)")
         }
     }
 

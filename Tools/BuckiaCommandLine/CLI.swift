@@ -24,7 +24,8 @@ enum CLI {
         }
         lines += [
             "", "Paths are REMOTE:PATH for a configured remote (default: always exists) or a local path.",
-            "Run 'buckia COMMAND --help' for a command's options. Docs/CLI.md has the details.",
+            "Run 'buckia COMMAND --help' for a command's options, 'buckia --version' for the version.",
+            "Docs/CLI.md has the details.",
         ]
         return lines.joined(separator: "\n")
     }
@@ -73,6 +74,10 @@ enum CLI {
     private static func dispatch(
         _ arguments: [String], environment: [String: String], registries: Registries, resources: SharedResources
     ) async -> ExitCode {
+        if arguments == ["--version"] {
+            Console.out("buckia \(BuckiaVersion.current)")
+            return .success
+        }
         guard let name = arguments.first, name != "--help", name != "-h", name != "help" else {
             if arguments.isEmpty {
                 Console.error(overview)

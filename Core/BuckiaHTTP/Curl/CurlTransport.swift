@@ -44,7 +44,7 @@ public final class CurlTransport: HTTPTransport, ShutdownableResource {
     ///   - caFile: A PEM file of the certificate authorities to trust instead of the system's.
     public init(
         maximumConnectionsPerHost: Int = 16, timeout: Duration = .seconds(60), connectTimeout: Duration = .seconds(10),
-        userAgent: String = "Buckia", caFile: String? = nil
+        userAgent: String = BuckiaVersion.userAgent(), caFile: String? = nil
     ) throws {
         loop = try CurlLoop(maximumConnectionsPerHost: maximumConnectionsPerHost)
         settings = Settings(timeout: timeout, connectTimeout: connectTimeout, userAgent: userAgent, caFile: caFile)

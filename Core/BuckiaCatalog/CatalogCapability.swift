@@ -14,20 +14,23 @@ public struct CatalogCapability: CapabilityVocabulary {
     public static let persistent: CatalogCapability = "persistent"
     /// ``FileQuery/search`` finds records by the words of their title, author and key.
     public static let fullTextSearch: CatalogCapability = "fullTextSearch"
+    /// Catalogs opened on the same storage at once — in two processes, or twice in one — share
+    /// it: what one writes, the other reads, and a live query on one sees the other's commits.
+    public static let sharedStorage: CatalogCapability = "sharedStorage"
 
     public static let subject = "catalog"
 
     /// Every catalog capability Buckia defines.
-    public static let known: Set<CatalogCapability> = [.persistent, .fullTextSearch]
+    public static let known: Set<CatalogCapability> = [.persistent, .fullTextSearch, .sharedStorage]
 }
 
 extension FileCatalogClient {
     /// What ``live(path:configuration:)`` catalogs can do with the SQLite library this process
-    /// has: always ``CatalogCapability/persistent``, and ``CatalogCapability/fullTextSearch``
-    /// when SQLite was built with FTS5.
+    /// has: always ``CatalogCapability/persistent`` and ``CatalogCapability/sharedStorage``,
+    /// and ``CatalogCapability/fullTextSearch`` when SQLite was built with FTS5.
     public static func liveCapabilities() throws -> Set<CatalogCapability> {
         let probe = try SQLiteConnection(path: ":memory:")
-        return try FileCatalogLive.hasFullTextSearch(probe) ? [.persistent, .fullTextSearch] : [.persistent]
+        return try FileCatalogLive.hasFullTextSearch(probe) ? [.persistent, .sharedStorage, .fullTextSearch] : [.persistent, .sharedStorage]
     }
 
     /// What ``inMemory(configuration:)`` catalogs can do: search (by folded word prefixes),

@@ -77,6 +77,14 @@ public struct FileCatalogConfiguration: Sendable {
         return name
     }
 
+    /// How often a catalog whose live query has a reader asks SQLite whether another
+    /// connection to its file committed — another process, or another catalog opened on the
+    /// same path — and if one did, hands the readers a new list. The question is one
+    /// `PRAGMA data_version`, asked only while someone reads. nil: never; such a commit then
+    /// reaches the readers with this catalog's next change. The in-memory catalog, which no
+    /// one else can write, ignores it.
+    public var otherConnectionsCheckInterval: Duration? = .milliseconds(250)
+
     /// A configuration with `mediaRoot`.
     public init(mediaRoot: URL? = nil) {
         self.mediaRoot = mediaRoot

@@ -29,7 +29,12 @@ extension FileCatalogClient {
                 let (stream, continuation) = CatalogObservers.makeStream()
                 let start = Task {
                     do {
-                        try await catalog.run("observe files") { catalog in catalog.observers.add(continuation) { try catalog.files() } }
+                        try await catalog.run("observe files") { catalog in
+                            // The first list is of this data version: only a commit after it is news.
+                            _ = try catalog.otherConnectionsCommitted()
+                            catalog.observers.add(continuation) { try catalog.files() }
+                        }
+                        catalog.watchOtherConnections()
                     } catch {
                         continuation.finish(throwing: error)
                     }
@@ -83,11 +88,20 @@ package final class FileCatalogLive: @unchecked Sendable {
     private let media: MediaFolder?
     private let mediaName: @Sendable (FileRecord) -> String?
     let path: String
+    /// `PRAGMA data_version` when this connection last asked: SQLite changes it when another
+    /// connection to the file (another process, or another catalog opened on the same path)
+    /// commits, never for this connection's own commits. Read and set under `lock`.
+    private var dataVersion: Int64 = 0
+    /// How often a watched catalog asks; nil never (``FileCatalogConfiguration/otherConnectionsCheckInterval``).
+    private let checkInterval: Duration?
+    /// Whether the task asking on that schedule is running.
+    private let watching = Locked(false)
 
     init(path: String, configuration: FileCatalogConfiguration) throws {
         self.path = path
         media = configuration.mediaFolder
         mediaName = configuration.mediaName
+        checkInterval = configuration.otherConnectionsCheckInterval
         do {
             db = try SQLiteConnection(path: path)
             try Self.prepare(db)
@@ -123,6 +137,47 @@ package final class FileCatalogLive: @unchecked Sendable {
                 return try body(self)
             } catch let error as BuckiaError {
                 throw Self.explained(error, path: path)
+            }
+        }
+    }
+
+    /// Whether another connection committed since this one last asked. Called under `lock`.
+    func otherConnectionsCommitted() throws -> Bool {
+        let version = try db.query("PRAGMA data_version") { $0.int64(0) }.first ?? dataVersion
+        defer { dataVersion = version }
+        return version != dataVersion
+    }
+
+    /// Starts asking, every ``checkInterval``, whether another connection committed, handing the
+    /// readers a new list when one did; the task ends once the live query has no reader, and
+    /// the next reader starts it again. An error asking ends every reader's stream with it.
+    func watchOtherConnections() {
+        guard let interval = checkInterval else { return }
+        guard watching.withLock({ running in
+            defer { running = true }
+            return !running
+        }) else { return }
+        Task { [self] in
+            while true {
+                do {
+                    try await Task.sleep(for: interval)
+                } catch {
+                    // Never cancelled: the loop ends by the check below.
+                }
+                // Checked and cleared under one lock with the start above, so a reader added
+                // at this moment either keeps this task going or starts the next one.
+                let readers = watching.withLock { running -> Bool in
+                    if !observers.isWatched { running = false }
+                    return running
+                }
+                guard readers else { return }
+                do {
+                    try await run("watch other connections") { catalog in
+                        if try catalog.otherConnectionsCommitted() { catalog.observers.publish { try catalog.files() } }
+                    }
+                } catch {
+                    observers.publish { throw error }
+                }
             }
         }
     }

@@ -147,4 +147,47 @@ struct FileCatalogLiveTests {
         }
         #expect(failures.isEmpty, "\(failures.prefix(3))")
     }
+
+    /// A commit by another process — the sqlite3 shell, which knows nothing of Buckia — reaches a
+    /// live query although this process writes nothing. The waits are on the stream's next list;
+    /// the time limit only guards against a catalog that never hands one over.
+    @Test("A live query sees a commit another process makes to the file", .timeLimit(.minutes(1)))
+    func otherProcessCommits() async throws {
+        let folder = try Self.folder()
+        defer { CatalogFixture.removeTree(folder) }
+        let path = folder.appendingPathComponent("c.sqlite").path
+        let client = try FileCatalogClient.live(path: path)
+        try await client.cacheFile(record(1, day: 1))
+        var updates = client.observeFiles().makeAsyncIterator()
+        #expect(try await updates.next()?.map(\.fileId) == ["id-1"])
+
+        let insert = try ToolRun.run("sqlite3", [
+            path, "INSERT INTO catalog_files (file_id, key, title, publish_date) VALUES ('from-shell', 'shell/a.mp4', 'From the shell', 864000)",
+        ])
+        #expect(insert.status == 0, "sqlite3: \(insert.errors)")
+        let seen = try await updates.next()
+        #expect(seen?.map(\.fileId) == ["from-shell", "id-1"])
+        #expect(seen?.first?.title == "From the shell")
+
+        let delete = try ToolRun.run("sqlite3", [path, "DELETE FROM catalog_files WHERE file_id = 'id-1'"])
+        #expect(delete.status == 0, "sqlite3: \(delete.errors)")
+        #expect(try await updates.next()?.map(\.fileId) == ["from-shell"])
+    }
+
+    @Test("With the check turned off, another process's commit reaches the live query with this catalog's next change", .timeLimit(.minutes(1)))
+    func otherProcessCommitsUnchecked() async throws {
+        let folder = try Self.folder()
+        defer { CatalogFixture.removeTree(folder) }
+        let path = folder.appendingPathComponent("c.sqlite").path
+        var configuration = FileCatalogConfiguration()
+        configuration.otherConnectionsCheckInterval = nil
+        let client = try FileCatalogClient.live(path: path, configuration: configuration)
+        var updates = client.observeFiles().makeAsyncIterator()
+        #expect(try await updates.next()?.map(\.fileId) == [])
+        let insert = try ToolRun.run("sqlite3", [path, "INSERT INTO catalog_files (file_id, key) VALUES ('from-shell', 'shell/a.mp4')"])
+        #expect(insert.status == 0, "sqlite3: \(insert.errors)")
+        // The next list is the one after this catalog's own change, and holds both records.
+        try await client.cacheFile(record(1, day: 1))
+        #expect(try await updates.next()?.map(\.fileId) == ["id-1", "from-shell"])
+    }
 }

@@ -84,9 +84,9 @@ struct FileCatalogScenarioTests {
         }
     }
 
-    @Test("The live catalog declares search where this SQLite has FTS5, and persistence")
+    @Test("The live catalog declares search where this SQLite has FTS5, persistence and shared storage")
     func liveCapabilities() throws {
-        #expect(try FileCatalogClient.liveCapabilities() == [.persistent, .fullTextSearch])
+        #expect(try FileCatalogClient.liveCapabilities() == [.persistent, .sharedStorage, .fullTextSearch])
     }
 
     /// Catalogs broken one way each, and a scenario each must fail.

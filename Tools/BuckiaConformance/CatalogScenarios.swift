@@ -120,6 +120,22 @@ enum CatalogScenarios {
             try await catalog.truncateFiles()
             try Expect.equal(try await updates.next(), [], "the list after truncating")
         },
+        CatalogScenario(
+            "records: live query, another catalog's commits",
+            contract: "A live query sees what another catalog opened on the same storage commits, without a change of its own.", requires: [.sharedStorage]
+        ) { context in
+            let catalog = try await context.open()
+            let other = try await context.open()
+            try await catalog.cacheFile(record(1, day: 1))
+            var updates = catalog.observeFiles().makeAsyncIterator()
+            try Expect.equal(try await updates.next().map(ids), ["id-1"], "the first list")
+            // Nothing is written through `catalog` from here on: a catalog that publishes only
+            // its own commits hangs here until the runner's time limit fails it.
+            try await other.cacheFile(record(2, day: 2))
+            try Expect.equal(try await updates.next().map(ids), ["id-2", "id-1"], "the list after the other catalog's commit")
+            try await other.deleteFile(record(1))
+            try Expect.equal(try await updates.next().map(ids), ["id-2"], "the list after the other catalog's delete")
+        },
     ]
 
     // MARK: Media

@@ -63,6 +63,9 @@ let package = Package(
         .library(name: "BuckiaDiskEngine", targets: ["BuckiaDiskEngine"]),
         .library(name: "BuckiaChunkEngine", targets: ["BuckiaChunkEngine"]),
         .library(name: "BuckiaConformance", targets: ["BuckiaConformance", "BuckiaConformanceTesting"]),
+        .library(name: "BuckiaSyncConformance", targets: ["BuckiaSyncConformance"]),
+        .library(name: "BuckiaCatalogConformance", targets: ["BuckiaCatalogConformance"]),
+        .library(name: "BuckiaResourceCacheConformance", targets: ["BuckiaResourceCacheConformance"]),
         .library(name: "BuckiaCommandLine", targets: ["BuckiaCommandLine"]),
         .executable(name: "buckia", targets: ["BuckiaCLI"]),
         .executable(name: "buckia-bench", targets: ["BuckiaBench"]),
@@ -136,9 +139,23 @@ let package = Package(
                 .target(name: "BuckiaGateway", condition: desktop),
             ],
             path: "Tools/Buckia"),
-        .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaChunks", "BuckiaCatalog", "BuckiaMemory", "BuckiaResourceCache"], path: "Tools/BuckiaConformance"),
+        // The suite a third-party provider or engine links: the contracts and nothing that
+        // brings SQLite or libcurl (ProductBoundaryTests holds it to that).
+        .target(name: "BuckiaConformance", dependencies: ["BuckiaCore", "BuckiaChunks"], path: "Tools/BuckiaConformance"),
         // Swift Testing glue in a module of its own, so the command line never links Testing.
-        .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks", "BuckiaCatalog", "BuckiaResourceCache"], path: "Tools/BuckiaConformanceTesting"),
+        .target(name: "BuckiaConformanceTesting", dependencies: ["BuckiaConformance", "BuckiaCore", "BuckiaChunks"], path: "Tools/BuckiaConformanceTesting"),
+        // The scenario lists of the parts built on SQLite, each a library of its own, with its
+        // Swift Testing glue: sync (its state store), the file catalog, the resource cache.
+        .target(
+            name: "BuckiaSyncConformance", dependencies: ["BuckiaConformance", "BuckiaConformanceTesting", "BuckiaCore", "BuckiaSync"],
+            path: "Tools/BuckiaSyncConformance"),
+        .target(
+            name: "BuckiaCatalogConformance", dependencies: ["BuckiaConformance", "BuckiaConformanceTesting", "BuckiaCore", "BuckiaCatalog", "BuckiaMemory"],
+            path: "Tools/BuckiaCatalogConformance"),
+        .target(
+            name: "BuckiaResourceCacheConformance",
+            dependencies: ["BuckiaConformance", "BuckiaConformanceTesting", "BuckiaCore", "BuckiaResourceCache", "BuckiaMemory"],
+            path: "Tools/BuckiaResourceCacheConformance"),
         .target(
             name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaResourceCache"],
             path: "Tools/BuckiaCommandLine"),
@@ -173,22 +190,22 @@ let package = Package(
         .testTarget(
             name: "BuckiaBunnyTests",
             dependencies: [
-                "BuckiaBunny", "BuckiaCore", "BuckiaHTTP", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaTestSupport", "BuckiaLocal",
-                "BuckiaChunks",
+                "BuckiaBunny", "BuckiaCore", "BuckiaHTTP", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSyncConformance", "BuckiaTestSupport",
+                "BuckiaLocal", "BuckiaChunks",
             ],
             path: "Tests/BuckiaBunnyTests"),
         .testTarget(
             name: "BuckiaB2Tests",
             dependencies: [
-                "BuckiaB2", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaSync", "BuckiaLocal",
-                "BuckiaChunks", "BuckiaClient", "BuckiaSecurity",
+                "BuckiaB2", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSyncConformance", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport",
+                "BuckiaSync", "BuckiaLocal", "BuckiaChunks", "BuckiaClient", "BuckiaSecurity",
             ],
             path: "Tests/BuckiaB2Tests"),
         .testTarget(
             name: "BuckiaS3Tests",
             dependencies: [
-                "BuckiaS3", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport", "BuckiaLocal",
-                "BuckiaSync", "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDiskEngine", "BuckiaClient",
+                "BuckiaS3", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSyncConformance", "BuckiaSigV4", "BuckiaHTTP", "BuckiaCore",
+                "BuckiaTestSupport", "BuckiaLocal", "BuckiaSync", "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDiskEngine", "BuckiaClient",
             ],
             path: "Tests/BuckiaS3Tests"),
         .testTarget(name: "BuckiaSQLiteTests", dependencies: ["BuckiaSQLite"], path: "Tests/BuckiaSQLiteTests"),
@@ -203,8 +220,8 @@ let package = Package(
             name: "BuckiaGatewayTests",
             dependencies: [
                 "BuckiaGateway", "BuckiaSecurity", "BuckiaSigV4", "BuckiaCore", "BuckiaTestSupport", "BuckiaS3", "BuckiaLocal", "BuckiaMemory",
-                "BuckiaB2", "BuckiaBunny", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaHTTP", "BuckiaOAuth", "BuckiaDatabase", "BuckiaClient",
-                "BuckiaSQLite", "CLinux",
+                "BuckiaB2", "BuckiaBunny", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSyncConformance", "BuckiaHTTP", "BuckiaOAuth",
+                "BuckiaDatabase", "BuckiaClient", "BuckiaSQLite", "CLinux",
             ],
             path: "Tests/BuckiaGatewayTests", exclude: ["Clients"]),
         .testTarget(
@@ -219,7 +236,8 @@ let package = Package(
         .testTarget(
             name: "BuckiaCatalogTests",
             dependencies: [
-                "BuckiaCatalog", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaSync", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaTestSupport",
+                "BuckiaCatalog", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaSync", "BuckiaConformance", "BuckiaConformanceTesting",
+                "BuckiaCatalogConformance", "BuckiaTestSupport",
             ],
             path: "Tests/BuckiaCatalogTests"),
         .testTarget(
@@ -234,7 +252,10 @@ let package = Package(
             path: "Tests/BuckiaDiskEngineTests"),
         .testTarget(
             name: "ConformanceTests",
-            dependencies: ["Buckia", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaResourceCache", "BuckiaTestSupport"],
+            dependencies: [
+                "Buckia", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSyncConformance", "BuckiaResourceCacheConformance", "BuckiaResourceCache",
+                "BuckiaTestSupport",
+            ],
             path: "Tests/ConformanceTests"),
         .testTarget(name: "FuzzTests", dependencies: ["BuckiaFuzzTargets"], path: "Tests/FuzzTests"),
         .testTarget(
@@ -258,6 +279,10 @@ let snippetFolder = Context.packageDirectory + "/Tests/DocSnippets"
 let snippetNames = ((try? FileManager.default.contentsOfDirectory(atPath: snippetFolder)) ?? []).filter { $0.hasPrefix("Snippet_") }.sorted()
 package.targets += snippetNames.map { name in
     .executableTarget(
-        name: name, dependencies: ["Buckia", "BuckiaCore", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaCommandLine", "BuckiaResourceCache"],
+        name: name,
+        dependencies: [
+            "Buckia", "BuckiaCore", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSyncConformance", "BuckiaCatalogConformance",
+            "BuckiaResourceCacheConformance", "BuckiaCommandLine", "BuckiaResourceCache",
+        ],
         path: "Tests/DocSnippets/\(name)")
 }

@@ -3,6 +3,7 @@ import BuckiaConformance
 import BuckiaConformanceTesting
 import BuckiaCore
 import BuckiaLocal
+import BuckiaSyncConformance
 import Foundation
 import Testing
 

@@ -4,6 +4,7 @@ import BuckiaConformanceTesting
 import BuckiaCore
 import BuckiaHTTP
 import BuckiaLocal
+import BuckiaSyncConformance
 import BuckiaTestSupport
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 import BuckiaCatalog
+import BuckiaCatalogConformance
 import BuckiaConformance
 import BuckiaConformanceTesting
 import BuckiaCore

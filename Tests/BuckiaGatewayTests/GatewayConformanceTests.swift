@@ -4,6 +4,7 @@ import BuckiaCore
 import BuckiaLocal
 import BuckiaMemory
 import BuckiaS3
+import BuckiaSyncConformance
 import BuckiaTestSupport
 import Foundation
 import Testing

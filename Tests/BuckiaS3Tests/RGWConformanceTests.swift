@@ -5,6 +5,7 @@ import BuckiaCore
 import BuckiaLocal
 @testable import BuckiaS3
 import BuckiaSync
+import BuckiaSyncConformance
 import BuckiaTestSupport
 import Foundation
 import Testing

@@ -3,6 +3,7 @@ import BuckiaConformanceTesting
 import BuckiaCore
 import BuckiaLocal
 import BuckiaS3
+import BuckiaSyncConformance
 import Foundation
 import Testing
 

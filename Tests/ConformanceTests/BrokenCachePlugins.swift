@@ -1,6 +1,7 @@
 import Buckia
 import BuckiaConformance
 import BuckiaResourceCache
+import BuckiaResourceCacheConformance
 import Foundation
 import Testing
 

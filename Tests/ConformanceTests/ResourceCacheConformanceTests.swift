@@ -2,6 +2,7 @@ import Buckia
 import BuckiaConformance
 import BuckiaConformanceTesting
 import BuckiaResourceCache
+import BuckiaResourceCacheConformance
 import Foundation
 import Testing
 

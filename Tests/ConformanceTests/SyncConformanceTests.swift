@@ -1,6 +1,7 @@
 import Buckia
 import BuckiaConformance
 import BuckiaConformanceTesting
+import BuckiaSyncConformance
 import Foundation
 import Testing
 

@@ -4,13 +4,13 @@ import Foundation
 
 /// The chunk-store scenarios. Each uses chunks of its own (a per-scenario nonce), so stores
 /// shared between scenarios do not interfere.
-enum ChunkStoreScenarios {
+package enum ChunkStoreScenarios {
     static var all: [ChunkStoreScenario] {
         [roundTrip, organizations, batchedExistence, decoratorOrders, corruption, wrongKey, concurrentWriters, files, packs, invalidPaths]
     }
 
     /// Deterministic bytes: `count` of them from `seed` (xorshift), incompressible.
-    static func noise(_ count: Int, seed: UInt64) -> Data {
+    package static func noise(_ count: Int, seed: UInt64) -> Data {
         // SplitMix64's finaliser spreads nearby seeds apart; xorshift needs a non-zero state.
         var state = (seed &+ 0x9E37_79B9_7F4A_7C15)
         state = (state ^ (state >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -51,7 +51,7 @@ public struct ConformanceReport: Sendable {
     }
 
     /// Runs `scenarios` in order through `run`, timing each, and reports them.
-    static func collect<Scenario: ConformanceScenario>(
+    package static func collect<Scenario: ConformanceScenario>(
         subject: String, scenarios: [Scenario], progress: (@Sendable (Scenario, ScenarioOutcome, Duration) -> Void)?,
         run: (Scenario) async -> ScenarioOutcome
     ) async -> ConformanceReport {

@@ -9,8 +9,9 @@ import Foundation
 /// throw ``ConformanceSkip`` when what it needs is missing from the run rather than from the
 /// backend (a factory that can open a second instance, `/proc` to read memory from).
 ///
-/// ``ProviderScenario``, ``EngineScenario`` and ``SyncScenario`` are the three kinds; each is
-/// its own type, so a test runner names a case by the scenario and a short type name.
+/// ``ProviderScenario``, ``EngineScenario`` and ``ChunkStoreScenario`` are kinds of it here, and
+/// the sync, catalog and resource-cache scenario lists (libraries of their own) add theirs; each
+/// is its own type, so a test runner names a case by the scenario and a short type name.
 public protocol ConformanceScenario: Sendable, Hashable, CustomStringConvertible {
     /// What the scenario's body works with.
     associatedtype Context: Sendable
@@ -62,7 +63,7 @@ extension ConformanceScenario {
     }
 
     /// Runs the body, turning what it throws into an outcome.
-    func outcome(in context: Context) async -> ScenarioOutcome {
+    package func outcome(in context: Context) async -> ScenarioOutcome {
         do {
             try await body(context)
             return .passed
@@ -110,23 +111,6 @@ public struct EngineScenario: ConformanceScenario {
     public init(
         _ name: String, contract: String, requires: Set<Feature>, excludedBy: Set<Feature>,
         body: @escaping @Sendable (EngineScenarioContext) async throws -> Void
-    ) {
-        (self.name, self.contract, self.requires, self.excludedBy, self.body) = (name, contract, requires, excludedBy, body)
-    }
-}
-
-/// A scenario for sync between two providers: see ``SyncConformance``.
-public struct SyncScenario: ConformanceScenario {
-    public typealias Feature = Capability
-    public let name: String
-    public let contract: String
-    public let requires: Set<Feature>
-    public let excludedBy: Set<Feature>
-    public let body: @Sendable (SyncScenarioContext) async throws -> Void
-
-    public init(
-        _ name: String, contract: String, requires: Set<Feature>, excludedBy: Set<Feature>,
-        body: @escaping @Sendable (SyncScenarioContext) async throws -> Void
     ) {
         (self.name, self.contract, self.requires, self.excludedBy, self.body) = (name, contract, requires, excludedBy, body)
     }

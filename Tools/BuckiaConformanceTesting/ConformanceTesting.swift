@@ -1,8 +1,6 @@
-import BuckiaCatalog
 import BuckiaChunks
 import BuckiaConformance
 import BuckiaCore
-import BuckiaResourceCache
 import Foundation
 import Testing
 
@@ -19,11 +17,6 @@ extension ProviderScenario: CustomTestStringConvertible {
 }
 
 extension EngineScenario: CustomTestStringConvertible {
-    /// The scenario's name, so a test run lists it.
-    public var testDescription: String { name }
-}
-
-extension SyncScenario: CustomTestStringConvertible {
     /// The scenario's name, so a test run lists it.
     public var testDescription: String { name }
 }
@@ -71,21 +64,10 @@ extension EngineScenario {
     }
 }
 
-extension SyncScenario {
-    /// Runs this scenario between `local` and `remote` and reports the outcome to the current
-    /// test.
-    public func check(
-        local: any StorageProvider, remote: any StorageProvider, subject: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
-    ) async throws {
-        let outcome = await SyncConformance.run(self, local: local, remote: remote)
-        let name = subject ?? "\(local.providerType) ↔ \(remote.providerType)"
-        try ConformanceReporting.report(outcome, of: self, subject: name, at: sourceLocation)
-    }
-}
-
-/// Turns a scenario's outcome into what Swift Testing records.
-enum ConformanceReporting {
-    static func report(
+/// Turns a scenario's outcome into what Swift Testing records; the other scenario lists'
+/// libraries (sync, catalog, resource cache) report through it too.
+package enum ConformanceReporting {
+    package static func report(
         _ outcome: ScenarioOutcome, of scenario: some ConformanceScenario, subject: String, at sourceLocation: SourceLocation
     ) throws {
         switch outcome {
@@ -97,24 +79,6 @@ enum ConformanceReporting {
             FileHandle.standardError.write(Data("⊘ skipped \(subject) × \(scenario.name): \(reason)\n".utf8))
             try Test.cancel(Comment(rawValue: "skipped: \(reason)"), sourceLocation: sourceLocation)
         }
-    }
-}
-
-extension CatalogScenario: CustomTestStringConvertible {
-    /// The scenario's name, so a test run lists it.
-    public var testDescription: String { name }
-}
-
-extension CatalogScenario {
-    /// Runs this scenario against the catalog `open` opens (for a configuration, with its
-    /// storage in the folder it is given: the same storage each call) and reports the outcome
-    /// to the current test. Scenarios needing a capability not in `capabilities` are skipped.
-    public func check(
-        _ subject: String, capabilities: Set<CatalogCapability>, sourceLocation: SourceLocation = #_sourceLocation,
-        open: @escaping @Sendable (_ configuration: FileCatalogConfiguration, _ folder: URL) async throws -> FileCatalogClient
-    ) async throws {
-        let outcome = await CatalogConformance.run(self, capabilities: capabilities, open: open)
-        try ConformanceReporting.report(outcome, of: self, subject: subject, at: sourceLocation)
     }
 }
 
@@ -130,25 +94,6 @@ extension ChunkStoreScenario {
         _ subject: String, sourceLocation: SourceLocation = #_sourceLocation, open: @escaping @Sendable () async throws -> any ChunkStorageComposable
     ) async throws {
         let outcome = await ChunkStoreConformance.run(self, open: open)
-        try ConformanceReporting.report(outcome, of: self, subject: subject, at: sourceLocation)
-    }
-}
-
-extension ResourceCacheScenario: CustomTestStringConvertible {
-    /// The scenario's name, so a test run lists it.
-    public var testDescription: String { name }
-}
-
-extension ResourceCacheScenario {
-    /// Runs this scenario with the cache configuration `configure` makes (given a folder of
-    /// the scenario's own for what its plugins keep beside the cache) and reports the outcome
-    /// to the current test. `capabilities` defaults to what the configuration can be seen to
-    /// do (``ResourceCacheConfiguration/capabilities``).
-    public func check(
-        _ subject: String, capabilities: Set<ResourceCacheCapability>? = nil, sourceLocation: SourceLocation = #_sourceLocation,
-        configure: @escaping @Sendable (_ scratch: URL) throws -> ResourceCacheConfiguration
-    ) async throws {
-        let outcome = await ResourceCacheConformance.run(self, capabilities: capabilities, configure: configure)
         try ConformanceReporting.report(outcome, of: self, subject: subject, at: sourceLocation)
     }
 }

@@ -1,6 +1,24 @@
+import BuckiaConformance
 import BuckiaCore
 import BuckiaSync
 import Foundation
+
+/// A scenario for sync between two providers: see ``SyncConformance``.
+public struct SyncScenario: ConformanceScenario {
+    public typealias Feature = Capability
+    public let name: String
+    public let contract: String
+    public let requires: Set<Feature>
+    public let excludedBy: Set<Feature>
+    public let body: @Sendable (SyncScenarioContext) async throws -> Void
+
+    public init(
+        _ name: String, contract: String, requires: Set<Feature>, excludedBy: Set<Feature>,
+        body: @escaping @Sendable (SyncScenarioContext) async throws -> Void
+    ) {
+        (self.name, self.contract, self.requires, self.excludedBy, self.body) = (name, contract, requires, excludedBy, body)
+    }
+}
 
 /// The sync half of the conformance suite: two-way, push and pull scenarios between a local
 /// side and the provider under test, each on prefixes of its own.

@@ -1,3 +1,4 @@
+import BuckiaConformance
 import BuckiaCore
 import BuckiaMemory
 import BuckiaResourceCache

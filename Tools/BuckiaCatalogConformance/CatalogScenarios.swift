@@ -1,4 +1,5 @@
 import BuckiaCatalog
+import BuckiaConformance
 import BuckiaCore
 import BuckiaMemory
 import Foundation

@@ -1,0 +1,65 @@
+import BuckiaCore
+import BuckiaTestSupport
+import Foundation
+import Testing
+
+/// What each library product may bring with it, read from the manifest as SwiftPM resolves it
+/// (`swift package dump-package`): a third party writing a provider or an engine links the
+/// contracts and the conformance suite without SQLite, libcurl, the catalog or the cache.
+struct ProductBoundaryTests {
+    /// The manifest's targets, each with the targets it depends on (on any platform).
+    static func targetGraph() throws -> (products: [String: [String]], dependencies: [String: [String]]) {
+        // A scratch folder of its own: the running `swift test` holds the package's .build.
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("buckia-dump-\(UUID().uuidString)")
+        let run = try ToolRun.run("swift", ["package", "--package-path", PlatformSourceTests.root.path, "--scratch-path", scratch.path, "dump-package"])
+        if FileManager.default.fileExists(atPath: scratch.path) { try FileManager.default.removeItem(at: scratch) }
+        try #require(run.status == 0, "swift package dump-package: \(run.errors)")
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any])
+        var products: [String: [String]] = [:]
+        for product in manifest["products"] as? [[String: Any]] ?? [] {
+            if let name = product["name"] as? String { products[name] = product["targets"] as? [String] ?? [] }
+        }
+        var dependencies: [String: [String]] = [:]
+        for target in manifest["targets"] as? [[String: Any]] ?? [] {
+            guard let name = target["name"] as? String else { continue }
+            // Each dependency is {"byName": [NAME, condition]} or {"target": [NAME, condition]}.
+            dependencies[name] = (target["dependencies"] as? [[String: Any]] ?? []).compactMap { entry in
+                (entry["byName"] as? [Any] ?? entry["target"] as? [Any])?.first as? String
+            }
+        }
+        return (products, dependencies)
+    }
+
+    /// Every target a product's targets reach.
+    static func closure(of product: String, in graph: (products: [String: [String]], dependencies: [String: [String]])) throws -> Set<String> {
+        var reached = Set<String>()
+        var pending = try #require(graph.products[product], "Package.swift has no product \(product)")
+        while let next = pending.popLast() {
+            guard reached.insert(next).inserted else { continue }
+            pending += graph.dependencies[next] ?? []
+        }
+        return reached
+    }
+
+    static let sqliteAndCurl: Set<String> = ["CSQLite", "CCurl", "BuckiaSQLite", "BuckiaHTTP"]
+
+    @Test("A product reaches none of what it must not bring", arguments: [
+        ("BuckiaCore", sqliteAndCurl),
+        ("BuckiaConformance", sqliteAndCurl.union(["BuckiaSync", "BuckiaCatalog", "BuckiaResourceCache", "BuckiaMemory"])),
+    ])
+    func boundaries(product: String, forbidden: Set<String>) throws {
+        let reached = try Self.closure(of: product, in: try Self.targetGraph())
+        #expect(reached.contains("BuckiaCore"), "the walk found \(reached.sorted())")
+        #expect(reached.intersection(forbidden).isEmpty, "\(product) brings \(reached.intersection(forbidden).sorted())")
+    }
+
+    /// The walk itself: the scenario lists built on SQLite reach it, so an empty answer above is
+    /// not a walk that found nothing.
+    @Test("The catalog's and the resource cache's scenario lists reach SQLite, and the cache's libcurl")
+    func walkFindsWhatIsThere() throws {
+        let graph = try Self.targetGraph()
+        #expect(try Self.closure(of: "BuckiaCatalogConformance", in: graph).isSuperset(of: ["CSQLite", "BuckiaCatalog", "BuckiaConformance"]))
+        #expect(try Self.closure(of: "BuckiaResourceCacheConformance", in: graph).isSuperset(of: ["CSQLite", "CCurl", "BuckiaResourceCache"]))
+        #expect(try Self.closure(of: "BuckiaSyncConformance", in: graph).contains("CSQLite"))
+    }
+}

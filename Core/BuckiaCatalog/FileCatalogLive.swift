@@ -30,8 +30,10 @@ extension FileCatalogClient {
                 let start = Task {
                     do {
                         try await catalog.run("observe files") { catalog in
-                            // The first list is of this data version: only a commit after it is news.
-                            _ = try catalog.otherConnectionsCommitted()
+                            // Another connection's commit not yet handed to the readers there
+                            // are goes to them first: the new reader's first list holds it, and
+                            // from here on only a commit after that list is news.
+                            if try catalog.otherConnectionsCommitted() { catalog.observers.publish { try catalog.files() } }
                             catalog.observers.add(continuation) { try catalog.files() }
                         }
                         catalog.watchOtherConnections()
@@ -149,21 +151,24 @@ package final class FileCatalogLive: @unchecked Sendable {
     }
 
     /// Starts asking, every ``checkInterval``, whether another connection committed, handing the
-    /// readers a new list when one did; the task ends once the live query has no reader, and
-    /// the next reader starts it again. An error asking ends every reader's stream with it.
+    /// readers a new list when one did; the task ends once the live query has no reader (the
+    /// next reader starts it again) or no one holds the catalog any more (it holds the catalog
+    /// only while it asks, never while it waits). An error asking ends every reader's stream
+    /// with it.
     func watchOtherConnections() {
         guard let interval = checkInterval else { return }
         guard watching.withLock({ running in
             defer { running = true }
             return !running
         }) else { return }
-        Task { [self] in
+        Task { [weak self] in
             while true {
                 do {
                     try await Task.sleep(for: interval)
                 } catch {
-                    // Never cancelled: the loop ends by the check below.
+                    // Never cancelled: the loop ends by the checks below.
                 }
+                guard let self else { return }
                 // Checked and cleared under one lock with the start above, so a reader added
                 // at this moment either keeps this task going or starts the next one.
                 let readers = watching.withLock { running -> Bool in

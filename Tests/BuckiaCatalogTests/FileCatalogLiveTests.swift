@@ -151,7 +151,7 @@ struct FileCatalogLiveTests {
     /// A commit by another process — the sqlite3 shell, which knows nothing of Buckia — reaches a
     /// live query although this process writes nothing. The waits are on the stream's next list;
     /// the time limit only guards against a catalog that never hands one over.
-    @Test("A live query sees a commit another process makes to the file", .timeLimit(.minutes(1)))
+    @Test("A live query sees a commit another process makes to the file", .timeLimit(.minutes(10)))
     func otherProcessCommits() async throws {
         let folder = try Self.folder()
         defer { CatalogFixture.removeTree(folder) }
@@ -174,7 +174,27 @@ struct FileCatalogLiveTests {
         #expect(try await updates.next()?.map(\.fileId) == ["from-shell"])
     }
 
-    @Test("With the check turned off, another process's commit reaches the live query with this catalog's next change", .timeLimit(.minutes(1)))
+    /// A reader that starts after another process's commit and before the next check takes
+    /// that commit in its first list; the readers already there get it then too, not never.
+    /// (The check's interval is an hour, so only the new reader's start can hand it over.)
+    @Test("A reader starting after another process's commit hands it to the readers already there", .timeLimit(.minutes(10)))
+    func newReaderHandsOverOtherCommits() async throws {
+        let folder = try Self.folder()
+        defer { CatalogFixture.removeTree(folder) }
+        let path = folder.appendingPathComponent("c.sqlite").path
+        var configuration = FileCatalogConfiguration()
+        configuration.otherConnectionsCheckInterval = .seconds(3600)
+        let client = try FileCatalogClient.live(path: path, configuration: configuration)
+        var first = client.observeFiles().makeAsyncIterator()
+        #expect(try await first.next()?.map(\.fileId) == [])
+        let insert = try ToolRun.run("sqlite3", [path, "INSERT INTO catalog_files (file_id, key) VALUES ('from-shell', 'shell/a.mp4')"])
+        #expect(insert.status == 0, "sqlite3: \(insert.errors)")
+        var second = client.observeFiles().makeAsyncIterator()
+        #expect(try await second.next()?.map(\.fileId) == ["from-shell"])
+        #expect(try await first.next()?.map(\.fileId) == ["from-shell"])
+    }
+
+    @Test("With the check turned off, another process's commit reaches the live query with this catalog's next change", .timeLimit(.minutes(10)))
     func otherProcessCommitsUnchecked() async throws {
         let folder = try Self.folder()
         defer { CatalogFixture.removeTree(folder) }

@@ -35,6 +35,10 @@ public struct FileCatalogClient: Sendable {
     /// A page of records in an order, optionally those matching words of a search
     /// (``FileQuery``); the live catalog searches with SQLite's FTS5 index.
     public var fetchFiles: @Sendable (_ query: FileQuery) async throws -> [FileRecord]
+    /// A live query of any ``FileQuery``: what ``fetchFiles`` returns for it now, and again
+    /// after every change, coalesced as ``observeFiles`` is (which is this for `FileQuery()`).
+    /// A query that ``fetchFiles`` refuses ends the stream with that error.
+    public var observeQuery: @Sendable (_ query: FileQuery) -> AsyncThrowingStream<[FileRecord], any Error>
 
     /// A client made of these closures.
     public init(
@@ -47,7 +51,8 @@ public struct FileCatalogClient: Sendable {
         truncateFiles: @escaping @Sendable () async throws -> Void,
         saveContext: @escaping @Sendable () async throws -> Void,
         observeFiles: @escaping @Sendable () -> AsyncThrowingStream<[FileRecord], any Error>,
-        fetchFiles: @escaping @Sendable (_ query: FileQuery) async throws -> [FileRecord]
+        fetchFiles: @escaping @Sendable (_ query: FileQuery) async throws -> [FileRecord],
+        observeQuery: (@Sendable (_ query: FileQuery) -> AsyncThrowingStream<[FileRecord], any Error>)? = nil
     ) {
         self.getFiles = getFiles
         self.getFile = getFile
@@ -59,6 +64,29 @@ public struct FileCatalogClient: Sendable {
         self.saveContext = saveContext
         self.observeFiles = observeFiles
         self.fetchFiles = fetchFiles
+        self.observeQuery = observeQuery ?? Self.observing(fetchFiles, after: observeFiles)
+    }
+
+    /// A live query made of two operations, for a catalog that gives none of its own: `fetch`
+    /// runs for the query at the start and after each list `changes` yields. Its lists follow
+    /// each change as soon as that fetch has run, not before the change's operation returns.
+    static func observing(
+        _ fetch: @escaping @Sendable (FileQuery) async throws -> [FileRecord],
+        after changes: @escaping @Sendable () -> AsyncThrowingStream<[FileRecord], any Error>
+    ) -> @Sendable (FileQuery) -> AsyncThrowingStream<[FileRecord], any Error> {
+        { query in
+            let (stream, continuation) = CatalogObservers.makeStream()
+            let task = Task {
+                do {
+                    for try await _ in changes() { continuation.yield(try await fetch(query)) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+            return stream
+        }
     }
 }
 
@@ -110,7 +138,8 @@ extension FileCatalogClient {
             getFiles: { throw fail("getFiles") }, getFile: { _ in throw fail("getFile") }, cacheFiles: { _ in throw fail("cacheFiles") },
             cacheFile: { _ in throw fail("cacheFile") }, updateFileUrl: { _, _ in throw fail("updateFileUrl") }, deleteFile: { _ in throw fail("deleteFile") },
             truncateFiles: { throw fail("truncateFiles") }, saveContext: { throw fail("saveContext") },
-            observeFiles: { AsyncThrowingStream { $0.finish(throwing: fail("observeFiles")) } }, fetchFiles: { _ in throw fail("fetchFiles") })
+            observeFiles: { AsyncThrowingStream { $0.finish(throwing: fail("observeFiles")) } }, fetchFiles: { _ in throw fail("fetchFiles") },
+            observeQuery: { _ in AsyncThrowingStream { $0.finish(throwing: fail("observeQuery")) } })
     }
 
     /// A catalog in memory, with the same rules as the live one (validation, key replacement,
@@ -136,8 +165,13 @@ extension FileCatalogClient {
         @Sendable func snapshot() -> [FileRecord] {
             records.withLock { Array($0.byID.values) }.sorted(by: FileRecord.newestFirst)
         }
+        @Sendable func fetch(_ query: FileQuery) throws -> [FileRecord] {
+            try query.validate()
+            let all = records.withLock { Array($0.byID.values) }
+            return query.page(query.search == nil ? all : all.filter(query.matches))
+        }
         @Sendable func publish() {
-            observers.publish(snapshot)
+            observers.publish(fetch)
         }
         @Sendable func removeMedia(of gone: [FileRecord], keeping kept: [FileRecord]) throws {
             guard let media else { return }
@@ -174,13 +208,14 @@ extension FileCatalogClient {
             saveContext: {},
             observeFiles: {
                 let (stream, continuation) = CatalogObservers.makeStream()
-                observers.add(continuation, initial: snapshot)
+                observers.add(continuation, make: fetch)
                 return stream
             },
-            fetchFiles: { query in
-                try query.validate()
-                let all = records.withLock { Array($0.byID.values) }
-                return query.page(query.search == nil ? all : all.filter(query.matches))
+            fetchFiles: fetch,
+            observeQuery: { query in
+                let (stream, continuation) = CatalogObservers.makeStream()
+                observers.add(continuation, query: query, make: fetch)
+                return stream
             })
     }
 }
@@ -214,14 +249,15 @@ struct InMemoryRecords {
     }
 }
 
-/// The readers of a catalog's live query: each gets the list when it starts, then the list
-/// after each change, keeping only the newest one it has not read yet.
+/// The readers of a catalog's live queries: each gets its query's list when it starts, then
+/// the list after each change, keeping only the newest one it has not read yet.
 ///
-/// A list is made and handed out under one lock, so readers see lists in the order the
+/// Lists are made and handed out under one lock, so readers see lists in the order the
 /// changes happened, and a new reader's first list is never older than one handed to it after.
+/// Readers of one query share the list made for it.
 final class CatalogObservers: Sendable {
     typealias Continuation = AsyncThrowingStream<[FileRecord], any Error>.Continuation
-    private let readers = Locked<[UUID: Continuation]>([:])
+    private let readers = Locked<[UUID: (query: FileQuery, continuation: Continuation)]>([:])
 
     /// Whether anyone is reading: a change makes a list only then.
     var isWatched: Bool { readers.withLock { !$0.isEmpty } }
@@ -231,32 +267,47 @@ final class CatalogObservers: Sendable {
         AsyncThrowingStream<[FileRecord], any Error>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
-    /// Starts handing lists to `continuation`, the first one `initial()`'s (or its error).
-    func add(_ continuation: Continuation, initial: () throws -> [FileRecord]) {
+    /// Starts handing `query`'s lists to `continuation`, the first one `make(query)`'s (or its
+    /// error, which ends the stream).
+    ///
+    /// A stream is finished only after the lock is let go: finishing runs its termination
+    /// handler, which takes the lock to remove the reader.
+    func add(_ continuation: Continuation, query: FileQuery = FileQuery(), make: (FileQuery) throws -> [FileRecord]) {
         let id = UUID()
         continuation.onTermination = { [readers] _ in readers.withLock { _ = $0.removeValue(forKey: id) } }
-        readers.withLock { readers in
+        let failure = readers.withLock { readers -> (any Error)? in
             do {
                 // A reader gone before it started is not kept.
-                if case .terminated = continuation.yield(try initial()) { return }
-                readers[id] = continuation
+                if case .terminated = continuation.yield(try make(query)) { return nil }
+                readers[id] = (query, continuation)
+                return nil
             } catch {
-                continuation.finish(throwing: error)
+                return error
             }
         }
+        if let failure { continuation.finish(throwing: failure) }
     }
 
-    /// Hands the list `make()` returns to every reader; its error ends every stream.
-    func publish(_ make: () throws -> [FileRecord]) {
-        readers.withLock { readers in
-            guard !readers.isEmpty else { return }
+    /// Hands every reader the list `make` returns for its query (made once per query); an
+    /// error ends every stream (after the lock is let go, as in ``add(_:query:make:)``).
+    func publish(_ make: (FileQuery) throws -> [FileRecord]) {
+        let ended = readers.withLock { readers -> (error: any Error, readers: [Continuation])? in
+            guard !readers.isEmpty else { return nil }
             do {
-                let files = try make()
-                for continuation in readers.values { continuation.yield(files) }
+                var lists: [FileQuery: [FileRecord]] = [:]
+                for (query, continuation) in readers.values {
+                    let files = try lists[query] ?? make(query)
+                    lists[query] = files
+                    continuation.yield(files)
+                }
+                return nil
             } catch {
-                for continuation in readers.values { continuation.finish(throwing: error) }
-                readers.removeAll()
+                defer { readers.removeAll() }
+                return (error, readers.values.map(\.continuation))
             }
+        }
+        if let ended {
+            for continuation in ended.readers { continuation.finish(throwing: ended.error) }
         }
     }
 }

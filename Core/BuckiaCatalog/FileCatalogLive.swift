@@ -25,26 +25,9 @@ extension FileCatalogClient {
             deleteFile: { file in try await catalog.run("delete file") { try $0.delete(file) } },
             truncateFiles: { try await catalog.run("truncate files") { try $0.truncate() } },
             saveContext: { try await catalog.run("save") { try $0.checkpoint() } },
-            observeFiles: {
-                let (stream, continuation) = CatalogObservers.makeStream()
-                let start = Task {
-                    do {
-                        try await catalog.run("observe files") { catalog in
-                            // Another connection's commit not yet handed to the readers there
-                            // are goes to them first: the new reader's first list holds it, and
-                            // from here on only a commit after that list is news.
-                            if try catalog.otherConnectionsCommitted() { catalog.observers.publish { try catalog.files() } }
-                            catalog.observers.add(continuation) { try catalog.files() }
-                        }
-                        catalog.watchOtherConnections()
-                    } catch {
-                        continuation.finish(throwing: error)
-                    }
-                }
-                continuation.onTermination = { _ in start.cancel() }
-                return stream
-            },
-            fetchFiles: { query in try await catalog.run("fetch files") { try $0.fetch(query) } })
+            observeFiles: { catalog.observe(FileQuery()) },
+            fetchFiles: { query in try await catalog.run("fetch files") { try $0.fetch(query) } },
+            observeQuery: { query in catalog.observe(query) })
     }
 }
 
@@ -132,7 +115,7 @@ package final class FileCatalogLive: @unchecked Sendable {
             defer {
                 if committed.isSet {
                     committed.isSet = false
-                    observers.publish { try files() }
+                    observers.publish(fetch)
                 }
             }
             do {
@@ -141,6 +124,28 @@ package final class FileCatalogLive: @unchecked Sendable {
                 throw Self.explained(error, path: path)
             }
         }
+    }
+
+    /// A live query of `query`: its list now, then after each change here or, while read, in
+    /// another connection (``watchOtherConnections()``).
+    func observe(_ query: FileQuery) -> AsyncThrowingStream<[FileRecord], any Error> {
+        let (stream, continuation) = CatalogObservers.makeStream()
+        let start = Task {
+            do {
+                try await run("observe files") { catalog in
+                    // Another connection's commit not yet handed to the readers there are goes
+                    // to them first: the new reader's first list holds it, and from here on
+                    // only a commit after that list is news.
+                    if try catalog.otherConnectionsCommitted() { catalog.observers.publish(catalog.fetch) }
+                    catalog.observers.add(continuation, query: query, make: catalog.fetch)
+                }
+                watchOtherConnections()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in start.cancel() }
+        return stream
     }
 
     /// Whether another connection committed since this one last asked. Called under `lock`.
@@ -178,10 +183,10 @@ package final class FileCatalogLive: @unchecked Sendable {
                 guard readers else { return }
                 do {
                     try await run("watch other connections") { catalog in
-                        if try catalog.otherConnectionsCommitted() { catalog.observers.publish { try catalog.files() } }
+                        if try catalog.otherConnectionsCommitted() { catalog.observers.publish(catalog.fetch) }
                     }
                 } catch {
-                    observers.publish { throw error }
+                    observers.publish { _ in throw error }
                 }
             }
         }

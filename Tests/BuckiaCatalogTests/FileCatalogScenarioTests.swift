@@ -103,6 +103,12 @@ struct FileCatalogScenarioTests {
             client.observeFiles = { AsyncThrowingStream { $0.finish() } }
             return client
         }),
+        ("observes every record whatever the query", "queries: live query of a page", { configuration in
+            var client = FileCatalogClient.inMemory(configuration: configuration)
+            let all = client.observeFiles
+            client.observeQuery = { _ in all() }
+            return client
+        }),
         ("searches nothing", "queries: search", { configuration in
             var client = FileCatalogClient.inMemory(configuration: configuration)
             let fetch = client.fetchFiles
@@ -119,6 +125,20 @@ struct FileCatalogScenarioTests {
         guard case .failed = outcome else {
             Issue.record("a catalog that \(what) got \(outcome) in \(name)")
             return
+        }
+    }
+
+    /// A third party's catalog made before `observeQuery` existed passes no closure for it, and
+    /// gets one made of its `observeFiles` and `fetchFiles`.
+    @Test("A catalog that gives no live query of its own gets one from observeFiles and fetchFiles, and it passes the scenario", .timeLimit(.minutes(10)))
+    func derivedLiveQuery() async throws {
+        let scenario = try #require(CatalogConformance.scenarios.first { $0.name == "queries: live query of a page" })
+        try await scenario.check("derived", capabilities: FileCatalogClient.inMemoryCapabilities) { configuration, _ in
+            let inner = FileCatalogClient.inMemory(configuration: configuration)
+            return FileCatalogClient(
+                getFiles: inner.getFiles, getFile: inner.getFile, cacheFiles: inner.cacheFiles, cacheFile: inner.cacheFile,
+                updateFileUrl: inner.updateFileUrl, deleteFile: inner.deleteFile, truncateFiles: inner.truncateFiles,
+                saveContext: inner.saveContext, observeFiles: inner.observeFiles, fetchFiles: inner.fetchFiles)
         }
     }
 
@@ -142,6 +162,9 @@ struct FileCatalogFailingTests {
             ("cacheFiles", { try await client.cacheFiles([]) }), ("cacheFile", { try await client.cacheFile(record(1)) }),
             ("updateFileUrl", { try await client.updateFileUrl("a", URL(fileURLWithPath: "/x")) }), ("deleteFile", { try await client.deleteFile(record(1)) }),
             ("truncateFiles", { try await client.truncateFiles() }), ("saveContext", { try await client.saveContext() }),
+            ("fetchFiles", { _ = try await client.fetchFiles(FileQuery()) }),
+            ("observeFiles", { for try await _ in client.observeFiles() {} }),
+            ("observeQuery", { for try await _ in client.observeQuery(FileQuery()) {} }),
         ]
         for (name, call) in calls {
             do {

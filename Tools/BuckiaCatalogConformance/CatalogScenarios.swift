@@ -266,6 +266,26 @@ enum CatalogScenarios {
             try await catalog.cacheFile(FileRecord(fileId: "huge", key: "huge", title: String(repeating: "word ", count: 200_000) + "needle"))
             try Expect.equal(ids(try await catalog.fetchFiles(FileQuery(search: "needle"))), ["huge"], "the last word of a huge title")
         },
+        CatalogScenario(
+            "queries: live query of a page",
+            contract: "observeQuery gives a query's page now and again after each change; two readers of different queries each get their own; a refused query ends the stream."
+        ) { context in
+            let catalog = try await context.open()
+            try await catalog.cacheFiles(searchable)
+            // Records made after this line are waited for, never raced: a catalog that does not
+            // publish a change hangs on next() until the runner's time limit fails it.
+            var byKey = catalog.observeQuery(FileQuery(order: .key, limit: 2)).makeAsyncIterator()
+            var largest = catalog.observeQuery(FileQuery(order: .largestFirst, limit: 1)).makeAsyncIterator()
+            try Expect.equal(try await byKey.next().map(ids), ["3", "4"], "the first page by key")
+            try Expect.equal(try await largest.next().map(ids), ["1"], "the largest")
+            try await catalog.cacheFile(FileRecord(fileId: "5", key: "art/big.mov", title: "Big", publishDate: nil, size: 99))
+            try Expect.equal(try await byKey.next().map(ids), ["5", "3"], "the first page by key after a new first key")
+            try Expect.equal(try await largest.next().map(ids), ["5"], "the largest after a larger record")
+            try await catalog.deleteFile(searchable[2])
+            try Expect.equal(try await byKey.next().map(ids), ["5", "4"], "the first page by key after a delete")
+            var refused = catalog.observeQuery(FileQuery(limit: -1)).makeAsyncIterator()
+            try await Expect.error(.invalidConfiguration, "a live query with a negative limit") { _ = try await refused.next() }
+        },
     ]
 
     // MARK: Hostile records

@@ -355,7 +355,7 @@ public final class ChunkCache: Sendable {
 
     /// The most bytes the cache holds.
     public let capacity: Int
-    private let state = Locked(State())
+    private let state = Exclusive(State())
 
     /// A cache of at most `capacity` bytes.
     public init(capacity: Int) { self.capacity = capacity }

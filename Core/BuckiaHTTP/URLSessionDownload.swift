@@ -63,7 +63,7 @@ final class URLSessionDownload: Sendable {
         var truncated = false
         var received: Int64 = 0
         var expected: [HashAlgorithm: Digest] = [:]
-        var digests: DigestSet?
+        var digests: RunningDigests?
         var failure: (any Error)?
     }
 
@@ -71,7 +71,7 @@ final class URLSessionDownload: Sendable {
     private let destination: URL
     private let errorBodyLimit: Int
     /// Every field, reached only inside the lock.
-    private let state = Locked<State>(State())
+    private let state = Exclusive<State>(State())
 
     init(_ request: HTTPRequest, destination: URL, errorBodyLimit: Int) {
         self.request = request
@@ -112,7 +112,7 @@ final class URLSessionDownload: Sendable {
             }
             do {
                 state.expected = request.bodyCheck?.expected(state.headers) ?? [:]
-                state.digests = state.expected.isEmpty ? nil : try DigestSet(state.expected.keys)
+                state.digests = state.expected.isEmpty ? nil : RunningDigests(state.expected.keys)
                 let folder = try DirectoryHandle(path: destination.deletingLastPathComponent().path)
                 let (name, file) = try folder.createTemporaryFile(permissions: 0o644)
                 state.output = (folder, name, file)

@@ -463,33 +463,33 @@ final class EntryLock: Sendable {
         self.descriptor = descriptor
     }
 
-    /// Takes the lock of `key` in `folder`: at once when no other process holds it, else
-    /// waiting on a thread of its own (a wait on another process's download must not hold one
-    /// of the few blocking-work threads, let alone the cooperative pool's).
+    /// Takes the lock of `key` in `folder`: at once when no one holds it, else asking again
+    /// after a wait that grows from 1 ms to 50 ms (as SQLite's busy handler does), so a wait on
+    /// another process's download holds no thread and ends as soon as its task is cancelled.
+    ///
+    /// - Throws: ``BuckiaError/Code/cancelled`` when the task is cancelled while it waits; the
+    ///   system's error when the lock file cannot be opened or locked.
     static func acquire(folder: URL, key: String) async throws -> EntryLock {
         // The first three hex digits of the key's SHA-256: one of 4,096 files.
         let path = folder.appendingPathComponent(String(Hashing.sha256Hex(Data(key.utf8)).prefix(3)) + ".lock").path
         let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw BuckiaError.posix(errno, operation: "lock cache entry", path: path) }
-        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return EntryLock(descriptor: descriptor) }
-        guard errno == EWOULDBLOCK || errno == EINTR else {
-            let code = errno
-            close(descriptor)
-            throw BuckiaError.posix(code, operation: "lock cache entry", path: path)
-        }
-        return try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                while flock(descriptor, LOCK_EX) != 0 {
-                    guard errno == EINTR else {
-                        let code = errno
-                        close(descriptor)
-                        continuation.resume(throwing: BuckiaError.posix(code, operation: "lock cache entry", path: path))
-                        return
-                    }
-                }
-                continuation.resume(returning: EntryLock(descriptor: descriptor))
+        var wait = Duration.milliseconds(1)
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else {
+                let code = errno
+                close(descriptor)
+                throw BuckiaError.posix(code, operation: "lock cache entry", path: path)
             }
+            do {
+                try await Task.sleep(for: wait)
+            } catch {
+                close(descriptor)
+                throw BuckiaError(.cancelled, "The wait for another download of the entry was cancelled.", operation: "lock cache entry", path: path)
+            }
+            wait = Swift.min(wait * 2, .milliseconds(50))
         }
+        return EntryLock(descriptor: descriptor)
     }
 
     func release() {

@@ -77,7 +77,7 @@ extension LocalProvider: LocalPartStore {
     }
 
     public func uploadPart(_ number: Int, of upload: String, to key: ObjectKey, file: URL, md5: Digest) async throws -> UploadedPart {
-        try await BlockingWork.run("upload part") { [self] in try uploadPart(number, of: upload, to: key, file: file, md5: md5) }
+        try await BlockingWork.run("upload part", on: pool) { [self] in try uploadPart(number, of: upload, to: key, file: file, md5: md5) }
     }
 
     /// ``uploadPart(_:of:to:file:md5:)`` on the calling thread.
@@ -190,7 +190,7 @@ extension LocalProvider: LocalPartStore {
     }
 
     public func uploadedParts(of upload: String, to key: ObjectKey) async throws -> [UploadedPart] {
-        try await BlockingWork.run("list parts") { [self] in
+        try await BlockingWork.run("list parts", on: pool) { [self] in
             let folder = try uploadFolder(upload, key: key, operation: "list parts")
             return try folder.withExclusiveLock(on: "lock") {
                 _ = try underWay(folder, upload, key: key, operation: "list parts")
@@ -256,7 +256,7 @@ extension LocalProvider: LocalPartStore {
                 try assembly.close()
                 let modified = options.modificationDate
                 stored = try await receiveFile(at: key, options: options) { url in
-                    try await BlockingWork.run("complete upload") { try Self.place(object, size: size, at: url, modified: modified) }
+                    try await BlockingWork.run("complete upload", on: pool) { try Self.place(object, size: size, at: url, modified: modified) }
                 }
             } else {
                 let chosen = pieces
@@ -286,7 +286,7 @@ extension LocalProvider: LocalPartStore {
         // time, so its entity tag, which the answer and the marker then give as a stat will.
         try folder.removeFile("object")
         let described = try await stat(remotePath: key) ?? stored
-        try await BlockingWork.run("complete upload") { [self] in
+        try await BlockingWork.run("complete upload", on: pool) { [self] in
             let folder = try uploadFolder(upload, key: key, operation: "complete upload")
             try folder.withExclusiveLock(on: "lock") {
                 try Self.write(CompletionRecord(key: key.rawValue, etag: described.etag, size: described.size), as: "completed", in: folder)
@@ -303,7 +303,7 @@ extension LocalProvider: LocalPartStore {
     public func abortPartUpload(_ upload: String, to key: ObjectKey) async throws {
         guard PartStagingProvider.isUploadId(upload) else { return }
         // Removing a large object frees its blocks: on the blocking-work threads.
-        try await BlockingWork.run("abort upload") { [self] in
+        try await BlockingWork.run("abort upload", on: pool) { [self] in
             let folder: DirectoryHandle
             do {
                 folder = try uploadFolder(upload, key: key, operation: "abort upload")

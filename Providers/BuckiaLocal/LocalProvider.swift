@@ -36,6 +36,8 @@ public struct LocalProvider: StorageProviderPlugin {
     let durable: Bool
     /// Whether content types, content headers and metadata are kept (``ObjectAttributes``).
     let keepsMetadata: Bool
+    /// Where copies and syncs run: the context's pool when built from one, else the process's.
+    var pool: BlockingPool?
 
     public let capabilities: ProviderCapabilities
 
@@ -60,6 +62,7 @@ public struct LocalProvider: StorageProviderPlugin {
 
     public init(context: ProviderContext) throws {
         try self.init(configuration: context.configuration, environment: context.environment)
+        pool = try context.resources.blockingPool
     }
 
     /// Creates a provider from a configuration's `root`, `fsync` and `metadata` options; a leading `~`
@@ -230,7 +233,7 @@ public struct LocalProvider: StorageProviderPlugin {
             }
             source.closeAfterReading()
         }
-        return try await BlockingWork.run("upload") { [self] in
+        return try await BlockingWork.run("upload", on: pool) { [self] in
             let (source, status) = try openSource(localURL)
             defer { source.closeAfterReading() }
             return try storeFile(source, status, at: remotePath, options: options)
@@ -269,7 +272,7 @@ public struct LocalProvider: StorageProviderPlugin {
             }
         }
         guard data.count > Self.inlineLimit || durable else { return try write() }
-        return try await BlockingWork.run("upload", write)
+        return try await BlockingWork.run("upload", on: pool, write)
     }
 
     /// The most bytes a read or write moves on the calling task: a few system calls, as long
@@ -279,7 +282,7 @@ public struct LocalProvider: StorageProviderPlugin {
     /// On the blocking-work threads, as ``uploadFile(localURL:remotePath:options:)``.
     @discardableResult
     public func downloadFile(remotePath: ObjectKey, localURL: URL, options: ReadOptions) async throws -> DownloadResult {
-        try await BlockingWork.run("download") { [self] in try fetchFile(remotePath, to: localURL, options: options) }
+        try await BlockingWork.run("download", on: pool) { [self] in try fetchFile(remotePath, to: localURL, options: options) }
     }
 
     private func fetchFile(_ remotePath: ObjectKey, to localURL: URL, options: ReadOptions) throws -> DownloadResult {
@@ -311,7 +314,7 @@ public struct LocalProvider: StorageProviderPlugin {
     /// temporary file.
     @discardableResult
     public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
-        try await BlockingWork.run("copy") { [self] in
+        try await BlockingWork.run("copy", on: pool) { [self] in
             let (input, file) = try openObject(source, operation: "copy")
             defer { input.closeAfterReading() }
             // A copy keeps the source's content type, headers and metadata, as S3's does.
@@ -370,7 +373,7 @@ public struct LocalProvider: StorageProviderPlugin {
             return try read(input, file, remotePath, options)
         }
         input.closeAfterReading()
-        return try await BlockingWork.run("read") { [self] in
+        return try await BlockingWork.run("read", on: pool) { [self] in
             let (input, file) = try openObject(remotePath, ifMatch: options.ifMatch, operation: "read")
             return try read(input, file, remotePath, options)
         }

@@ -64,7 +64,7 @@ extension S3Provider {
             let reader = try FileReader(localURL)
             let etags = Locked<[Int: String]>([:])
             let order = verify ? PartTurnstile() : nil
-            let whole = Locked<DigestHasher?>(verify ? try DigestHasher(.md5) : nil)
+            let whole = Locked<RunningDigest?>(verify ? RunningDigest(.md5) : nil)
             let held = done
             try await forEachConcurrently(Array(1...max(1, partCount)), width: settings.concurrency) { number in
                 do {
@@ -143,7 +143,7 @@ extension S3Provider {
     private func sendPart(
         _ number: Int, of key: ObjectKey, uploadId: String, localURL: URL, reader: FileReader, size: Int64, existing: String?,
         known: Digest?, etags: Locked<[Int: String]>,
-        order: PartTurnstile?, whole: Locked<DigestHasher?>
+        order: PartTurnstile?, whole: Locked<RunningDigest?>
     ) async throws {
         let start = Int64(number - 1) * settings.partSize(forFileOf: size)
         let range = start..<(start + partLength(number, size: size))

@@ -30,7 +30,7 @@ extension S3Provider {
             // apart.
             if md5 == nil, parted(size) {
                 async let whole = reader.digestsConcurrently(of: 0..<size, [.md5])
-                async let parts = BlockingWork.run("hash") { [settings] in try S3Provider.partMD5s(reader, size: size, settings: settings) }
+                async let parts = BlockingWork.run("hash", on: pool) { [settings] in try S3Provider.partMD5s(reader, size: size, settings: settings) }
                 (md5, partMD5s) = (try await whole[.md5], try await parts)
                 // Two passes: a file changed between them could pair a whole-file MD5 of one
                 // version with parts of another, and S3 would store the parts under it.

@@ -24,6 +24,9 @@ public struct S3Provider: StorageProviderPlugin {
     let client: HTTPClient
     /// The budget streamed uploads' parts share with every provider of the same resources.
     let partMemory: UploadMemory
+    /// Where whole-file hashing runs: the resources' pool (nil once they are shut down, when
+    /// every request fails anyway, and the process's pool stands in).
+    let pool: BlockingPool?
     /// Signs with the fixed credentials; nil when ``credentialSource`` gives them.
     let signer: SigV4Signer?
     /// Where each request's credentials come from when they are not fixed: the app's source, or
@@ -104,6 +107,11 @@ public struct S3Provider: StorageProviderPlugin {
             // Resources already shut down: the transport fails every request with why, so
             // no upload will hold a part; a budget of its own keeps the type whole.
             partMemory = UploadMemory()
+        }
+        do {
+            pool = try resources.blockingPool
+        } catch {
+            pool = nil  // shut down, as above
         }
     }
 

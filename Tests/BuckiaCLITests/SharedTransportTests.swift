@@ -25,14 +25,38 @@ struct SharedTransportTests {
         }
     }
 
-    /// The name the kernel gives thread `id` of this process, or nil when there is no such thread.
-    static func threadName(_ id: Int32) -> String? {
-        guard let data = FileManager.default.contents(atPath: "/proc/self/task/\(id)/comm") else { return nil }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     // The libcurl transport, which the portable build (BUCKIA_PORTABLE=1) leaves out.
     #if canImport(CCurl)
+    @Test("Shutting SharedResources down ends every thread it started: the HTTP transport's and the blocking pool's")
+    func shutdownEndsEveryThread() async throws {
+        let b2 = try await B2Emulator.start(buckets: ["every-thread"])
+        defer { b2.stop() }
+        let folder = try TestFolder.make("every-thread")
+        defer { TestFolder.remove(folder) }
+        let resources = SharedResources()
+        let registry = ProviderRegistry.builtIn
+        let remote = try registry.makeProvider(for: b2.configuration(bucket: "every-thread"), environment: [:], resources: resources)
+        let local = try registry.makeProvider(
+            for: BuckiaConfiguration(provider: .local, bucketName: "local", options: ["root": folder.path]), environment: [:], resources: resources)
+        let key = try ObjectKey("a.txt")
+        _ = try await local.uploadData(Data("local".utf8), remotePath: key, options: UploadOptions())  // on the pool
+        _ = try await remote.uploadData(Data("remote".utf8), remotePath: key, options: UploadOptions())  // on the transport
+
+        let threads = resources.threadIDs
+        let names = threads.compactMap(Threads.name)
+        #expect(names.filter { $0 == "buckia-curl" }.count == 1)
+        #expect(names.filter { $0 == "buckia-io" }.count == BlockingPool.defaultThreadCount)
+        #expect(names.count == threads.count, "every thread was running before the shutdown")
+        await resources.shutdown()
+        for id in threads {
+            #expect(Threads.ended(id), "thread \(id) ended with the resources")
+        }
+        let error = await #expect(throws: BuckiaError.self) {
+            _ = try await local.uploadData(Data("late".utf8), remotePath: key, options: UploadOptions())
+        }
+        #expect(error?.code == .cancelled)
+    }
+
     @Test("Ten B2 and Bunny providers send every attempt through the one transport, whose thread shutdown ends")
     func tenProviders() async throws {
         let b2 = try await B2Emulator.start(buckets: ["shared-transport"])
@@ -66,9 +90,9 @@ struct SharedTransportTests {
 
         // One thread did it: the transport's own, which ends with shutdown.
         let thread = try #require(curl.threadID)
-        #expect(Self.threadName(thread) == "buckia-curl")
+        #expect(Threads.name(thread) == "buckia-curl")
         await resources.shutdown()
-        #expect(Self.threadName(thread) == nil, "the transport's thread is gone after shutdown")
+        #expect(Threads.ended(thread), "the transport's thread is gone after shutdown")
 
         // A provider of the shut-down resources fails its requests at once, saying why.
         let error = await #expect(throws: BuckiaError.self) {

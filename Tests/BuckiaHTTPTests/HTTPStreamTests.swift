@@ -206,22 +206,8 @@ struct HTTPStreamTests {
             let error = await #expect(throws: BuckiaError.self) { while try await stream.next() != nil {} }
             #expect(error?.code == .cancelled)
             let thread = try #require(transport.threadID)
-            #expect(Self.threadEnded(thread))
+            #expect(Threads.ended(thread))
         }
-    }
-
-    /// Whether the thread `id` has ended: its task is gone from `/proc/self/task`, or the kernel
-    /// is ending it (`PF_EXITING` in its flags, set as `do_exit` begins). `pthread_join` returns
-    /// when the kernel clears the thread's id, inside `do_exit` and a moment before the task is
-    /// removed; on a loaded machine the task was seen in that moment (a CI run). A thread still
-    /// in its loop has no such flag, whatever its state, so a shutdown that returns early is seen.
-    static func threadEnded(_ id: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/self/task/\(id)/stat", encoding: .utf8) else { return true }
-        // Fields after the command name's closing parenthesis: state, ppid, pgrp, session,
-        // tty_nr, tpgid, flags.
-        let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
-        guard fields.count > 6, let flags = UInt64(fields[6]) else { return false }
-        return flags & 0x4 != 0  // PF_EXITING
     }
 
     @Test("Two shutdowns at once both return only once the transport's thread is gone")
@@ -234,7 +220,7 @@ struct HTTPStreamTests {
             for _ in 0..<2 {
                 group.addTask {
                     await transport.shutdown()
-                    return Self.threadEnded(thread)
+                    return Threads.ended(thread)
                 }
             }
             return await group.reduce(into: [Bool]()) { $0.append($1) }

@@ -340,3 +340,31 @@ struct DownloaderTests {
         #expect(none.withLock { $0 } == 0)
     }
 }
+
+/// The lock one download of an entry holds across processes (`flock` on a stripe file).
+@Suite("Entry locks")
+struct EntryLockTests {
+    @Test("A wait for a held entry lock ends as cancelled when its task is cancelled", .timeLimit(.minutes(10)))
+    func waitCancels() async throws {
+        let folder = try TestFolder.make("entry-lock")
+        defer { TestFolder.remove(folder) }
+        let held = try await EntryLock.acquire(folder: folder, key: "photo")
+        let waiter = Task { try await EntryLock.acquire(folder: folder, key: "photo") }
+        waiter.cancel()
+        // Held the whole time: only the cancellation can end the wait.
+        let error = await #expect(throws: BuckiaError.self) { _ = try await waiter.value }
+        #expect(error?.code == .cancelled)
+        held.release()
+        try await EntryLock.acquire(folder: folder, key: "photo").release()
+    }
+
+    @Test("A waiter takes the entry lock once its holder lets go", .timeLimit(.minutes(10)))
+    func waiterTakesOver() async throws {
+        let folder = try TestFolder.make("entry-lock")
+        defer { TestFolder.remove(folder) }
+        let held = try await EntryLock.acquire(folder: folder, key: "photo")
+        let waiter = Task { try await EntryLock.acquire(folder: folder, key: "photo") }
+        held.release()
+        try await waiter.value.release()
+    }
+}

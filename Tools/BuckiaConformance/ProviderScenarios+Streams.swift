@@ -173,7 +173,7 @@ extension ProviderConformance {
         let part = Int(clamping: provider.capabilities.uploadPartSize ?? 5 * 1_048_576)
         let chunk = 256 * 1024
         let chunks = (3 * part + chunk - 1) / chunk
-        let state = Locked((index: 0, underWay: false, sent: try DigestHasher(.sha256)))
+        let state = Locked((index: 0, underWay: false, sent: RunningDigest(.sha256)))
         let bytes = ByteStream {
             let index = state.withLock { $0.index }
             guard index < chunks else { return nil }

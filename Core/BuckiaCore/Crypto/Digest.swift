@@ -43,16 +43,42 @@ public struct Digest: Hashable, Sendable, CustomStringConvertible {
 /// Not `Sendable`: one hasher belongs to one task.
 public final class DigestHasher {
     /// The algorithm in use.
-    public let algorithm: HashAlgorithm
-    /// The running function. Mutated in place through the existential, so a hash function's
-    /// state is never copied per update.
-    private var function: any HashFunction
+    public var algorithm: HashAlgorithm { running.algorithm }
+    private var running: RunningDigest
 
     /// Starts a new digest.
     ///
     /// - Throws: Nothing today: every algorithm is computed in-process on every platform. The
     ///   signature keeps room for a build whose library refuses one (MD5 under FIPS rules).
     public init(_ algorithm: HashAlgorithm) throws {
+        running = RunningDigest(algorithm)
+    }
+
+    /// Feeds bytes into the digest.
+    public func update(_ buffer: UnsafeRawBufferPointer) {
+        running.update(buffer)
+    }
+
+    /// Feeds bytes into the digest.
+    public func update<Bytes: DataProtocol>(_ data: Bytes) {
+        running.update(data)
+    }
+
+    /// Returns the digest of everything fed so far.
+    public func finalize() -> Digest {
+        running.finalize()
+    }
+}
+
+/// One digest in progress, as a value: what ``DigestHasher`` and ``RunningDigests`` hold, and
+/// what a `Sendable` owner (a stream's state behind a lock) can hold directly.
+package struct RunningDigest: Sendable {
+    package let algorithm: HashAlgorithm
+    /// The running function. Mutated in place through the existential, so a hash function's
+    /// state is never copied per update. CryptoKit's hash functions are `Sendable` values.
+    private var function: any HashFunction
+
+    package init(_ algorithm: HashAlgorithm) {
         self.algorithm = algorithm
         switch algorithm {
         case .md5: function = Insecure.MD5()
@@ -62,21 +88,43 @@ public final class DigestHasher {
         }
     }
 
-    /// Feeds bytes into the digest.
-    public func update(_ buffer: UnsafeRawBufferPointer) {
+    package mutating func update(_ buffer: UnsafeRawBufferPointer) {
         function.update(bufferPointer: buffer)
     }
 
-    /// Feeds bytes into the digest.
-    public func update<Bytes: DataProtocol>(_ data: Bytes) {
+    package mutating func update<Bytes: DataProtocol>(_ data: Bytes) {
         for region in data.regions {
             region.withUnsafeBytes { function.update(bufferPointer: $0) }
         }
     }
 
-    /// Returns the digest of everything fed so far.
-    public func finalize() -> Digest {
+    package func finalize() -> Digest {
         Digest(bytes: function.finalize().withUnsafeBytes { Array($0) })
+    }
+}
+
+/// Several digests of one stream in progress, as a value (see ``DigestSet``).
+package struct RunningDigests: Sendable {
+    private var digests: [RunningDigest]
+
+    /// One digest for each distinct algorithm in `algorithms`.
+    package init<Algorithms: Sequence>(_ algorithms: Algorithms) where Algorithms.Element == HashAlgorithm {
+        var seen: Set<HashAlgorithm> = []
+        digests = algorithms.filter { seen.insert($0).inserted }.map(RunningDigest.init)
+    }
+
+    package var isEmpty: Bool { digests.isEmpty }
+
+    package mutating func update(_ buffer: UnsafeRawBufferPointer) {
+        for index in digests.indices { digests[index].update(buffer) }
+    }
+
+    package mutating func update<Bytes: DataProtocol>(_ data: Bytes) {
+        for index in digests.indices { digests[index].update(data) }
+    }
+
+    package func finalize() -> [HashAlgorithm: Digest] {
+        Dictionary(uniqueKeysWithValues: digests.map { ($0.algorithm, $0.finalize()) })
     }
 }
 
@@ -113,33 +161,32 @@ struct CRC32CDigest: BuckiaCrypto.Digest {
 ///
 /// Not `Sendable`: one set belongs to one task.
 public final class DigestSet {
-    private let hashers: [DigestHasher]
+    private var digests: RunningDigests
 
     /// Starts a digest for each distinct algorithm in `algorithms` (none is fine: then it
     /// only passes bytes by).
     ///
     /// - Throws: As ``DigestHasher/init(_:)``.
     public init<Algorithms: Sequence>(_ algorithms: Algorithms) throws where Algorithms.Element == HashAlgorithm {
-        var seen: Set<HashAlgorithm> = []
-        hashers = try algorithms.filter { seen.insert($0).inserted }.map(DigestHasher.init)
+        digests = RunningDigests(algorithms)
     }
 
     /// Whether there is anything to compute.
-    public var isEmpty: Bool { hashers.isEmpty }
+    public var isEmpty: Bool { digests.isEmpty }
 
     /// Feeds bytes into every digest.
     public func update(_ buffer: UnsafeRawBufferPointer) {
-        for hasher in hashers { hasher.update(buffer) }
+        digests.update(buffer)
     }
 
     /// Feeds bytes into every digest.
     public func update<Bytes: DataProtocol>(_ data: Bytes) {
-        for hasher in hashers { hasher.update(data) }
+        digests.update(data)
     }
 
     /// The digests of everything fed so far. The set cannot be used afterwards.
     public func finalize() -> [HashAlgorithm: Digest] {
-        Dictionary(uniqueKeysWithValues: hashers.map { ($0.algorithm, $0.finalize()) })
+        digests.finalize()
     }
 
     /// Checks the computed digests against checksums the caller expected.

@@ -32,6 +32,60 @@ package enum SystemCalls {
         #endif
     }
 
+    /// A thread started by ``startThread(stackSize:_:)``, joined once by its owner.
+    package struct JoinableThread: Sendable {
+        #if canImport(Darwin)
+        /// The `pthread_t`'s bits: Darwin's is a pointer, which is not `Sendable`.
+        fileprivate let handle: UInt
+        #else
+        fileprivate let handle: pthread_t
+        #endif
+
+        /// Waits for the thread to return; it is gone from the process when this returns.
+        package func join() {
+            #if canImport(Darwin)
+            if let thread = pthread_t(bitPattern: handle) { _ = pthread_join(thread, nil) }
+            #else
+            _ = pthread_join(handle, nil)
+            #endif
+        }
+    }
+
+    /// Starts a joinable thread running `body`, with a stack of `stackSize` bytes.
+    ///
+    /// - Throws: ``BuckiaError/Code/io`` naming the error when the system refuses a thread.
+    package static func startThread(stackSize: Int, _ body: @escaping @Sendable () -> Void) throws -> JoinableThread {
+        final class Start: Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setstacksize(&attributes, stackSize)
+        let context = Unmanaged.passRetained(Start(body)).toOpaque()
+        #if canImport(Darwin)
+        var thread: pthread_t?
+        let status = pthread_create(&thread, &attributes, { context in
+            Unmanaged<Start>.fromOpaque(context).takeRetainedValue().body()
+            return nil
+        }, context)
+        if status == 0, let thread {
+            return JoinableThread(handle: UInt(bitPattern: thread))
+        }
+        #else
+        var thread = pthread_t()
+        let status = pthread_create(&thread, &attributes, { context in
+            guard let context else { return nil }
+            Unmanaged<Start>.fromOpaque(context).takeRetainedValue().body()
+            return nil
+        }, context)
+        if status == 0 { return JoinableThread(handle: thread) }
+        #endif
+        Unmanaged<Start>.fromOpaque(context).release()
+        throw BuckiaError(.io, "The system would not start a thread (\(String(cString: strerror(status)))); too many threads or too little memory.", operation: "start a thread")
+    }
+
     /// Caps glibc's malloc arenas (a memory bound for a process of many threads); elsewhere
     /// nothing.
     package static func limitMallocArenas(_ count: Int32) {

@@ -28,6 +28,14 @@ public protocol ShutdownableResource: Sendable {
     func shutdown() async
 }
 
+/// A shared resource that runs threads of its own (the HTTP transport's loop, the blocking
+/// pool), which its ``ShutdownableResource/shutdown()`` ends.
+package protocol ThreadOwningResource: Sendable {
+    /// The kernel ids of the threads it started (an entry of `/proc/self/task` each), where the
+    /// platform tells them.
+    var threadIDs: [Int32] { get }
+}
+
 /// The long-lived objects every provider built with the same ``ProviderContext`` shares: one
 /// HTTP transport (thread, connection pool, TLS sessions) instead of one per provider, and
 /// whatever third-party plugins declare with a ``SharedResourceKey``.
@@ -117,6 +125,14 @@ public final class SharedResources: Sendable {
     /// Whether the resource `key` names has been made or supplied (without making it).
     public func contains<Key: SharedResourceKey>(_ key: Key.Type) -> Bool {
         state.withLock { $0.resources[ObjectIdentifier(key)] != nil }
+    }
+
+    /// The kernel ids of every thread the resources made so far started, for the test that
+    /// ``shutdown()`` ends them all.
+    package var threadIDs: [Int32] {
+        state.withLock { state in
+            state.order.compactMap { state.resources[$0] as? any ThreadOwningResource }.flatMap(\.threadIDs)
+        }
     }
 
     /// Shuts every resource down, newest first, waiting for each; later requests for a

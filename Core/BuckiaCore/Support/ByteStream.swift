@@ -137,7 +137,7 @@ public struct ObjectReadStream: Sendable {
         let expected = verifyChecksums
             ? file.checksums.compactMap { algorithm, value in algorithm.hashAlgorithm.map { ($0, value.lowercased()) } } : []
         // One consumer at a time: the lock orders its calls, it is never contended.
-        let progress = Locked((received: Int64(0), digests: try DigestSet(expected.map(\.0))))
+        let progress = Locked((received: Int64(0), digests: RunningDigests(expected.map(\.0))))
         let path = key.rawValue
         self.bytes = ByteStream(
             next: {

@@ -4,9 +4,10 @@ import Foundation
 ///
 /// Every name is resolved relative to this descriptor and symbolic links are never followed
 /// (`O_NOFOLLOW`, `AT_SYMLINK_NOFOLLOW`), so swapping a folder for a link between a check and
-/// a use cannot redirect a read, write or delete outside the root. Not `Sendable`: a handle
-/// belongs to one operation; it closes when released.
-package final class DirectoryHandle {
+/// a use cannot redirect a read, write or delete outside the root. `Sendable`: it holds only
+/// the descriptor and its path, both fixed, and every call on it is one system call the kernel
+/// orders; a batch's writers share one (``FolderHandles``). It closes when the last holder lets go.
+package final class DirectoryHandle: Sendable {
     let descriptor: Int32
     /// The folder's path, for messages.
     package let path: String

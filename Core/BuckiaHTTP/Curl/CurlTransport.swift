@@ -17,7 +17,7 @@ import Foundation
 /// One transport serves any number of clients: what differs between them (timeouts, CA file,
 /// `User-Agent`) travels with each request, and the values given here are only the defaults
 /// for a request that leaves them open. ``SharedHTTPTransport`` is the one a process shares.
-public final class CurlTransport: HTTPTransport, ShutdownableResource {
+public final class CurlTransport: HTTPTransport, ShutdownableResource, ThreadOwningResource {
     /// The defaults for a request that leaves a setting open.
     struct Settings: Sendable {
         var timeout: Duration
@@ -55,6 +55,8 @@ public final class CurlTransport: HTTPTransport, ShutdownableResource {
     /// The kernel's id of the transport's thread, once it has started: how tests find it in
     /// `/proc/self/task`.
     package var threadID: Int32? { loop.threadID }
+
+    package var threadIDs: [Int32] { threadID.map { [$0] } ?? [] }
 
     /// How many of this transport's transfers are still allocated: 0 once every response
     /// (streamed ones included) has been read or dropped and the loop has let them go.

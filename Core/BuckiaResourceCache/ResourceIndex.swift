@@ -71,9 +71,7 @@ struct IndexRow: Sendable, Hashable {
 }
 
 /// The cache's index: one SQLite table every eviction policy reads, never file timestamps.
-///
-/// `@unchecked Sendable`: `db` is used only under `lock`.
-final class ResourceIndex: @unchecked Sendable {
+final class ResourceIndex: Sendable {
     /// `BRCI`: marks a database as a resource cache index (`PRAGMA application_id`).
     static let applicationID: Int64 = 0x4252_4349
     static let migrations = [
@@ -126,15 +124,15 @@ final class ResourceIndex: @unchecked Sendable {
     /// The next access order: one past the highest (read from the index on `access_order`).
     static let nextOrder = "(SELECT coalesce(max(access_order), 0) + 1 FROM cache_entries)"
 
-    private let db: SQLiteConnection
-    private let lock = NSLock()
+    private let database: SQLiteDatabase
     let path: String
 
     init(path: String) throws {
         self.path = path
         do {
-            db = try SQLiteConnection(path: path)
-            try prepare()
+            let db = try SQLiteConnection(path: path)
+            try Self.prepare(db)
+            database = SQLiteDatabase(db)
         } catch let error as BuckiaError where error.code == .corrupt {
             throw BuckiaError(
                 .corrupt, "The resource cache's index at \(path) is damaged (\(error.message)). Clear the cache (buckia cache clear) or remove its folder; its entries are downloaded again.",
@@ -142,15 +140,13 @@ final class ResourceIndex: @unchecked Sendable {
         }
     }
 
-    private func prepare() throws {
+    private static func prepare(_ db: SQLiteConnection) throws {
         try db.migrate(applicationID: Self.applicationID, migrations: Self.migrations, kind: "resource cache index", operation: "open resource cache")
         try db.setSynchronous(.normal)
     }
 
     func locked<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(db)
+        try database.withConnection(body)
     }
 
     static func entry(_ row: SQLiteRow) -> IndexRow {

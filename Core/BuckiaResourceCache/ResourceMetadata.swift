@@ -104,32 +104,29 @@ public struct ExtendedAttributeMetadataProvider: ResourceMetadataProvider {
 }
 
 /// A SQLite table of its own (`key`, JSON), in the file at `path`: metadata an app can query.
-public final class SQLiteMetadataProvider: ResourceMetadataProvider, @unchecked Sendable {
-    // `@unchecked Sendable`: `db` is used only under `lock`.
-    private let db: SQLiteConnection
-    private let lock = NSLock()
+public final class SQLiteMetadataProvider: ResourceMetadataProvider {
+    private let database: SQLiteDatabase
 
     /// Opens (creating) the metadata database at `path`.
     public init(path: String) throws {
-        db = try SQLiteConnection(path: path)
+        let db = try SQLiteConnection(path: path)
         _ = try db.setJournalMode(.wal)
         try db.execute("CREATE TABLE IF NOT EXISTS resource_metadata (key TEXT PRIMARY KEY, json TEXT NOT NULL)")
+        database = SQLiteDatabase(db)
     }
 
     public func save(_ metadata: [String: String], key: String, file: URL) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let json = String(decoding: try encoder.encode(metadata), as: UTF8.self)
-        lock.lock()
-        defer { lock.unlock() }
-        try db.run("INSERT INTO resource_metadata (key, json) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET json = excluded.json", [.text(key), .text(json)])
+        try database.withConnection {
+            try $0.run("INSERT INTO resource_metadata (key, json) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET json = excluded.json", [.text(key), .text(json)])
+        }
     }
 
     public func load(key: String, file: URL) throws -> [String: String]? {
-        lock.lock()
-        let rows = Result { try db.query("SELECT json FROM resource_metadata WHERE key = ?1", [.text(key)]) { $0.string(0) ?? "" } }
-        lock.unlock()
-        guard let json = try rows.get().first else { return nil }
+        let rows = try database.withConnection { try $0.query("SELECT json FROM resource_metadata WHERE key = ?1", [.text(key)]) { $0.string(0) ?? "" } }
+        guard let json = rows.first else { return nil }
         do {
             return try JSONDecoder().decode([String: String].self, from: Data(json.utf8))
         } catch {
@@ -138,8 +135,6 @@ public final class SQLiteMetadataProvider: ResourceMetadataProvider, @unchecked 
     }
 
     public func clear(key: String, file: URL) throws {
-        lock.lock()
-        defer { lock.unlock() }
-        try db.run("DELETE FROM resource_metadata WHERE key = ?1", [.text(key)])
+        try database.withConnection { try $0.run("DELETE FROM resource_metadata WHERE key = ?1", [.text(key)]) }
     }
 }

@@ -17,15 +17,20 @@ import Foundation
 /// 100,000 files, all of it on the critical path. Damage met later resets the store then:
 /// what was read before it stands (SQLite checked each page it returned), the rest of the
 /// paths compare afresh, and the write that met it goes to the new store.
-public final class SyncStateStore: @unchecked Sendable {
+public final class SyncStateStore: Sendable {
     /// The database file.
     public let url: URL
-    private let lock = NSLock()
-    private var connection: SQLiteConnection
     private let readOnly: Bool
-    private var reset: String?
-    /// The lock file's descriptor, held while the store is open for writing (-1 once closed).
-    private var lockFile: Int32?
+    /// Held for each call from start to end, so calls run one at a time.
+    private let state: Locked<State>
+
+    private struct State: Sendable {
+        /// Replaced when damage is met (``SyncStateStore/access(_:_:_:)``).
+        var database: SQLiteDatabase
+        var reset: String?
+        /// The lock file's descriptor, held while the store is open for writing (-1 once closed).
+        var lockFile: Int32?
+    }
 
     /// The schema version this code reads and writes. Version 1 (a JSON blob per path) is
     /// replaced by an empty version 2 store: its baselines cost only a comparison to rebuild.
@@ -61,35 +66,36 @@ public final class SyncStateStore: @unchecked Sendable {
         self.url = url
         self.readOnly = readOnly
         if readOnly {
-            lockFile = nil
             do {
-                connection = try Self.open(url, readOnly: true)
-                reset = nil
+                state = Locked(State(database: SQLiteDatabase(try Self.open(url, readOnly: true)), reset: nil, lockFile: nil))
             } catch let error as BuckiaError where error.code == .corrupt || error.code == .invalidConfiguration || error.code == .notFound {
-                connection = try Self.empty()
-                reset = error.message
+                state = Locked(State(database: SQLiteDatabase(try Self.empty()), reset: error.message, lockFile: nil))
             }
             return
         }
         try LocalFile.createDirectories(url.deletingLastPathComponent().path)
-        lockFile = try Self.lock(url)
+        let lockFile = try Self.lock(url)
         var reset: String?
         var opened: SQLiteConnection
         do {
-            opened = try Self.open(url, readOnly: false)
-        } catch let error as BuckiaError where error.code == .corrupt {
-            reset = error.message
-            try Self.moveAside(url)
-            opened = try Self.open(url, readOnly: false)
+            do {
+                opened = try Self.open(url, readOnly: false)
+            } catch let error as BuckiaError where error.code == .corrupt {
+                reset = error.message
+                try Self.moveAside(url)
+                opened = try Self.open(url, readOnly: false)
+            }
+        } catch {
+            systemClose(lockFile)
+            throw error
         }
-        connection = opened
-        self.reset = reset
+        state = Locked(State(database: SQLiteDatabase(opened), reset: reset, lockFile: lockFile))
     }
 
     /// Why the store started afresh although a file was there (it was damaged, or of an
     /// unknown version); nil while it holds what it was opened with. Damage met after opening
     /// sets it then, so a run reads it when it ends.
-    public var wasReset: String? { lock.withLock { reset } }
+    public var wasReset: String? { state.withLock { $0.reset } }
 
     /// An empty store in memory: what a read-only store that cannot be read stands in for.
     private static func empty() throws -> SQLiteConnection {
@@ -101,10 +107,10 @@ public final class SyncStateStore: @unchecked Sendable {
     /// Runs `body` on the connection, under the lock. When SQLite finds the file damaged, the
     /// store is moved aside and started afresh (a read-only one continues empty in memory,
     /// leaving the file as it is), and `body` runs once more on the new store: a read then
-    /// finds nothing, a write is recorded there. Call with the lock held.
-    private func access<T>(_ operation: String, _ body: (SQLiteConnection) throws -> T) throws -> T {
+    /// finds nothing, a write is recorded there. Call with `state`'s lock held.
+    private func access<T>(_ state: inout State, _ operation: String, _ body: (SQLiteConnection) throws -> T) throws -> T {
         do {
-            return try body(connection)
+            return try state.database.withConnection(body)
         } catch let error as BuckiaError where error.code == .corrupt {
             let replacement: SQLiteConnection
             if readOnly {
@@ -113,22 +119,24 @@ public final class SyncStateStore: @unchecked Sendable {
                 try Self.moveAside(url)
                 replacement = try Self.open(url, readOnly: false)
             }
-            connection = replacement
-            reset = "\(error.message) (met while \(operation))"
-            return try body(replacement)
+            state.database = SQLiteDatabase(replacement)
+            state.reset = "\(error.message) (met while \(operation))"
+            return try state.database.withConnection(body)
         }
     }
 
     deinit {
-        if let lockFile, lockFile >= 0 { systemClose(lockFile) }
+        state.withLock { state in
+            if let lockFile = state.lockFile, lockFile >= 0 { systemClose(lockFile) }
+        }
     }
 
     /// Releases the pair for the next sync, now rather than whenever the last reference goes
     /// (a finished run's tasks may hold one a moment longer). The store cannot be written after.
     public func close() {
-        lock.withLock {
-            if let file = lockFile, file >= 0 { systemClose(file) }
-            lockFile = -1
+        state.withLock { state in
+            if let file = state.lockFile, file >= 0 { systemClose(file) }
+            state.lockFile = -1
         }
     }
 
@@ -202,9 +210,9 @@ public final class SyncStateStore: @unchecked Sendable {
     /// sync of many files reads without keeping. The store is locked meanwhile; `body` must
     /// not call back into it.
     public func forEachBaseline(_ body: (ObjectKey, SyncBaseline) throws -> Void) throws {
-        try lock.withLock {
+        try state.withLock { state in
             // Rows given to `body` before damage was met stand; the rest are forgotten.
-            try access("reading baselines") { connection in
+            try access(&state, "reading baselines") { connection in
                 try connection.forEachRow("SELECT \(Self.columns) FROM baseline ORDER BY path") { row in
                     var page = BaselinePage()
                     page.read(row)
@@ -232,7 +240,7 @@ public final class SyncStateStore: @unchecked Sendable {
         var page = BaselinePage()
         page.rows.reserveCapacity(limit)
         var lastRaw: [UInt8]?
-        try lock.withLock {
+        try state.withLock { state in
             // Two statements, not `?1 IS NULL OR path > ?1`, which would scan the table a page.
             let (sql, values): (String, [SQLiteValue]) =
                 if let after {
@@ -241,7 +249,7 @@ public final class SyncStateStore: @unchecked Sendable {
                     ("SELECT \(Self.columns) FROM baseline WHERE path IS NOT NULL ORDER BY path LIMIT ?", [.integer(Int64(limit))])
                 }
             // Damage ends the paging: the page so far stands, and a fresh store has no more.
-            try access("reading baselines") { connection in
+            try access(&state, "reading baselines") { connection in
                 try connection.forEachRow(sql, values) { row in
                     if !row.isNull(0) {
                         // One buffer, written over for each row: only the last row's is used.
@@ -263,7 +271,9 @@ public final class SyncStateStore: @unchecked Sendable {
 
     /// How many paths have a baseline.
     public func count() throws -> Int {
-        try lock.withLock { try access("counting baselines") { try $0.query("SELECT count(*) FROM baseline") { Int($0.int64(0)) }.first ?? 0 } }
+        try state.withLock { state in
+            try access(&state, "counting baselines") { try $0.query("SELECT count(*) FROM baseline") { Int($0.int64(0)) }.first ?? 0 }
+        }
     }
 
     /// Records new baselines and forgets others (`nil`), all or nothing.
@@ -274,12 +284,12 @@ public final class SyncStateStore: @unchecked Sendable {
     /// Records new baselines and forgets others (`nil`), all or nothing, in order.
     public func apply(_ changes: [(ObjectKey, SyncBaseline?)]) throws {
         guard !changes.isEmpty else { return }
-        try lock.withLock {
-            guard lockFile != -1 else {
+        try state.withLock { state in
+            guard state.lockFile != -1 else {
                 throw BuckiaError(.io, "The sync state store was closed; open it again to record.", operation: "record sync state", path: url.path)
             }
             // A write that meets damage is made again on the fresh store.
-            try access("recording baselines") { connection in
+            try access(&state, "recording baselines") { connection in
                 try connection.transaction {
                     // Up to 64 rows an INSERT, each statement found once a batch, and one array of
                     // values refilled: a statement a row, looked up by its SQL text and bound from

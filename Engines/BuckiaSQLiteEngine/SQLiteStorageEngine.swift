@@ -30,7 +30,7 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     /// The database file.
     public nonisolated let fileURL: URL
 
-    private let connections: SQLiteConnectionPool
+    private let connections: SQLiteDatabasePool
     private let now: @Sendable () -> Date
 
     /// Opens (creating if needed) the engine's database in `directory`.
@@ -52,7 +52,12 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
         let writer = try SQLiteConnection(path: url.path)
         try SQLiteSchema.prepare(writer, synchronous: synchronous)
         self.fileURL = url
-        self.connections = SQLiteConnectionPool(primary: writer, path: url.path)
+        let path = url.path
+        self.connections = SQLiteDatabasePool(primary: writer) {
+            let reader = try SQLiteConnection(path: path, mode: .readOnly)
+            try SQLiteSchema.tune(reader)
+            return reader
+        }
         self.now = now
     }
 

@@ -173,6 +173,18 @@ struct SyncStateStoreTests {
         #expect(try SQLiteConnection(path: url.path).query("SELECT count(*) FROM baseline") { $0.int64(0) } == [1])
     }
 
+    @Test("A store that cannot be opened lets go of the pair: opening it again fails for the same reason, not as a sync running")
+    func refusedOpenLetsGo() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = folder.appendingPathComponent("pair.sqlite")
+        try SQLiteConnection(path: url.path).execute("PRAGMA user_version = 99")
+        for attempt in 1...2 {
+            let error = #expect(throws: BuckiaError.self) { try SyncStateStore(url: url) }
+            #expect(error?.code == .invalidConfiguration, "attempt \(attempt): \(error?.message ?? "")")
+        }
+    }
+
     @Test("One process at a time holds a pair's store; a read-only open (a dry run) writes nothing")
     func exclusive() throws {
         let folder = try Self.folder()

@@ -1,6 +1,5 @@
 import BuckiaCore
 import BuckiaSQLite
-import CSQLite
 import Foundation
 
 extension FileCatalogClient {
@@ -31,10 +30,9 @@ extension FileCatalogClient {
     }
 }
 
-/// The live catalog: one connection, used by one caller at a time on the blocking-work threads.
-///
-/// `@unchecked Sendable`: `db` is touched only while `lock` is held.
-package final class FileCatalogLive: @unchecked Sendable {
+/// The live catalog: one connection, used by one caller at a time on the blocking-work threads
+/// (a ``CatalogSession`` each).
+package final class FileCatalogLive: Sendable {
     /// `BCAT`: marks a database as a file catalog (`PRAGMA application_id`).
     static let applicationID: Int64 = 0x4243_4154
     /// The migrations, in order: applying the first `n` gives schema version `n`. (`package`:
@@ -63,20 +61,14 @@ package final class FileCatalogLive: @unchecked Sendable {
     /// Rows per INSERT: 7 values a row within SQLite's historical minimum of 999 variables.
     package static let rowsPerStatement = 999 / 7
 
-    private let db: SQLiteConnection
-    private let lock = NSLock()
+    /// The connection, which tracks its commits (``BuckiaSQLite/SQLiteConnection/takeCommitted()``):
+    /// after each call that committed, the readers get a new list.
+    private let database: SQLiteDatabase
     /// The live query's readers.
     let observers = CatalogObservers()
-    /// Set by SQLite's commit hook when a transaction on `db` commits; read and cleared under
-    /// `lock` after each operation, which then hands the readers a new list.
-    private let committed = CommitFlag()
     private let media: MediaFolder?
     private let mediaName: @Sendable (FileRecord) -> String?
     let path: String
-    /// `PRAGMA data_version` when this connection last asked: SQLite changes it when another
-    /// connection to the file (another process, or another catalog opened on the same path)
-    /// commits, never for this connection's own commits. Read and set under `lock`.
-    private var dataVersion: Int64 = 0
     /// How often a watched catalog asks; nil never (``FileCatalogConfiguration/otherConnectionsCheckInterval``).
     private let checkInterval: Duration?
     /// Whether the task asking on that schedule is running.
@@ -87,41 +79,32 @@ package final class FileCatalogLive: @unchecked Sendable {
         media = configuration.mediaFolder
         mediaName = configuration.mediaName
         checkInterval = configuration.otherConnectionsCheckInterval
+        let db: SQLiteConnection
         do {
             db = try SQLiteConnection(path: path)
             try Self.prepare(db)
+            _ = try CatalogSession(db: db, media: configuration.mediaFolder, mediaName: configuration.mediaName, path: path).drainRemovals()
         } catch let error as BuckiaError {
             throw Self.explained(error, path: path)
         }
-        do {
-            _ = try drainRemovals()
-        } catch let error as BuckiaError {
-            throw Self.explained(error, path: path)
-        }
-        // `committed` lives as long as `self`, and so as long as `db` and its hook.
-        sqlite3_commit_hook(
-            db.handle,
-            { context in
-                if let context { Unmanaged<CommitFlag>.fromOpaque(context).takeUnretainedValue().isSet = true }
-                return 0  // let the commit go ahead
-            }, Unmanaged.passUnretained(committed).toOpaque())
+        db.trackCommits()
+        database = SQLiteDatabase(db)
     }
 
-    /// Runs `body` with the connection on the blocking-work threads, one caller at a time.
-    func run<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (FileCatalogLive) throws -> T) async throws -> T {
+    /// Runs `body` with the connection on the blocking-work threads, one caller at a time;
+    /// when it committed, the readers get their new lists before the next caller runs.
+    func run<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (CatalogSession) throws -> T) async throws -> T {
         try await BlockingWork.run(operation) { [self] in
-            lock.lock()
-            defer { lock.unlock() }
-            defer {
-                if committed.isSet {
-                    committed.isSet = false
-                    observers.publish(fetch)
+            try database.withConnection { db in
+                let session = CatalogSession(db: db, media: media, mediaName: mediaName, path: path)
+                defer {
+                    if db.takeCommitted() { observers.publish(session.fetch) }
                 }
-            }
-            do {
-                return try body(self)
-            } catch let error as BuckiaError {
-                throw Self.explained(error, path: path)
+                do {
+                    return try body(session)
+                } catch let error as BuckiaError {
+                    throw Self.explained(error, path: path)
+                }
             }
         }
     }
@@ -132,12 +115,12 @@ package final class FileCatalogLive: @unchecked Sendable {
         let (stream, continuation) = CatalogObservers.makeStream()
         let start = Task {
             do {
-                try await run("observe files") { catalog in
+                try await run("observe files") { [observers] catalog in
                     // Another connection's commit not yet handed to the readers there are goes
                     // to them first: the new reader's first list holds it, and from here on
                     // only a commit after that list is news.
-                    if try catalog.otherConnectionsCommitted() { catalog.observers.publish(catalog.fetch) }
-                    catalog.observers.add(continuation, query: query, make: catalog.fetch)
+                    if try catalog.otherConnectionsCommitted() { observers.publish(catalog.fetch) }
+                    observers.add(continuation, query: query, make: catalog.fetch)
                 }
                 watchOtherConnections()
             } catch {
@@ -146,13 +129,6 @@ package final class FileCatalogLive: @unchecked Sendable {
         }
         continuation.onTermination = { _ in start.cancel() }
         return stream
-    }
-
-    /// Whether another connection committed since this one last asked. Called under `lock`.
-    func otherConnectionsCommitted() throws -> Bool {
-        let version = try db.query("PRAGMA data_version") { $0.int64(0) }.first ?? dataVersion
-        defer { dataVersion = version }
-        return version != dataVersion
     }
 
     /// Starts asking, every ``checkInterval``, whether another connection committed, handing the
@@ -182,8 +158,8 @@ package final class FileCatalogLive: @unchecked Sendable {
                 }
                 guard readers else { return }
                 do {
-                    try await run("watch other connections") { catalog in
-                        if try catalog.otherConnectionsCommitted() { catalog.observers.publish(catalog.fetch) }
+                    try await run("watch other connections") { [observers] catalog in
+                        if try catalog.otherConnectionsCommitted() { observers.publish(catalog.fetch) }
                     }
                 } catch {
                     observers.publish { _ in throw error }
@@ -245,48 +221,10 @@ package final class FileCatalogLive: @unchecked Sendable {
                 INSERT INTO catalog_search (catalog_search) VALUES ('rebuild');
                 """
     }()
+}
 
-    /// The records `query` asks for.
-    ///
-    /// - Throws: ``BuckiaError/Code/unsupported`` for a search when this SQLite lacks FTS5.
-    func fetch(_ query: FileQuery) throws -> [FileRecord] {
-        try query.validate()
-        var sql = "SELECT \(Self.columns) FROM catalog_files"
-        var values: [SQLiteValue] = []
-        let terms = query.searchTerms
-        if !terms.isEmpty {
-            guard try Self.hasFullTextSearch(db) else {
-                throw BuckiaError(
-                    .unsupported, "This SQLite library was built without FTS5, which catalog search needs; listing and paging work without it.",
-                    operation: "search files", path: path)
-            }
-            // Each term quoted (it holds only letters and digits) and matched as a word's prefix.
-            sql += " WHERE id IN (SELECT rowid FROM catalog_search WHERE catalog_search MATCH ?1)"
-            values.append(.text(terms.map { "\"\($0)\"*" }.joined(separator: " AND ")))
-        }
-        sql += " ORDER BY " + query.order.sql
-        if let limit = query.limit {
-            sql += " LIMIT \(limit) OFFSET \(query.offset)"
-        } else if query.offset > 0 {
-            sql += " LIMIT -1 OFFSET \(query.offset)"
-        }
-        // Rows gathered here, not through the generic `query`, which is not specialised across
-        // the module boundary and copies each record through value witnesses.
-        var records: [FileRecord] = []
-        try db.forEachRow(sql, values) { row in
-            records.append(Self.record(row))
-            return true
-        }
-        return records
-    }
-
-    // MARK: Reads
-
+extension FileCatalogLive {
     package static let columns = "file_id, key, title, author_name, publish_date, size, url"
-
-    func files() throws -> [FileRecord] {
-        try fetch(FileQuery())
-    }
 
     static func record(_ row: SQLiteRow) -> FileRecord {
         var record = FileRecord(
@@ -296,12 +234,6 @@ package final class FileCatalogLive: @unchecked Sendable {
         record.urlText = row.string(6)
         return record
     }
-
-    func file(_ id: String) throws -> FileRecord? {
-        try db.query("SELECT \(Self.columns) FROM catalog_files WHERE file_id = ?1", [.text(id)], Self.record).first
-    }
-
-    // MARK: Writes
 
     /// The last record of each `fileId`, in the order of their last appearance: a batch that
     /// names a file twice stores what it says last.
@@ -327,12 +259,67 @@ package final class FileCatalogLive: @unchecked Sendable {
             file.urlText.map { .text($0) } ?? .null,
         ]
     }
+}
+
+/// One call's hold on the live catalog: its connection, for the length of a
+/// ``FileCatalogLive/run(_:_:)`` closure, with what the records' media need.
+struct CatalogSession {
+    let db: SQLiteConnection
+    let media: MediaFolder?
+    let mediaName: @Sendable (FileRecord) -> String?
+    let path: String
+
+    /// The records `query` asks for.
+    ///
+    /// - Throws: ``BuckiaError/Code/unsupported`` for a search when this SQLite lacks FTS5.
+    func fetch(_ query: FileQuery) throws -> [FileRecord] {
+        try query.validate()
+        var sql = "SELECT \(FileCatalogLive.columns) FROM catalog_files"
+        var values: [SQLiteValue] = []
+        let terms = query.searchTerms
+        if !terms.isEmpty {
+            guard try FileCatalogLive.hasFullTextSearch(db) else {
+                throw BuckiaError(
+                    .unsupported, "This SQLite library was built without FTS5, which catalog search needs; listing and paging work without it.",
+                    operation: "search files", path: path)
+            }
+            // Each term quoted (it holds only letters and digits) and matched as a word's prefix.
+            sql += " WHERE id IN (SELECT rowid FROM catalog_search WHERE catalog_search MATCH ?1)"
+            values.append(.text(terms.map { "\"\($0)\"*" }.joined(separator: " AND ")))
+        }
+        sql += " ORDER BY " + query.order.sql
+        if let limit = query.limit {
+            sql += " LIMIT \(limit) OFFSET \(query.offset)"
+        } else if query.offset > 0 {
+            sql += " LIMIT -1 OFFSET \(query.offset)"
+        }
+        // Rows gathered here, not through the generic `query`, which is not specialised across
+        // the module boundary and copies each record through value witnesses.
+        var records: [FileRecord] = []
+        try db.forEachRow(sql, values) { row in
+            records.append(FileCatalogLive.record(row))
+            return true
+        }
+        return records
+    }
+
+    // MARK: Reads
+
+    func files() throws -> [FileRecord] {
+        try fetch(FileQuery())
+    }
+
+    func file(_ id: String) throws -> FileRecord? {
+        try db.query("SELECT \(FileCatalogLive.columns) FROM catalog_files WHERE file_id = ?1", [.text(id)], FileCatalogLive.record).first
+    }
+
+    // MARK: Writes
 
     /// One transaction of multi-row upserts. A record whose key another record holds replaces
     /// that record (its media queued for removal unless the new record names the same file).
     func upsert(_ batch: [FileRecord]) throws {
         for file in batch { try file.validate() }
-        let files = Self.lastOfEach(batch)
+        let files = FileCatalogLive.lastOfEach(batch)
         // Two records of the batch with one key: the later one wins, as it would one at a time.
         // Text compared as bytes, as SQLite compares it: NFC and NFD twins are two keys.
         var byKey: [ExactText: ExactText] = [:]
@@ -343,13 +330,13 @@ package final class FileCatalogLive: @unchecked Sendable {
             var queued = false
             var start = 0
             while start < kept.count {
-                let chunk = Array(kept[start..<min(start + Self.rowsPerStatement, kept.count)])
+                let chunk = Array(kept[start..<min(start + FileCatalogLive.rowsPerStatement, kept.count)])
                 start += chunk.count
                 // Records elsewhere holding one of these keys under another fileId go first.
                 let pairs = Array(repeating: "(?, ?)", count: chunk.count).joined(separator: ", ")
                 let conflicting = try db.query(
-                    "SELECT \(Self.columns.split(separator: ",").map { "f." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")) FROM catalog_files f JOIN (VALUES \(pairs)) v ON f.key = v.column1 AND f.file_id <> v.column2",
-                    chunk.flatMap { [.text($0.key), .text($0.fileId)] }, Self.record)
+                    "SELECT \(FileCatalogLive.columns.split(separator: ",").map { "f." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")) FROM catalog_files f JOIN (VALUES \(pairs)) v ON f.key = v.column1 AND f.file_id <> v.column2",
+                    chunk.flatMap { [.text($0.key), .text($0.fileId)] }, FileCatalogLive.record)
                 for old in conflicting {
                     try db.run("DELETE FROM catalog_files WHERE file_id = ?1", [.text(old.fileId)])
                     if let name = mediaName(old), !keptNames.contains(ExactText(name)), media != nil {
@@ -357,7 +344,7 @@ package final class FileCatalogLive: @unchecked Sendable {
                         queued = true
                     }
                 }
-                try db.run(Self.upsertStatement(rows: chunk.count), chunk.flatMap(Self.values))
+                try db.run(FileCatalogLive.upsertStatement(rows: chunk.count), chunk.flatMap(FileCatalogLive.values))
             }
             return queued
         }
@@ -454,11 +441,9 @@ package final class FileCatalogLive: @unchecked Sendable {
         }
         return failures
     }
-}
 
-/// A flag SQLite's commit hook sets; `@unchecked Sendable`: it is set by the hook while the
-/// catalog's lock is held (the hook runs inside a statement on that connection) and read and
-/// cleared under the same lock.
-final class CommitFlag: @unchecked Sendable {
-    var isSet = false
+    /// Whether another connection committed since this one last asked.
+    func otherConnectionsCommitted() throws -> Bool {
+        try db.othersCommitted()
+    }
 }

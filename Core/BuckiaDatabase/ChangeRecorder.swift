@@ -150,7 +150,7 @@ public final class ChangeRecorder {
 }
 
 /// SQLite's session functions, found when the process runs.
-final class SessionAPI: @unchecked Sendable {
+final class SessionAPI: Sendable {
     let functions: buckia_session_api
 
     private init(_ functions: buckia_session_api) { self.functions = functions }

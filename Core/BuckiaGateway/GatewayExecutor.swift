@@ -39,7 +39,7 @@ enum Blocking {
 /// On macOS 14 ``Blocking/start(_:)`` runs the call as a detached task on the cooperative pool
 /// instead, and the gateway then shares that pool with the rest of the process.
 @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
-final class GatewayExecutor: TaskExecutor, @unchecked Sendable {
+final class GatewayExecutor: TaskExecutor, @unchecked Sendable {  // `jobs` and `next` only under `condition`
     /// One executor for every gateway of the process; its threads live as long as the process.
     static let shared = GatewayExecutor(threads: max(4, ProcessInfo.processInfo.activeProcessorCount * 2))
 

@@ -8,7 +8,7 @@ import Foundation
 ///
 /// One thread per connection, up to ``HTTPServerLimits/maximumConnections``: the handler may block
 /// without starving anything else, and memory stays bounded by the connection count.
-public final class HTTPServer: @unchecked Sendable {
+public final class HTTPServer: Sendable {
     /// The port it listens on.
     public let port: UInt16
     /// The address it listens on.
@@ -250,7 +250,7 @@ public struct HTTPRefusal: Error, Sendable {
 }
 
 /// Writes a streamed response body.
-public final class HTTPBodyWriter: @unchecked Sendable {
+public final class HTTPBodyWriter: @unchecked Sendable {  // used by the handler on its connection's thread alone
     fileprivate let connection: Connection
     fileprivate let chunked: Bool
     fileprivate var remaining: Int64?
@@ -285,7 +285,7 @@ public final class HTTPBodyWriter: @unchecked Sendable {
 }
 
 /// A request body as it arrives: `Content-Length` bytes, or chunked, read on demand.
-public final class HTTPRequestBody: @unchecked Sendable {
+public final class HTTPRequestBody: @unchecked Sendable {  // read by the handler on its connection's thread alone
     private enum Framing {
         case none
         case length(remaining: Int64)
@@ -398,7 +398,7 @@ public final class HTTPRequestBody: @unchecked Sendable {
 }
 
 /// One client connection: buffered reads with limits, whole writes.
-fileprivate final class Connection: @unchecked Sendable {
+fileprivate final class Connection: @unchecked Sendable {  // read and written by its connection's thread alone
     let descriptor: Int32
     let limits: HTTPServerLimits
     private var buffer: [UInt8] = []

@@ -119,7 +119,7 @@ public struct S3AccessLogEntry: Sendable, Hashable, Codable {
 /// let gateway = try S3Gateway(provider: provider, authenticator: authenticator)
 /// let server = try HTTPServer(port: 8333, handler: gateway)
 /// ```
-public final class S3Gateway: HTTPServerHandler, @unchecked Sendable {
+public final class S3Gateway: HTTPServerHandler, Sendable {
     let provider: any StorageProvider
     let authenticator: GatewayAuthenticator
     let options: S3GatewayOptions

@@ -298,7 +298,7 @@ final class S3UploadBody {
 /// Hands an upload's bytes from the connection's thread to the backend's upload task, a few
 /// chunks at a time: the thread blocks while the task is behind (backpressure), and the task
 /// waits while the client is slow.
-final class BodyPipe: @unchecked Sendable {
+final class BodyPipe: @unchecked Sendable {  // every `var` only under `lock`
     private let lock = NSLock()
     private var chunks: [Data] = []
     private var end: Result<Void, any Error>?

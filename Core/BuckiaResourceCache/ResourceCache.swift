@@ -472,10 +472,7 @@ public final class ResourceCache: Sendable {
 /// A cache's own temporary folder for downloads, locked while it exists (the lock goes with
 /// the process, however it ends), removed when the cache is released. Made after sweeping
 /// away what killed processes left.
-///
-/// `@unchecked Sendable`: its handles are only read (for their descriptors and paths) after
-/// `init`, and removed in `deinit`.
-final class DownloadFolder: @unchecked Sendable {
+final class DownloadFolder: Sendable {
     private let parent: DirectoryHandle
     private let name: String
     private let handle: DirectoryHandle

@@ -25,6 +25,10 @@ public final class SQLiteConnection {
     /// The database file, or `:memory:`.
     public let path: String
     private var statements: [String: SQLiteStatement] = [:]
+    /// Set by the commit hook ``trackCommits()`` installs; cleared by ``takeCommitted()``.
+    private var committed = false
+    /// The `data_version` ``othersCommitted()`` saw last.
+    private var seenDataVersion: Int64?
 
     /// How to open the database.
     public enum OpenMode: Sendable {
@@ -205,5 +209,38 @@ public final class SQLiteConnection {
         default:
             return BuckiaError(.io, "SQLite failed to \(operation): \(message.withoutTerminalPeriod).", operation: operation, path: path, cause: cause)
         }
+    }
+}
+
+extension SQLiteConnection {
+    /// Starts noting this connection's commits (SQLite's commit hook), for
+    /// ``takeCommitted()``: how a live query learns that a call changed something.
+    public func trackCommits() {
+        // The hook's context is this connection, which outlives its handle and so the hook.
+        sqlite3_commit_hook(
+            handle,
+            { context in
+                if let context { Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue().committed = true }
+                return 0  // let the commit go ahead
+            }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Whether a transaction of this connection committed since the last call (always false
+    /// before ``trackCommits()``).
+    public func takeCommitted() -> Bool {
+        defer { committed = false }
+        return committed
+    }
+
+    /// Whether another connection has committed to the file since the last call (the first
+    /// call remembers and says false): SQLite's `PRAGMA data_version`, which changes when
+    /// another connection (another process, or another connection of this one) commits, and
+    /// never for this connection's own commits.
+    ///
+    /// - Throws: What SQLite reports when it cannot read the number.
+    public func othersCommitted() throws -> Bool {
+        let version = try query("PRAGMA data_version") { $0.int64(0) }.first ?? 0
+        defer { seenDataVersion = version }
+        return seenDataVersion.map { $0 != version } ?? false
     }
 }

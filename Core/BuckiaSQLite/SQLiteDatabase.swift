@@ -27,8 +27,6 @@ public final class SQLiteDatabase: @unchecked Sendable {  // the connection, onl
     private let connection: SQLiteConnection
     /// Where ``read(_:_:)`` and ``write(_:_:)`` run; nil for the process's pool.
     private let pool: BlockingPool?
-    /// The `data_version` ``othersCommitted()`` saw last.
-    private let seenVersion = Locked<Int64?>(nil)
 
     /// The database file, or `:memory:`.
     public let path: String
@@ -81,16 +79,10 @@ public final class SQLiteDatabase: @unchecked Sendable {  // the connection, onl
         }
     }
 
-    /// Whether another connection has committed to the file since the last call (the first
-    /// call remembers and says false). Commits made through this database are not counted.
-    ///
-    /// - Throws: What SQLite reports when it cannot read the number.
+    /// Whether another connection has committed to the file since the last call: the
+    /// connection's ``SQLiteConnection/othersCommitted()``.
     public func othersCommitted() throws -> Bool {
-        let version = try withConnection { try $0.query("PRAGMA data_version") { $0.int64(0) }.first ?? 0 }
-        return seenVersion.withLock { seen in
-            defer { seen = version }
-            return seen.map { $0 != version } ?? false
-        }
+        try withConnection { try $0.othersCommitted() }
     }
 }
 

@@ -12,7 +12,7 @@ enum BodyFile {
     /// The temporary file, used by one blocking job at a time (each write is awaited before
     /// the next starts, and the file is made by the first), which is what makes handing it
     /// between threads safe.
-    private final class Output: @unchecked Sendable {
+    private final class Output: @unchecked Sendable {  // one blocking job at a time, as said above
         let folder: DirectoryHandle
         let name: String
         let file: LocalFile

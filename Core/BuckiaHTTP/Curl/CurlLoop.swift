@@ -9,7 +9,7 @@ import Foundation
 /// Other threads never touch the multi handle. They hand transfers in (and ask for their
 /// cancellation) through a locked inbox and wake the loop with `curl_multi_wakeup`; the loop
 /// adds them, runs them, and completes each one's continuation when libcurl says it is done.
-final class CurlLoop: @unchecked Sendable {
+final class CurlLoop: @unchecked Sendable {  // the multi handle only on the loop thread; the rest under `inbox`
     private struct Inbox {
         var added: [CurlTransfer] = []
         var cancelled: [CurlTransfer] = []

@@ -8,7 +8,7 @@ import Foundation
 ///
 /// Set up on the caller's thread, then touched only by the ``CurlLoop`` thread (libcurl's
 /// callbacks run there) until ``finish(code:)`` hands the result back.
-final class CurlTransfer: @unchecked Sendable {
+final class CurlTransfer: @unchecked Sendable {  // on the loop thread from submit to finish, as said above
     enum Source {
         case none
         case data(Data)

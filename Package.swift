@@ -104,8 +104,8 @@ let package = Package(
         // inotify for `sync --watch` comes with the Linux fast paths; without them it polls.
         .target(name: "BuckiaSync", dependencies: ["BuckiaCore", "BuckiaSQLite"] + linuxFastPaths, path: "Core/BuckiaSync"),
         .target(name: "BuckiaChunks", dependencies: ["BuckiaCore"], path: "Core/BuckiaChunks"),
-        .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaCrypto", "BuckiaSecurity", "BuckiaSQLite", "CSQLite"], path: "Core/BuckiaDatabase"),
-        .target(name: "BuckiaCatalog", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaSync", "CSQLite"], path: "Core/BuckiaCatalog"),
+        .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaCrypto", "BuckiaSecurity", "BuckiaSQLite"], path: "Core/BuckiaDatabase"),
+        .target(name: "BuckiaCatalog", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaSync"], path: "Core/BuckiaCatalog"),
         .target(name: "BuckiaResourceCache", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaHTTP", "CXattr"], path: "Core/BuckiaResourceCache"),
         .target(name: "BuckiaSecurity", dependencies: ["BuckiaCore", "BuckiaCrypto"], path: "Core/BuckiaSecurity"),
         // OAuth needs HTTP, which BuckiaSecurity does not: a target of its own keeps that one on BuckiaCore.

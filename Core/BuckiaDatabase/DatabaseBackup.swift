@@ -1,6 +1,5 @@
 import BuckiaCore
 import BuckiaSQLite
-import CSQLite
 import Foundation
 
 /// How a backup copies a live database. Both give a consistent snapshot while other

@@ -1,6 +1,5 @@
 import BuckiaCore
 import BuckiaSQLite
-import CSQLite
 import Foundation
 
 /// The constants of the diff file format (Docs/Database.md describes it for writers in any
@@ -75,8 +74,7 @@ package enum DiffRules {
         }
         let words = type.prefix { $0 != "(" }.split(separator: " ")
         return words.allSatisfy { word in
-            let text = String(word)
-            return sqlite3_keyword_check(text, Int32(text.utf8.count)) == 0
+            !SQLiteConnection.isKeyword(String(word))
         }
     }
 

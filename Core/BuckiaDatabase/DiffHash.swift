@@ -1,6 +1,5 @@
 import BuckiaCore
 import BuckiaSQLite
-import CSQLite
 import Foundation
 
 /// The SHA-256 a diff's manifest carries: over a canonical encoding of everything else in the

@@ -94,17 +94,15 @@ package final class FileCatalogLive: Sendable {
     /// Runs `body` with the connection on the blocking-work threads, one caller at a time;
     /// when it committed, the readers get their new lists before the next caller runs.
     func run<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (CatalogSession) throws -> T) async throws -> T {
-        try await BlockingWork.run(operation) { [self] in
-            try database.withConnection { db in
-                let session = CatalogSession(db: db, media: media, mediaName: mediaName, path: path)
-                defer {
-                    if db.takeCommitted() { observers.publish(session.fetch) }
-                }
-                do {
-                    return try body(session)
-                } catch let error as BuckiaError {
-                    throw Self.explained(error, path: path)
-                }
+        try await database.run(operation) { [self] db in
+            let session = CatalogSession(db: db, media: media, mediaName: mediaName, path: path)
+            defer {
+                if db.takeCommitted() { observers.publish(session.fetch) }
+            }
+            do {
+                return try body(session)
+            } catch let error as BuckiaError {
+                throw Self.explained(error, path: path)
             }
         }
     }

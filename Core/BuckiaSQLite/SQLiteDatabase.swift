@@ -8,9 +8,10 @@ import Foundation
 /// A ``SQLiteConnection`` is not `Sendable`; this is. The connection is reached only inside a
 /// closure that holds it alone, and a closure must not keep it (GRDB's rule for its
 /// `Database`). ``withConnection(_:)`` runs on the calling thread, for a statement or two, where a hop to
-/// another thread costs more than the work; ``read(_:_:)`` and ``write(_:_:)`` run on a
-/// ``BuckiaCore/BlockingPool`` (a commit's `fsync` never holds a thread of the cooperative
-/// pool), ``write(_:_:)`` inside an `IMMEDIATE` transaction.
+/// another thread costs more than the work; ``run(_:_:)``, ``read(_:_:)`` and ``write(_:_:)``
+/// run on a ``BuckiaCore/BlockingPool`` (a commit's `fsync` never holds a thread of the
+/// cooperative pool), ``read(_:_:)`` inside a `DEFERRED` transaction (one snapshot) and
+/// ``write(_:_:)`` inside an `IMMEDIATE` one.
 ///
 /// ```swift
 /// let database = try SQLiteDatabase(path: "/tmp/app.sqlite")
@@ -25,7 +26,7 @@ import Foundation
 public final class SQLiteDatabase: @unchecked Sendable {  // the connection, only under `lock` and inside a closure
     private let lock = NSLock()
     private let connection: SQLiteConnection
-    /// Where ``read(_:_:)`` and ``write(_:_:)`` run; nil for the process's pool.
+    /// Where ``run(_:_:)``, ``read(_:_:)`` and ``write(_:_:)`` run; nil for the process's pool.
     private let pool: BlockingPool?
 
     /// The database file, or `:memory:`.
@@ -33,7 +34,7 @@ public final class SQLiteDatabase: @unchecked Sendable {  // the connection, onl
 
     /// Opens (or creates) the database at `path`, as ``SQLiteConnection/init(path:mode:busyTimeout:)``.
     ///
-    /// - Parameter pool: Where ``read(_:_:)`` and ``write(_:_:)`` run: a provider's or an
+    /// - Parameter pool: Where ``run(_:_:)``, ``read(_:_:)`` and ``write(_:_:)`` run: a provider's or an
     ///   application's pool, or (nil) ``BuckiaCore/SharedResources/process``'s.
     public convenience init(
         path: String, mode: SQLiteConnection.OpenMode = .readWrite(create: true), busyTimeout: Duration = .seconds(5), pool: BlockingPool? = nil
@@ -64,19 +65,26 @@ public final class SQLiteDatabase: @unchecked Sendable {  // the connection, onl
         return try body(connection)
     }
 
-    /// Runs `body` with the connection on the pool's threads.
+    /// Runs `body` with the connection on the pool's threads, outside any transaction: for a
+    /// body that makes its own (the catalog commits a long batch in chunks).
+    ///
+    /// - Parameter operation: What it does, for the error when it is cancelled before it runs.
+    public func run<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await BlockingWork.run(operation, on: pool) { [self] in try withConnection(body) }
+    }
+
+    /// Runs `body` with the connection on the pool's threads, in a `DEFERRED` transaction: every
+    /// query in it sees the same commit, whatever other connections commit meanwhile.
     ///
     /// - Parameter operation: What it does, for the error when it is cancelled before it runs.
     public func read<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
-        try await BlockingWork.run(operation, on: pool) { [self] in try withConnection(body) }
+        try await run(operation) { connection in try connection.transaction(.deferred) { try body(connection) } }
     }
 
     /// Runs `body` with the connection on the pool's threads, in an `IMMEDIATE` transaction:
     /// committed when it returns, rolled back when it throws.
     public func write<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
-        try await BlockingWork.run(operation, on: pool) { [self] in
-            try withConnection { connection in try connection.transaction(.immediate) { try body(connection) } }
-        }
+        try await run(operation) { connection in try connection.transaction(.immediate) { try body(connection) } }
     }
 
     /// Whether another connection has committed to the file since the last call: the
@@ -101,16 +109,30 @@ public final class SQLiteDatabasePool: Sendable {
     /// - Parameters:
     ///   - maximumIdleReaders: Readers kept open between reads; more are opened when reads
     ///     crowd, and closed after.
+    ///   - pool: Where ``write(_:_:)-(String,_)`` runs; nil for the process's pool.
     ///   - openReader: Opens one more read-only connection to the same file.
-    public init(primary: sending SQLiteConnection, maximumIdleReaders: Int = 8, openReader: @escaping @Sendable () throws -> SQLiteConnection) {
-        self.primary = SQLiteDatabase(primary)
+    public init(
+        primary: sending SQLiteConnection, maximumIdleReaders: Int = 8, pool: BlockingPool? = nil,
+        openReader: @escaping @Sendable () throws -> SQLiteConnection
+    ) {
+        self.primary = SQLiteDatabase(primary, pool: pool)
         self.maximumIdleReaders = maximumIdleReaders
         self.openReader = openReader
     }
 
-    /// Runs `body` on the writing connection, once no one else uses it.
+    /// Runs `body` on the writing connection, on the calling thread, once no one else uses it.
+    /// `body` makes its own transactions.
     public func write<T>(_ body: (SQLiteConnection) throws -> T) rethrows -> T {
         try primary.withConnection(body)
+    }
+
+    /// Runs `body` on the writing connection, on the pool's threads (a commit's `fsync` never
+    /// holds a thread of the cooperative pool), once no one else uses it. `body` makes its own
+    /// transactions.
+    ///
+    /// - Parameter operation: What it does, for the error when it is cancelled before it runs.
+    public func write<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await primary.run(operation, body)
     }
 
     /// Runs `body` on the writing connection if it is free, else on a reader.

@@ -84,7 +84,7 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
 
     // MARK: Writing
     //
-    // Every write runs on Buckia's blocking-work threads (``BlockingWork``), as GRDB runs its
+    // Every write runs on a blocking pool's threads (`connections.write(_:_:)`), as GRDB runs its
     // writes on a queue of their own: a commit can wait on the disk (an fsync with
     // `synchronous = FULL`, a WAL checkpoint in any mode), and the cooperative pool has only
     // one thread per core. One connection writes, under its lock, so writes stay serial.
@@ -92,44 +92,36 @@ public actor SQLiteStorageEngine: PaginatedStorageEngine, StorageEnginePlugin {
     public func write(_ data: Data, key: CacheKey) async throws {
         try key.validate()
         let (connections, time) = (connections, now().timeIntervalSince1970)
-        try await BlockingWork.run("write") {
-            try connections.write { try $0.run(SQLiteSchema.upsert, SQLiteSchema.upsertValues(key, data, time)) }
-        }
+        try await connections.write("write") { try $0.run(SQLiteSchema.upsert, SQLiteSchema.upsertValues(key, data, time)) }
     }
 
     public func write(_ dataAndKeys: [(key: CacheKey, data: Data)]) async throws {
         for (key, _) in dataAndKeys { try key.validate() }
         let (connections, time) = (connections, now().timeIntervalSince1970)
-        try await BlockingWork.run("write") {
-            try connections.write { db in
-                try db.transaction {
-                    for (key, data) in dataAndKeys { try db.run(SQLiteSchema.upsert, SQLiteSchema.upsertValues(key, data, time)) }
-                }
+        try await connections.write("write") { db in
+            try db.transaction {
+                for (key, data) in dataAndKeys { try db.run(SQLiteSchema.upsert, SQLiteSchema.upsertValues(key, data, time)) }
             }
         }
     }
 
     public func remove(key: CacheKey) async throws {
         let connections = connections
-        try await BlockingWork.run("remove") {
-            try connections.write { try $0.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
-        }
+        try await connections.write("remove") { try $0.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
     }
 
     public func remove(keys: [CacheKey]) async throws {
         let connections = connections
-        try await BlockingWork.run("remove") {
-            try connections.write { db in
-                try db.transaction {
-                    for key in keys { try db.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
-                }
+        try await connections.write("remove") { db in
+            try db.transaction {
+                for key in keys { try db.run("DELETE FROM buckia_kv WHERE key = ?1", [.text(key.value)]) }
             }
         }
     }
 
     public func removeAllData() async throws {
         let connections = connections
-        try await BlockingWork.run("remove all") { try connections.write { try $0.run("DELETE FROM buckia_kv") } }
+        try await connections.write("remove all") { try $0.run("DELETE FROM buckia_kv") }
     }
 
     // MARK: Reading (on the primary when free, else on reader connections, concurrently with writes)

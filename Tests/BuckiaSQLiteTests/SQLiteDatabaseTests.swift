@@ -44,6 +44,41 @@ struct SQLiteDatabaseTests {
         await pool.shutdown()
     }
 
+    /// Counts `t` in `body`'s connection before and after another connection commits a row.
+    static func countsAroundACommit(_ db: SQLiteConnection, file: String) throws -> [Int64] {
+        let before = try count(db)
+        try SQLiteConnection(path: file).run("INSERT INTO t VALUES (9)")
+        return [before, try count(db)]
+    }
+
+    @Test("read is one snapshot: another connection's commit during it is not seen; run sees it at once")
+    func readIsOneSnapshot() async throws {
+        let folder = try DatabaseFolder()
+        let file = folder.path("a.sqlite")
+        let database = try SQLiteDatabase(path: file)
+        try database.withConnection { try $0.execute("PRAGMA journal_mode = WAL; CREATE TABLE t (x INTEGER)") }
+        #expect(try await database.read("count twice") { try Self.countsAroundACommit($0, file: file) } == [0, 0])
+        #expect(try await database.run("count twice") { try Self.countsAroundACommit($0, file: file) } == [1, 2])
+    }
+
+    @Test("A database pool's async write runs on the writer, on the pool it was given", .enabled(if: seesThreads))
+    func poolWritesOnItsPool() async throws {
+        let folder = try DatabaseFolder()
+        let pool = BlockingPool(threads: 1, name: "buckia-t-sqlp")
+        let file = folder.path("a.sqlite")
+        let connections = SQLiteDatabasePool(primary: try SQLiteConnection(path: file), pool: pool) {
+            try SQLiteConnection(path: file, mode: .readOnly)
+        }
+        let (thread, path) = try await connections.write("where") { db in
+            try db.execute("CREATE TABLE t (x INTEGER)")
+            return (SystemCalls.threadID(), db.path)
+        }
+        #expect(pool.threadIDs == [thread])
+        #expect(path == file)
+        #expect(try connections.read { try Self.count($0) } == 0)
+        await pool.shutdown()
+    }
+
     @Test("othersCommitted sees another connection's commits, never its own")
     func othersCommitted() throws {
         let folder = try DatabaseFolder()

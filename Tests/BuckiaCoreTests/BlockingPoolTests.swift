@@ -75,6 +75,42 @@ struct BlockingPoolTests {
         #expect(pool.threadIDs == threads)
     }
 
+    @Test("A second shutdown returns only once the first has joined every thread", .timeLimit(.minutes(5)))
+    func secondShutdownWaitsForTheJoin() async throws {
+        let pool = BlockingPool(threads: 2, name: "buckia-t-two")
+        _ = try await pool.run("start the threads") { 1 }
+        let (events, sink) = AsyncStream<String>.makeStream()
+        let joinGate = DispatchSemaphore(value: 0)
+        pool.observeShutdown { step in
+            switch step {
+            case .joining:
+                sink.yield("first joining")
+                joinGate.wait()
+            case .waitingForEnd:
+                sink.yield("second waiting")
+            }
+        }
+        var seen = events.makeAsyncIterator()
+        let first = Task {
+            await pool.shutdown()
+            sink.yield("first returned")
+        }
+        #expect(await seen.next() == "first joining")
+        let second = Task {
+            await pool.shutdown()
+            sink.yield("second returned")
+        }
+        // Held before its join, the first has not ended the pool: the second must wait.
+        #expect(await seen.next() == "second waiting")
+        joinGate.signal()
+        await first.value
+        await second.value
+        sink.finish()
+        var rest: [String] = []
+        while let event = await seen.next() { rest.append(event) }
+        #expect(Set(rest) == ["first returned", "second returned"])
+    }
+
     @Test("A job whose task is cancelled before it starts never runs")
     func cancelledBeforeStart() async throws {
         let pool = BlockingPool(threads: 1, name: "buckia-t-cnl")

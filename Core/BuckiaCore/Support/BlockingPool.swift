@@ -46,12 +46,25 @@ public final class BlockingPool: ShutdownableResource, ThreadOwningResource {
         var threads: [SystemCalls.JoinableThread] = []
         /// The kernel ids of the threads started (where the platform tells them).
         var threadIDs: [Int32] = []
-        /// Threads started or being started that have not ended.
+        /// Threads started or being started that have not ended, plus one while
+        /// ``startThreads(_:)`` has not yet recorded them in `threads`.
         var running = 0
         var isShutDown = false
-        /// Whoever waits for the last thread to end.
+        /// The first ``shutdown()``, waiting for the last thread to end.
         var waiters: [CheckedContinuation<Void, Never>] = []
-        var joined = false
+        /// Set by the first ``shutdown()`` once it has joined every thread.
+        var ended = false
+        /// Later ``shutdown()`` calls, waiting for the first to have joined every thread.
+        var endWaiters: [CheckedContinuation<Void, Never>] = []
+        var observer: (@Sendable (ShutdownStep) -> Void)?
+    }
+
+    /// A step of ``shutdown()`` a test can hold or count.
+    package enum ShutdownStep: Sendable {
+        /// The first call has seen every thread end and is about to join them.
+        case joining
+        /// A later call waits for the first to finish.
+        case waitingForEnd
     }
 
     /// The most threads the pool runs.
@@ -114,18 +127,27 @@ public final class BlockingPool: ShutdownableResource, ThreadOwningResource {
     }
 
     /// Refuses new jobs, lets the queued ones run, and returns when every thread of the pool
-    /// has ended. Every call waits for the same end.
+    /// has ended. Every call waits for the same end: the first joins the threads, and later
+    /// calls return when it has.
     public func shutdown() async {
-        let started = state.withLock { state -> Bool in
-            guard !state.isShutDown else { return false }
-            state.isShutDown = true
-            return true
+        let (first, observer) = state.withLock { state in
+            defer { state.isShutDown = true }
+            return (!state.isShutDown, state.observer)
         }
-        if started {
-            // Each thread ends on a signal that finds the queue empty, after the queued jobs; a
-            // signal more than there are threads (some failed to start) is never waited for.
-            for _ in 0..<threadCount { wakeUp.signal() }
+        guard first else {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ended = state.withLock { state -> Bool in
+                    guard !state.ended else { return true }
+                    state.endWaiters.append(continuation)
+                    return false
+                }
+                if ended { continuation.resume() } else { observer?(.waitingForEnd) }
+            }
+            return
         }
+        // Each thread ends on a signal that finds the queue empty, after the queued jobs; a
+        // signal more than there are threads (some failed to start) is never waited for.
+        for _ in 0..<threadCount { wakeUp.signal() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ended = state.withLock { state -> Bool in
                 guard state.running > 0 else { return true }
@@ -135,11 +157,20 @@ public final class BlockingPool: ShutdownableResource, ThreadOwningResource {
             if ended { continuation.resume() }
         }
         // The threads have signalled their last act; joining waits out only their return.
-        let threads = state.withLock { state -> [SystemCalls.JoinableThread] in
-            defer { state.joined = true }
-            return state.joined ? [] : state.threads
+        observer?(.joining)
+        for thread in state.withLock({ $0.threads }) { thread.join() }
+        let waiters = state.withLock { state in
+            state.ended = true
+            defer { state.endWaiters = [] }
+            return state.endWaiters
         }
-        for thread in threads { thread.join() }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Calls `observer` at each step of ``shutdown()``, on the thread that takes it; set
+    /// before the shutdown begins.
+    package func observeShutdown(_ observer: @escaping @Sendable (ShutdownStep) -> Void) {
+        state.withLock { $0.observer = observer }
     }
 
     /// Whether ``shutdown()`` has begun (new jobs are refused).
@@ -156,7 +187,7 @@ public final class BlockingPool: ShutdownableResource, ThreadOwningResource {
             state.jobs.append(job)
             guard !state.started else { return 0 }
             state.started = true
-            state.running = threadCount
+            state.running = threadCount + 1
             return threadCount
         }
         guard let starting else {
@@ -183,7 +214,8 @@ public final class BlockingPool: ShutdownableResource, ThreadOwningResource {
         for _ in threads { ready.wait() }
         let (waiters, failed) = state.withLock { state -> ([CheckedContinuation<Void, Never>], [Job]) in
             state.threads = threads
-            state.running -= count - threads.count
+            // Threads that did not start, and the count held until they were recorded here.
+            state.running -= count - threads.count + 1
             var failed: [Job] = []
             if threads.isEmpty {
                 // No thread to run the queue: its jobs fail, and the next job tries again.

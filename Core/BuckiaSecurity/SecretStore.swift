@@ -58,9 +58,15 @@ public protocol SecretStore: Sendable {
     /// save cannot slip into; returns whether it saved. Stores that cannot do that atomically
     /// keep the default, which checks and then saves.
     func saveIfAbsent(_ secret: StoredSecret, for context: String) throws -> Bool
+    /// Whether a call may wait on a file, a lock, a key derivation or another process, so that
+    /// async code runs it on a blocking pool (``AsyncSecretStore``); true unless the store
+    /// says otherwise.
+    var callsBlock: Bool { get }
 }
 
 extension SecretStore {
+    public var callsBlock: Bool { true }
+
     public func saveIfAbsent(_ secret: StoredSecret, for context: String) throws -> Bool {
         guard try load(context) == nil else { return false }
         try save(secret, for: context)
@@ -96,6 +102,9 @@ public final class InMemorySecretStore: SecretStore {
 
     /// Creates an empty store.
     public init() {}
+
+    /// False: its calls take a lock around a dictionary.
+    public var callsBlock: Bool { false }
 
     public func save(_ secret: StoredSecret, for context: String) throws {
         try SecretContext.check(context)

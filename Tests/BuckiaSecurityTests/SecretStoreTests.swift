@@ -376,3 +376,29 @@ struct TokenManagerTests {
         #expect(throws: UserTokenRefusal.self) { try reopened.verifier().verify(token.token.exposedValue) }
     }
 }
+
+/// Async code's view of a store: off the cooperative pool where the store blocks.
+@Suite("AsyncSecretStore")
+struct AsyncSecretStoreTests {
+    @Test("A file store's calls run on the pool's threads; an in-memory store's start none", .enabled(if: SystemCalls.threadID() >= 0))
+    func blockingStoresUseThePool() async throws {
+        let folder = try ScratchFolder()
+        let pool = BlockingPool(threads: 1, name: "buckia-t-sec")
+        let file = AsyncSecretStore(FileSecretStore(folder: folder.url.appendingPathComponent("s")), pool: pool)
+        let secret = StoredSecret(value: Secret("v"), savedAt: Date(timeIntervalSince1970: 1))
+        try await file.save(secret, for: "a")
+        #expect(try await file.saveIfAbsent(secret, for: "a") == false)
+        #expect(try await file.load("a") == secret)
+        #expect(try await file.entries().map(\.context) == ["a"])
+        #expect(try await file.delete("a"))
+        #expect(pool.threadIDs.count == 1, "the file store's calls started the pool")
+        await pool.shutdown()
+
+        let idle = BlockingPool(threads: 1, name: "buckia-t-sec2")
+        let memory = AsyncSecretStore(InMemorySecretStore(), pool: idle)
+        try await memory.save(secret, for: "a")
+        #expect(try await memory.load("a") == secret)
+        #expect(idle.threadIDs.isEmpty, "an in-memory store is called directly")
+        await idle.shutdown()
+    }
+}

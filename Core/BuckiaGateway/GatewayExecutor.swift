@@ -33,55 +33,25 @@ enum Blocking {
 /// The threads the gateway's backend calls run on: a task executor of its own, so a gateway
 /// serves even while the rest of the process keeps every thread of the cooperative pool busy
 /// or blocked (an app that embeds it, a test run beside it). Each connection's thread waits
-/// for its call; the call itself, and the default actors it touches, run here.
+/// for its call; the call itself, and the default actors it touches, run here. The threads are
+/// a ``BuckiaCore/BlockingPool``'s, named `buckia-gw`, shared by every gateway of the process.
 ///
 /// Task executors came with macOS 15 (and iOS 18, tvOS 18); on Linux they are always there.
 /// On macOS 14 ``Blocking/start(_:)`` runs the call as a detached task on the cooperative pool
 /// instead, and the gateway then shares that pool with the rest of the process.
 @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
-final class GatewayExecutor: TaskExecutor, @unchecked Sendable {  // `jobs` and `next` only under `condition`
+final class GatewayExecutor: TaskExecutor {
     /// One executor for every gateway of the process; its threads live as long as the process.
     static let shared = GatewayExecutor(threads: max(4, ProcessInfo.processInfo.activeProcessorCount * 2))
 
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-    private var next = 0
+    let pool: BlockingPool
 
     private init(threads: Int) {
-        for index in 0..<threads {
-            // Named from inside (Foundation's Thread.name does not reliably reach the thread on
-            // Linux), and short: Linux keeps 15 bytes of a name.
-            let thread = Thread { [self] in
-                SystemCalls.nameThread("buckia-gw-\(index)")
-                self.work()
-            }
-            thread.start()
-        }
+        pool = BlockingPool(threads: threads, name: "buckia-gw")
     }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
-    }
-
-    private func work() {
-        while true {
-            condition.lock()
-            while next == jobs.count { condition.wait() }
-            let job = jobs[next]
-            next += 1
-            if next == jobs.count {
-                jobs.removeAll(keepingCapacity: true)
-                next = 0
-            } else if next > 1024 {
-                jobs.removeFirst(next)
-                next = 0
-            }
-            condition.unlock()
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        }
+        pool.execute { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
     }
 }

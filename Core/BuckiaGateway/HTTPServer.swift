@@ -17,6 +17,8 @@ public final class HTTPServer: Sendable {
     private let handler: any HTTPServerHandler
     private let limits: HTTPServerLimits
     private let state = Locked(State())
+    /// Signalled when the last connection ends after ``stop(timeout:)`` began.
+    private let drained = DispatchSemaphore(value: 0)
 
     private struct State {
         var stopping = false
@@ -53,17 +55,20 @@ public final class HTTPServer: Sendable {
     ///   was cut off by `timeout` (an idle connection is closed, never counted).
     @discardableResult
     public func stop(timeout: Duration = .seconds(30)) -> Bool {
-        let idle: [Int32] = state.withLock { state in
-            state.stopping = true
-            return state.connections.filter { !$0.value }.map(\.key)
+        let (idle, first) = state.withLock { state in
+            defer { state.stopping = true }
+            return (state.connections.filter { !$0.value }.map(\.key), !state.stopping)
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        if first {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+        }
         for descriptor in idle { shutdown(descriptor, Int32(SHUT_RD)) }
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if state.withLock({ $0.connections.isEmpty }) { return true }
-            usleep(10_000)
+        if state.withLock({ $0.connections.isEmpty }) { return true }
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        if drained.wait(timeout: .now() + max(0, seconds)) == .success {
+            drained.signal()  // for a later call, which finds the server drained too
+            return true
         }
         return !state.withLock { $0.connections.values.contains(true) }
     }
@@ -114,12 +119,14 @@ public final class HTTPServer: Sendable {
             let thread = Thread { [self] in
                 SystemCalls.nameThread("buckia-http")
                 serve(client)
-                state.withLock { state in
+                let last = state.withLock { state in
                     state.connections.removeValue(forKey: client)
                     state.idleSince.removeValue(forKey: client)
                     state.evicted.remove(client)
+                    return state.stopping && state.connections.isEmpty
                 }
                 close(client)
+                if last { drained.signal() }
             }
             thread.start()
         }

@@ -298,12 +298,15 @@ final class S3UploadBody {
 /// Hands an upload's bytes from the connection's thread to the backend's upload task, a few
 /// chunks at a time: the thread blocks while the task is behind (backpressure), and the task
 /// waits while the client is slow.
-final class BodyPipe: @unchecked Sendable {  // every `var` only under `lock`
-    private let lock = NSLock()
-    private var chunks: [Data] = []
-    private var end: Result<Void, any Error>?
-    private var closed = false
-    private var waiter: CheckedContinuation<Data?, any Error>?
+final class BodyPipe: Sendable {
+    private struct State: Sendable {
+        var chunks: [Data] = []
+        var end: Result<Void, any Error>?
+        var closed = false
+        var waiter: CheckedContinuation<Data?, any Error>?
+    }
+
+    private let state = Locked(State())
     private let slots: DispatchSemaphore
 
     init(capacity: Int = 4) {
@@ -318,31 +321,36 @@ final class BodyPipe: @unchecked Sendable {  // every `var` only under `lock`
     /// Hands over `data`, waiting for room; false when the reader has gone.
     func push(_ data: Data) -> Bool {
         slots.wait()
-        lock.lock()
-        if closed {
-            lock.unlock()
+        enum Outcome { case closed, handed(CheckedContinuation<Data?, any Error>), queued }
+        let outcome = state.withLock { state -> Outcome in
+            if state.closed { return .closed }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return .handed(waiter)
+            }
+            state.chunks.append(data)
+            return .queued
+        }
+        switch outcome {
+        case .closed:
             slots.signal()
             return false
-        }
-        if let waiter {
-            self.waiter = nil
-            lock.unlock()
+        case .handed(let waiter):
             slots.signal()
             waiter.resume(returning: data)
             return true
+        case .queued:
+            return true
         }
-        chunks.append(data)
-        lock.unlock()
-        return true
     }
 
     /// Ends the stream: normally, or with `error`.
     func finish(_ error: (any Error)?) {
-        lock.lock()
-        end = error.map { .failure($0) } ?? .success(())
-        let waiter = self.waiter
-        self.waiter = nil
-        lock.unlock()
+        let waiter = state.withLock { state in
+            state.end = error.map { .failure($0) } ?? .success(())
+            defer { state.waiter = nil }
+            return state.waiter
+        }
         if let waiter {
             if let error { waiter.resume(throwing: error) } else { waiter.resume(returning: nil) }
         }
@@ -350,35 +358,35 @@ final class BodyPipe: @unchecked Sendable {  // every `var` only under `lock`
 
     private func next() async throws -> Data? {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data?, any Error>) in
-            lock.lock()
-            if !chunks.isEmpty {
-                let data = chunks.removeFirst()
-                lock.unlock()
+            enum Outcome { case chunk(Data), end(Result<Void, any Error>), closed, waiting }
+            let outcome = state.withLock { state -> Outcome in
+                if !state.chunks.isEmpty { return .chunk(state.chunks.removeFirst()) }
+                if let end = state.end { return .end(end) }
+                if state.closed { return .closed }
+                state.waiter = continuation
+                return .waiting
+            }
+            switch outcome {
+            case .chunk(let data):
                 slots.signal()
                 continuation.resume(returning: data)
-            } else if let end {
-                lock.unlock()
-                switch end {
-                case .success: continuation.resume(returning: nil)
-                case .failure(let error): continuation.resume(throwing: error)
-                }
-            } else if closed {
-                lock.unlock()
+            case .end(.success), .closed:
                 continuation.resume(returning: nil)
-            } else {
-                waiter = continuation
-                lock.unlock()
+            case .end(.failure(let error)):
+                continuation.resume(throwing: error)
+            case .waiting:
+                break
             }
         }
     }
 
     private func close() {
-        lock.lock()
-        closed = true
-        chunks.removeAll()
-        let waiter = self.waiter
-        self.waiter = nil
-        lock.unlock()
+        let waiter = state.withLock { state in
+            state.closed = true
+            state.chunks.removeAll()
+            defer { state.waiter = nil }
+            return state.waiter
+        }
         slots.signal()
         waiter?.resume(returning: nil)
     }

@@ -54,6 +54,6 @@ struct GatewayExecutorTests {
         #expect(status == 200 && body == Data("on whose thread".utf8))
         let seen = threads.withLock { $0 }
         #expect(seen.count >= 4, "\(seen)")
-        #expect(seen.allSatisfy { $0.hasPrefix("buckia-gw-") }, "\(seen)")
+        #expect(seen.allSatisfy { $0.hasPrefix("buckia-gw ") }, "\(seen)")
     }
 }

@@ -116,6 +116,13 @@ public final class BlockingPool: ShutdownableResource, ThreadOwningResource {
         }
     }
 
+    /// Runs `body` on one of the pool's threads without waiting for it: what a task executor
+    /// built on the pool hands over. Work handed over is never dropped: after ``shutdown()``, or
+    /// when no thread could be started, `body` runs on a thread of its own.
+    package func execute(_ body: @escaping @Sendable () -> Void) {
+        submit(Job(run: body, fail: { _ in Thread { body() }.start() }))
+    }
+
     /// Throws ``BuckiaError/Code/cancelled`` when the task that started the running job was
     /// cancelled; a long job calls it between its steps. Outside a job it checks the current task.
     public static func checkCancellation(_ operation: String) throws {

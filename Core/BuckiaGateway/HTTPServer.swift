@@ -257,7 +257,7 @@ public struct HTTPRefusal: Error, Sendable {
 }
 
 /// Writes a streamed response body.
-public final class HTTPBodyWriter: @unchecked Sendable {  // used by the handler on its connection's thread alone
+public final class HTTPBodyWriter {
     fileprivate let connection: Connection
     fileprivate let chunked: Bool
     fileprivate var remaining: Int64?
@@ -292,7 +292,7 @@ public final class HTTPBodyWriter: @unchecked Sendable {  // used by the handler
 }
 
 /// A request body as it arrives: `Content-Length` bytes, or chunked, read on demand.
-public final class HTTPRequestBody: @unchecked Sendable {  // read by the handler on its connection's thread alone
+public final class HTTPRequestBody {
     private enum Framing {
         case none
         case length(remaining: Int64)
@@ -405,7 +405,7 @@ public final class HTTPRequestBody: @unchecked Sendable {  // read by the handle
 }
 
 /// One client connection: buffered reads with limits, whole writes.
-fileprivate final class Connection: @unchecked Sendable {  // read and written by its connection's thread alone
+fileprivate final class Connection {
     let descriptor: Int32
     let limits: HTTPServerLimits
     private var buffer: [UInt8] = []

@@ -22,12 +22,12 @@ struct FolderActivity: Sendable {
 ///
 /// A lost event (the kernel's queue overflowed) only counts as a change: every pass lists
 /// both sides whole, so nothing is missed, only noticed later.
-final class FolderWatcher: @unchecked Sendable {
-    // `@unchecked Sendable`: `watches` belongs to the reader thread (and to `init`, before the
-    // thread starts); `activity` is behind its lock; the descriptors never change.
+final class FolderWatcher: Sendable {
     private let root: URL
     private let activity = Locked(FolderActivity())
-    private var watches: [Int32: String] = [:]
+    /// The folder each watch is on, by watch descriptor: changed by `init` and the reader
+    /// thread only (the lock is never waited for).
+    private let watches = Locked<[Int32: String]>([:])
     private let descriptor: Int32
     private let wake: (read: Int32, write: Int32)
 
@@ -95,7 +95,7 @@ final class FolderWatcher: @unchecked Sendable {
         let path = relative.isEmpty ? root.path : root.appendingPathComponent(relative).path
         let watch = inotify_add_watch(descriptor, path, Self.mask)
         guard watch >= 0 else { return }
-        watches[watch] = relative
+        watches.withLock { $0[watch] = relative }
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: path)
@@ -140,8 +140,10 @@ final class FolderWatcher: @unchecked Sendable {
     private func note(_ event: inotify_event, name: String) {
         let mask = event.mask
         func has(_ flag: Int32) -> Bool { mask & UInt32(flag) != 0 }
-        if has(IN_IGNORED) { watches[event.wd] = nil }
-        let folder = watches[event.wd]
+        let folder = watches.withLock { watches in
+            if has(IN_IGNORED) { watches[event.wd] = nil }
+            return watches[event.wd]
+        }
         let path = folder.map { $0.isEmpty ? name : $0 + "/" + name } ?? name
         if has(IN_ISDIR), has(IN_CREATE) || has(IN_MOVED_TO), folder != nil { addTree(path) }
         activity.withLock { now in

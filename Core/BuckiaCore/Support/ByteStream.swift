@@ -53,24 +53,24 @@ public final class ByteStream: AsyncSequence, Sendable {
     /// The bytes of `count` streams one after another, stream `index` made by `open(index)`
     /// when the one before it has ended, so one is open at a time.
     package static func concatenating(_ count: Int, _ open: @escaping @Sendable (Int) async throws -> ByteStream) -> ByteStream {
-        final class Cursor: @unchecked Sendable {  // one consumer at a time, as ByteStream promises
-            var index = 0
-            var current: ByteStream?
-        }
-        let cursor = Cursor()
+        // The next stream to open and the one being read; one consumer at a time, as
+        // ByteStream promises, so the lock is held only to look and never waited for.
+        let cursor = Locked<(next: Int, current: ByteStream?)>((0, nil))
         return ByteStream(
             next: {
                 while true {
-                    if cursor.current == nil {
-                        guard cursor.index < count else { return nil }
-                        cursor.current = try await open(cursor.index)
-                        cursor.index += 1
+                    let (next, current) = cursor.withLock { $0 }
+                    if let current {
+                        if let chunk = try await current.next() { return chunk }
+                        cursor.withLock { $0.current = nil }
+                        continue
                     }
-                    if let chunk = try await cursor.current?.next() { return chunk }
-                    cursor.current = nil
+                    guard next < count else { return nil }
+                    let opened = try await open(next)
+                    cursor.withLock { $0 = (next + 1, opened) }
                 }
             },
-            onCancel: { cursor.current?.cancel() })
+            onCancel: { cursor.withLock { $0.current }?.cancel() })
     }
 
     /// Stops the stream: the producer releases its resources, and a later ``next()`` returns nil.

@@ -9,10 +9,8 @@ enum BodyFile {
     /// per megabyte, not per libcurl callback.
     static let writeSize = 1 << 20
 
-    /// The temporary file, used by one blocking job at a time (each write is awaited before
-    /// the next starts, and the file is made by the first), which is what makes handing it
-    /// between threads safe.
-    private final class Output: @unchecked Sendable {  // one blocking job at a time, as said above
+    /// The temporary file, made by the first write and owned by an `Exclusive` from then on.
+    private final class Output {
         let folder: DirectoryHandle
         let name: String
         let file: LocalFile
@@ -50,14 +48,17 @@ enum BodyFile {
         let digests = expected.isEmpty ? nil : try DigestSet(expected.keys)
         // Created with the first write, on the same blocking-work hop: a body of less than a
         // megabyte is created, written, closed and moved into place in one hop, not three.
-        let made = Locked<Output?>(nil)
-        @Sendable func output() throws -> Output {
-            if let output = made.withLock({ $0 }) { return output }
-            let folder = try DirectoryHandle(path: destination.deletingLastPathComponent().path)
-            let (name, file) = try folder.createTemporaryFile(permissions: 0o644)
-            let output = Output(folder: folder, name: name, file: file)
-            made.withLock { $0 = output }
-            return output
+        // Each write is awaited before the next starts, so the lock is never waited for.
+        let made = Exclusive<Output?>(nil)
+        @Sendable func withOutput(_ body: (Output) throws -> Void) throws {
+            try made.withLock { made in
+                if let output = made { return try body(output) }
+                let folder = try DirectoryHandle(path: destination.deletingLastPathComponent().path)
+                let (name, file) = try folder.createTemporaryFile(permissions: 0o644)
+                let output = Output(folder: folder, name: name, file: file)
+                made = output
+                try body(output)
+            }
         }
         do {
             var pending = Data()
@@ -70,7 +71,7 @@ enum BodyFile {
                 if pending.count >= writeSize {
                     let full = pending
                     pending.removeAll(keepingCapacity: true)
-                    try await BlockingWork.run("download") { try output().file.write(full) }
+                    try await BlockingWork.run("download") { try withOutput { try $0.file.write(full) } }
                 }
             }
             var finished = result
@@ -82,16 +83,17 @@ enum BodyFile {
             }
             let last = pending
             try await BlockingWork.run("download") {
-                let output = try output()
-                if !last.isEmpty { try output.file.write(last) }
-                try output.file.close()
-                try output.folder.move(output.name, to: output.folder, as: destination.lastPathComponent)
-                Temporaries.unregister(output.file.path)
+                try withOutput { output in
+                    if !last.isEmpty { try output.file.write(last) }
+                    try output.file.close()
+                    try output.folder.move(output.name, to: output.folder, as: destination.lastPathComponent)
+                    Temporaries.unregister(output.file.path)
+                }
             }
             return finished
         } catch {
             bytes.cancel()
-            made.withLock { $0 }?.discard()
+            made.withLock { $0?.discard() }
             throw error
         }
     }

@@ -3,7 +3,7 @@ import Foundation
 
 /// One side of a sync: a provider, and the folder within it that is synced.
 ///
-/// A local folder is a ``BuckiaCore/LocalFileStore`` provider rooted at that folder (the
+/// A local folder is a local provider (``BuckiaCore/Capability/localFiles``) rooted at that folder (the
 /// `BuckiaClient` module's `SyncEndpoint.localFolder(_:)` builds one), so one engine serves local
 /// folders and buckets alike, and every write keeps the provider's own guarantees (atomic
 /// renames, no links followed, conditional writes).

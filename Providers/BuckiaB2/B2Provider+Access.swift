@@ -2,7 +2,7 @@ import BuckiaCore
 import BuckiaHTTP
 import Foundation
 
-extension B2Provider: AuthorizedURLProviding {
+extension B2Provider {
     /// The file's download URL on the account's download host, which fetches it without
     /// credentials only when the bucket is public (option `publicBucket`, or a bucket B2 lists
     /// as `allPublic`).

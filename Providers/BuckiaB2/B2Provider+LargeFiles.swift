@@ -185,7 +185,7 @@ extension B2Provider {
     }
 }
 
-extension B2Provider: UnfinishedUploadCleaning {
+extension B2Provider {
     /// The unfinished large files under `prefix`. Their status is unknown: B2 records no
     /// owner, and the next upload of the same bytes resumes one wherever it started.
     public func unfinishedUploads(prefix: String) async throws -> [UnfinishedUpload] {

@@ -2,7 +2,7 @@ import BuckiaCore
 import BuckiaSigV4
 import Foundation
 
-extension S3Provider: UnfinishedUploadCleaning {
+extension S3Provider {
     /// Lists the bucket's multipart uploads under `prefix` (`ListMultipartUploads`, paged),
     /// each with what this machine's resume states say about it.
     public func unfinishedUploads(prefix: String) async throws -> [UnfinishedUpload] {

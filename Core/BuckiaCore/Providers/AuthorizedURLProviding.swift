@@ -6,4 +6,5 @@ import Foundation
 /// Callers ask for ``Capability/authorizedURL`` and call
 /// ``StorageProvider/authorizedURL(for:expires:)``, which every ``ForwardingStorageProvider``
 /// forwards; adopting this protocol says so in the type.
+@available(*, deprecated, message: "Declare Capability.authorizedURL and implement authorizedURL(for:expires:); this protocol adds nothing to them.")
 public protocol AuthorizedURLProviding: StorageProvider {}

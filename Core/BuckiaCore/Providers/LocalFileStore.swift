@@ -17,16 +17,17 @@ import Foundation
 ///   ``StorageProvider/uploadFile(localURL:remotePath:options:)`` would, and checks the
 ///   condition the same way.
 /// - Never hand out a path that leaves the provider's root.
+@available(*, deprecated, message: "Declare Capability.localFiles and implement the requirements it names; this protocol adds nothing to them.")
 public protocol LocalFileStore: StorageProvider {}
 
-/// A local file store that hands its files out open and takes them in open, so a copy between
+/// A provider of local files (``Capability/localFiles``) that hands its files out open and takes them in open, so a copy between
 /// two folders on this machine (a local sync) looks each path up once and builds no URL.
 ///
 /// Package-only, and not forwarded by ``ForwardingStorageProvider``: a wrapped local provider
 /// copies through ``StorageProvider/fileForReading(_:)`` and
 /// ``StorageProvider/uploadFile(localURL:remotePath:options:)`` as before, with the same
 /// guarantees and a few more system calls a file.
-package protocol OpenFileStore: LocalFileStore {
+package protocol OpenFileStore: StorageProvider {
     /// Opens the regular file at `key` for reading without following a link, with the `stat`
     /// record of what was opened and its description from that record.
     ///

@@ -40,4 +40,5 @@ public struct UnfinishedUpload: Sendable, Hashable {
 /// and ``StorageProvider/abortUpload(_:)`` are for the rest: uploads started elsewhere, by
 /// another tool, or by a machine that is gone. Callers ask for
 /// ``Capability/unfinishedUploads``; adopting this protocol says so in the type.
+@available(*, deprecated, message: "Declare Capability.unfinishedUploads and implement unfinishedUploads(prefix:) and abortUpload(_:); this protocol adds nothing to them.")
 public protocol UnfinishedUploadCleaning: StorageProvider {}

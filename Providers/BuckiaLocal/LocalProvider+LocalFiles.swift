@@ -1,7 +1,7 @@
 import BuckiaCore
 import Foundation
 
-extension LocalProvider: LocalFileStore {
+extension LocalProvider {
     /// The object's file under the root, reached without following links, and its description.
     public func fileForReading(_ key: ObjectKey) throws -> (url: URL, file: RemoteFile) {
         let location = try locate(key, create: false, operation: "read")

@@ -47,7 +47,9 @@ final class GatewayExecutor: TaskExecutor {
     let pool: BlockingPool
 
     private init(threads: Int) {
-        pool = BlockingPool(threads: threads, name: "buckia-gw")
+        // The stack a thread has by default on Linux (8 MiB): the backend's code runs here, and
+        // ran on such threads before the pool.
+        pool = BlockingPool(threads: threads, name: "buckia-gw", stackSize: 8 << 20)
     }
 
     func enqueue(_ job: consuming ExecutorJob) {

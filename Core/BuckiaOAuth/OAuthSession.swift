@@ -120,9 +120,7 @@ public struct OAuthFailure: Error, Sendable, Hashable, CustomStringConvertible {
 public actor OAuthSession {
     /// The login's configuration.
     public nonisolated let configuration: OAuthConfiguration
-    /// The store, called on a blocking pool: a file store's lock and a passphrase's scrypt
-    /// never hold the actor's thread.
-    private let store: AsyncSecretStore
+    private let store: any SecretStore
     private let http: HTTPClient
     private let clock: @Sendable () -> Date
     private let sleep: @Sendable (Duration) async throws -> Void
@@ -145,16 +143,12 @@ public actor OAuthSession {
     }
 
     /// Creates a session. `clock` and `sleep` are injected so tests need not wait for time.
-    ///
-    /// - Parameter pool: Where the calls to `store` run; nil for
-    ///   ``BuckiaCore/SharedResources/process``'s pool.
     public init(
         configuration: OAuthConfiguration, store: any SecretStore, http: HTTPClient = HTTPClient(), refreshMargin: Duration = .seconds(60),
-        pool: BlockingPool? = nil,
         clock: @escaping @Sendable () -> Date = { Date() }, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
         self.configuration = configuration
-        self.store = AsyncSecretStore(store, pool: pool)
+        self.store = store
         self.http = http
         self.refreshMargin = refreshMargin
         self.clock = clock
@@ -200,7 +194,7 @@ public actor OAuthSession {
             let poll = try await post(
                 endpoints.token, ["grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": deviceCode, "client_id": configuration.clientId])
             if poll.status == 200 {
-                _ = try await save(try poll.object())
+                _ = try save(try poll.object())
                 return
             }
             switch try poll.errorCode() {
@@ -223,7 +217,7 @@ public actor OAuthSession {
     public func accessToken() async throws -> Secret {
         callersWaiting += 1
         defer { callersWaiting -= 1 }
-        if let stored = try await store.load(accessContext), let expires = stored.expiresAt {
+        if let stored = try store.load(accessContext), let expires = stored.expiresAt {
             let margin = min(Double(refreshMargin.components.seconds), expires.timeIntervalSince(stored.savedAt) / 2)
             if expires.timeIntervalSince(clock()) > margin { return stored.value }
         }
@@ -238,16 +232,16 @@ public actor OAuthSession {
     /// - Throws: ``OAuthFailure`` `loginRequired` when there is no login or the server ended it;
     ///   `malformed` when the issuer gives no ID token (the login did not ask for `openid`).
     public func idToken() async throws -> Secret {
-        if let stored = try await liveIdToken() { return stored }
+        if let stored = try liveIdToken() { return stored }
         _ = try await sharedRefresh()
-        guard let fresh = try await liveIdToken() else {
+        guard let fresh = try liveIdToken() else {
             throw OAuthFailure(kind: .malformed, detail: "the issuer gave no current ID token; the login must ask for the openid scope")
         }
         return fresh
     }
 
-    private func liveIdToken() async throws -> Secret? {
-        guard let stored = try await store.load(idContext), let expires = stored.expiresAt else { return nil }
+    private func liveIdToken() throws -> Secret? {
+        guard let stored = try store.load(idContext), let expires = stored.expiresAt else { return nil }
         let margin = min(Double(refreshMargin.components.seconds), expires.timeIntervalSince(stored.savedAt) / 2)
         return expires.timeIntervalSince(clock()) > margin ? stored.value : nil
     }
@@ -256,7 +250,7 @@ public actor OAuthSession {
     /// one when it is already another (a refresh happened since), else a refreshed one. Many
     /// requests refused at once cause one refresh, not one each.
     public func replacement(for rejected: Secret) async throws -> Secret {
-        if let stored = try await store.load(accessContext), stored.value != rejected { return stored.value }
+        if let stored = try store.load(accessContext), stored.value != rejected { return stored.value }
         return try await sharedRefresh()
     }
 
@@ -283,7 +277,7 @@ public actor OAuthSession {
 
     private func refresh(retried: Bool = false) async throws -> Secret {
         let generation = self.generation
-        guard let refreshToken = try await store.load(refreshContext)?.value else {
+        guard let refreshToken = try store.load(refreshContext)?.value else {
             throw OAuthFailure(kind: .loginRequired, detail: "there is no saved login for \(configuration.name)")
         }
         let endpoints = try await discover()
@@ -297,23 +291,23 @@ public actor OAuthSession {
             if code == "invalid_grant" {
                 // Another process sharing the store may have rotated the token meanwhile: then
                 // this one is spent, not the login. Try once more with what is saved now.
-                if let current = try await store.load(refreshContext)?.value, current != refreshToken {
+                if let current = try store.load(refreshContext)?.value, current != refreshToken {
                     if !retried { return try await refresh(retried: true) }
                     throw failure(answer, sent: [refreshToken])
                 }
                 // The refresh token is dead: keeping it would only fail again.
-                try await store.delete(refreshContext)
-                try await store.delete(accessContext)
-                try await store.delete(idContext)
+                try store.delete(refreshContext)
+                try store.delete(accessContext)
+                try store.delete(idContext)
                 throw OAuthFailure(kind: .loginRequired, detail: "the server answered invalid_grant")
             }
             throw failure(answer, sent: [refreshToken])
         }
-        return try await save(try answer.object())
+        return try save(try answer.object())
     }
 
     /// Saves a token answer: the refresh token first (when it rotated), then the access token.
-    private func save(_ object: [String: Any]) async throws -> Secret {
+    private func save(_ object: [String: Any]) throws -> Secret {
         guard let access = object["access_token"] as? String, !access.isEmpty else {
             throw OAuthFailure(kind: .malformed, detail: "the token answer has no access_token")
         }
@@ -323,14 +317,14 @@ public actor OAuthSession {
         let lifetime = Self.seconds(object["expires_in"]) ?? 3600
         let now = clock()
         if let refresh = object["refresh_token"] as? String, !refresh.isEmpty {
-            try await store.save(StoredSecret(value: Secret(refresh), savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]), for: refreshContext)
+            try store.save(StoredSecret(value: Secret(refresh), savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]), for: refreshContext)
         }
         if let id = object["id_token"] as? String, !id.isEmpty {
             // Its exp says when to fetch another; the token is checked by whoever it is shown to.
             guard let expires = Self.expiry(ofJWT: id) else { throw OAuthFailure(kind: .malformed, detail: "the id_token is not a JWT with an exp claim") }
-            try await store.save(StoredSecret(value: Secret(id), expiresAt: expires, savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]), for: idContext)
+            try store.save(StoredSecret(value: Secret(id), expiresAt: expires, savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]), for: idContext)
         }
-        try await store.save(
+        try store.save(
             StoredSecret(value: Secret(access), expiresAt: now.addingTimeInterval(Double(lifetime)), savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]),
             for: accessContext)
         return Secret(access)
@@ -343,15 +337,15 @@ public actor OAuthSession {
     public func logout(revoke: Bool = true) async throws -> Bool {
         await settleRefresh()
         generation += 1
-        let refresh = try await store.load(refreshContext)
+        let refresh = try store.load(refreshContext)
         if revoke, let refresh, let endpoint = try await discover().revocation {
             // RFC 7009: the server answers 200 for a token it does not know too.
             let answer = try await post(endpoint, ["token": refresh.value.exposedValue, "token_type_hint": "refresh_token", "client_id": configuration.clientId])
             guard answer.status == 200 else { throw failure(answer, sent: [refresh.value]) }
         }
-        let hadAccess = try await store.delete(accessContext)
-        let hadRefresh = try await store.delete(refreshContext)
-        let hadId = try await store.delete(idContext)
+        let hadAccess = try store.delete(accessContext)
+        let hadRefresh = try store.delete(refreshContext)
+        let hadId = try store.delete(idContext)
         return hadAccess || hadRefresh || hadId
     }
 

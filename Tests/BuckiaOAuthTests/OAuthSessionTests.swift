@@ -270,42 +270,6 @@ struct OAuthSessionTests {
         #expect((await #expect(throws: OAuthFailure.self) { try await session.accessToken() })?.kind == .loginRequired)
     }
 
-    /// A store that notes the kernel thread of every call.
-    final class ThreadNotingStore: SecretStore {
-        let inner = InMemorySecretStore()
-        let threads = Locked<[Int32]>([])
-
-        private func noted<T>(_ body: () throws -> T) rethrows -> T {
-            threads.withLock { $0.append(SystemCalls.threadID()) }
-            return try body()
-        }
-
-        func save(_ secret: StoredSecret, for context: String) throws { try noted { try inner.save(secret, for: context) } }
-        func load(_ context: String) throws -> StoredSecret? { try noted { try inner.load(context) } }
-        func delete(_ context: String) throws -> Bool { try noted { try inner.delete(context) } }
-        func entries() throws -> [SecretEntry] { try noted { try inner.entries() } }
-    }
-
-    @Test("Every call of the session to its store runs on the pool it was given, off the actor's thread", .enabled(if: SystemCalls.threadID() >= 0))
-    func storeCallsRunOnThePool() async throws {
-        let emulator = try await OAuthEmulator.start()
-        defer { emulator.stop() }
-        let store = ThreadNotingStore()
-        let pool = BlockingPool(threads: 1, name: "buckia-t-oauth")
-        let time = ManualTime()
-        let session = OAuthSession(
-            configuration: OAuthConfiguration(issuer: emulator.issuer, clientId: emulator.clientId, name: "test"), store: store,
-            http: HTTPClient(configuration: .init(retryPolicy: .none)), pool: pool, clock: time.clock, sleep: time.sleep)
-        _ = try await login(session, emulator, time: time)
-        time.advance(3600)
-        #expect(try await emulator.accepts(try await session.accessToken().exposedValue))
-        #expect(try await session.logout())
-        let threads = store.threads.withLock { $0 }
-        #expect(threads.count >= 8, "saves at login and refresh, loads, and the deletes of logout")
-        #expect(Set(threads) == Set(pool.threadIDs))
-        await pool.shutdown()
-    }
-
     @Test("Plain http to a host other than this machine is refused before anything is sent")
     func insecure() async throws {
         let session = OAuthSession(

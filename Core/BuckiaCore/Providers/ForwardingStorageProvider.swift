@@ -13,7 +13,8 @@ import Foundation
 /// A layer that acts on whole classes of calls implements one of two hooks instead, which every
 /// forwarded requirement goes through, described by a ``ProviderCall``:
 /// ``admit(_:)`` (refuse a call: read-only, a policy, an injected fault) and
-/// ``intercept(_:_:)`` (wrap an async call: logging, metrics, a retry). A read-only provider is:
+/// ``intercept(_:_:)`` (wrap an async call: logging, metrics, a retry). A read-only provider
+/// (an access token that may write counts as a write) is:
 ///
 /// ```swift
 /// struct ReadOnlyProvider: ForwardingStorageProvider {
@@ -42,7 +43,7 @@ public protocol ForwardingStorageProvider: StorageProvider {
 }
 
 /// A call a ``ForwardingStorageProvider`` forwards: its requirement's name, what kind of call
-/// it is, and the key it is about, for a layer to decide on.
+/// it is, and every key it touches, for a layer to decide on.
 public struct ProviderCall: Sendable, Hashable, CustomStringConvertible {
     /// What a call does to the backend.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
@@ -51,30 +52,39 @@ public struct ProviderCall: Sendable, Hashable, CustomStringConvertible {
         case read
         /// Lists keys, parts or unfinished uploads.
         case list
-        /// Changes what is stored: an upload, a delete, a copy, a move, a part, a folder, a URL
-        /// to upload through, making writes durable.
+        /// Changes what is stored, or lets someone else change it: an upload, a delete, a copy,
+        /// a move, a part, a folder, a URL to upload through, an access token that may write.
         case write
         /// Connects or checks the connection.
         case connect
-        /// Issues a credential (an access token) for someone else to use.
-        case grant
+        /// Makes earlier writes durable or removes the provider's own working files
+        /// (`synchronize`, `removeWorkingFiles`): nothing a reader sees changes, so a read-only
+        /// layer lets it through (a sync from a read-only remote calls both).
+        case maintenance
     }
 
     /// The requirement's name: `uploadFile`, `deleteFiles`, `presignedURL`, ….
     public var name: String
     /// What it does.
     public var kind: Kind
-    /// The key it is about, when it is about one (the source of a copy or move).
-    public var key: ObjectKey?
+    /// Every key it touches: the source and then the destination of a copy or a move, each key
+    /// of a batch delete; none for a call about no key (a listing, a connection).
+    public var keys: [ObjectKey]
 
     /// Describes a call.
-    public init(_ name: String, _ kind: Kind, key: ObjectKey? = nil) {
+    public init(_ name: String, _ kind: Kind, keys: [ObjectKey] = []) {
         self.name = name
         self.kind = kind
-        self.key = key
+        self.keys = keys
     }
 
-    public var description: String { key.map { "\(name) of \($0.rawValue.debugDescription)" } ?? name }
+    public var description: String {
+        switch keys.count {
+        case 0: name
+        case 1...3: "\(name) of \(keys.map { $0.rawValue.debugDescription }.joined(separator: ", "))"
+        default: "\(name) of \(keys[0].rawValue.debugDescription) and \(keys.count - 1) more"
+        }
+    }
 }
 
 extension ForwardingStorageProvider {
@@ -85,15 +95,19 @@ extension ForwardingStorageProvider {
     }
 
     /// Admits `call`, then runs `body` through ``intercept(_:_:)``.
-    private func forward<T>(_ name: String, _ kind: ProviderCall.Kind, _ key: ObjectKey? = nil, _ body: () async throws -> T) async throws -> T {
-        let call = ProviderCall(name, kind, key: key)
+    private func forward<T>(_ name: String, _ kind: ProviderCall.Kind, _ keys: ObjectKey..., body: () async throws -> T) async throws -> T {
+        try await forward(ProviderCall(name, kind, keys: keys), body)
+    }
+
+    /// Admits `call`, then runs `body` through ``intercept(_:_:)``.
+    private func forward<T>(_ call: ProviderCall, _ body: () async throws -> T) async throws -> T {
         try admit(call)
         return try await intercept(call, body)
     }
 
     /// Admits `call`, then runs `body`: the synchronous requirements.
-    private func forwardNow<T>(_ name: String, _ kind: ProviderCall.Kind, _ key: ObjectKey? = nil, _ body: () throws -> T) throws -> T {
-        try admit(ProviderCall(name, kind, key: key))
+    private func forwardNow<T>(_ name: String, _ kind: ProviderCall.Kind, _ keys: ObjectKey..., body: () throws -> T) throws -> T {
+        try admit(ProviderCall(name, kind, keys: keys))
         return try body()
     }
 
@@ -136,17 +150,17 @@ extension ForwardingStorageProvider {
     }
 
     public func deleteFiles(_ keys: [ObjectKey]) async throws {
-        try await forward("deleteFiles", .write, keys.first) { try await base.deleteFiles(keys) }
+        try await forward(ProviderCall("deleteFiles", .write, keys: keys)) { try await base.deleteFiles(keys) }
     }
 
     @discardableResult
     public func copyFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
-        try await forward("copyFile", .write, source) { try await base.copyFile(from: source, to: destination) }
+        try await forward("copyFile", .write, source, destination) { try await base.copyFile(from: source, to: destination) }
     }
 
     @discardableResult
     public func moveFile(from source: ObjectKey, to destination: ObjectKey) async throws -> RemoteFile {
-        try await forward("moveFile", .write, source) { try await base.moveFile(from: source, to: destination) }
+        try await forward("moveFile", .write, source, destination) { try await base.moveFile(from: source, to: destination) }
     }
 
     @discardableResult
@@ -175,7 +189,7 @@ extension ForwardingStorageProvider {
     }
 
     public func generateAccessToken(options: AccessTokenOptions) async throws -> AccessToken {
-        try await forward("generateAccessToken", .grant) { try await base.generateAccessToken(options: options) }
+        try await forward("generateAccessToken", options.permissions.isSubset(of: .readOnly) ? .read : .write) { try await base.generateAccessToken(options: options) }
     }
 
     // The side capabilities, forwarded like the rest. A wrapper that changes the bytes (an
@@ -196,8 +210,8 @@ extension ForwardingStorageProvider {
         try await forward("receiveFile", .write, key) { try await base.receiveFile(at: key, options: options, fill) }
     }
 
-    public func synchronize() throws { try forwardNow("synchronize", .write) { try base.synchronize() } }
-    public func removeWorkingFiles() throws { try forwardNow("removeWorkingFiles", .write) { try base.removeWorkingFiles() } }
+    public func synchronize() throws { try forwardNow("synchronize", .maintenance) { try base.synchronize() } }
+    public func removeWorkingFiles() throws { try forwardNow("removeWorkingFiles", .maintenance) { try base.removeWorkingFiles() } }
 
     public func authorizedURL(for key: ObjectKey, expires: Duration) async throws -> URL {
         try await forward("authorizedURL", .read, key) { try await base.authorizedURL(for: key, expires: expires) }

@@ -70,15 +70,24 @@ public final class BlockingPool: ShutdownableResource, ThreadOwningResource {
     /// The most threads the pool runs.
     public let threadCount: Int
     private let name: String
+    /// Each thread's stack, in bytes.
+    private let stackSize: Int
     private let state = Locked(State())
     /// One signal per job queued and one per thread told to end.
     private let wakeUp = DispatchSemaphore(value: 0)
 
     /// A pool of `threads` threads (at least one), named `name` as the system's tools show it
     /// (15 bytes at most on Linux). No thread starts before the first job.
-    public init(threads: Int, name: String = "buckia-io") {
+    public convenience init(threads: Int, name: String = "buckia-io") {
+        self.init(threads: threads, name: name, stackSize: 1 << 20)
+    }
+
+    /// A pool whose threads have stacks of `stackSize` bytes: 1 MiB for blocking calls, more for
+    /// threads that run other code's tasks (the gateway's executor).
+    package init(threads: Int, name: String, stackSize: Int) {
         threadCount = Swift.max(1, threads)
         self.name = name
+        self.stackSize = stackSize
     }
 
     /// Twice the cores, between 4 and 16: enough for the copies of a sync's parallel transfers,
@@ -212,7 +221,7 @@ public final class BlockingPool: ShutdownableResource, ThreadOwningResource {
         let ready = DispatchSemaphore(value: 0)
         for _ in 0..<count {
             do {
-                threads.append(try SystemCalls.startThread(stackSize: 1 << 20) { [self] in work(ready) })
+                threads.append(try SystemCalls.startThread(stackSize: stackSize) { [self] in work(ready) })
             } catch {
                 failure = error  // fewer threads serve the queue
                 break

@@ -117,10 +117,17 @@ public struct OAuthFailure: Error, Sendable, Hashable, CustomStringConvertible {
 /// rotated the token on the server, and presenting the old one again would look like theft
 /// (RFC 9700 §4.14.2). A failed refresh keeps the stored refresh token for the next attempt,
 /// unless the server says it is dead, which is ``OAuthFailure/Kind/loginRequired``.
+///
+/// The store is called through an ``AsyncSecretStore``, so a file store's lock and its
+/// passphrase's key derivation never hold a thread of the cooperative pool. Every change to
+/// the saved login (a login's save, a logout's deletes, a refresh's check that no login or
+/// logout came since, and its save) holds one gate, and the steps of each change run as one
+/// job: while the session awaits the store, no other change can come between a check and what
+/// it guards.
 public actor OAuthSession {
     /// The login's configuration.
     public nonisolated let configuration: OAuthConfiguration
-    private let store: any SecretStore
+    private let secrets: AsyncSecretStore
     private let http: HTTPClient
     private let clock: @Sendable () -> Date
     private let sleep: @Sendable (Duration) async throws -> Void
@@ -131,6 +138,14 @@ public actor OAuthSession {
     private var refreshing: Task<Secret, any Error>?
     /// Bumped by login and logout: a refresh that began before one of them saves nothing.
     private var generation = 0
+    /// Refreshes ended, whatever their outcome: a caller whose read of the store overlapped the
+    /// end of one reads again, instead of taking what it replaced for stale and refreshing twice.
+    private var refreshesEnded = 0
+    /// Whether a change to the saved login holds the gate, and who waits for it, in order.
+    private var gateHeld = false
+    private var gateWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Changes waiting for the gate now: for tests that hold one change inside the store.
+    package private(set) var waitingForGate = 0
     /// Callers inside ``accessToken()`` now: for tests that prove one refresh serves them all.
     package private(set) var callersWaiting = 0
     /// Logins and logouts waiting for a refresh in flight to end: for tests of that order.
@@ -148,7 +163,7 @@ public actor OAuthSession {
         clock: @escaping @Sendable () -> Date = { Date() }, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) {
         self.configuration = configuration
-        self.store = store
+        self.secrets = AsyncSecretStore(store)
         self.http = http
         self.refreshMargin = refreshMargin
         self.clock = clock
@@ -194,7 +209,12 @@ public actor OAuthSession {
             let poll = try await post(
                 endpoints.token, ["grant_type": "urn:ietf:params:oauth:grant-type:device_code", "device_code": deviceCode, "client_id": configuration.clientId])
             if poll.status == 200 {
-                _ = try save(try poll.object())
+                let tokens = try tokens(from: try poll.object())
+                try await exclusively {
+                    // A refresh begun during the polls saves nothing after this login's tokens.
+                    generation += 1
+                    try await keep(tokens)
+                }
                 return
             }
             switch try poll.errorCode() {
@@ -217,10 +237,7 @@ public actor OAuthSession {
     public func accessToken() async throws -> Secret {
         callersWaiting += 1
         defer { callersWaiting -= 1 }
-        if let stored = try store.load(accessContext), let expires = stored.expiresAt {
-            let margin = min(Double(refreshMargin.components.seconds), expires.timeIntervalSince(stored.savedAt) / 2)
-            if expires.timeIntervalSince(clock()) > margin { return stored.value }
-        }
+        if let live = try await settledRead({ try await liveToken(accessContext) }) { return live }
         return try await sharedRefresh()
     }
 
@@ -232,16 +249,18 @@ public actor OAuthSession {
     /// - Throws: ``OAuthFailure`` `loginRequired` when there is no login or the server ended it;
     ///   `malformed` when the issuer gives no ID token (the login did not ask for `openid`).
     public func idToken() async throws -> Secret {
-        if let stored = try liveIdToken() { return stored }
+        if let stored = try await settledRead({ try await liveToken(idContext) }) { return stored }
         _ = try await sharedRefresh()
-        guard let fresh = try liveIdToken() else {
+        guard let fresh = try await liveToken(idContext) else {
             throw OAuthFailure(kind: .malformed, detail: "the issuer gave no current ID token; the login must ask for the openid scope")
         }
         return fresh
     }
 
-    private func liveIdToken() throws -> Secret? {
-        guard let stored = try store.load(idContext), let expires = stored.expiresAt else { return nil }
+    /// The token saved in `context` while it has more than ``refreshMargin`` left (or half its
+    /// lifetime), else nil.
+    private func liveToken(_ context: String) async throws -> Secret? {
+        guard let stored = try await secrets.load(context), let expires = stored.expiresAt else { return nil }
         let margin = min(Double(refreshMargin.components.seconds), expires.timeIntervalSince(stored.savedAt) / 2)
         return expires.timeIntervalSince(clock()) > margin ? stored.value : nil
     }
@@ -250,13 +269,44 @@ public actor OAuthSession {
     /// one when it is already another (a refresh happened since), else a refreshed one. Many
     /// requests refused at once cause one refresh, not one each.
     public func replacement(for rejected: Secret) async throws -> Secret {
-        if let stored = try store.load(accessContext), stored.value != rejected { return stored.value }
+        let other = try await settledRead {
+            try await secrets.load(accessContext).flatMap { $0.value != rejected ? $0.value : nil }
+        }
+        if let other { return other }
         return try await sharedRefresh()
+    }
+
+    /// What `read` finds, read again when a refresh ended while it read: it may have read what
+    /// that refresh replaced. So a caller that raced a refresh takes its result instead of
+    /// starting another. (Three reads at most: each retry needs another refresh to end.)
+    private func settledRead(_ read: () async throws -> Secret?) async throws -> Secret? {
+        for _ in 0..<3 {
+            let seen = refreshesEnded
+            if let found = try await read() { return found }
+            guard refreshesEnded != seen else { return nil }
+        }
+        return nil
+    }
+
+    /// Runs `change` alone among the changes to the saved login, in the order they asked.
+    private func exclusively<T>(_ change: () async throws -> T) async throws -> T {
+        if gateHeld {
+            waitingForGate += 1
+            await withCheckedContinuation { gateWaiters.append($0) }
+            waitingForGate -= 1
+        } else {
+            gateHeld = true
+        }
+        // The gate passes straight to the next in line, so no newcomer slips in between.
+        defer {
+            if gateWaiters.isEmpty { gateHeld = false } else { gateWaiters.removeFirst().resume() }
+        }
+        return try await change()
     }
 
     private func sharedRefresh() async throws -> Secret {
         if let refreshing { return try await refreshing.value }
-        let task = Task { try await self.refresh() }
+        let task = Task { try await self.countedRefresh() }
         refreshing = task
         defer { refreshing = nil }
         return try await task.value
@@ -275,39 +325,76 @@ public actor OAuthSession {
         }
     }
 
+    private func countedRefresh() async throws -> Secret {
+        defer { refreshesEnded += 1 }
+        return try await refresh()
+    }
+
     private func refresh(retried: Bool = false) async throws -> Secret {
         let generation = self.generation
-        guard let refreshToken = try store.load(refreshContext)?.value else {
+        guard let refreshToken = try await secrets.load(refreshContext)?.value else {
             throw OAuthFailure(kind: .loginRequired, detail: "there is no saved login for \(configuration.name)")
         }
         let endpoints = try await discover()
         let answer = try await post(
             endpoints.token, ["grant_type": "refresh_token", "refresh_token": refreshToken.exposedValue, "client_id": configuration.clientId])
-        guard generation == self.generation else {
-            throw OAuthFailure(kind: .loginRequired, detail: "the login changed (a logout or a new login) while the refresh was in flight")
-        }
+        try checkGeneration(generation)
         guard answer.status == 200 else {
             let code = try answer.errorCode()
             if code == "invalid_grant" {
-                // Another process sharing the store may have rotated the token meanwhile: then
-                // this one is spent, not the login. Try once more with what is saved now.
-                if let current = try store.load(refreshContext)?.value, current != refreshToken {
-                    if !retried { return try await refresh(retried: true) }
-                    throw failure(answer, sent: [refreshToken])
+                let (refreshKey, accessKey, idKey) = (refreshContext, accessContext, idContext)
+                let rotated = try await exclusively {
+                    try checkGeneration(generation)
+                    return try await secrets.perform("forget a dead login") { store in
+                        // Another process sharing the store may have rotated the token meanwhile:
+                        // then this one is spent, not the login.
+                        if let current = try store.load(refreshKey)?.value, current != refreshToken { return true }
+                        // The refresh token is dead: keeping it would only fail again.
+                        try store.delete(refreshKey)
+                        try store.delete(accessKey)
+                        try store.delete(idKey)
+                        return false
+                    }
                 }
-                // The refresh token is dead: keeping it would only fail again.
-                try store.delete(refreshContext)
-                try store.delete(accessContext)
-                try store.delete(idContext)
-                throw OAuthFailure(kind: .loginRequired, detail: "the server answered invalid_grant")
+                guard rotated else { throw OAuthFailure(kind: .loginRequired, detail: "the server answered invalid_grant") }
+                // Try once more with what is saved now.
+                if !retried { return try await refresh(retried: true) }
             }
             throw failure(answer, sent: [refreshToken])
         }
-        return try save(try answer.object())
+        let tokens = try tokens(from: try answer.object())
+        try await exclusively {
+            try checkGeneration(generation)
+            try await keep(tokens)
+        }
+        return tokens.access
     }
 
-    /// Saves a token answer: the refresh token first (when it rotated), then the access token.
-    private func save(_ object: [String: Any]) throws -> Secret {
+    /// Throws when a login or a logout came since `generation` was read: what a refresh begun
+    /// before it brought must not be saved over it.
+    private func checkGeneration(_ generation: Int) throws {
+        guard generation == self.generation else {
+            throw OAuthFailure(kind: .loginRequired, detail: "the login changed (a logout or a new login) while the refresh was in flight")
+        }
+    }
+
+    /// The secrets of a token answer, in the order they are saved.
+    struct Tokens: Sendable {
+        var access: Secret
+        var saves: [(context: String, secret: StoredSecret)]
+    }
+
+    /// Saves `tokens` in one job on the store: the refresh token first (when it rotated), then the
+    /// access token, so a crash between the two never leaves only a spent refresh token behind.
+    private func keep(_ tokens: Tokens) async throws {
+        try await secrets.perform("save the login's tokens") { store in
+            for save in tokens.saves { try store.save(save.secret, for: save.context) }
+        }
+    }
+
+    /// Reads a token answer: the refresh token first (when it rotated), then the ID token, then
+    /// the access token.
+    private func tokens(from object: [String: Any]) throws -> Tokens {
         guard let access = object["access_token"] as? String, !access.isEmpty else {
             throw OAuthFailure(kind: .malformed, detail: "the token answer has no access_token")
         }
@@ -316,18 +403,20 @@ public actor OAuthSession {
         }
         let lifetime = Self.seconds(object["expires_in"]) ?? 3600
         let now = clock()
+        var tokens = Tokens(access: Secret(access), saves: [])
         if let refresh = object["refresh_token"] as? String, !refresh.isEmpty {
-            try store.save(StoredSecret(value: Secret(refresh), savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]), for: refreshContext)
+            tokens.saves.append((refreshContext, StoredSecret(value: Secret(refresh), savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString])))
         }
         if let id = object["id_token"] as? String, !id.isEmpty {
             // Its exp says when to fetch another; the token is checked by whoever it is shown to.
             guard let expires = Self.expiry(ofJWT: id) else { throw OAuthFailure(kind: .malformed, detail: "the id_token is not a JWT with an exp claim") }
-            try store.save(StoredSecret(value: Secret(id), expiresAt: expires, savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]), for: idContext)
+            tokens.saves.append((idContext, StoredSecret(value: Secret(id), expiresAt: expires, savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString])))
         }
-        try store.save(
-            StoredSecret(value: Secret(access), expiresAt: now.addingTimeInterval(Double(lifetime)), savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString]),
-            for: accessContext)
-        return Secret(access)
+        tokens.saves.append((
+            accessContext,
+            StoredSecret(value: Secret(access), expiresAt: now.addingTimeInterval(Double(lifetime)), savedAt: now, metadata: ["issuer": configuration.issuer.absoluteString])
+        ))
+        return tokens
     }
 
     /// Forgets the login, and revokes the refresh token at the server when it offers revocation.
@@ -337,16 +426,20 @@ public actor OAuthSession {
     public func logout(revoke: Bool = true) async throws -> Bool {
         await settleRefresh()
         generation += 1
-        let refresh = try store.load(refreshContext)
+        let refresh = try await secrets.load(refreshContext)
         if revoke, let refresh, let endpoint = try await discover().revocation {
             // RFC 7009: the server answers 200 for a token it does not know too.
             let answer = try await post(endpoint, ["token": refresh.value.exposedValue, "token_type_hint": "refresh_token", "client_id": configuration.clientId])
             guard answer.status == 200 else { throw failure(answer, sent: [refresh.value]) }
         }
-        let hadAccess = try store.delete(accessContext)
-        let hadRefresh = try store.delete(refreshContext)
-        let hadId = try store.delete(idContext)
-        return hadAccess || hadRefresh || hadId
+        let contexts = [accessContext, refreshContext, idContext]
+        return try await exclusively {
+            // A refresh begun during the awaits above saves nothing after these deletes.
+            generation += 1
+            return try await secrets.perform("forget the login") { store in
+                try contexts.reduce(false) { had, context in try store.delete(context) || had }
+            }
+        }
     }
 
     // MARK: HTTP

@@ -48,6 +48,13 @@ public struct AsyncSecretStore: Sendable {
         try await call("save a secret") { [store] in try store.saveIfAbsent(secret, for: context) }
     }
 
+    /// Runs several calls on the store as one job: a task cancelled before the job starts
+    /// changes nothing, and once it starts every step runs, so a save of related secrets (a
+    /// refresh token and the access token it brought) is never cut in two by a cancellation.
+    public func perform<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (any SecretStore) throws -> T) async throws -> T {
+        try await call(operation) { [store] in try body(store) }
+    }
+
     private func call<T: Sendable>(_ operation: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         guard store.callsBlock else { return try body() }
         return try await BlockingWork.run(operation, on: pool, body)

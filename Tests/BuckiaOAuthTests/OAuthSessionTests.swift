@@ -30,6 +30,74 @@ final class ManualTime: @unchecked Sendable {
     }
 }
 
+/// A store whose calls block as a file store's do, so the session runs them on the blocking
+/// pool and awaits them. It can hold a call to a context after the call did its work, until
+/// the test releases it: that opens the window between a store call and what the session does
+/// next.
+final class HoldingSecretStore: SecretStore {
+    /// One call held: the test waits until it is reached, then releases it.
+    final class Hold: Sendable {
+        fileprivate let key: String
+        fileprivate let gate = DispatchSemaphore(value: 0)
+        private let reachedStream: AsyncStream<Void>
+        fileprivate let reachedContinuation: AsyncStream<Void>.Continuation
+
+        fileprivate init(key: String) {
+            self.key = key
+            (reachedStream, reachedContinuation) = AsyncStream.makeStream()
+        }
+
+        /// Returns once the call is held.
+        func reached() async {
+            var iterator = reachedStream.makeAsyncIterator()
+            _ = await iterator.next()
+        }
+
+        /// Lets the held call return.
+        func release() { gate.signal() }
+    }
+
+    let base = InMemorySecretStore()
+    private let holds = Locked<[Hold]>([])
+
+    var callsBlock: Bool { true }
+
+    /// Holds the next `operation` ("load", "save", "delete") of `context`.
+    func holdNext(_ operation: String, of context: String) -> Hold {
+        let hold = Hold(key: operation + " " + context)
+        holds.withLock { $0.append(hold) }
+        return hold
+    }
+
+    private func pass(_ operation: String, _ context: String) {
+        let hold = holds.withLock { holds in
+            holds.firstIndex { $0.key == operation + " " + context }.map { holds.remove(at: $0) }
+        }
+        guard let hold else { return }
+        hold.reachedContinuation.yield()
+        hold.gate.wait()
+    }
+
+    func save(_ secret: StoredSecret, for context: String) throws {
+        try base.save(secret, for: context)
+        pass("save", context)
+    }
+
+    func load(_ context: String) throws -> StoredSecret? {
+        let found = try base.load(context)
+        pass("load", context)
+        return found
+    }
+
+    func delete(_ context: String) throws -> Bool {
+        let had = try base.delete(context)
+        pass("delete", context)
+        return had
+    }
+
+    func entries() throws -> [SecretEntry] { try base.entries() }
+}
+
 @Suite("OAuth login and refresh against the emulator")
 struct OAuthSessionTests {
     func session(_ emulator: OAuthEmulator, store: any SecretStore, time: ManualTime) -> OAuthSession {
@@ -127,6 +195,102 @@ struct OAuthSessionTests {
         _ = try await refreshing.value
         #expect(try await logout.value)
         #expect(try store.entries().isEmpty)
+    }
+
+    /// A fresh emulator and a session logged in to it, keeping its tokens in a store that runs
+    /// on the blocking pool.
+    func loggedInHolding() async throws -> (OAuthEmulator, HoldingSecretStore, ManualTime, OAuthSession) {
+        let emulator = try await OAuthEmulator.start()
+        let store = HoldingSecretStore()
+        let time = ManualTime()
+        let session = session(emulator, store: store, time: time)
+        do {
+            _ = try await login(session, emulator, time: time)
+        } catch {
+            emulator.stop()
+            throw error
+        }
+        return (emulator, store, time, session)
+    }
+
+    /// The window a store that is awaited opens: the logout has read the refresh token and
+    /// waits in the store when a refresh starts. The logout then deletes the login, and only
+    /// after that does the refresh's answer come: it must not save the login again.
+    @Test("A refresh that starts while a logout waits in the store saves nothing after the logout", .timeLimit(.minutes(2)))
+    func refreshDuringLogoutInStore() async throws {
+        let (emulator, store, time, session) = try await loggedInHolding()
+        defer { emulator.stop() }
+        time.advance(3600)
+        let held = store.holdNext("load", of: "oauth/test/refresh")
+        let logout = Task { try await session.logout(revoke: false) }
+        await held.reached()
+
+        try await emulator.control("hold", ["grant": "refresh_token"])
+        let refreshing = Task { try await session.accessToken() }
+        var rounds = 0
+        // Until the refresh is held at the emulator.
+        while (try await emulator.stats()["held"] as? Int ?? 0) < 1, rounds < 2_000 {
+            rounds += 1
+            await Task.yield()
+        }
+        #expect(rounds < 2_000, "the refresh never reached the emulator")
+        held.release()
+        #expect(try await logout.value)
+        try await emulator.control("hold")
+
+        let failure = await #expect(throws: OAuthFailure.self) { try await refreshing.value }
+        #expect(failure?.kind == .loginRequired)
+        #expect(try store.base.entries().isEmpty, "the refresh saved the login again after the logout")
+    }
+
+    /// A refresh is inside its save (the rotated refresh token written, the access token not
+    /// yet) when a logout comes to delete the login: the logout waits for the whole save, then
+    /// deletes, so no token of the refresh is left behind.
+    @Test("A logout waits for a refresh's save in the store to end before it deletes the login", .timeLimit(.minutes(2)))
+    func logoutWaitsForSave() async throws {
+        let (emulator, store, time, session) = try await loggedInHolding()
+        defer { emulator.stop() }
+        time.advance(3600)
+        // The logout starts first and is held after reading the refresh token, so it has waited
+        // for no refresh; the refresh that starts then is held inside its save.
+        let logoutHeld = store.holdNext("load", of: "oauth/test/refresh")
+        let logout = Task { try await session.logout(revoke: false) }
+        await logoutHeld.reached()
+        let saveHeld = store.holdNext("save", of: "oauth/test/refresh")
+        let refreshing = Task { try await session.accessToken() }
+        await saveHeld.reached()
+
+        logoutHeld.release()
+        var rounds = 0
+        while await session.waitingForGate < 1, rounds < 2_000 {
+            rounds += 1
+            await Task.yield()
+        }
+        #expect(rounds < 2_000, "the logout did not wait for the save in flight")
+        saveHeld.release()
+        _ = try await refreshing.value
+        #expect(try await logout.value)
+        #expect(try store.base.entries().isEmpty, "a token of the refresh outlived the logout")
+        let failure = await #expect(throws: OAuthFailure.self) { try await session.accessToken() }
+        #expect(failure?.kind == .loginRequired)
+    }
+
+    /// A caller reads the expired token, and before its read returns another caller refreshes;
+    /// the first caller must take that refresh's token, not refresh a second time.
+    @Test("A caller whose read raced a finished refresh takes its token instead of refreshing again", .timeLimit(.minutes(2)))
+    func readRacingRefresh() async throws {
+        let (emulator, store, time, session) = try await loggedInHolding()
+        defer { emulator.stop() }
+        time.advance(3600)
+        let held = store.holdNext("load", of: "oauth/test/access")
+        let slow = Task { try await session.accessToken() }
+        await held.reached()
+
+        let fresh = try await session.accessToken()
+        #expect(try await emulator.tokenRequests("refresh_token") == 1)
+        held.release()
+        #expect(try await slow.value == fresh)
+        #expect(try await emulator.tokenRequests("refresh_token") == 1, "the caller that raced the refresh refreshed again")
     }
 
     @Test("Many requests refused with one token cause one refresh")

@@ -160,7 +160,7 @@ let package = Package(
             name: "BuckiaCommandLine", dependencies: ["Buckia", "BuckiaConformance", "BuckiaHTTP", "BuckiaSQLite", "BuckiaDatabase", "BuckiaResourceCache"],
             path: "Tools/BuckiaCommandLine"),
         .executableTarget(name: "BuckiaCLI", dependencies: [.target(name: "BuckiaCommandLine", condition: desktop)], path: "Tools/BuckiaCLI"),
-        // The parsers of outside input as fuzz targets (Tools/fuzz runs them under libFuzzer;
+        // The parsers of outside input as fuzz targets (Tools/fuzz/fuzz runs them under libFuzzer;
         // FuzzTests replays what they keep), and the binary that drives them.
         .target(
             name: "BuckiaFuzzTargets",
@@ -168,14 +168,14 @@ let package = Package(
             path: "Tools/BuckiaFuzzTargets"),
         .executableTarget(
             name: "BuckiaFuzz", dependencies: [.target(name: "BuckiaFuzzTargets", condition: desktop), .target(name: "CLinux", condition: desktop)],
-            path: "Tools/buckia-fuzz"),
+            path: "Tools/BuckiaFuzz"),
         // libcrypto directly, as the limit its crypto section compares Buckia with.
         .executableTarget(
             name: "BuckiaBench",
             dependencies: ["Buckia", "BuckiaHTTP", "BuckiaTestSupport", "BuckiaSQLite", "BuckiaDatabase", "BuckiaCatalog", "CSQLite", "CChecksum"].map {
                 .target(name: $0, condition: desktop)
             } + [.target(name: "COpenSSL", condition: .when(platforms: [.linux]))],
-            path: "Tools/buckia-bench"),
+            path: "Tools/BuckiaBench"),
 
         // MARK: Tests
         .target(
@@ -273,7 +273,7 @@ let package = Package(
 )
 
 // Every Swift snippet in README.md and Docs/ is the main.swift of an executable target of its
-// own under Tests/DocSnippets (Tools/doc-snippets writes them from the pages, and a test fails
+// own under Tests/DocSnippets (Tools/check/doc-snippets writes them from the pages, and a test fails
 // when the two differ), so the build compiles each exactly as it is shown, imports included.
 let snippetFolder = Context.packageDirectory + "/Tests/DocSnippets"
 let snippetNames = ((try? FileManager.default.contentsOfDirectory(atPath: snippetFolder)) ?? []).filter { $0.hasPrefix("Snippet_") }.sorted()

@@ -53,7 +53,7 @@ package struct XMLNode: Sendable {
     /// bodies never use and that trap swift-corelibs-foundation's `XMLParser`: processing
     /// instructions beyond the leading declaration, and document type declarations.
     ///
-    /// Both were found by `Tools/fuzz` (target `s3-xml`). The parser force-unwraps each element,
+    /// Both were found by `Tools/fuzz/fuzz` (target `s3-xml`). The parser force-unwraps each element,
     /// attribute, comment and processing-instruction name as UTF-8 (`UTF8STRING(…)!`), so
     /// `<?xml\u{DC} …` trapped; and it takes a processing instruction's data as a C string
     /// that libxml2 leaves null when there is none, so `<?x?>`, all of five valid bytes, read
@@ -70,7 +70,7 @@ package struct XMLNode: Sendable {
         var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         if bytes[start...].starts(with: Array("<?xml".utf8)), start + 5 < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[start + 5]) {
             // It ends at its first `>`, which must close it as `?>`: a later `?>` would let the
-            // declaration hide a processing instruction (`Tools/fuzz` found that too).
+            // declaration hide a processing instruction (`Tools/fuzz/fuzz` found that too).
             guard let close = Self.find([UInt8(ascii: ">")], in: bytes, from: start), bytes[close - 1] == UInt8(ascii: "?"), close - 1 > start + 5 else {
                 return "its declaration does not end with ?>"
             }

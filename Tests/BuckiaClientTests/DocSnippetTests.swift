@@ -9,9 +9,9 @@ struct DocSnippetTests {
     @Test("Every Swift snippet in README.md and Docs/ is a compiled target, exactly as shown")
     func snippetsMatchTheDocs() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let run = try ToolRun.run("python3", [root.appendingPathComponent("Tools/doc-snippets").path, "--check"])
+        let run = try ToolRun.run("python3", [root.appendingPathComponent("Tools/check/doc-snippets").path, "--check"])
         let text = run.output + run.errors
-        #expect(run.status == 0, "Tools/doc-snippets --check:\n\(text)")
+        #expect(run.status == 0, "Tools/check/doc-snippets --check:\n\(text)")
         #expect(text.contains("snippet files match the docs"), "\(text)")
     }
 }

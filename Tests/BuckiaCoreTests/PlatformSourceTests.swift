@@ -20,7 +20,7 @@ struct PlatformSourceTests {
     ]
     /// Folders of Linux-only code: libcurl's transport (absent without CCurl), CryptoKit's API
     /// over libcrypto (absent where CryptoKit exists), and the Linux tools.
-    static let linuxOnlyFolders = ["Core/BuckiaHTTP/Curl/", "Core/BuckiaCrypto/OpenSSL/", "Tools/buckia-bench/", "Tools/buckia-fuzz/"]
+    static let linuxOnlyFolders = ["Core/BuckiaHTTP/Curl/", "Core/BuckiaCrypto/OpenSSL/", "Tools/BuckiaBench/", "Tools/BuckiaFuzz/"]
 
     /// What only Linux has, or what Buckia reaches only through the files above.
     static let forbidden: [(pattern: String, what: String)] = [
@@ -39,7 +39,7 @@ struct PlatformSourceTests {
             for case let url as URL in walker {
                 let relative = String(url.path.dropFirst(root.path.count + 1))
                 // The verification package's sources are Buckia's own, through links, plus swift-crypto's build.
-                if relative.hasPrefix("Tools/cryptokit-check/") || relative.contains("/.build") { walker.skipDescendants(); continue }
+                if relative.hasPrefix("Tools/check/cryptokit-check/") || relative.contains("/.build") { walker.skipDescendants(); continue }
                 if url.pathExtension == "swift" { found.append(relative) }
             }
         }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// What `Tools/sanitize --canary` runs to show that a sanitizer run can fail: a data race for
+/// What `Tools/fuzz/sanitize --canary` runs to show that a sanitizer run can fail: a data race for
 /// ThreadSanitizer, a read past a heap block for AddressSanitizer. It runs only when
 /// `BUCKIA_SANITIZER_CANARY` names one (`thread` or `address`), and is skipped otherwise.
 @Suite("Sanitizer canary")
@@ -13,7 +13,7 @@ struct SanitizerCanaryTests {
 
     @Test(
         "A deliberate race or overflow, for the sanitizer script to catch",
-        .enabled(if: ProcessInfo.processInfo.environment["BUCKIA_SANITIZER_CANARY"] != nil, "only under Tools/sanitize --canary"))
+        .enabled(if: ProcessInfo.processInfo.environment["BUCKIA_SANITIZER_CANARY"] != nil, "only under Tools/fuzz/sanitize --canary"))
     func canary() {
         switch ProcessInfo.processInfo.environment["BUCKIA_SANITIZER_CANARY"] {
         case "thread":

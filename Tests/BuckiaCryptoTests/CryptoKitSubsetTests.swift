@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 // These tests name only CryptoKit's API, so the same file checks three implementations of it:
-// BuckiaCrypto over libcrypto (here, in `Tools/test`), swift-crypto's BoringSSL (Tools/cryptokit-check
+// BuckiaCrypto over libcrypto (here, in `Tools/test`), swift-crypto's BoringSSL (Tools/check/cryptokit-check
 // compiles and runs this file against it), and CryptoKit itself on a Mac.
 
 /// Bytes from hex; a test vector that is not hex fails the test that reads it.

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 // CryptoKit's API only, as CryptoKitSubsetTests: checked here against libcrypto, and by
-// Tools/cryptokit-check against swift-crypto.
+// Tools/check/cryptokit-check against swift-crypto.
 
 @Suite("X25519 and HPKE (RFC 7748, RFC 9180)")
 struct HPKETests {

@@ -13,7 +13,7 @@ struct GatewayBadClientTests {
         case requestLine1MB, headers10000, bodyShorter, bodyLonger, stopsMidBody, idle1000, signedOtherValue, signedMissingHeader
         case signedOtherRange
         /// An XML body whose processing instruction is named in bytes that are not UTF-8:
-        /// Foundation's parser traps on it, and trapped the whole server (`Tools/fuzz` found it).
+        /// Foundation's parser traps on it, and trapped the whole server (`Tools/fuzz/fuzz` found it).
         case xmlNotUTF8
         var description: String { rawValue }
     }

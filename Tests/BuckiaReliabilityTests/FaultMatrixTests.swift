@@ -21,7 +21,7 @@ import Testing
 /// new one, never part of one. Where a retry is the contract (a lost connection, a 503, a
 /// stalled body), the once-faulted cell must succeed. Waits between retries are recorded by
 /// the retry policy's injected sleep, never slept. What each cell did is written to
-/// `.build/reliability/fault-matrix-<backend>.json` for `Tools/reliability`.
+/// `.build/reliability/fault-matrix-<backend>.json` for `Tools/fuzz/reliability`.
 @Suite("Fault matrix: every HTTP provider × operation × fault")
 struct FaultMatrixTests {
     @Test("Every operation survives every fault at every request it sends", arguments: MatrixBackend.allCases)
@@ -216,7 +216,7 @@ struct MatrixCell: Codable, Sendable {
     }
 }
 
-/// A backend's cells, summed, and written for `Tools/reliability`.
+/// A backend's cells, summed, and written for `Tools/fuzz/reliability`.
 struct MatrixReport: Codable {
     var backend: String
     var cells: [MatrixCell]
@@ -367,7 +367,7 @@ final class MatrixRig: Sendable {
 
     /// Which requests of an operation sending `count` the faults are aimed at: its first,
     /// middle and last (what CI runs), or every one with `BUCKIA_FAULT_MATRIX=full`
-    /// (`Tools/reliability --long`).
+    /// (`Tools/fuzz/reliability --long`).
     static func aimedRequests(of count: Int) -> [Int] {
         if ProcessInfo.processInfo.environment["BUCKIA_FAULT_MATRIX"] == "full" { return Array(0..<count) }
         return Array(Set([0, count / 2, count - 1])).sorted()

@@ -36,7 +36,7 @@ struct S3ResponseTests {
     }
 
     /// Names that are not UTF-8 reach swift-corelibs-foundation's force-unwraps and trap the
-    /// process (the first document is what `Tools/fuzz` found: a processing instruction named
+    /// process (the first document is what `Tools/fuzz/fuzz` found: a processing instruction named
     /// `xml\u{DC}`); a body must be UTF-8 and say so, or it is refused before parsing.
     @Test("A body that is not UTF-8, declares another encoding, or holds a processing instruction, a document type or NUL is corrupt, never a trap", arguments: [
         Array("<?xml".utf8) + [0xDC] + Array(" version=\"1.0\"?><Error><Code>NoSuchKey</Code></Error>".utf8),

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What one kill harness did, written under the package's `.build/reliability/` for
-/// `Tools/reliability`, which tabulates the kill points each component survived.
+/// `Tools/fuzz/reliability`, which tabulates the kill points each component survived.
 public struct KillReport: Codable, Sendable {
     /// The component and the work killed, for example `sync push` or `chunk put (folder store)`.
     public var component: String

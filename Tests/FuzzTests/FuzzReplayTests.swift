@@ -2,7 +2,7 @@ import BuckiaFuzzTargets
 import Foundation
 import Testing
 
-/// Every input `Tools/fuzz` keeps — each target's seed corpus, and every input that once
+/// Every input `Tools/fuzz/fuzz` keeps — each target's seed corpus, and every input that once
 /// crashed a parser (`Tests/Fuzz/<target>/crashes/`, each fixed since) — replayed through its
 /// target on each test run: a crash found once stays fixed.
 @Suite("Fuzz inputs replayed")

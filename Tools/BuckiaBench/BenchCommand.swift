@@ -22,7 +22,7 @@ enum BenchCommand {
         folder; the table reports the median of R runs and the ratio to the limit.
 
         upload-reads uploads files to an S3 endpoint (credentials bench/bench, as
-        Tools/bench-upload-reads.sh sets up on moto) with and without a known MD5, and reports the
+        Tools/bench/bench-upload-reads.sh sets up on moto) with and without a known MD5, and reports the
         bytes the process read per byte uploaded.
 
         checksums measures CRC-32C (one stream, three streams, table) against reading the bytes.

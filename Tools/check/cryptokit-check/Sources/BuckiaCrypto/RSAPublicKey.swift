@@ -1,1 +1,1 @@
-../../../../Core/BuckiaCrypto/RSAPublicKey.swift
+../../../../../Core/BuckiaCrypto/RSAPublicKey.swift

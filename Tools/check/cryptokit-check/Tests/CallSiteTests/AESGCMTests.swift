@@ -1,1 +1,1 @@
-../../../../Tests/BuckiaCoreTests/AESGCMTests.swift
+../../../../../Tests/BuckiaCoreTests/AESGCMTests.swift

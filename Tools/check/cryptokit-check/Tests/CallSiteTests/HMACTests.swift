@@ -1,1 +1,1 @@
-../../../../Tests/BuckiaCoreTests/HMACTests.swift
+../../../../../Tests/BuckiaCoreTests/HMACTests.swift

@@ -1,1 +1,1 @@
-../../../../Tests/BuckiaSecurityTests/ScryptTests.swift
+../../../../../Tests/BuckiaSecurityTests/ScryptTests.swift

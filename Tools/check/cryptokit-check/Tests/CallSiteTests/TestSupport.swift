@@ -1,1 +1,1 @@
-../../../../Tests/BuckiaCoreTests/TestSupport.swift
+../../../../../Tests/BuckiaCoreTests/TestSupport.swift

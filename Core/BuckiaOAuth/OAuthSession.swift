@@ -157,13 +157,15 @@ public actor OAuthSession {
         var revocation: URL?
     }
 
-    /// Creates a session. `clock` and `sleep` are injected so tests need not wait for time.
+    /// Creates a session. `clock` and `sleep` are injected so tests need not wait for time;
+    /// `pool` is where the store's blocking calls run (nil: ``BuckiaCore/SharedResources/process``'s).
     public init(
         configuration: OAuthConfiguration, store: any SecretStore, http: HTTPClient = HTTPClient(), refreshMargin: Duration = .seconds(60),
-        clock: @escaping @Sendable () -> Date = { Date() }, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
+        clock: @escaping @Sendable () -> Date = { Date() }, sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        pool: BlockingPool? = nil
     ) {
         self.configuration = configuration
-        self.secrets = AsyncSecretStore(store)
+        self.secrets = AsyncSecretStore(store, pool: pool)
         self.http = http
         self.refreshMargin = refreshMargin
         self.clock = clock

@@ -23,39 +23,39 @@ public struct AsyncSecretStore: Sendable {
     }
 
     /// ``SecretStore/save(_:for:)``, off the cooperative pool.
-    public func save(_ secret: StoredSecret, for context: String) async throws {
+    nonisolated(nonsending) public func save(_ secret: StoredSecret, for context: String) async throws {
         try await call("save a secret") { [store] in try store.save(secret, for: context) }
     }
 
     /// ``SecretStore/load(_:)``, off the cooperative pool.
-    public func load(_ context: String) async throws -> StoredSecret? {
+    nonisolated(nonsending) public func load(_ context: String) async throws -> StoredSecret? {
         try await call("load a secret") { [store] in try store.load(context) }
     }
 
     /// ``SecretStore/delete(_:)``, off the cooperative pool.
     @discardableResult
-    public func delete(_ context: String) async throws -> Bool {
+    nonisolated(nonsending) public func delete(_ context: String) async throws -> Bool {
         try await call("delete a secret") { [store] in try store.delete(context) }
     }
 
     /// ``SecretStore/entries()``, off the cooperative pool.
-    public func entries() async throws -> [SecretEntry] {
+    nonisolated(nonsending) public func entries() async throws -> [SecretEntry] {
         try await call("list secrets") { [store] in try store.entries() }
     }
 
     /// ``SecretStore/saveIfAbsent(_:for:)``, off the cooperative pool.
-    public func saveIfAbsent(_ secret: StoredSecret, for context: String) async throws -> Bool {
+    nonisolated(nonsending) public func saveIfAbsent(_ secret: StoredSecret, for context: String) async throws -> Bool {
         try await call("save a secret") { [store] in try store.saveIfAbsent(secret, for: context) }
     }
 
     /// Runs several calls on the store as one job: a task cancelled before the job starts
     /// changes nothing, and once it starts every step runs, so a save of related secrets (a
     /// refresh token and the access token it brought) is never cut in two by a cancellation.
-    public func perform<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (any SecretStore) throws -> T) async throws -> T {
+    nonisolated(nonsending) public func perform<T: Sendable>(_ operation: String, _ body: @escaping @Sendable (any SecretStore) throws -> T) async throws -> T {
         try await call(operation) { [store] in try body(store) }
     }
 
-    private func call<T: Sendable>(_ operation: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    nonisolated(nonsending) private func call<T: Sendable>(_ operation: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
         guard store.callsBlock else { return try body() }
         return try await BlockingWork.run(operation, on: pool, body)
     }

@@ -59,6 +59,7 @@ final class HoldingSecretStore: SecretStore {
 
     let base = InMemorySecretStore()
     private let holds = Locked<[Hold]>([])
+    private let made = Locked<[Hold]>([])
 
     var callsBlock: Bool { true }
 
@@ -66,7 +67,15 @@ final class HoldingSecretStore: SecretStore {
     func holdNext(_ operation: String, of context: String) -> Hold {
         let hold = Hold(key: operation + " " + context)
         holds.withLock { $0.append(hold) }
+        made.withLock { $0.append(hold) }
         return hold
+    }
+
+    /// Lets every call held now or later return: what a test does on its way out, whatever
+    /// failed, so no pool thread stays held.
+    func releaseAll() {
+        holds.withLock { $0.removeAll() }
+        for hold in made.withLock({ $0 }) { hold.release() }
     }
 
     private func pass(_ operation: String, _ context: String) {
@@ -100,10 +109,10 @@ final class HoldingSecretStore: SecretStore {
 
 @Suite("OAuth login and refresh against the emulator")
 struct OAuthSessionTests {
-    func session(_ emulator: OAuthEmulator, store: any SecretStore, time: ManualTime) -> OAuthSession {
+    func session(_ emulator: OAuthEmulator, store: any SecretStore, time: ManualTime, pool: BlockingPool? = nil) -> OAuthSession {
         OAuthSession(
             configuration: OAuthConfiguration(issuer: emulator.issuer, clientId: emulator.clientId, name: "test"), store: store,
-            http: HTTPClient(configuration: .init(retryPolicy: .none)), clock: time.clock, sleep: time.sleep)
+            http: HTTPClient(configuration: .init(retryPolicy: .none)), clock: time.clock, sleep: time.sleep, pool: pool)
     }
 
     /// Logs in, approving after `pendingPolls` polls, with `slowDowns` slow_down answers first.
@@ -177,120 +186,136 @@ struct OAuthSessionTests {
         defer { emulator.stop() }
         time.advance(3600)
         try await emulator.control("hold", ["grant": "refresh_token"])
-        let refreshing = Task { try await session.accessToken() }
-        var rounds = 0
+        let refreshEnded = Locked(false)
+        let refreshing = Task {
+            defer { refreshEnded.withLock { $0 = true } }
+            return try await session.accessToken()
+        }
         // Until the refresh is held at the emulator (or has already ended, which the test then reports).
-        while await session.callersWaiting > 0, (try await emulator.stats()["held"] as? Int ?? 0) < 1, rounds < 2_000 {
-            rounds += 1
-            await Task.yield()
+        try await eventually { try await emulator.stats()["held"] as? Int ?? 0 >= 1 || refreshEnded.withLock { $0 } }
+        let logoutEnded = Locked(false)
+        let logout = Task {
+            defer { logoutEnded.withLock { $0 = true } }
+            return try await session.logout(revoke: false)
         }
-        let logout = Task { try await session.logout(revoke: false) }
-        // Release the refresh only once the logout is waiting for it.
-        while await session.settling < 1, rounds < 20_000 {
-            rounds += 1
-            await Task.yield()
-        }
-        #expect(rounds < 20_000, "the logout never waited for the refresh")
+        // Release the refresh only once the logout is waiting for it (or has ended without waiting).
+        await eventually { await session.settling >= 1 || logoutEnded.withLock { $0 } }
+        #expect(!logoutEnded.withLock { $0 }, "the logout never waited for the refresh")
         try await emulator.control("hold")
         _ = try await refreshing.value
         #expect(try await logout.value)
         #expect(try store.entries().isEmpty)
     }
 
-    /// A fresh emulator and a session logged in to it, keeping its tokens in a store that runs
-    /// on the blocking pool.
-    func loggedInHolding() async throws -> (OAuthEmulator, HoldingSecretStore, ManualTime, OAuthSession) {
+    /// Runs `body` with a fresh emulator and a session logged in to it, keeping its tokens in a
+    /// store whose calls run on a pool of the test's own: a held call holds one of its threads,
+    /// never one of the process's pool, which every other test shares.
+    func withLoggedInHolding(_ body: (OAuthEmulator, HoldingSecretStore, ManualTime, OAuthSession) async throws -> Void) async throws {
         let emulator = try await OAuthEmulator.start()
+        let pool = BlockingPool(threads: 4)
         let store = HoldingSecretStore()
         let time = ManualTime()
-        let session = session(emulator, store: store, time: time)
+        let session = session(emulator, store: store, time: time, pool: pool)
         do {
             _ = try await login(session, emulator, time: time)
+            try await body(emulator, store, time, session)
         } catch {
+            store.releaseAll()
             emulator.stop()
+            await pool.shutdown()
             throw error
         }
-        return (emulator, store, time, session)
+        store.releaseAll()
+        emulator.stop()
+        await pool.shutdown()
+    }
+
+    /// Checks `condition` until it holds, yielding between checks: for a state another task
+    /// reaches whenever the machine gets to it, so no count of rounds or of seconds decides.
+    /// Each use also stops at an outcome that rules the state out, and says so.
+    func eventually(_ condition: () async throws -> Bool) async rethrows {
+        while try await !condition() { await Task.yield() }
     }
 
     /// The window a store that is awaited opens: the logout has read the refresh token and
     /// waits in the store when a refresh starts. The logout then deletes the login, and only
     /// after that does the refresh's answer come: it must not save the login again.
-    @Test("A refresh that starts while a logout waits in the store saves nothing after the logout", .timeLimit(.minutes(2)))
+    @Test("A refresh that starts while a logout waits in the store saves nothing after the logout")
     func refreshDuringLogoutInStore() async throws {
-        let (emulator, store, time, session) = try await loggedInHolding()
-        defer { emulator.stop() }
-        time.advance(3600)
-        let held = store.holdNext("load", of: "oauth/test/refresh")
-        let logout = Task { try await session.logout(revoke: false) }
-        await held.reached()
+        try await withLoggedInHolding { emulator, store, time, session in
+            time.advance(3600)
+            let held = store.holdNext("load", of: "oauth/test/refresh")
+            let logout = Task { try await session.logout(revoke: false) }
+            await held.reached()
 
-        try await emulator.control("hold", ["grant": "refresh_token"])
-        let refreshing = Task { try await session.accessToken() }
-        var rounds = 0
-        // Until the refresh is held at the emulator.
-        while (try await emulator.stats()["held"] as? Int ?? 0) < 1, rounds < 2_000 {
-            rounds += 1
-            await Task.yield()
+            try await emulator.control("hold", ["grant": "refresh_token"])
+            let refreshEnded = Locked(false)
+            let refreshing = Task {
+                defer { refreshEnded.withLock { $0 = true } }
+                return try await session.accessToken()
+            }
+            // Until the refresh is held at the emulator (or has ended without reaching it).
+            try await eventually { try await emulator.stats()["held"] as? Int ?? 0 >= 1 || refreshEnded.withLock { $0 } }
+            #expect(!refreshEnded.withLock { $0 }, "the refresh ended before it reached the emulator")
+            held.release()
+            #expect(try await logout.value)
+            try await emulator.control("hold")
+
+            let failure = await #expect(throws: OAuthFailure.self) { try await refreshing.value }
+            #expect(failure?.kind == .loginRequired)
+            #expect(try store.base.entries().isEmpty, "the refresh saved the login again after the logout")
         }
-        #expect(rounds < 2_000, "the refresh never reached the emulator")
-        held.release()
-        #expect(try await logout.value)
-        try await emulator.control("hold")
-
-        let failure = await #expect(throws: OAuthFailure.self) { try await refreshing.value }
-        #expect(failure?.kind == .loginRequired)
-        #expect(try store.base.entries().isEmpty, "the refresh saved the login again after the logout")
     }
 
     /// A refresh is inside its save (the rotated refresh token written, the access token not
     /// yet) when a logout comes to delete the login: the logout waits for the whole save, then
     /// deletes, so no token of the refresh is left behind.
-    @Test("A logout waits for a refresh's save in the store to end before it deletes the login", .timeLimit(.minutes(2)))
+    @Test("A logout waits for a refresh's save in the store to end before it deletes the login")
     func logoutWaitsForSave() async throws {
-        let (emulator, store, time, session) = try await loggedInHolding()
-        defer { emulator.stop() }
-        time.advance(3600)
-        // The logout starts first and is held after reading the refresh token, so it has waited
-        // for no refresh; the refresh that starts then is held inside its save.
-        let logoutHeld = store.holdNext("load", of: "oauth/test/refresh")
-        let logout = Task { try await session.logout(revoke: false) }
-        await logoutHeld.reached()
-        let saveHeld = store.holdNext("save", of: "oauth/test/refresh")
-        let refreshing = Task { try await session.accessToken() }
-        await saveHeld.reached()
+        try await withLoggedInHolding { emulator, store, time, session in
+            time.advance(3600)
+            // The logout starts first and is held after reading the refresh token, so it has waited
+            // for no refresh; the refresh that starts then is held inside its save.
+            let logoutHeld = store.holdNext("load", of: "oauth/test/refresh")
+            let logoutEnded = Locked(false)
+            let logout = Task {
+                defer { logoutEnded.withLock { $0 = true } }
+                return try await session.logout(revoke: false)
+            }
+            await logoutHeld.reached()
+            let saveHeld = store.holdNext("save", of: "oauth/test/refresh")
+            let refreshing = Task { try await session.accessToken() }
+            await saveHeld.reached()
 
-        logoutHeld.release()
-        var rounds = 0
-        while await session.waitingForGate < 1, rounds < 2_000 {
-            rounds += 1
-            await Task.yield()
+            logoutHeld.release()
+            // Until the logout waits for the gate, or has ended without waiting.
+            await eventually { await session.waitingForGate >= 1 || logoutEnded.withLock { $0 } }
+            #expect(!logoutEnded.withLock { $0 }, "the logout deleted the login while a refresh's save was in flight")
+            saveHeld.release()
+            _ = try await refreshing.value
+            #expect(try await logout.value)
+            #expect(try store.base.entries().isEmpty, "a token of the refresh outlived the logout")
+            let failure = await #expect(throws: OAuthFailure.self) { try await session.accessToken() }
+            #expect(failure?.kind == .loginRequired)
         }
-        #expect(rounds < 2_000, "the logout did not wait for the save in flight")
-        saveHeld.release()
-        _ = try await refreshing.value
-        #expect(try await logout.value)
-        #expect(try store.base.entries().isEmpty, "a token of the refresh outlived the logout")
-        let failure = await #expect(throws: OAuthFailure.self) { try await session.accessToken() }
-        #expect(failure?.kind == .loginRequired)
     }
 
     /// A caller reads the expired token, and before its read returns another caller refreshes;
     /// the first caller must take that refresh's token, not refresh a second time.
-    @Test("A caller whose read raced a finished refresh takes its token instead of refreshing again", .timeLimit(.minutes(2)))
+    @Test("A caller whose read raced a finished refresh takes its token instead of refreshing again")
     func readRacingRefresh() async throws {
-        let (emulator, store, time, session) = try await loggedInHolding()
-        defer { emulator.stop() }
-        time.advance(3600)
-        let held = store.holdNext("load", of: "oauth/test/access")
-        let slow = Task { try await session.accessToken() }
-        await held.reached()
+        try await withLoggedInHolding { emulator, store, time, session in
+            time.advance(3600)
+            let held = store.holdNext("load", of: "oauth/test/access")
+            let slow = Task { try await session.accessToken() }
+            await held.reached()
 
-        let fresh = try await session.accessToken()
-        #expect(try await emulator.tokenRequests("refresh_token") == 1)
-        held.release()
-        #expect(try await slow.value == fresh)
-        #expect(try await emulator.tokenRequests("refresh_token") == 1, "the caller that raced the refresh refreshed again")
+            let fresh = try await session.accessToken()
+            #expect(try await emulator.tokenRequests("refresh_token") == 1)
+            held.release()
+            #expect(try await slow.value == fresh)
+            #expect(try await emulator.tokenRequests("refresh_token") == 1, "the caller that raced the refresh refreshed again")
+        }
     }
 
     @Test("Many requests refused with one token cause one refresh")

@@ -41,6 +41,8 @@ let package = Package(
     products: [
         .library(name: "Buckia", targets: ["Buckia"]),
         .library(name: "BuckiaCore", targets: ["BuckiaCore"]),
+        .library(name: "BuckiaProviderKit", targets: ["BuckiaProviderKit"]),
+        .library(name: "BuckiaUserFolder", targets: ["BuckiaUserFolder"]),
         .library(name: "BuckiaClient", targets: ["BuckiaClient"]),
         .library(name: "BuckiaSync", targets: ["BuckiaSync"]),
         .library(name: "BuckiaHTTP", targets: ["BuckiaHTTP"]),
@@ -96,29 +98,35 @@ let package = Package(
         .target(
             name: "BuckiaCrypto", dependencies: [.target(name: "COpenSSL", condition: .when(platforms: [.linux]))], path: "Core/BuckiaCrypto"),
         .target(name: "BuckiaCore", dependencies: ["BuckiaCrypto", "CZlib", "CChecksum"] + linuxFastPaths, path: "Core/BuckiaCore"),
+        // What providers share beyond the contracts: listers that page, filter and resume a
+        // listing for a backend that has less, and part uploads staged in the provider itself.
+        .target(name: "BuckiaProviderKit", dependencies: ["BuckiaCore"], path: "Core/BuckiaProviderKit"),
+        // The seed app's user folder and its inbound changes: what BuckiaClient syncs and
+        // BuckiaDatabase applies, in a module both depend on.
+        .target(name: "BuckiaUserFolder", dependencies: ["BuckiaCore"], path: "Core/BuckiaUserFolder"),
         .target(
             name: "BuckiaHTTP", dependencies: ["BuckiaCore"] + libcurl, path: "Core/BuckiaHTTP"),
         .target(name: "BuckiaSQLite", dependencies: ["BuckiaCore", "CSQLite"], path: "Core/BuckiaSQLite"),
         .target(name: "BuckiaSigV4", dependencies: ["BuckiaCore"], path: "Core/BuckiaSigV4"),
-        .target(name: "BuckiaClient", dependencies: ["BuckiaCore", "BuckiaSync", "BuckiaLocal"], path: "Core/BuckiaClient"),
+        .target(name: "BuckiaClient", dependencies: ["BuckiaCore", "BuckiaUserFolder", "BuckiaSync", "BuckiaLocal"], path: "Core/BuckiaClient"),
         // inotify for `sync --watch` comes with the Linux fast paths; without them it polls.
         .target(name: "BuckiaSync", dependencies: ["BuckiaCore", "BuckiaSQLite"] + linuxFastPaths, path: "Core/BuckiaSync"),
         .target(name: "BuckiaChunks", dependencies: ["BuckiaCore"], path: "Core/BuckiaChunks"),
-        .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaCrypto", "BuckiaSecurity", "BuckiaSQLite"], path: "Core/BuckiaDatabase"),
+        .target(name: "BuckiaDatabase", dependencies: ["BuckiaCore", "BuckiaUserFolder", "BuckiaCrypto", "BuckiaSecurity", "BuckiaSQLite"], path: "Core/BuckiaDatabase"),
         .target(name: "BuckiaCatalog", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaSync"], path: "Core/BuckiaCatalog"),
         .target(name: "BuckiaResourceCache", dependencies: ["BuckiaCore", "BuckiaSQLite", "BuckiaHTTP", "CXattr"], path: "Core/BuckiaResourceCache"),
         .target(name: "BuckiaSecurity", dependencies: ["BuckiaCore", "BuckiaCrypto"], path: "Core/BuckiaSecurity"),
         // OAuth needs HTTP, which BuckiaSecurity does not: a target of its own keeps that one on BuckiaCore.
         .target(name: "BuckiaOAuth", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaHTTP"], path: "Core/BuckiaOAuth"),
         // The S3 gateway (`buckia serve s3`): SigV4 checked, Buckia grants enforced.
-        .target(name: "BuckiaGateway", dependencies: ["BuckiaCore", "BuckiaSecurity", "BuckiaSigV4"], path: "Core/BuckiaGateway"),
+        .target(name: "BuckiaGateway", dependencies: ["BuckiaCore", "BuckiaProviderKit", "BuckiaSecurity", "BuckiaSigV4"], path: "Core/BuckiaGateway"),
 
         // MARK: Providers
-        .target(name: "BuckiaMemory", dependencies: ["BuckiaCore"], path: "Providers/BuckiaMemory"),
-        .target(name: "BuckiaLocal", dependencies: ["BuckiaCore", "CXattr"], path: "Providers/BuckiaLocal"),
-        .target(name: "BuckiaS3", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSigV4", "BuckiaSecurity"], path: "Providers/BuckiaS3"),
-        .target(name: "BuckiaB2", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSecurity"], path: "Providers/BuckiaB2"),
-        .target(name: "BuckiaBunny", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSecurity"], path: "Providers/BuckiaBunny"),
+        .target(name: "BuckiaMemory", dependencies: ["BuckiaCore", "BuckiaProviderKit"], path: "Providers/BuckiaMemory"),
+        .target(name: "BuckiaLocal", dependencies: ["BuckiaCore", "BuckiaProviderKit", "CXattr"], path: "Providers/BuckiaLocal"),
+        .target(name: "BuckiaS3", dependencies: ["BuckiaCore", "BuckiaProviderKit", "BuckiaHTTP", "BuckiaSigV4", "BuckiaSecurity"], path: "Providers/BuckiaS3"),
+        .target(name: "BuckiaB2", dependencies: ["BuckiaCore", "BuckiaProviderKit", "BuckiaHTTP", "BuckiaSecurity"], path: "Providers/BuckiaB2"),
+        .target(name: "BuckiaBunny", dependencies: ["BuckiaCore", "BuckiaProviderKit", "BuckiaHTTP", "BuckiaSecurity"], path: "Providers/BuckiaBunny"),
 
         // MARK: Engines
         .target(name: "BuckiaMemoryEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaMemoryEngine"),
@@ -132,7 +140,7 @@ let package = Package(
         .target(
             name: "Buckia",
             dependencies: [
-                "BuckiaCore", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
+                "BuckiaCore", "BuckiaProviderKit", "BuckiaUserFolder", "BuckiaClient", "BuckiaHTTP", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaMemoryEngine",
                 "BuckiaSQLiteEngine", "BuckiaDiskEngine", "BuckiaS3", "BuckiaB2", "BuckiaBunny", "BuckiaSigV4", "BuckiaSync",
                 "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDatabase", "BuckiaSecurity", "BuckiaOAuth", "BuckiaCatalog", "BuckiaResourceCache",
                 // The S3 server: what a Mac or a Linux machine runs, never an app on iOS or tvOS.
@@ -164,7 +172,7 @@ let package = Package(
         // FuzzTests replays what they keep), and the binary that drives them.
         .target(
             name: "BuckiaFuzzTargets",
-            dependencies: ["BuckiaCore", "BuckiaSigV4", "BuckiaSecurity", "BuckiaChunks", "BuckiaDatabase", "BuckiaGateway", "BuckiaHTTP", "BuckiaS3", "BuckiaB2", "BuckiaBunny"],
+            dependencies: ["BuckiaCore", "BuckiaProviderKit", "BuckiaSigV4", "BuckiaSecurity", "BuckiaChunks", "BuckiaDatabase", "BuckiaGateway", "BuckiaHTTP", "BuckiaS3", "BuckiaB2", "BuckiaBunny"],
             path: "Tools/BuckiaFuzzTargets"),
         .executableTarget(
             name: "BuckiaFuzz", dependencies: [.target(name: "BuckiaFuzzTargets", condition: desktop), .target(name: "CLinux", condition: desktop)],
@@ -179,10 +187,10 @@ let package = Package(
 
         // MARK: Tests
         .target(
-            name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaHTTP", "BuckiaSigV4", "BuckiaSQLite", "BuckiaDatabase", "BuckiaClient", "BuckiaSync", "BuckiaLocal", "CLinux"], path: "Tests/BuckiaTestSupport",
+            name: "BuckiaTestSupport", dependencies: ["BuckiaCore", "BuckiaUserFolder", "BuckiaHTTP", "BuckiaSigV4", "BuckiaSQLite", "BuckiaDatabase", "BuckiaClient", "BuckiaSync", "BuckiaLocal", "CLinux"], path: "Tests/BuckiaTestSupport",
             resources: [.copy("Resources")]),
         .testTarget(name: "BuckiaCryptoTests", dependencies: ["BuckiaCrypto"], path: "Tests/BuckiaCryptoTests"),
-        .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaCoreTests"),
+        .testTarget(name: "BuckiaCoreTests", dependencies: ["BuckiaCore", "BuckiaProviderKit", "BuckiaTestSupport"], path: "Tests/BuckiaCoreTests"),
         .testTarget(
             name: "BuckiaHTTPTests", dependencies: ["BuckiaHTTP", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaHTTPTests",
             resources: [.copy("Resources")]),
@@ -212,14 +220,14 @@ let package = Package(
         .testTarget(
             name: "BuckiaSQLiteEngineTests", dependencies: ["BuckiaSQLiteEngine"], path: "Tests/BuckiaSQLiteEngineTests"),
         .testTarget(
-            name: "BuckiaDatabaseTests", dependencies: ["BuckiaDatabase", "BuckiaCore", "BuckiaSQLite", "BuckiaLocal", "BuckiaClient", "Buckia", "BuckiaTestSupport"],
+            name: "BuckiaDatabaseTests", dependencies: ["BuckiaDatabase", "BuckiaUserFolder", "BuckiaCore", "BuckiaSQLite", "BuckiaLocal", "BuckiaClient", "Buckia", "BuckiaTestSupport"],
             path: "Tests/BuckiaDatabaseTests"),
         .testTarget(
             name: "BuckiaSecurityTests", dependencies: ["BuckiaSecurity", "BuckiaCore", "BuckiaTestSupport"], path: "Tests/BuckiaSecurityTests"),
         .testTarget(
             name: "BuckiaGatewayTests",
             dependencies: [
-                "BuckiaGateway", "BuckiaSecurity", "BuckiaSigV4", "BuckiaCore", "BuckiaTestSupport", "BuckiaS3", "BuckiaLocal", "BuckiaMemory",
+                "BuckiaGateway", "BuckiaSecurity", "BuckiaSigV4", "BuckiaCore", "BuckiaProviderKit", "BuckiaTestSupport", "BuckiaS3", "BuckiaLocal", "BuckiaMemory",
                 "BuckiaB2", "BuckiaBunny", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSyncConformance", "BuckiaHTTP", "BuckiaOAuth",
                 "BuckiaDatabase", "BuckiaClient", "BuckiaSQLite", "CLinux",
             ],
@@ -228,8 +236,8 @@ let package = Package(
             name: "BuckiaOAuthTests", dependencies: ["BuckiaOAuth", "BuckiaSecurity", "BuckiaCore", "BuckiaHTTP", "BuckiaTestSupport"],
             path: "Tests/BuckiaOAuthTests"),
         .testTarget(name: "BuckiaSyncTests", dependencies: ["BuckiaSync", "BuckiaCore", "BuckiaSQLite", "BuckiaMemory", "BuckiaLocal", "BuckiaTestSupport"], path: "Tests/BuckiaSyncTests"),
-        .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "Buckia", "BuckiaTestSupport"], path: "Tests/BuckiaClientTests"),
-        .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal", "BuckiaTestSupport"], path: "Tests/BuckiaLocalTests"),
+        .testTarget(name: "BuckiaClientTests", dependencies: ["BuckiaClient", "BuckiaUserFolder", "Buckia", "BuckiaTestSupport"], path: "Tests/BuckiaClientTests"),
+        .testTarget(name: "BuckiaLocalTests", dependencies: ["BuckiaLocal", "BuckiaProviderKit", "BuckiaTestSupport"], path: "Tests/BuckiaLocalTests"),
         .testTarget(
             name: "BuckiaResourceCacheTests", dependencies: ["BuckiaResourceCache", "BuckiaCore", "BuckiaHTTP", "BuckiaMemory", "BuckiaTestSupport"], path: "Tests/BuckiaResourceCacheTests",
             resources: [.copy("Resources")]),
@@ -254,9 +262,9 @@ let package = Package(
             name: "ConformanceTests",
             dependencies: [
                 "Buckia", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSyncConformance", "BuckiaResourceCacheConformance", "BuckiaResourceCache",
-                "BuckiaTestSupport",
+                "BuckiaProviderKit", "BuckiaTestSupport",
             ],
-            path: "Tests/ConformanceTests"),
+            path: "Tests/ConformanceTests", exclude: ["README.md"]),
         .testTarget(name: "FuzzTests", dependencies: ["BuckiaFuzzTargets"], path: "Tests/FuzzTests"),
         .testTarget(
             name: "BuckiaReliabilityTests",
@@ -281,8 +289,8 @@ package.targets += snippetNames.map { name in
     .executableTarget(
         name: name,
         dependencies: [
-            "Buckia", "BuckiaCore", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSyncConformance", "BuckiaCatalogConformance",
-            "BuckiaResourceCacheConformance", "BuckiaCommandLine", "BuckiaResourceCache",
+            "Buckia", "BuckiaCore", "BuckiaProviderKit", "BuckiaUserFolder", "BuckiaConformance", "BuckiaConformanceTesting", "BuckiaSyncConformance",
+            "BuckiaCatalogConformance", "BuckiaResourceCacheConformance", "BuckiaCommandLine", "BuckiaResourceCache",
         ],
         path: "Tests/DocSnippets/\(name)")
 }

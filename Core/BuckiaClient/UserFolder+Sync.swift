@@ -1,6 +1,7 @@
 import BuckiaCore
 import BuckiaLocal
 import BuckiaSync
+import BuckiaUserFolder
 import Foundation
 
 /// What one run of the seed's folder sync did.

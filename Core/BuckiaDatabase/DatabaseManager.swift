@@ -1,6 +1,7 @@
 import BuckiaCore
 import BuckiaSecurity
 import BuckiaSQLite
+import BuckiaUserFolder
 import Foundation
 
 /// The seed's database manager: backs up the app's SQLite database to the user folder's

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaProviderKit
 import Foundation
 
 /// What the gateway keeps in the backend of a multipart upload the backend holds itself

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaProviderKit
 import BuckiaSecurity
 import BuckiaSigV4
 import Foundation

@@ -1,3 +1,6 @@
+import BuckiaCore
+import Foundation
+
 /// One name in a folder, as a folder-organised backend reports it.
 public struct FolderItem: Sendable {
     /// What the name is.

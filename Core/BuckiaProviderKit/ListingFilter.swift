@@ -1,3 +1,4 @@
+import BuckiaCore
 import Foundation
 
 /// Applies a listing's options to entries offered in UTF-8 byte order: the prefix, the resume

@@ -1,3 +1,4 @@
+import BuckiaCore
 import Foundation
 
 /// Multipart uploads a caller drives part by part (``Capability/partUploads``) over a provider

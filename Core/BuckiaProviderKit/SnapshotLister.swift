@@ -1,3 +1,6 @@
+import BuckiaCore
+import Foundation
+
 /// A lister over entries known up front: an in-memory map, a flat folder read once, a
 /// database query. It sorts them once and pages through them with a ``ListingFilter``.
 ///

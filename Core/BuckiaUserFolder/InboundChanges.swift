@@ -1,3 +1,4 @@
+import BuckiaCore
 import Foundation
 
 /// What applies inbound change files to the app's database: the seam between the seed's folder

@@ -1,3 +1,4 @@
+import BuckiaCore
 import Foundation
 
 /// A user's local folder, laid out as the seed's folder structure says, and kept 1-to-1 with

@@ -1,5 +1,6 @@
 import BuckiaCore
 import BuckiaHTTP
+import BuckiaProviderKit
 import Foundation
 
 // What the provider makes of Bunny's answers, each from the answer's bytes alone, with no

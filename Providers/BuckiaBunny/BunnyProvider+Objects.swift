@@ -1,5 +1,6 @@
 import BuckiaCore
 import BuckiaHTTP
+import BuckiaProviderKit
 import Foundation
 
 extension BunnyProvider {

@@ -1,5 +1,6 @@
 import BuckiaCore
 import BuckiaHTTP
+import BuckiaProviderKit
 import Foundation
 
 /// A provider for Bunny.net Edge Storage (a storage zone), through its HTTP API.

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaProviderKit
 import Foundation
 
 /// Reads the folders a walk will need next while it works through the current one.

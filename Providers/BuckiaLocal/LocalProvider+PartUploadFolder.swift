@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaProviderKit
 import Foundation
 
 /// The folder of a multipart upload the local provider keeps (LocalProvider+PartUploads.swift):

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaProviderKit
 import Foundation
 
 /// Multipart uploads a caller drives part by part (``BuckiaCore/Capability/partUploads``), kept

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaProviderKit
 import Foundation
 
 /// A provider that keeps objects in process memory: the executable specification of the

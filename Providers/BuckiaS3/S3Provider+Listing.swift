@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaProviderKit
 import BuckiaSigV4
 import BuckiaHTTP
 import Foundation

@@ -1,6 +1,7 @@
 import Buckia
 import BuckiaClient
 import BuckiaTestSupport
+import BuckiaUserFolder
 import Foundation
 import Testing
 

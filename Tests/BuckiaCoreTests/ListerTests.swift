@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaProviderKit
 import Foundation
 import Testing
 

@@ -45,6 +45,8 @@ struct ProductBoundaryTests {
 
     @Test("A product reaches none of what it must not bring", arguments: [
         ("BuckiaCore", sqliteAndCurl),
+        ("BuckiaProviderKit", sqliteAndCurl),
+        ("BuckiaUserFolder", sqliteAndCurl),
         ("BuckiaConformance", sqliteAndCurl.union(["BuckiaSync", "BuckiaCatalog", "BuckiaResourceCache", "BuckiaMemory"])),
     ])
     func boundaries(product: String, forbidden: Set<String>) throws {
@@ -61,5 +63,45 @@ struct ProductBoundaryTests {
         #expect(try Self.closure(of: "BuckiaCatalogConformance", in: graph).isSuperset(of: ["CSQLite", "BuckiaCatalog", "BuckiaConformance"]))
         #expect(try Self.closure(of: "BuckiaResourceCacheConformance", in: graph).isSuperset(of: ["CSQLite", "CCurl", "BuckiaResourceCache"]))
         #expect(try Self.closure(of: "BuckiaSyncConformance", in: graph).contains("CSQLite"))
+    }
+
+    /// The module table in Docs/Architecture.md, row by row: each module and what it depends on.
+    static func documentedModules() throws -> [String: [String]] {
+        let page = try String(contentsOf: PlatformSourceTests.root.appendingPathComponent("Docs/Architecture.md"), encoding: .utf8)
+        let begin = try #require(page.range(of: "<!-- modules: begin -->"), "Architecture.md has no module table")
+        let end = try #require(page.range(of: "<!-- modules: end -->"), "Architecture.md's module table has no end")
+        var rows: [String: [String]] = [:]
+        for line in page[begin.upperBound..<end.lowerBound].split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count == 2 else { continue }
+            let names = { (cell: String) in cell.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " `")) } }
+            rows[names(cells[0])[0]] = names(cells[1])
+        }
+        return rows
+    }
+
+    /// The architecture page draws the modules and lists every arrow; this keeps the list true:
+    /// every library and executable of the package has its row, and each row names exactly the
+    /// targets the manifest says it depends on.
+    @Test("Docs/Architecture.md lists every module with exactly its dependencies")
+    func architectureTable() throws {
+        let graph = try Self.targetGraph()
+        let documented = try Self.documentedModules()
+        // The tools' and tests' own targets, and the system libraries, are not the library's modules.
+        let notModules: Set<String> = ["BuckiaFuzzTargets", "BuckiaFuzz", "BuckiaBench", "BuckiaTestSupport"]
+        let modules = graph.dependencies.keys.filter { name in
+            name.hasPrefix("Buckia") && !name.hasSuffix("Tests") && !notModules.contains(name)
+        }
+        #expect(modules.count > 30, "the manifest walk found \(modules.sorted())")
+        #expect(Set(documented.keys) == Set(modules), "rows missing: \(Set(modules).subtracting(documented.keys).sorted()); rows for no module: \(Set(documented.keys).subtracting(modules).sorted())")
+        // The page draws the Linux build; the portable one (BUCKIA_PORTABLE=1) has no libcurl
+        // and no Linux fast paths.
+        let absent: Set<String> = ProcessInfo.processInfo.environment["BUCKIA_PORTABLE"] == "1" ? ["CCurl", "CLinux"] : []
+        for module in modules.sorted() {
+            guard let row = documented[module] else { continue }
+            #expect(
+                Set(row).subtracting(absent) == Set(graph.dependencies[module] ?? []),
+                "\(module): the page says \(row.sorted()), Package.swift says \((graph.dependencies[module] ?? []).sorted())")
+        }
     }
 }

@@ -2,6 +2,7 @@ import BuckiaCore
 @testable import BuckiaDatabase
 import BuckiaSQLite
 import BuckiaTestSupport
+import BuckiaUserFolder
 import Foundation
 import Testing
 

@@ -4,6 +4,7 @@ import BuckiaLocal
 import BuckiaSecurity
 import BuckiaSQLite
 import BuckiaTestSupport
+import BuckiaUserFolder
 import Foundation
 import Testing
 

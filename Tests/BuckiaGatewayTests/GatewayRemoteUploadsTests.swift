@@ -2,6 +2,7 @@ import BuckiaB2
 import BuckiaBunny
 import BuckiaCore
 @testable import BuckiaGateway
+import BuckiaProviderKit
 import BuckiaTestSupport
 import Foundation
 import Testing

@@ -1,5 +1,6 @@
 import BuckiaCore
 @testable import BuckiaLocal
+import BuckiaProviderKit
 import Foundation
 import Testing
 

@@ -243,7 +243,7 @@ struct S3RcatTests {
         #expect(stored.finalize() == expected, "the bytes stored")
         let cost = ending.peakResidentBytes - small.ending.peakResidentBytes
         print("S3 rcat of 256 MiB: \(attempts.count) request(s); peak RSS \(ending.peakResidentBytes >> 20) MiB, \(cost >> 20) MiB over a 1 MiB rcat (\(small.ending.peakResidentBytes >> 20) MiB)")
-        // FoundationNetworking copies each body it sends (Docs/Architecture.md), so over
+        // FoundationNetworking copies each body it sends (Docs/Platforms.md), so over
         // URLSession every part in flight is held twice, and more while its buffers drain: CI
         // runs measured 64 and 73 MiB there (2026-12-06, 2026-12-07), against 32 over libcurl.
         let bound = (HTTPClient.TransportKind.privateForTests == .urlSession ? 16 : 6) * (5 << 20) + (8 << 20)

@@ -2,6 +2,7 @@ import BuckiaClient
 import BuckiaCore
 import BuckiaDatabase
 import BuckiaSQLite
+import BuckiaUserFolder
 import Foundation
 
 /// The two-user diff exchange, run over any bucket: each user edits their own database, sends a

@@ -7,7 +7,7 @@ import Testing
 
 // The resource-cache half of the mutation harness: plugins each broken in one way; the
 // resource-cache scenarios named for each must pass with the honest plugin and fail with the
-// broken one. Docs/Testing.md tabulates them.
+// broken one. Tests/ConformanceTests/README.md tabulates them.
 
 /// A new identifier at every call.
 struct UnstableIdentifiers: ResourceIdentifierProvider {
@@ -150,7 +150,7 @@ struct CacheMutantCase: Sendable, CustomTestStringConvertible {
         },
     ]
 
-    /// The Docs/Testing.md table for resource-cache scenarios.
+    /// The Tests/ConformanceTests/README.md table for resource-cache scenarios.
     static var table: String {
         mutationTable("resource-cache scenario", scenarios: ResourceCacheConformance.scenarios.map(\.name), breakages: all.map { ($0.what, $0.scenarios) })
     }
@@ -180,8 +180,8 @@ struct BrokenCachePluginTests {
         }
     }
 
-    @Test("Docs/Testing.md shows the resource-cache scenario → broken plugin table as the harness has it")
+    @Test("Tests/ConformanceTests/README.md shows the resource-cache scenario → broken plugin table as the harness has it")
     func tableIsDocumented() throws {
-        #expect(try testingDocument().contains(CacheMutantCase.table), "Docs/Testing.md must hold this table:\n\(CacheMutantCase.table)")
+        #expect(try testingDocument().contains(CacheMutantCase.table), "Tests/ConformanceTests/README.md must hold this table:\n\(CacheMutantCase.table)")
     }
 }

@@ -5,7 +5,7 @@ import Testing
 
 // The chunk-store half of the mutation harness: an in-memory chunk store with one breakage
 // applied; the chunk-store scenarios named for each must pass on the honest store and fail on
-// the broken one. Docs/Testing.md tabulates them.
+// the broken one. Tests/ConformanceTests/README.md tabulates them.
 
 /// One way to break the chunk-store contract.
 enum ChunkStoreBreakage: String, CaseIterable, Sendable {
@@ -183,7 +183,7 @@ struct ChunkStoreMutantCase: Sendable, CustomTestStringConvertible {
         ChunkStoreMutantCase(what: "imports a pack before checking it whole", breakage: .importsBeforeChecking, scenarios: ["chunks: pack export and import"]),
     ]
 
-    /// The Docs/Testing.md table for chunk-store scenarios.
+    /// The Tests/ConformanceTests/README.md table for chunk-store scenarios.
     static var table: String {
         mutationTable("chunk-store scenario", scenarios: ChunkStoreConformance.scenarios.map(\.name), breakages: all.map { ($0.what, $0.scenarios) })
     }
@@ -212,8 +212,8 @@ struct BrokenChunkStoreTests {
         #expect(uncovered.isEmpty, "chunk-store scenarios no broken store is shown to fail: \(uncovered)")
     }
 
-    @Test("Docs/Testing.md shows the chunk-store scenario → broken store table as the harness has it")
+    @Test("Tests/ConformanceTests/README.md shows the chunk-store scenario → broken store table as the harness has it")
     func tableIsDocumented() throws {
-        #expect(try testingDocument().contains(ChunkStoreMutantCase.table), "Docs/Testing.md must hold this table:\n\(ChunkStoreMutantCase.table)")
+        #expect(try testingDocument().contains(ChunkStoreMutantCase.table), "Tests/ConformanceTests/README.md must hold this table:\n\(ChunkStoreMutantCase.table)")
     }
 }

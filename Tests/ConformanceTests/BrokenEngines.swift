@@ -5,7 +5,7 @@ import Testing
 
 // The engine half of the mutation harness: each breakage is applied over the memory engine,
 // and the engine scenarios named for it must pass on the honest engine and fail on the broken
-// one. Docs/Testing.md tabulates them.
+// one. Tests/ConformanceTests/README.md tabulates them.
 
 /// One way to break the engine contract.
 enum EngineBreakage: String, CaseIterable, Sendable {
@@ -153,7 +153,7 @@ struct EngineMutantCase: Sendable, CustomTestStringConvertible {
         EngineMutantCase(what: "loses one of two concurrent writes", breakage: .losesAConcurrentWrite, scenarios: ["engine: 8 concurrent writers"]),
     ]
 
-    /// The Docs/Testing.md table for engine scenarios.
+    /// The Tests/ConformanceTests/README.md table for engine scenarios.
     static var table: String {
         mutationTable("engine scenario", scenarios: EngineConformance.scenarios.map(\.name), breakages: all.map { ($0.what, $0.scenarios) })
     }
@@ -182,8 +182,8 @@ struct BrokenEngineTests {
         #expect(uncovered.isEmpty, "engine scenarios no broken engine is shown to fail: \(uncovered)")
     }
 
-    @Test("Docs/Testing.md shows the engine scenario → broken engine table as the harness has it")
+    @Test("Tests/ConformanceTests/README.md shows the engine scenario → broken engine table as the harness has it")
     func tableIsDocumented() throws {
-        #expect(try testingDocument().contains(EngineMutantCase.table), "Docs/Testing.md must hold this table:\n\(EngineMutantCase.table)")
+        #expect(try testingDocument().contains(EngineMutantCase.table), "Tests/ConformanceTests/README.md must hold this table:\n\(EngineMutantCase.table)")
     }
 }

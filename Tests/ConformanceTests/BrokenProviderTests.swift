@@ -5,7 +5,7 @@ import Testing
 
 /// A broken provider, the honest one it breaks, and the scenarios that must catch it.
 struct MutantCase: Sendable, CustomTestStringConvertible {
-    /// The breakage, as the Docs/Testing.md table names it.
+    /// The breakage, as the Tests/ConformanceTests/README.md table names it.
     let what: String
     /// Scenario names that must pass on `honest` and fail on `broken`.
     let scenarios: [String]
@@ -158,13 +158,13 @@ struct MutantCase: Sendable, CustomTestStringConvertible {
         plugin(MisnamedProvider.self, "reports another type name than its registration", ["registry: built by its type name"]),
     ]
 
-    /// The Docs/Testing.md table: each scenario and the breakages proven to fail it.
+    /// The Tests/ConformanceTests/README.md table: each scenario and the breakages proven to fail it.
     static var table: String {
         mutationTable("scenario", scenarios: ProviderConformance.scenarios.map(\.name), breakages: all.map { ($0.what, $0.scenarios) })
     }
 }
 
-/// A Docs/Testing.md table: one row per scenario, naming the breakages shown to fail it.
+/// A Tests/ConformanceTests/README.md table: one row per scenario, naming the breakages shown to fail it.
 func mutationTable(_ heading: String, scenarios: [String], breakages: [(what: String, scenarios: [String])]) -> String {
     var lines = ["| \(heading) | fails against |", "|---|---|"]
     for scenario in scenarios {
@@ -174,10 +174,10 @@ func mutationTable(_ heading: String, scenarios: [String], breakages: [(what: St
     return lines.joined(separator: "\n")
 }
 
-/// The text of Docs/Testing.md, where the mutation tables are documented.
+/// The text of Tests/ConformanceTests/README.md, where the mutation tables are documented.
 func testingDocument() throws -> String {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    return try String(contentsOf: root.appendingPathComponent("Docs/Testing.md"), encoding: .utf8)
+    return try String(contentsOf: root.appendingPathComponent("Tests/ConformanceTests/README.md"), encoding: .utf8)
 }
 
 @Suite("Every provider scenario fails against a provider broken in its way")
@@ -207,8 +207,8 @@ struct BrokenProviderTests {
         #expect(uncovered.isEmpty, "scenarios no broken provider is shown to fail: \(uncovered)")
     }
 
-    @Test("Docs/Testing.md shows the scenario → broken provider table as the harness has it")
+    @Test("Tests/ConformanceTests/README.md shows the scenario → broken provider table as the harness has it")
     func tableIsDocumented() throws {
-        #expect(try testingDocument().contains(MutantCase.table), "Docs/Testing.md must hold this table:\n\(MutantCase.table)")
+        #expect(try testingDocument().contains(MutantCase.table), "Tests/ConformanceTests/README.md must hold this table:\n\(MutantCase.table)")
     }
 }

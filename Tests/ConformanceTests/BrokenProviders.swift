@@ -4,7 +4,7 @@ import Foundation
 
 // Deliberately broken providers, the mutation harness of the provider scenarios: each breaks
 // one promise of the contract over an honest provider, and BrokenProviderTests shows that the
-// scenarios listed for it fail (and pass on the honest provider underneath). Docs/Testing.md
+// scenarios listed for it fail (and pass on the honest provider underneath). Tests/ConformanceTests/README.md
 // tabulates which breakage each scenario is proven against.
 
 /// One way to break the provider contract, applied by ``BrokenProvider`` over an honest one.

@@ -10,7 +10,7 @@ import Testing
 // against one of two kinds of breakage: a remote provider broken in a way only a sync notices
 // (it keeps old bytes on overwrite, lists stale sizes, hides deletes), or an engine broken by
 // leaving out one of its guards (it deletes before copying, ignores the dry run, the filter,
-// create-only, the state store, the comparison asked for, the conflict policy). Docs/Testing.md
+// create-only, the state store, the comparison asked for, the conflict policy). Tests/ConformanceTests/README.md
 // tabulates which breakage each scenario is proven against.
 
 /// One way to break a sync: in the remote provider, or in the engine.
@@ -114,7 +114,7 @@ struct SyncMutantCase: Sendable, CustomTestStringConvertible {
         SyncMutantCase(.ignoresCreateOnly, "engine ignores create-only", ["create-only"]),
     ]
 
-    /// The Docs/Testing.md table: each sync scenario and the breakages proven to fail it.
+    /// The Tests/ConformanceTests/README.md table: each sync scenario and the breakages proven to fail it.
     static var table: String {
         mutationTable("sync scenario", scenarios: SyncConformance.scenarios.map(\.name), breakages: all.map { ($0.what, $0.scenarios) })
     }
@@ -148,9 +148,9 @@ struct BrokenSyncTests {
         #expect(uncovered.isEmpty, "sync scenarios no breakage is shown to fail: \(uncovered)")
     }
 
-    @Test("Docs/Testing.md shows the sync scenario → breakage table as the harness has it")
+    @Test("Tests/ConformanceTests/README.md shows the sync scenario → breakage table as the harness has it")
     func tableIsDocumented() throws {
-        #expect(try testingDocument().contains(SyncMutantCase.table), "Docs/Testing.md must hold this table:\n\(SyncMutantCase.table)")
+        #expect(try testingDocument().contains(SyncMutantCase.table), "Tests/ConformanceTests/README.md must hold this table:\n\(SyncMutantCase.table)")
     }
 }
 

@@ -1,4 +1,5 @@
 import BuckiaCore
+import BuckiaProviderKit
 import Foundation
 
 // A third-party provider, complete: every object is one file in a single folder, named by

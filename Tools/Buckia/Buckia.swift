@@ -14,11 +14,13 @@
 @_exported import BuckiaMemory
 @_exported import BuckiaMemoryEngine
 @_exported import BuckiaOAuth
+@_exported import BuckiaProviderKit
 @_exported import BuckiaResourceCache
 @_exported import BuckiaS3
 @_exported import BuckiaSecurity
 @_exported import BuckiaSQLiteEngine
 @_exported import BuckiaSync
+@_exported import BuckiaUserFolder
 
 // The S3 server, on the platforms that run servers (Package.swift's `desktop`).
 #if canImport(BuckiaGateway)

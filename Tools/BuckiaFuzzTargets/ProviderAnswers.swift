@@ -2,6 +2,7 @@ import BuckiaB2
 import BuckiaBunny
 import BuckiaCore
 import BuckiaHTTP
+import BuckiaProviderKit
 import BuckiaS3
 import Foundation
 

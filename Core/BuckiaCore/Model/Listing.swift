@@ -34,7 +34,7 @@ public enum ListEntry: Hashable, Sendable {
     }
 
     /// The entry's bytes, which order a listing.
-    var sortBytes: [UInt8] {
+    package var sortBytes: [UInt8] {
         switch self {
         case .object(let file): Array(file.path.rawValue.utf8)
         case .directory(let prefix): Array(prefix.utf8)

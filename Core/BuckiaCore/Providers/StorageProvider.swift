@@ -101,8 +101,9 @@ public protocol StorageProvider: Sendable {
     /// Starts a listing. Callers use ``list(_:)``, which makes the lister when first iterated.
     ///
     /// The prefix has been validated. Pick the helper that fits the backend:
-    /// ``TokenPagedLister`` for continuation-token APIs, ``FolderWalkLister`` for backends
-    /// that list one folder at a time, ``SnapshotLister`` for keys known up front.
+    /// `BuckiaProviderKit` has three: `TokenPagedLister` for continuation-token APIs,
+    /// `FolderWalkLister` for backends that list one folder at a time, `SnapshotLister` for
+    /// keys known up front.
     func makeLister(_ request: ListRequest) async throws -> any ObjectLister
 
     /// Returns the object's checksum in lowercase hex, computing it if the provider can,

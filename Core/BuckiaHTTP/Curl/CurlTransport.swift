@@ -10,7 +10,7 @@ import Foundation
 ///
 /// It exists because FoundationNetworking's URLSession, on Linux, can deadlock when a task is
 /// cancelled, traps on some malformed responses, and re-sends a retried upload without its
-/// body on a reused connection (Docs/Architecture.md). Redirects are not followed, cookies
+/// body on a reused connection (Docs/Transfers.md). Redirects are not followed, cookies
 /// are not kept, responses are not decoded; TLS is verified against the system's CA store (or
 /// `caFile`); `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` work as they do for `curl`.
 ///

@@ -41,7 +41,7 @@ let package = Package(
     targets: [
         .target(
             name: "ScratchProvider",
-            dependencies: [.product(name: "BuckiaCore", package: buckia)]),
+            dependencies: [.product(name: "BuckiaCore", package: buckia), .product(name: "BuckiaProviderKit", package: buckia)]),
         // The module is not called `buckia`: beside Buckia's `Buckia` module, the two would
         // share build folders on a case-insensitive file system.
         .executableTarget(

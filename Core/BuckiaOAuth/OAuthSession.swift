@@ -123,7 +123,8 @@ public struct OAuthFailure: Error, Sendable, Hashable, CustomStringConvertible {
 /// the saved login (a login's save, a logout's deletes, a refresh's check that no login or
 /// logout came since, and its save) holds one gate, and the steps of each change run as one
 /// job: while the session awaits the store, no other change can come between a check and what
-/// it guards.
+/// it guards. A refresh asked for during a logout sends nothing, and a caller whose read of the
+/// store raced the end of a refresh takes that refresh's outcome, success or failure.
 public actor OAuthSession {
     /// The login's configuration.
     public nonisolated let configuration: OAuthConfiguration
@@ -141,6 +142,12 @@ public actor OAuthSession {
     /// Refreshes ended, whatever their outcome: a caller whose read of the store overlapped the
     /// end of one reads again, instead of taking what it replaced for stale and refreshing twice.
     private var refreshesEnded = 0
+    /// How the last refresh to end ended: a caller that raced it takes its failure too, rather
+    /// than presenting the same (perhaps already rotated) refresh token again.
+    private var lastRefreshFailure: (any Error)?
+    /// Logouts under way: a refresh asked for meanwhile sends nothing (the login is ending, and a
+    /// token it rotated now would outlive the logout's revocation).
+    private var logoutsUnderway = 0
     /// Whether a change to the saved login holds the gate, and who waits for it, in order.
     private var gateHeld = false
     private var gateWaiters: [CheckedContinuation<Void, Never>] = []
@@ -213,9 +220,9 @@ public actor OAuthSession {
             if poll.status == 200 {
                 let tokens = try tokens(from: try poll.object())
                 try await exclusively {
-                    // A refresh begun during the polls saves nothing after this login's tokens.
-                    generation += 1
                     try await keep(tokens)
+                    // A refresh begun during the polls saves nothing over this login's tokens.
+                    generation += 1
                 }
                 return
             }
@@ -286,6 +293,9 @@ public actor OAuthSession {
             let seen = refreshesEnded
             if let found = try await read() { return found }
             guard refreshesEnded != seen else { return nil }
+            // The refresh that ended failed: its caller got the failure, and so does this one,
+            // as if it had joined that refresh (a second one would send the same token again).
+            if let lastRefreshFailure { throw lastRefreshFailure }
         }
         return nil
     }
@@ -329,7 +339,14 @@ public actor OAuthSession {
 
     private func countedRefresh() async throws -> Secret {
         defer { refreshesEnded += 1 }
-        return try await refresh()
+        do {
+            let token = try await refresh()
+            lastRefreshFailure = nil
+            return token
+        } catch {
+            lastRefreshFailure = error
+            throw error
+        }
     }
 
     private func refresh(retried: Bool = false) async throws -> Secret {
@@ -338,6 +355,10 @@ public actor OAuthSession {
             throw OAuthFailure(kind: .loginRequired, detail: "there is no saved login for \(configuration.name)")
         }
         let endpoints = try await discover()
+        try checkGeneration(generation)
+        guard logoutsUnderway == 0 else {
+            throw OAuthFailure(kind: .loginRequired, detail: "a logout of \(configuration.name) is under way")
+        }
         let answer = try await post(
             endpoints.token, ["grant_type": "refresh_token", "refresh_token": refreshToken.exposedValue, "client_id": configuration.clientId])
         try checkGeneration(generation)
@@ -428,6 +449,8 @@ public actor OAuthSession {
     public func logout(revoke: Bool = true) async throws -> Bool {
         await settleRefresh()
         generation += 1
+        logoutsUnderway += 1
+        defer { logoutsUnderway -= 1 }
         let refresh = try await secrets.load(refreshContext)
         if revoke, let refresh, let endpoint = try await discover().revocation {
             // RFC 7009: the server answers 200 for a token it does not know too.
@@ -435,10 +458,11 @@ public actor OAuthSession {
             guard answer.status == 200 else { throw failure(answer, sent: [refresh.value]) }
         }
         let contexts = [accessContext, refreshContext, idContext]
+        // No refresh can save after these deletes: the one in flight when the logout began has
+        // ended (settleRefresh), and one asked for since sends nothing (logoutsUnderway). The
+        // gate keeps the deletes apart from a login's save.
         return try await exclusively {
-            // A refresh begun during the awaits above saves nothing after these deletes.
-            generation += 1
-            return try await secrets.perform("forget the login") { store in
+            try await secrets.perform("forget the login") { store in
                 try contexts.reduce(false) { had, context in try store.delete(context) || had }
             }
         }

@@ -75,7 +75,7 @@ struct BlockingPoolTests {
         #expect(pool.threadIDs == threads)
     }
 
-    @Test("A second shutdown returns only once the first has joined every thread", .timeLimit(.minutes(5)))
+    @Test("A second shutdown returns only once the first has joined every thread")
     func secondShutdownWaitsForTheJoin() async throws {
         let pool = BlockingPool(threads: 2, name: "buckia-t-two")
         _ = try await pool.run("start the threads") { 1 }

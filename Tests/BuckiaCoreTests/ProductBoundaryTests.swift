@@ -75,7 +75,10 @@ struct ProductBoundaryTests {
             let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
             guard cells.count == 2 else { continue }
             let names = { (cell: String) in cell.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " `")) } }
-            rows[names(cells[0])[0]] = names(cells[1])
+            let module = names(cells[0])[0]
+            // A second row for a module would hide the first: that is a mistake in the page.
+            guard rows[module] == nil else { throw BuckiaError(.corrupt, "Architecture.md's module table has two rows for \(module).") }
+            rows[module] = names(cells[1])
         }
         return rows
     }

@@ -41,6 +41,15 @@ final class HoldingSecretStore: SecretStore {
         fileprivate let gate = DispatchSemaphore(value: 0)
         private let reachedStream: AsyncStream<Void>
         fileprivate let reachedContinuation: AsyncStream<Void>.Continuation
+        private let reachedFlag = Locked(false)
+
+        /// Whether the call has been held.
+        var wasReached: Bool { reachedFlag.withLock { $0 } }
+
+        fileprivate func markReached() {
+            reachedFlag.withLock { $0 = true }
+            reachedContinuation.yield()
+        }
 
         fileprivate init(key: String) {
             self.key = key
@@ -83,7 +92,7 @@ final class HoldingSecretStore: SecretStore {
             holds.firstIndex { $0.key == operation + " " + context }.map { holds.remove(at: $0) }
         }
         guard let hold else { return }
-        hold.reachedContinuation.yield()
+        hold.markReached()
         hold.gate.wait()
     }
 
@@ -105,6 +114,13 @@ final class HoldingSecretStore: SecretStore {
     }
 
     func entries() throws -> [SecretEntry] { try base.entries() }
+}
+
+/// Checks `condition` until it holds, yielding between checks: for a state another task reaches
+/// whenever the machine gets to it, so no count of rounds or of seconds decides. Each use also
+/// stops at an outcome that rules the state out, and says so.
+func eventually(_ condition: () async throws -> Bool) async rethrows {
+    while try await !condition() { await Task.yield() }
 }
 
 @Suite("OAuth login and refresh against the emulator")
@@ -230,73 +246,117 @@ struct OAuthSessionTests {
         await pool.shutdown()
     }
 
-    /// Checks `condition` until it holds, yielding between checks: for a state another task
-    /// reaches whenever the machine gets to it, so no count of rounds or of seconds decides.
-    /// Each use also stops at an outcome that rules the state out, and says so.
-    func eventually(_ condition: () async throws -> Bool) async rethrows {
-        while try await !condition() { await Task.yield() }
-    }
-
     /// The window a store that is awaited opens: the logout has read the refresh token and
-    /// waits in the store when a refresh starts. The logout then deletes the login, and only
-    /// after that does the refresh's answer come: it must not save the login again.
-    @Test("A refresh that starts while a logout waits in the store saves nothing after the logout")
+    /// waits in the store when a caller asks for a token. The refresh that would follow must send
+    /// nothing: a token it rotated now would be saved after the logout's deletes, or outlive the
+    /// logout's revocation.
+    @Test("A refresh asked for while a logout waits in the store sends nothing, and the logout leaves nothing")
     func refreshDuringLogoutInStore() async throws {
-        try await withLoggedInHolding { emulator, store, time, session in
+        try await withLoggedInHolding { emulator, store, time, session async throws in
             time.advance(3600)
             let held = store.holdNext("load", of: "oauth/test/refresh")
             let logout = Task { try await session.logout(revoke: false) }
             await held.reached()
 
-            try await emulator.control("hold", ["grant": "refresh_token"])
-            let refreshEnded = Locked(false)
-            let refreshing = Task {
-                defer { refreshEnded.withLock { $0 = true } }
-                return try await session.accessToken()
-            }
-            // Until the refresh is held at the emulator (or has ended without reaching it).
-            try await eventually { try await emulator.stats()["held"] as? Int ?? 0 >= 1 || refreshEnded.withLock { $0 } }
-            #expect(!refreshEnded.withLock { $0 }, "the refresh ended before it reached the emulator")
+            let failure = await #expect(throws: OAuthFailure.self) { try await session.accessToken() }
+            #expect(failure?.kind == .loginRequired)
+            #expect(try await emulator.tokenRequests("refresh_token") == 0, "a refresh was sent during the logout")
             held.release()
             #expect(try await logout.value)
-            try await emulator.control("hold")
-
-            let failure = await #expect(throws: OAuthFailure.self) { try await refreshing.value }
-            #expect(failure?.kind == .loginRequired)
             #expect(try store.base.entries().isEmpty, "the refresh saved the login again after the logout")
         }
     }
 
-    /// A refresh is inside its save (the rotated refresh token written, the access token not
-    /// yet) when a logout comes to delete the login: the logout waits for the whole save, then
-    /// deletes, so no token of the refresh is left behind.
-    @Test("A logout waits for a refresh's save in the store to end before it deletes the login")
-    func logoutWaitsForSave() async throws {
-        try await withLoggedInHolding { emulator, store, time, session in
+    /// A refresh is sent during a new login's polls (with the old refresh token), and its answer
+    /// comes while the login saves its tokens: the refresh waits for the save, then finds the
+    /// login changed and saves nothing over the new tokens.
+    @Test("A refresh whose answer comes while a new login saves its tokens saves nothing over them")
+    func refreshDuringLoginSave() async throws {
+        try await withLoggedInHolding { emulator, store, time, session async throws in
             time.advance(3600)
-            // The logout starts first and is held after reading the refresh token, so it has waited
-            // for no refresh; the refresh that starts then is held inside its save.
-            let logoutHeld = store.holdNext("load", of: "oauth/test/refresh")
+            try await emulator.control("hold", ["grant": "refresh_token"])
+            let refreshing = Locked<Task<Secret, any Error>?>(nil)
+            let refreshEnded = Locked(false)
+            let shown = Locked<String?>(nil)
+            let saveHeld = store.holdNext("save", of: "oauth/test/refresh")
+            // The clock counts every sleep of the session: this login's first is the next one.
+            let firstSleep = time.sleeps.count + 1
+            time.onSleep = { count in
+                guard count == firstSleep else { return }
+                // During the login's first wait between polls, a caller asks for a token: the
+                // refresh goes out with the old login's refresh token and waits at the emulator.
+                let task = Task {
+                    defer { refreshEnded.withLock { $0 = true } }
+                    return try await session.accessToken()
+                }
+                refreshing.withLock { $0 = task }
+                try await eventually { try await emulator.stats()["held"] as? Int ?? 0 >= 1 || refreshEnded.withLock { $0 } }
+                if let code = shown.withLock({ $0 }) { try await emulator.control("approve", ["user_code": code, "sub": "alice"]) }
+            }
+            let loginEnded = Locked(false)
+            let login = Task {
+                defer { loginEnded.withLock { $0 = true } }
+                try await session.login { authorization in shown.withLock { $0 = authorization.userCode } }
+            }
+            // The login is inside its save, the new refresh token written, holding the gate.
+            await eventually { saveHeld.wasReached || loginEnded.withLock { $0 } }
+            if !saveHeld.wasReached {
+                let outcome = await login.result
+                Issue.record("the login ended before it saved: \(outcome)")
+                return
+            }
+            #expect(!refreshEnded.withLock { $0 }, "the refresh ended before the login saved")
+            let loginsRefreshToken = try #require(try store.base.load("oauth/test/refresh")).value
+            try await emulator.control("hold")
+            await eventually { await session.waitingForGate >= 1 || refreshEnded.withLock { $0 } }
+            #expect(!refreshEnded.withLock { $0 }, "the refresh did not wait for the login's save")
+            saveHeld.release()
+            try await login.value
+
+            let task = try #require(refreshing.withLock { $0 })
+            let failure = await #expect(throws: OAuthFailure.self) { try await task.value }
+            #expect(failure?.kind == .loginRequired)
+            #expect(try store.base.load("oauth/test/refresh")?.value == loginsRefreshToken, "the refresh saved its tokens over the new login's")
+        }
+    }
+
+    /// A new login is inside its save (the refresh token written, the access token not yet)
+    /// when a logout comes to delete the login: the logout waits for the whole save, then deletes,
+    /// so no token of the save is left behind.
+    @Test("A logout waits for a login's save in the store to end, then deletes every token it saved")
+    func logoutWaitsForSave() async throws {
+        try await withLoggedInHolding { emulator, store, time, session async throws in
+            let shown = Locked<String?>(nil)
+            let saveHeld = store.holdNext("save", of: "oauth/test/refresh")
+            // The clock counts every sleep of the session: this login's first is the next one.
+            let firstSleep = time.sleeps.count + 1
+            time.onSleep = { count in
+                if count == firstSleep, let code = shown.withLock({ $0 }) { try await emulator.control("approve", ["user_code": code, "sub": "alice"]) }
+            }
+            let loginEnded = Locked(false)
+            let login = Task {
+                defer { loginEnded.withLock { $0 = true } }
+                try await session.login { authorization in shown.withLock { $0 = authorization.userCode } }
+            }
+            await eventually { saveHeld.wasReached || loginEnded.withLock { $0 } }
+            if !saveHeld.wasReached {
+                let outcome = await login.result
+                Issue.record("the login ended before it saved: \(outcome)")
+                return
+            }
+
             let logoutEnded = Locked(false)
             let logout = Task {
                 defer { logoutEnded.withLock { $0 = true } }
                 return try await session.logout(revoke: false)
             }
-            await logoutHeld.reached()
-            let saveHeld = store.holdNext("save", of: "oauth/test/refresh")
-            let refreshing = Task { try await session.accessToken() }
-            await saveHeld.reached()
-
-            logoutHeld.release()
             // Until the logout waits for the gate, or has ended without waiting.
             await eventually { await session.waitingForGate >= 1 || logoutEnded.withLock { $0 } }
-            #expect(!logoutEnded.withLock { $0 }, "the logout deleted the login while a refresh's save was in flight")
+            #expect(!logoutEnded.withLock { $0 }, "the logout deleted the login while a login's save was in flight")
             saveHeld.release()
-            _ = try await refreshing.value
+            try await login.value
             #expect(try await logout.value)
-            #expect(try store.base.entries().isEmpty, "a token of the refresh outlived the logout")
-            let failure = await #expect(throws: OAuthFailure.self) { try await session.accessToken() }
-            #expect(failure?.kind == .loginRequired)
+            #expect(try store.base.entries().isEmpty, "a token of the login's save outlived the logout")
         }
     }
 
@@ -304,7 +364,7 @@ struct OAuthSessionTests {
     /// the first caller must take that refresh's token, not refresh a second time.
     @Test("A caller whose read raced a finished refresh takes its token instead of refreshing again")
     func readRacingRefresh() async throws {
-        try await withLoggedInHolding { emulator, store, time, session in
+        try await withLoggedInHolding { emulator, store, time, session async throws in
             time.advance(3600)
             let held = store.holdNext("load", of: "oauth/test/access")
             let slow = Task { try await session.accessToken() }
@@ -315,6 +375,27 @@ struct OAuthSessionTests {
             held.release()
             #expect(try await slow.value == fresh)
             #expect(try await emulator.tokenRequests("refresh_token") == 1, "the caller that raced the refresh refreshed again")
+        }
+    }
+
+    /// As above, but the refresh fails (the server is briefly unavailable): the caller that
+    /// raced it gets the same failure, as if it had joined it, rather than sending the refresh
+    /// token a second time.
+    @Test("A caller whose read raced a failed refresh gets its failure instead of refreshing again")
+    func readRacingFailedRefresh() async throws {
+        try await withLoggedInHolding { emulator, store, time, session async throws in
+            time.advance(3600)
+            try await emulator.control("unavailable", ["count": 1])
+            let held = store.holdNext("load", of: "oauth/test/access")
+            let slow = Task { try await session.accessToken() }
+            await held.reached()
+
+            let first = await #expect(throws: OAuthFailure.self) { try await session.accessToken() }
+            #expect(first?.kind == .refused)
+            held.release()
+            let second = await #expect(throws: OAuthFailure.self) { try await slow.value }
+            #expect(second == first)
+            #expect(try await emulator.tokenRequests("refresh_token") == 1, "the caller that raced the failed refresh sent another")
         }
     }
 

@@ -37,6 +37,8 @@ Control endpoints, for tests (never counted, never held):
                                released ({} releases; 60 s at most)
   POST /_emulator/stall        {"seconds": S, "count": N}: the next N token requests wait S seconds
                                (30 at most) before answering
+  POST /_emulator/unavailable  {"count": N}: the next N refresh requests are answered 503
+                               temporarily_unavailable, changing nothing
   POST /_emulator/rotate-key   {"keep_old": true|false}: a new signing key signs from now on; the
                                old one stays in /jwks unless keep_old is false
   POST /_emulator/id-token     {"sub": S, ...claims}: an ID token signed by the current key, with
@@ -70,6 +72,7 @@ class State:
         self.revoked_families = set()
         self.slow_down = 0
         self.stall = (0.0, 0)
+        self.unavailable = 0
         self.hold_grant = None
         self.release = threading.Event()
         self.held = 0
@@ -246,6 +249,9 @@ class Handler(BaseHTTPRequestHandler):
             STATE.release.wait(60)
         self.check_client(form)
         with STATE.lock:
+            if grant == "refresh_token" and STATE.unavailable > 0:
+                STATE.unavailable -= 1
+                raise OAuthError(503, "temporarily_unavailable", "try again later")
             if grant == DEVICE_GRANT:
                 STATE.counts["polls"] += 1
                 device = STATE.devices.get(form.get("device_code", ""))
@@ -333,6 +339,8 @@ class Handler(BaseHTTPRequestHandler):
                     signature = b64(hmac.new(secret, signing_input.encode(), hashlib.sha256).digest())
                     return self.send_json(200, {"id_token": signing_input + "." + signature})
                 return self.send_json(200, {"id_token": STATE.id_token(sub, claims, headers, key)})
+            elif name == "unavailable":
+                STATE.unavailable = int(body.get("count", 1))
             elif name == "stall":
                 STATE.stall = (float(body.get("seconds", 1)), int(body.get("count", 1)))
             else:

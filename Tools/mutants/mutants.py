@@ -1,4 +1,4 @@
-"""The mutant runner the Tools/*-mutants scripts share: breaks the code one way at a time,
+"""The mutant runner the Tools/mutants/*-mutants scripts share: breaks the code one way at a time,
 rebuilds, runs the tests that must catch it, and reverts every file however it ends.
 
 A mutant is (name, file, the text to replace, its replacement, the test filter that must fail).

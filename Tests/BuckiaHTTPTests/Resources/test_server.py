@@ -14,7 +14,7 @@ Binds 127.0.0.1 on a free port, prints the port as its first stdout line, and se
                             `echo_secrets=1` puts the request's Authorization header and query
                             string in the body, as S3 does in SignatureDoesNotMatch.
   /count/<id>               how many requests /status, /drop and /slow saw for <id>.
-  /await/<id>?count=N       answers once /count/<id> reaches N (at most 120 s), with the count:
+  /await/<id>?count=N       answers once /count/<id> reaches N (at most 600 s), with the count:
                             a test waits on the event itself instead of polling for it.
   /download?size=N          N deterministic bytes (byte i is PATTERN[i % 251]), streamed.
   /slow?delay=S&id=         waits S seconds (at most 300) before answering 200; once the answer
@@ -92,7 +92,7 @@ class Handler(BaseHTTPRequestHandler):
         elif name == "await":
             wanted = int(query.get("count", "1"))
             with COUNTS_LOCK:
-                COUNTS_LOCK.wait_for(lambda: COUNTS.get(parts[1], 0) >= wanted, timeout=120)
+                COUNTS_LOCK.wait_for(lambda: COUNTS.get(parts[1], 0) >= wanted, timeout=600)
                 count = COUNTS.get(parts[1], 0)
             self.reply_json(200, {"count": count})
         elif name == "download":

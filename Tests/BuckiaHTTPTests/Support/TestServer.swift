@@ -74,7 +74,7 @@ final class TestServer: Sendable {
     /// Waits until the server has counted `count` requests for `id` (it answers after at most
     /// 120 s either way) and returns the count then.
     func awaitCount(_ id: String, atLeast count: Int = 1) async throws -> Int {
-        let response = try await HTTPClient().send(HTTPRequest(.get, try url("/await/\(id)?count=\(count)"), timeout: .seconds(150)))
+        let response = try await HTTPClient().send(HTTPRequest(.get, try url("/await/\(id)?count=\(count)"), timeout: .seconds(610)))
         return try JSONDecoder().decode([String: Int].self, from: response.data)["count"] ?? -1
     }
 

@@ -246,6 +246,24 @@ struct OAuthSessionTests {
         await pool.shutdown()
     }
 
+    /// Starts a login (its code goes to `shown`) and returns it once `saveHeld` holds its save;
+    /// nil, with the issue recorded, when the login ended before it saved.
+    func loginHeldInSave(
+        _ session: OAuthSession, shown: Locked<String?>, saveHeld: HoldingSecretStore.Hold
+    ) async -> Task<Void, any Error>? {
+        let loginEnded = Locked(false)
+        let login = Task {
+            defer { loginEnded.withLock { $0 = true } }
+            try await session.login { authorization in shown.withLock { $0 = authorization.userCode } }
+        }
+        await eventually { saveHeld.wasReached || loginEnded.withLock { $0 } }
+        guard saveHeld.wasReached else {
+            Issue.record("the login ended before it saved: \(await login.result)")
+            return nil
+        }
+        return login
+    }
+
     /// The window a store that is awaited opens: the logout has read the refresh token and
     /// waits in the store when a caller asks for a token. The refresh that would follow must send
     /// nothing: a token it rotated now would be saved after the logout's deletes, or outlive the
@@ -293,18 +311,8 @@ struct OAuthSessionTests {
                 try await eventually { try await emulator.stats()["held"] as? Int ?? 0 >= 1 || refreshEnded.withLock { $0 } }
                 if let code = shown.withLock({ $0 }) { try await emulator.control("approve", ["user_code": code, "sub": "alice"]) }
             }
-            let loginEnded = Locked(false)
-            let login = Task {
-                defer { loginEnded.withLock { $0 = true } }
-                try await session.login { authorization in shown.withLock { $0 = authorization.userCode } }
-            }
             // The login is inside its save, the new refresh token written, holding the gate.
-            await eventually { saveHeld.wasReached || loginEnded.withLock { $0 } }
-            if !saveHeld.wasReached {
-                let outcome = await login.result
-                Issue.record("the login ended before it saved: \(outcome)")
-                return
-            }
+            guard let login = await loginHeldInSave(session, shown: shown, saveHeld: saveHeld) else { return }
             #expect(!refreshEnded.withLock { $0 }, "the refresh ended before the login saved")
             let loginsRefreshToken = try #require(try store.base.load("oauth/test/refresh")).value
             try await emulator.control("hold")
@@ -333,17 +341,7 @@ struct OAuthSessionTests {
             time.onSleep = { count in
                 if count == firstSleep, let code = shown.withLock({ $0 }) { try await emulator.control("approve", ["user_code": code, "sub": "alice"]) }
             }
-            let loginEnded = Locked(false)
-            let login = Task {
-                defer { loginEnded.withLock { $0 = true } }
-                try await session.login { authorization in shown.withLock { $0 = authorization.userCode } }
-            }
-            await eventually { saveHeld.wasReached || loginEnded.withLock { $0 } }
-            if !saveHeld.wasReached {
-                let outcome = await login.result
-                Issue.record("the login ended before it saved: \(outcome)")
-                return
-            }
+            guard let login = await loginHeldInSave(session, shown: shown, saveHeld: saveHeld) else { return }
 
             let logoutEnded = Locked(false)
             let logout = Task {

@@ -134,7 +134,7 @@ let package = Package(
             name: "BuckiaSQLiteEngine", dependencies: ["BuckiaCore", "BuckiaSQLite"], path: "Engines/BuckiaSQLiteEngine"),
         .target(name: "BuckiaDiskEngine", dependencies: ["BuckiaCore"], path: "Engines/BuckiaDiskEngine"),
         .target(
-            name: "BuckiaChunkEngine", dependencies: ["BuckiaCore", "BuckiaChunks", "BuckiaDiskEngine"], path: "Engines/BuckiaChunkEngine"),
+            name: "BuckiaChunkEngine", dependencies: ["BuckiaCore", "BuckiaChunks"], path: "Engines/BuckiaChunkEngine"),
 
         // MARK: Tools
         .target(
@@ -252,7 +252,7 @@ let package = Package(
             name: "BuckiaChunksTests",
             dependencies: [
                 "BuckiaChunks", "BuckiaChunkEngine", "BuckiaDiskEngine", "BuckiaCore", "BuckiaLocal", "BuckiaTestSupport", "BuckiaConformance",
-                "BuckiaConformanceTesting",
+                "BuckiaConformanceTesting", "Buckia",
             ],
             path: "Tests/BuckiaChunksTests"),
         .testTarget(

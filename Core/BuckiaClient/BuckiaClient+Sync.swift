@@ -25,7 +25,7 @@ extension BuckiaClient {
             options.maxConcurrentOperations = configuration.maxConcurrentOperations
         }
         let local = try SyncEndpoint.localFolder(localPath)
-        let remote = try SyncEndpoint.bucket(provider, configuration: configuration, path: options.remotePath)
+        let remote = try SyncEndpoint.bucket(provider, configuration: configuration, path: options.remotePath, environment: environment)
         // Refused before anything is locked or recorded (the engine checks again).
         try local.requireApart(from: remote)
         let locks = options.dryRun ? nil : try SyncLocks.acquire(source: local, destination: remote, mode: options.mode, environment: environment)

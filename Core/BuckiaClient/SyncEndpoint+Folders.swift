@@ -18,11 +18,23 @@ extension SyncEndpoint {
 
     /// The folder `path` of the bucket `configuration` configures, served by `provider`, as a
     /// sync endpoint. Its backend names the provider, bucket and place (root or endpoint),
-    /// never a credential; a local provider is named by its root and, like a local folder,
-    /// made durable in batches.
-    public static func bucket(_ provider: any StorageProvider, configuration: BuckiaConfiguration, path: String = "") throws -> SyncEndpoint {
-        if let local = provider as? LocalProvider {
-            return try SyncEndpoint(provider: LocalProvider(root: local.root, durable: false, createRoot: false), path: path, backend: "local:\(local.root.path)")
+    /// never a credential.
+    ///
+    /// A `local` configuration is chosen by its provider type, never by the provider's class
+    /// (which a layer may wrap): its folder is opened again from the configuration, named by
+    /// its root and, like a local folder, made durable in batches; its other options (such
+    /// as `metadata`) stand.
+    ///
+    /// - Parameter environment: Where a local root's leading `~` finds `HOME`.
+    public static func bucket(
+        _ provider: any StorageProvider, configuration: BuckiaConfiguration, path: String = "",
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> SyncEndpoint {
+        if configuration.provider == .local {
+            var batched = configuration
+            batched.options["fsync"] = "false"
+            let local = try LocalProvider(configuration: batched, environment: environment)
+            return try SyncEndpoint(provider: local, path: path, backend: "local:\(local.root.path)")
         }
         var backend = "\(configuration.provider.rawValue):\(configuration.bucketName)"
         if let place = configuration.options["root"] ?? configuration.options["endpoint"] { backend += "@\(place)" }

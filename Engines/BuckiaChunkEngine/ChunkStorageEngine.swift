@@ -1,12 +1,19 @@
 import BuckiaChunks
 import BuckiaCore
-import BuckiaDiskEngine
 import Foundation
+
+/// Opens the engine that keeps a chunk engine's key → manifest map in `folder`; `durable` is
+/// the chunk engine's `fsync` (flush each write, or leave it to the file system).
+///
+/// The chunk engine names no other engine: whoever assembles it chooses the index. The
+/// umbrella module `Buckia` chooses a disk engine, so `import Buckia` code passes none.
+public typealias ChunkIndexOpener = @Sendable (_ folder: URL, _ durable: Bool) throws -> any StorageEngine
 
 /// A key-value engine whose values are stored as content-defined chunks: values that share
 /// content share chunks, and an overwritten value writes only what changed.
 ///
-/// Each key maps to a ``ChunkManifest`` kept in an index engine (a disk engine by default);
+/// Each key maps to a ``ChunkManifest`` kept in an index engine (a disk engine when opened
+/// through the umbrella module `Buckia` or its ``BuckiaCore/EngineRegistry``);
 /// the chunks live in any ``ChunkStorageComposable`` store: a local folder, or S3, B2, Bunny
 /// through ``ProviderChunkStorage``.
 ///
@@ -23,7 +30,7 @@ import Foundation
 ///
 /// Removing a value removes its manifest; its chunks stay, for other values may share them,
 /// until ``collectGarbage()`` removes the ones nothing refers to.
-public actor ChunkStorageEngine: StorageEnginePlugin {
+public actor ChunkStorageEngine: StorageEngine {
     public static let engineType: EngineType = .chunk
 
     /// The options a configuration may set.
@@ -47,20 +54,21 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
         files = ChunkedFileStore(storage: chunks, chunker: chunker)
     }
 
-    /// An engine in `directory`: chunks under `chunks/`, the index (a disk engine) under `index/`.
+    /// An engine in `directory`: chunks under `chunks/`, the index `openIndex` opens under `index/`.
     public init(
         directory: URL, organization: any ChunkStorageOrganization = GitStyleOrganization(), chunker: FastCDC = .standard,
         durability: FileSystemRetrieval.Durability = .onSynchronize,
-        decorate: (any ChunkStorageRetrieval) throws -> any ChunkStorageRetrieval = { $0 }, now: @escaping @Sendable () -> Date = { Date() }
+        decorate: (any ChunkStorageRetrieval) throws -> any ChunkStorageRetrieval = { $0 }, index openIndex: ChunkIndexOpener
     ) throws {
         let store = try ComposableFileSystemChunkStorage(
             baseURL: directory.appendingPathComponent("chunks", isDirectory: true), organization: organization, durability: durability
         ).decorated(decorate)
-        let index = try DiskStorageEngine(directory: directory.appendingPathComponent("index", isDirectory: true), durable: durability != .none, now: now)
+        let index = try openIndex(directory.appendingPathComponent("index", isDirectory: true), durability != .none)
         self.init(chunks: store, index: index, chunker: chunker)
     }
 
-    /// Opens the engine a configuration describes (see the type's documentation for options).
+    /// Opens the engine a configuration describes (see the type's documentation for options),
+    /// reading the key variable from `environment` and keeping the index `openIndex` opens.
     ///
     /// The chunk folder records its compression and key the first time
     /// (``ChunkStoreSettings``); opening it again with others fails rather than mix chunks
@@ -69,12 +77,7 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
     /// - Throws: ``BuckiaError/Code/invalidConfiguration`` naming an unknown option, a bad
     ///   value, a missing key variable or options other than the folder's;
     ///   ``BuckiaError/Code/unauthorized`` for another key. The key never appears in a message.
-    public init(configuration: EngineConfiguration) async throws {
-        try await self.init(configuration: configuration, environment: ProcessInfo.processInfo.environment)
-    }
-
-    /// Opens the engine a configuration describes, reading the key variable from `environment`.
-    public init(configuration: EngineConfiguration, environment: [String: String], now: @escaping @Sendable () -> Date = { Date() }) async throws {
+    public init(configuration: EngineConfiguration, environment: [String: String], index openIndex: ChunkIndexOpener) async throws {
         let options = configuration.options
         if let unknown = options.keys.sorted().first(where: { !Self.knownOptions.contains($0) }) {
             throw BuckiaError(
@@ -124,7 +127,7 @@ public actor ChunkStorageEngine: StorageEnginePlugin {
             if compress { retrieval = try CompressedRetrieval(wrapped: retrieval) }
             if verify { retrieval = VerifiedRetrieval(wrapped: retrieval, organization: organization) }
             return retrieval
-        }, now: now)
+        }, index: openIndex)
     }
 
     private func manifest(_ key: CacheKey) async throws -> ChunkManifest? {

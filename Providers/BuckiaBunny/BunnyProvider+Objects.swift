@@ -196,16 +196,11 @@ extension BunnyProvider {
     /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidConfiguration`` without `pullZoneURL` or
     ///   the credential `tokenKey`.
     public func signedURL(for key: ObjectKey, _ options: BunnySigningOptions) throws -> URL {
-        guard let pullZone = settings.pullZone, let tokenKey = settings.tokenKey else {
-            throw BuckiaError(
-                .invalidConfiguration, "Signing a Bunny CDN URL needs the option pullZoneURL and the credential tokenKey (the pull zone's URL token key).",
-                operation: "sign")
-        }
-        return try BunnyTokenFactory(securityKey: tokenKey).sign(try Self.url(on: pullZone, key, operation: "sign"), options)
+        try settings.signedURL(for: key, options)
     }
 
     /// `key`'s URL on the pull zone `base`.
-    private static func url(on base: URL, _ key: ObjectKey, operation: String) throws -> URL {
+    static func url(on base: URL, _ key: ObjectKey, operation: String) throws -> URL {
         var text = base.absoluteString
         if text.hasSuffix("/") { text.removeLast() }
         guard let url = URL(string: text + "/" + encode(key.rawValue)) else {

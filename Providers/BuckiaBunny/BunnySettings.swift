@@ -118,3 +118,22 @@ public struct BunnySettings: Sendable {
         return settings
     }
 }
+
+extension BunnySettings {
+    /// The object's pull-zone URL signed with `options` (countries, address, token path, …),
+    /// with the zone's token key.
+    ///
+    /// Signing needs no storage request, so a tool that holds only a remote's configuration
+    /// (the command line's `url`) signs here without making a provider.
+    ///
+    /// - Throws: ``BuckiaCore/BuckiaError/Code/invalidConfiguration`` without `pullZoneURL` or
+    ///   the credential `tokenKey`.
+    public func signedURL(for key: ObjectKey, _ options: BunnySigningOptions) throws -> URL {
+        guard let pullZone, let tokenKey else {
+            throw BuckiaError(
+                .invalidConfiguration, "Signing a Bunny CDN URL needs the option pullZoneURL and the credential tokenKey (the pull zone's URL token key).",
+                operation: "sign")
+        }
+        return try BunnyTokenFactory(securityKey: tokenKey).sign(try BunnyProvider.url(on: pullZone, key, operation: "sign"), options)
+    }
+}

@@ -56,10 +56,12 @@ struct BunnyCommandLineTests {
         }
     }
 
-    @Test("CDN options on a remote that is not Bunny are a usage error")
+    @Test("CDN options on a remote that is not Bunny are a usage error, and its key is never asked for")
     func notBunny() throws {
         let result = try Self.buckia(["url", "default:a.txt", "--countries", "CA"])
         #expect(result.status == 2, "\(result.errors)")
+        let verify = try Self.buckia(["token", "verify", "https://media.b-cdn.net/a.mp4?token=x&expires=1", "--remote", "default"])
+        #expect(verify.status != 0 && verify.errors.contains("is not a Bunny remote"), "\(verify.status) \(verify.errors)")
     }
 
     @Test("sync pushes and pulls a tree through Bunny, and a no-op resync makes no per-file request")

@@ -1,3 +1,4 @@
+import Buckia
 import BuckiaChunkEngine
 import BuckiaChunks
 import BuckiaCore

@@ -32,11 +32,16 @@ struct ProductBoundaryTests {
 
     /// Every target a product's targets reach.
     static func closure(of product: String, in graph: (products: [String: [String]], dependencies: [String: [String]])) throws -> Set<String> {
+        reach(try #require(graph.products[product], "Package.swift has no product \(product)"), in: graph.dependencies)
+    }
+
+    /// Every target reached from `start` (`start` included) along `dependencies`.
+    static func reach(_ start: [String], in dependencies: [String: [String]]) -> Set<String> {
         var reached = Set<String>()
-        var pending = try #require(graph.products[product], "Package.swift has no product \(product)")
+        var pending = start
         while let next = pending.popLast() {
             guard reached.insert(next).inserted else { continue }
-            pending += graph.dependencies[next] ?? []
+            pending += dependencies[next] ?? []
         }
         return reached
     }
@@ -53,6 +58,62 @@ struct ProductBoundaryTests {
         let reached = try Self.closure(of: product, in: try Self.targetGraph())
         #expect(reached.contains("BuckiaCore"), "the walk found \(reached.sorted())")
         #expect(reached.intersection(forbidden).isEmpty, "\(product) brings \(reached.intersection(forbidden).sorted())")
+    }
+
+    /// The plugins: the targets under Providers/ and Engines/, each folder named as its target.
+    static func plugins() throws -> Set<String> {
+        var names = Set<String>()
+        for folder in ["Providers", "Engines"] {
+            let url = PlatformSourceTests.root.appendingPathComponent(folder, isDirectory: true)
+            for name in try FileManager.default.contentsOfDirectory(atPath: url.path) {
+                var isFolder: ObjCBool = false
+                if FileManager.default.fileExists(atPath: url.appendingPathComponent(name).path, isDirectory: &isFolder), isFolder.boolValue {
+                    names.insert(name)
+                }
+            }
+        }
+        return names
+    }
+
+    @Test("No plugin reaches another plugin: the umbrella assembles them")
+    func pluginsStandApart() throws {
+        let graph = try Self.targetGraph()
+        let plugins = try Self.plugins()
+        #expect(plugins.isSuperset(of: ["BuckiaS3", "BuckiaLocal", "BuckiaDiskEngine", "BuckiaChunkEngine"]), "found \(plugins.sorted())")
+        for plugin in plugins.sorted() {
+            let reached = Self.reach(try #require(graph.dependencies[plugin], "Package.swift has no target \(plugin)"), in: graph.dependencies)
+            #expect(reached.isDisjoint(with: plugins), "\(plugin) reaches \(reached.intersection(plugins).sorted())")
+        }
+    }
+
+    @Test("No code outside a plugin casts to one of its types: a layer around it would defeat the cast")
+    func noCastsToPlugins() throws {
+        let root = PlatformSourceTests.root
+        let files = { (folder: URL) throws -> [URL] in
+            (FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil)?.allObjects as? [URL] ?? []).filter { $0.pathExtension == "swift" }
+        }
+        var owners: [String: String] = [:]
+        for plugin in try Self.plugins() {
+            let folder = root.appendingPathComponent(FileManager.default.fileExists(atPath: root.appendingPathComponent("Providers/\(plugin)").path) ? "Providers" : "Engines")
+                .appendingPathComponent(plugin)
+            for file in try files(folder) {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                for match in text.matches(of: /public (?:final class|actor|struct|enum) (\w+)/) { owners[String(match.1)] = plugin }
+            }
+        }
+        #expect(owners["LocalProvider"] == "BuckiaLocal" && owners["BunnyProvider"] == "BuckiaBunny", "read \(owners.count) types")
+        var casts: [String] = []
+        for top in ["Core", "Providers", "Engines", "Tools"] {
+            for file in try files(root.appendingPathComponent(top)) {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                for match in text.matches(of: /\b(?:as[?!]|is) (\w+)\b/) {
+                    if let owner = owners[String(match.1)], !file.path.contains("/\(owner)/") {
+                        casts.append("\(file.lastPathComponent): \(match.0)")
+                    }
+                }
+            }
+        }
+        #expect(casts.isEmpty, "\(casts)")
     }
 
     /// The walk itself: the scenario lists built on SQLite reach it, so an empty answer above is

@@ -191,7 +191,7 @@ struct SyncSession: Sendable {
         case .remote(let name, let path):
             let (provider, configuration) = try invocation.provider(named: name)
             do {
-                return (try SyncEndpoint.bucket(provider, configuration: configuration, path: path), configuration.maxConcurrentOperations)
+                return (try SyncEndpoint.bucket(provider, configuration: configuration, path: path, environment: invocation.environment), configuration.maxConcurrentOperations)
             } catch let error as BuckiaError {
                 throw UsageError(description: "\(role) \(name):\(path) is not a valid folder: \(error.message)")
             }

@@ -220,8 +220,8 @@ extension CLI {
         guard let url = URL(string: text), url.host != nil else { throw UsageError(description: "The argument is not a URL Buckia can read.") }
         let key: Secret
         if let remote = invocation.arguments.value("remote") {
-            let (provider, _) = try invocation.provider(named: remote.hasSuffix(":") ? String(remote.dropLast()) : remote)
-            guard let bunny = provider as? BunnyProvider, let tokenKey = bunny.settings.tokenKey else {
+            let configuration = try invocation.remotes().configuration(named: remote.hasSuffix(":") ? String(remote.dropLast()) : remote)
+            guard configuration.provider == .bunny, let tokenKey = try BunnySettings.resolve(configuration, environment: invocation.environment).tokenKey else {
                 throw BuckiaError(.invalidConfiguration, "The remote \(remote) is not a Bunny remote with the credential tokenKey.", path: remote)
             }
             key = tokenKey

@@ -22,15 +22,18 @@ extension CLI {
             throw UsageError(description: "url needs a remote path such as photos:2026/cat.jpg")
         }
         let expires = try parseDuration(invocation.arguments.value("expires") ?? "1h")
-        let (provider, _) = try invocation.provider(named: name)
         let method: PresignedMethod = invocation.arguments.flag("put") ? .put : .get
         let key = try ObjectKey(path.trimmedSlashes)
         let cdnOptions = ["ip", "countries", "countries-blocked", "token-path", "scheme"].filter { invocation.arguments.value($0) != nil }
             + (invocation.arguments.flag("path-form") ? ["path-form"] : [])
-        if let bunny = provider as? BunnyProvider {
+        // Chosen by the remote's provider type, as the registry chooses: a Bunny CDN URL is
+        // signed from the configuration alone, with no provider made and nothing sent.
+        let configuration = try invocation.remotes().configuration(named: name)
+        if configuration.provider == .bunny {
+            let bunny = try BunnySettings.resolve(configuration, environment: invocation.environment)
             guard method == .get else { throw UsageError(description: "A Bunny CDN URL reads; --put does not apply.") }
             let list = { (option: String) in (invocation.arguments.value(option) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
-            var scheme = bunny.settings.tokenScheme
+            var scheme = bunny.tokenScheme
             if let text = invocation.arguments.value("scheme") {
                 guard let chosen = BunnyTokenScheme(rawValue: text) else { throw UsageError(description: "--scheme is hmac, advanced or basic.") }
                 scheme = chosen
@@ -45,6 +48,7 @@ extension CLI {
         guard cdnOptions.isEmpty else {
             throw UsageError(description: "--\(cdnOptions[0]) signs Bunny CDN URLs; \(name): is not a Bunny remote.")
         }
+        let (provider, _) = try invocation.provider(named: name)
         if method == .get, !provider.capabilities.supports(.presign), provider.capabilities.supports(.authorizedURL) {
             Console.out(try await provider.authorizedURL(for: key, expires: expires).absoluteString)
             return .success

@@ -1,0 +1,47 @@
+import Buckia
+import BuckiaTestSupport
+import Foundation
+import Testing
+
+/// `SyncEndpoint.bucket` chooses by the configuration's provider type, never by the provider's
+/// class: a layer around a local provider must not change what the endpoint is.
+@Suite("SyncEndpoint.bucket")
+struct SyncEndpointTests {
+    /// A layer that forwards everything, as a logging or retry layer would.
+    struct Layer: ForwardingStorageProvider {
+        let base: any StorageProvider
+    }
+
+    @Test("A local remote wrapped in a layer is still named by its root, so its overlap with the same folder is refused")
+    func wrappedLocalOverlaps() throws {
+        let root = try TestFolder.make("buckia-endpoint")
+        defer { TestFolder.remove(root) }
+        let configuration = BuckiaConfiguration(provider: .local, bucketName: "photos", options: ["root": root.path])
+        let wrapped = Layer(base: try LocalProvider(configuration: configuration))
+        let remote = try SyncEndpoint.bucket(wrapped, configuration: configuration, path: "2026/")
+        #expect(remote.identity == "local:\(root.path)/2026/")
+        let folder = try SyncEndpoint.localFolder(root, create: false)
+        #expect(throws: BuckiaError.self) { try folder.requireApart(from: remote) }
+    }
+
+    @Test("A local remote's own options stand: one configured without metadata keeps none through sync")
+    func localOptionsStand() throws {
+        let root = try TestFolder.make("buckia-endpoint")
+        defer { TestFolder.remove(root) }
+        let configuration = BuckiaConfiguration(provider: .local, bucketName: "plain", options: ["root": root.path, "metadata": "false"])
+        let remote = try SyncEndpoint.bucket(try LocalProvider(configuration: configuration), configuration: configuration)
+        #expect(!remote.provider.capabilities.supports(.userMetadata))
+        #expect(remote.identity == "local:\(root.path)")
+    }
+
+    @Test("A leading ~ in a local root is the given environment's HOME")
+    func homeFromEnvironment() throws {
+        let home = try TestFolder.make("buckia-endpoint-home")
+        defer { TestFolder.remove(home) }
+        let configuration = BuckiaConfiguration(provider: .local, bucketName: "home", options: ["root": "~/sync"])
+        let remote = try SyncEndpoint.bucket(
+            try LocalProvider(configuration: configuration, environment: ["HOME": home.path]), configuration: configuration,
+            environment: ["HOME": home.path])
+        #expect(remote.identity == "local:\(home.path)/sync")
+    }
+}

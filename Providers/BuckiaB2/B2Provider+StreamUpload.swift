@@ -1,5 +1,6 @@
 import BuckiaCore
 import BuckiaHTTP
+import BuckiaProviderKit
 import Foundation
 
 extension B2Provider {
@@ -27,80 +28,68 @@ extension B2Provider {
         var options = options
         options.modificationDate = options.modificationDate ?? now()
         let account = try await session.account()
-        let partSize = Int(clamping: max(settings.partSize, account.minimumPartSize))
-        let parts = try StreamParts(stream, hashing: try options.verifyingAlgorithms())
-        // The first part's share of the process's upload memory, held until it is sent (by
-        // itself, or handed to `sendAll`, which gives it back). A stream that ends within a
-        // MiB needs none: waiting for a part's worth (B2's is 96 MiB) for a few bytes would
-        // hold back every small file of a sync behind the large ones.
-        let small = min(partSize, StreamParts.unreserved)
-        let reserved = try await parts.endsWithin(small) ? 0 : try await partMemory.reserve(partSize)
-        var handedOver = false
-        defer { if !handedOver { partMemory.release(reserved) } }
-        let head = try await parts.next(upTo: partSize) ?? Data()
-        if try await parts.isAtEnd() {
-            return try await uploadSmallData(head, key: remotePath, options: options)
-        }
-        var info = Self.fileInfo(options)
-        info[largeFileSHA1Info] = wholeSHA1
-        let started = try await api(
-            "b2_start_large_file",
-            ["bucketId": try await bucketId(), "fileName": remotePath.rawValue, "contentType": options.contentType ?? "application/octet-stream", "fileInfo": info],
-            as: B2API.File.self, operation: "upload", path: remotePath.rawValue)
-        guard let fileId = started.fileId else {
-            throw BuckiaError(.corrupt, "B2 started a large file but gave no file id.", operation: "upload", path: remotePath.rawValue)
-        }
-        handedOver = true
-        do {
-            let file = try await sendLargeFileParts(parts, head: head, partSize: partSize, fileId: fileId, key: remotePath, options: options)
-            await uploadURLs.forget(fileId)
-            return file
-        } catch {
-            await uploadURLs.forget(fileId)
-            // Nothing can resume an upload from a stream: its parts go now, even when this
-            // task was cancelled (the cancel runs in a task of its own).
-            let failure = BuckiaError.wrapping(error, operation: "upload", path: remotePath.rawValue)
-            do {
-                _ = try await Task {
-                    try await self.api("b2_cancel_large_file", ["fileId": fileId], operation: "cancel upload", path: remotePath.rawValue)
-                }.value
-            } catch {
-                throw BuckiaError(
-                    failure.code, "\(failure.message) Its unfinished large file could not be cancelled; `buckia cleanup` removes it.",
-                    operation: "upload", path: remotePath.rawValue, cause: failure)
-            }
-            throw failure
-        }
+        return try await MultipartWriter.write(
+            stream, to: StreamedUpload(provider: self, key: remotePath, options: options, wholeSHA1: wholeSHA1), key: remotePath, options: options,
+            partSize: Int(clamping: max(settings.partSize, account.minimumPartSize)), width: settings.concurrency, memory: partMemory)
     }
 
-    /// The parts of a streamed large file, then b2_finish_large_file.
-    private func sendLargeFileParts(
-        _ parts: StreamParts, head: Data, partSize: Int, fileId: String, key remotePath: ObjectKey, options: UploadOptions
-    ) async throws -> RemoteFile {
-        let hashes = try await parts.sendAll(
-            partsOf: partSize, startingWith: [consume head], width: settings.concurrency, memory: partMemory
-        ) { number, part in
-            guard number <= B2Provider.maximumParts else {
-                throw BuckiaError(
-                    .invalidConfiguration,
-                    "The stream is longer than \(B2Provider.maximumParts) parts of \(partSize / 1_048_576) MiB, the most one B2 large file can hold; raise partSize.",
-                    operation: "upload", path: remotePath.rawValue)
+    /// One streamed upload's steps, as ``BuckiaProviderKit/MultipartWriter`` runs them: a
+    /// large file started, its parts each with the SHA-1 B2 checks, then finished.
+    struct StreamedUpload: MultipartWrite {
+        let provider: B2Provider
+        let key: ObjectKey
+        let options: UploadOptions
+        let wholeSHA1: String?
+
+        var partLimit: (count: Int, upload: String, setting: String) { (B2Provider.maximumParts, "one B2 large file", "partSize") }
+        var leftBehind: String { "Its unfinished large file could not be cancelled; `buckia cleanup` removes it." }
+
+        func writeOnce(_ data: Data, parts: StreamParts) async throws -> RemoteFile {
+            // Verifies the known checksums itself, with the SHA-1 it sends.
+            try await provider.uploadSmallData(data, key: key, options: options)
+        }
+
+        func initiate() async throws -> String {
+            var info = B2Provider.fileInfo(options)
+            info[largeFileSHA1Info] = wholeSHA1
+            let started = try await provider.api(
+                "b2_start_large_file",
+                [
+                    "bucketId": try await provider.bucketId(), "fileName": key.rawValue, "contentType": options.contentType ?? "application/octet-stream",
+                    "fileInfo": info,
+                ],
+                as: B2API.File.self, operation: "upload", path: key.rawValue)
+            guard let fileId = started.fileId else {
+                throw BuckiaError(.corrupt, "B2 started a large file but gave no file id.", operation: "upload", path: key.rawValue)
             }
+            return fileId
+        }
+
+        func writePart(_ number: Int, _ part: Data, upload: String) async throws -> String {
             let sha1 = try Hashing.digest(part, .sha1).hex
-            try await self.uploadPart(number, of: remotePath, fileId: fileId, body: .data(part), sha1: sha1)
+            try await provider.uploadPart(number, of: key, fileId: upload, body: .data(part), sha1: sha1)
             return sha1
         }
-        try parts.verify(options.knownChecksums, key: remotePath)
-        let sha1s = hashes.sorted { $0.key < $1.key }.map(\.value)
-        do {
-            let file = try await api(
-                "b2_finish_large_file", ["fileId": fileId, "partSha1Array": sha1s], as: B2API.File.self, operation: "upload",
-                path: remotePath.rawValue)
-            return Self.remoteFile(remotePath, file)
-        } catch let error as BuckiaError where !error.isRetryable && error.code != .cancelled {
-            // An attempt B2 carried out whose answer was lost: the file is there under this id.
-            guard let stored = try await stat(remotePath: remotePath), stored.etag == fileId else { throw error }
-            return stored
+
+        func complete(_ upload: String, parts: [(number: Int, receipt: String)], size: Int64) async throws -> RemoteFile {
+            do {
+                let file = try await provider.api(
+                    "b2_finish_large_file", ["fileId": upload, "partSha1Array": parts.map(\.receipt)], as: B2API.File.self, operation: "upload",
+                    path: key.rawValue)
+                return B2Provider.remoteFile(key, file)
+            } catch let error as BuckiaError where !error.isRetryable && error.code != .cancelled {
+                // An attempt B2 carried out whose answer was lost: the file is there under this id.
+                guard let stored = try await provider.stat(remotePath: key), stored.etag == upload else { throw error }
+                return stored
+            }
+        }
+
+        func abort(_ upload: String) async throws {
+            _ = try await provider.api("b2_cancel_large_file", ["fileId": upload], operation: "cancel upload", path: key.rawValue)
+        }
+
+        func finished(_ upload: String) async {
+            await provider.uploadURLs.forget(upload)
         }
     }
 

@@ -1,5 +1,6 @@
 import BuckiaCore
 import BuckiaHTTP
+import BuckiaProviderKit
 import Foundation
 
 extension S3Provider {
@@ -22,67 +23,57 @@ extension S3Provider {
         try check(options)
         var options = options
         options.modificationDate = options.modificationDate ?? now()
-        let partSize = Int(clamping: settings.partSize)
-        let parts = try StreamParts(stream, hashing: try options.verifyingAlgorithms())
-        // The first part's share of the process's upload memory, held until it is sent (by
-        // itself, or handed to `sendAll`, which gives it back). A stream that ends within a
-        // MiB needs none: waiting for a part's worth (B2's is 96 MiB) for a few bytes would
-        // hold back every small file of a sync behind the large ones.
-        let small = min(partSize, StreamParts.unreserved)
-        let reserved = try await parts.endsWithin(small) ? 0 : try await partMemory.reserve(partSize)
-        var handedOver = false
-        defer { if !handedOver { partMemory.release(reserved) } }
-        let head = try await parts.next(upTo: partSize) ?? Data()
-        if try await parts.isAtEnd() {
+        return try await MultipartWriter.write(
+            stream, to: StreamedUpload(provider: self, key: remotePath, options: options), key: remotePath, options: options,
+            partSize: Int(clamping: settings.partSize), width: settings.concurrency, memory: partMemory)
+    }
+
+    /// One streamed upload's steps, as ``BuckiaProviderKit/MultipartWriter`` runs them.
+    struct StreamedUpload: MultipartWrite {
+        let provider: S3Provider
+        let key: ObjectKey
+        let options: UploadOptions
+
+        var partLimit: (count: Int, upload: String, setting: String) { (S3Provider.maximumParts, "one S3 upload", "partSizeMiB") }
+        var leftBehind: String { "Its multipart upload could not be aborted; `buckia cleanup` removes the parts." }
+
+        func writeOnce(_ data: Data, parts: StreamParts) async throws -> RemoteFile {
             // S3 checks a known MD5 (Content-MD5) and SHA-256 (the signed payload hash) itself;
             // any other known checksum is checked here, over the bytes read.
-            try parts.verify(options.knownChecksums, key: remotePath)
-            return try await uploadData(head, remotePath: remotePath, options: options)
+            try parts.verify(options.knownChecksums, key: key)
+            return try await provider.uploadData(data, remotePath: key, options: options)
         }
-        guard options.condition == nil || settings.profile.conditionalCompletions else {
-            throw BuckiaError(
-                .unsupported,
-                "This server ignores conditions on multipart completions, and the stream is longer than one part (\(partSize / 1_048_576) MiB): it cannot be stored conditionally. Store it without a condition, or raise partSizeMiB.",
-                operation: "upload", path: remotePath.rawValue)
-        }
-        let uploadId = try await createMultipartUpload(remotePath, md5: nil, options: options)
-        handedOver = true
-        do {
-            let etags = try await parts.sendAll(
-                partsOf: partSize, startingWith: [consume head], width: settings.concurrency, memory: partMemory
-            ) { number, part in
-                guard number <= S3Provider.maximumParts else {
-                    throw BuckiaError(
-                        .invalidConfiguration,
-                        "The stream is longer than \(S3Provider.maximumParts) parts of \(partSize / 1_048_576) MiB, the most one S3 upload can hold; raise partSizeMiB.",
-                        operation: "upload", path: remotePath.rawValue)
-                }
-                return try await self.putPart(number, of: remotePath, uploadId: uploadId, body: .data(part), md5: try Hashing.digest(part, .md5))
+
+        func initiate() async throws -> String {
+            guard options.condition == nil || provider.settings.profile.conditionalCompletions else {
+                throw BuckiaError(
+                    .unsupported,
+                    "This server ignores conditions on multipart completions, and the stream is longer than one part (\(provider.settings.partSize / 1_048_576) MiB): it cannot be stored conditionally. Store it without a condition, or raise partSizeMiB.",
+                    operation: "upload", path: key.rawValue)
             }
-            try parts.verify(options.knownChecksums, key: remotePath)
+            return try await provider.createMultipartUpload(key, md5: nil, options: options)
+        }
+
+        func writePart(_ number: Int, _ part: Data, upload: String) async throws -> String {
+            try await provider.putPart(number, of: key, uploadId: upload, body: .data(part), md5: try Hashing.digest(part, .md5))
+        }
+
+        func complete(_ upload: String, parts: [(number: Int, receipt: String)], size: Int64) async throws -> RemoteFile {
             let etag: String?
             do {
-                etag = try await completeMultipartUpload(
-                    remotePath, uploadId: uploadId, parts: etags.sorted { $0.key < $1.key }, condition: options.condition)
+                etag = try await provider.completeMultipartUpload(
+                    key, uploadId: upload, parts: parts.map { (key: $0.number, value: $0.receipt) }, condition: options.condition)
             } catch let error as BuckiaError where error.code == .conditionNotMatch || (error.code == .notFound && options.condition != nil) {
-                throw restate(error, key: remotePath, options: options)
+                throw provider.restate(error, key: key, options: options)
             }
             return RemoteFile(
-                path: remotePath, size: parts.count, modificationDate: options.modificationDate,
+                path: key, size: size, modificationDate: options.modificationDate,
                 contentType: options.contentType ?? "application/octet-stream", etag: etag.map(S3Provider.quotedETag), metadata: options.metadata,
                 contentHeaders: options.contentHeaders)
-        } catch {
-            // Nothing can resume an upload from a stream: its parts go now, not at the next
-            // run, even when this task was cancelled (the abort runs in a task of its own).
-            let failure = BuckiaError.wrapping(error, operation: "upload", path: remotePath.rawValue)
-            do {
-                try await Task { try await self.abortUpload(key: remotePath.rawValue, uploadId: uploadId) }.value
-            } catch {
-                throw BuckiaError(
-                    failure.code, "\(failure.message) Its multipart upload could not be aborted; `buckia cleanup` removes the parts.",
-                    operation: "upload", path: remotePath.rawValue, cause: failure)
-            }
-            throw failure
+        }
+
+        func abort(_ upload: String) async throws {
+            try await provider.abortUpload(key: key.rawValue, uploadId: upload)
         }
     }
 

@@ -76,7 +76,7 @@ public final class BuckiaClient: Sendable {
     /// - Parameters:
     ///   - provider: The bucket every call goes to.
     ///   - configuration: What it was built from (sync reads its limits and names state by it).
-    ///   - environment: Where sync state and locks go (`XDG_STATE_HOME`); the process's by default.
+    ///   - environment: Where sync state and locks go (`XDG_STATE_HOME`), and where a local root's `~` finds `HOME`; the process's by default.
     public init(provider: any StorageProvider, configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) {
         (self.configuration, self.provider, isUsingFallback, self.environment) = (configuration, provider, false, environment)
     }

@@ -18,12 +18,15 @@ extension SyncEndpoint {
 
     /// The folder `path` of the bucket `configuration` configures, served by `provider`, as a
     /// sync endpoint. Its backend names the provider, bucket and place (root or endpoint),
-    /// never a credential.
+    /// never a credential; a `local` configuration is named by its folder (`local:/path`, the
+    /// way ``localFolder(_:create:)`` names one), so a sync between it and the same folder is
+    /// refused as overlapping.
     ///
-    /// A `local` configuration is chosen by its provider type, never by the provider's class
-    /// (which a layer may wrap): its folder is opened again from the configuration, named by
-    /// its root and, like a local folder, made durable in batches; its other options (such
-    /// as `metadata`) stand.
+    /// `provider` serves every read and write as it is, layers included: a read-only or
+    /// logging layer around a local remote sees the sync's calls. The name comes from the
+    /// configuration, chosen by its provider type, never from the provider's class (a layer
+    /// hides it). To make a local remote's writes durable in batches rather than one `fsync`
+    /// per file, make its provider with the option `fsync` false, as the command line does.
     ///
     /// - Parameter environment: Where a local root's leading `~` finds `HOME`.
     public static func bucket(
@@ -31,10 +34,9 @@ extension SyncEndpoint {
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws -> SyncEndpoint {
         if configuration.provider == .local {
-            var batched = configuration
-            batched.options["fsync"] = "false"
-            let local = try LocalProvider(configuration: batched, environment: environment)
-            return try SyncEndpoint(provider: local, path: path, backend: "local:\(local.root.path)")
+            // The folder as a provider made from the configuration resolves it (`~`, links).
+            let root = try LocalProvider(configuration: configuration, environment: environment).root
+            return try SyncEndpoint(provider: provider, path: path, backend: "local:\(root.path)")
         }
         var backend = "\(configuration.provider.rawValue):\(configuration.bucketName)"
         if let place = configuration.options["root"] ?? configuration.options["endpoint"] { backend += "@\(place)" }

@@ -56,7 +56,7 @@ struct BunnyCommandLineTests {
         }
     }
 
-    @Test("CDN options on a remote that is not Bunny are a usage error, and its key is never asked for")
+    @Test("CDN options on a remote that is not Bunny are a usage error, and token verify refuses such a remote")
     func notBunny() throws {
         let result = try Self.buckia(["url", "default:a.txt", "--countries", "CA"])
         #expect(result.status == 2, "\(result.errors)")

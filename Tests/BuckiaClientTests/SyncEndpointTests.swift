@@ -24,6 +24,19 @@ struct SyncEndpointTests {
         #expect(throws: BuckiaError.self) { try folder.requireApart(from: remote) }
     }
 
+    @Test("The endpoint serves through the provider it was given: a read-only layer around a local remote refuses the sync's writes")
+    func layerSeesTheWrites() async throws {
+        let root = try TestFolder.make("buckia-endpoint")
+        defer { TestFolder.remove(root) }
+        let configuration = BuckiaConfiguration(provider: .local, bucketName: "photos", options: ["root": root.path])
+        let remote = try SyncEndpoint.bucket(ReadOnlyLayer(try LocalProvider(configuration: configuration)), configuration: configuration)
+        let error = await #expect(throws: BuckiaError.self) {
+            try await remote.provider.uploadData(Data("x".utf8), remotePath: try ObjectKey("x.txt"), options: UploadOptions())
+        }
+        #expect(error?.code == .permissionDenied)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root.path).isEmpty, "nothing reached the folder")
+    }
+
     @Test("A local remote's own options stand: one configured without metadata keeps none through sync")
     func localOptionsStand() throws {
         let root = try TestFolder.make("buckia-endpoint")

@@ -13,6 +13,9 @@ struct MultipartWriterTests {
         let steps = Locked<[String]>([])
         var failing: Int?
         var abortFails = false
+        var initiateFails = false
+        /// Part 2 says it has started here, then waits until its task is cancelled.
+        var stalls: AsyncStream<Void>.Continuation?
         var partLimit: (count: Int, upload: String, setting: String) { (3, "one test upload", "partSize") }
         var leftBehind: String { "The parts stay." }
 
@@ -23,11 +26,17 @@ struct MultipartWriterTests {
 
         func initiate() async throws -> String {
             steps.withLock { $0.append("initiate") }
+            if initiateFails { throw BuckiaError(.permissionDenied, "no uploads here") }
             return "U"
         }
 
         func writePart(_ number: Int, _ part: Data, upload: String) async throws -> Int {
             if number == failing { throw BuckiaError(.transient, "part \(number) refused") }
+            if number == 2, let stalls {
+                stalls.yield()
+                // Ends when the writing task is cancelled; the limit only guards a hang.
+                try await Task.sleep(for: .seconds(600))
+            }
             steps.withLock { $0.append("part \(number) \(part.count) \(upload)") }
             return number * 100
         }
@@ -38,17 +47,19 @@ struct MultipartWriterTests {
         }
 
         func abort(_ upload: String) async throws {
-            steps.withLock { $0.append("abort \(upload)") }
+            steps.withLock { $0.append("abort \(upload)\(Task.isCancelled ? " (cancelled)" : "")") }
             if abortFails { throw BuckiaError(.transient, "abort refused") }
         }
 
         func finished(_ upload: String) async { steps.withLock { $0.append("finished \(upload)") } }
     }
 
-    static func write(_ count: Int, to recorder: Recorder, options: UploadOptions = UploadOptions()) async throws -> RemoteFile {
+    static func write(
+        _ count: Int, to recorder: Recorder, options: UploadOptions = UploadOptions(), partSize: Int = 10, memory: UploadMemory = UploadMemory()
+    ) async throws -> RemoteFile {
         let data = Data((0..<count).map { UInt8(truncatingIfNeeded: $0) })
         return try await MultipartWriter.write(
-            .of(data, chunkSize: 4), to: recorder, key: try ObjectKey("k"), options: options, partSize: 10, width: 2, memory: UploadMemory())
+            .of(data, chunkSize: 4), to: recorder, key: try ObjectKey("k"), options: options, partSize: partSize, width: 2, memory: memory)
     }
 
     @Test("A stream that fits one part is written once, and no upload is started", arguments: [0, 1, 10])
@@ -100,5 +111,33 @@ struct MultipartWriterTests {
         #expect(error?.code == .checksumMismatch)
         let steps = recorder.steps.withLock { $0 }
         #expect(!steps.contains { $0.hasPrefix("complete") } && steps.last == "abort U", "\(steps)")
+    }
+
+    @Test("Every path gives back the memory it reserved: one request, a refused start, a failed part, a wrong checksum")
+    func memoryComesBack() async throws {
+        let memory = UploadMemory(limit: 8 << 20)
+        // Longer than the first MiB, so its part is reserved, yet one request.
+        _ = try await Self.write((1 << 20) + 1, to: Recorder(), partSize: 2 << 20, memory: memory)
+        #expect(memory.available == memory.limit)
+        await #expect(throws: BuckiaError.self) { try await Self.write(25, to: Recorder(initiateFails: true), memory: memory) }
+        #expect(memory.available == memory.limit)
+        await #expect(throws: BuckiaError.self) { try await Self.write(25, to: Recorder(failing: 2), memory: memory) }
+        #expect(memory.available == memory.limit)
+        let wrong = UploadOptions(knownChecksums: [.sha256: String(repeating: "0", count: 64)])
+        await #expect(throws: BuckiaError.self) { try await Self.write(25, to: Recorder(), options: wrong, memory: memory) }
+        #expect(memory.available == memory.limit)
+    }
+
+    @Test("A cancelled upload is still aborted, by a task the cancellation does not reach")
+    func cancelledUploadIsAborted() async throws {
+        let (started, stalls) = AsyncStream.makeStream(of: Void.self)
+        let recorder = Recorder(stalls: stalls)
+        let upload = Task { try await Self.write(25, to: recorder) }
+        var waiting = started.makeAsyncIterator()
+        _ = await waiting.next()
+        upload.cancel()
+        let error = await #expect(throws: BuckiaError.self) { try await upload.value }
+        #expect(error?.code == .cancelled)
+        #expect(recorder.steps.withLock { $0 }.last == "abort U", "\(recorder.steps.withLock { $0 })")
     }
 }

@@ -172,6 +172,17 @@ struct RegistryTests {
         #expect((engine as? BravoEngine)?.configuration == configuration)
     }
 
+    @Test("An engine factory closure registers like a plugin, refuses a taken name, and opens with the configuration it is given")
+    func engineFactory() async throws {
+        var registry = try engines()
+        try registry.register("composed") { configuration in try await YankeeEngine(configuration: configuration) }
+        #expect(registry.registeredTypes == ["bravo", "composed", "yankee"])
+        let duplicate = #expect(throws: BuckiaError.self) { try registry.register("bravo") { try await YankeeEngine(configuration: $0) } }
+        #expect(duplicate?.code == .alreadyExists)
+        let configuration = EngineConfiguration(type: "composed", options: ["k": "v"])
+        #expect((try await registry.makeEngine(for: configuration) as? YankeeEngine)?.configuration == configuration)
+    }
+
     @Test("An unknown engine type names every registered type; a plugin's rejection passes through")
     func unknownEngine() async throws {
         let registry = try engines()

@@ -18,7 +18,7 @@ struct CallRecorder: ForwardingStorageProvider {
 }
 
 /// The docs' read-only layer (Docs/WritingAProvider.md), as a user writes it.
-struct ReadOnlyLayer: ForwardingStorageProvider {
+struct DocsReadOnlyProvider: ForwardingStorageProvider {
     let base: any StorageProvider
 
     func admit(_ call: ProviderCall) throws {
@@ -112,11 +112,13 @@ struct ProviderLayerTests {
         #expect(layer.intercepted.withLock { $0 } == (row.isAsync ? [row.call] : []))
     }
 
-    @Test("The read-only layer refuses every write before it reaches the base, and lets every other call through", arguments: try ForwardedCall.all())
-    func readOnlyLayer(_ row: ForwardedCall) async throws {
+    @Test(
+        "The read-only layers (the shipped one and the docs' own) refuse every write before it reaches the base, and let every other call through",
+        arguments: try ForwardedCall.all(), [true, false])
+    func readOnlyLayer(_ row: ForwardedCall, shipped: Bool) async throws {
         let base = try await Self.memory()
         let recorder = CallRecorder(base: base)
-        let layer = ReadOnlyLayer(base: recorder)
+        let layer: any StorageProvider = shipped ? ReadOnlyLayer(recorder) : DocsReadOnlyProvider(base: recorder)
         var refusal: BuckiaError?
         do { try await row.invoke(layer) } catch let error as BuckiaError where error.message.contains("read-only") { refusal = error } catch {}
         if row.call.kind == .write {

@@ -50,7 +50,8 @@ extension EngineRegistry {
         try? registry.register(MemoryStorageEngine.self)
         try? registry.register(SQLiteStorageEngine.self)
         try? registry.register(DiskStorageEngine.self)
-        try? registry.register(ChunkStorageEngine.self)
+        // Assembled here, where both engines are known: its index is a disk engine.
+        try? registry.register(ChunkStorageEngine.engineType) { try await ChunkStorageEngine(configuration: $0) }
         return registry
     }
 }

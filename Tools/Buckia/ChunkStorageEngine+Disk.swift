@@ -1,9 +1,10 @@
 import Foundation
 
 // The chunk engine names no other engine (plugins depend on contracts, never on each other);
-// here, where every built-in is assembled, its index is a disk engine.
+// here, where every built-in is assembled, its index is a disk engine. `EngineRegistry.builtIn`
+// registers it with a factory, so no module declares a conformance for another's type.
 
-extension ChunkStorageEngine: StorageEnginePlugin {
+extension ChunkStorageEngine {
     /// Opens the engine a configuration describes, its index a disk engine under `index/`
     /// (see ``BuckiaChunkEngine/ChunkStorageEngine/init(configuration:environment:index:)``).
     public init(configuration: EngineConfiguration) async throws {

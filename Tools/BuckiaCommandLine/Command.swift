@@ -51,9 +51,10 @@ struct Invocation: Sendable {
         return { line in Console.error("buckia: \(line)") }
     }
 
-    /// The provider behind a configured remote.
-    func provider(named name: String) throws -> (any StorageProvider, BuckiaConfiguration) {
-        let configuration = try remotes().configuration(named: name)
+    /// The provider behind a configured remote, its configuration first changed by `adjust`.
+    func provider(named name: String, adjusting adjust: (inout BuckiaConfiguration) -> Void = { _ in }) throws -> (any StorageProvider, BuckiaConfiguration) {
+        var configuration = try remotes().configuration(named: name)
+        adjust(&configuration)
         let provider = try registry.makeProvider(for: configuration, environment: environment, log: log, resources: resources)
         made.withLock { $0.append(provider) }
         return (provider, configuration)

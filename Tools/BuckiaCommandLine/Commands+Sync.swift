@@ -189,7 +189,11 @@ struct SyncSession: Sendable {
             }
             return (try SyncEndpoint.localFolder(url, create: false), 8)
         case .remote(let name, let path):
-            let (provider, configuration) = try invocation.provider(named: name)
+            // A local remote's writes are made durable in batches (one `syncfs` before each
+            // batch the sync records), as a local folder's are, not by an `fsync` per file.
+            let (provider, configuration) = try invocation.provider(named: name) { configuration in
+                if configuration.provider == .local { configuration.options["fsync"] = "false" }
+            }
             do {
                 return (try SyncEndpoint.bucket(provider, configuration: configuration, path: path, environment: invocation.environment), configuration.maxConcurrentOperations)
             } catch let error as BuckiaError {

@@ -22,13 +22,14 @@ extension CLI {
             throw UsageError(description: "url needs a remote path such as photos:2026/cat.jpg")
         }
         let expires = try parseDuration(invocation.arguments.value("expires") ?? "1h")
+        // The remote first, then the key: a missing remote is the error a user sees first.
+        let configuration = try invocation.remotes().configuration(named: name)
         let method: PresignedMethod = invocation.arguments.flag("put") ? .put : .get
         let key = try ObjectKey(path.trimmedSlashes)
         let cdnOptions = ["ip", "countries", "countries-blocked", "token-path", "scheme"].filter { invocation.arguments.value($0) != nil }
             + (invocation.arguments.flag("path-form") ? ["path-form"] : [])
         // Chosen by the remote's provider type, as the registry chooses: a Bunny CDN URL is
         // signed from the configuration alone, with no provider made and nothing sent.
-        let configuration = try invocation.remotes().configuration(named: name)
         if configuration.provider == .bunny {
             let bunny = try BunnySettings.resolve(configuration, environment: invocation.environment)
             guard method == .get else { throw UsageError(description: "A Bunny CDN URL reads; --put does not apply.") }

@@ -37,7 +37,7 @@ public protocol ForwardingStorageProvider: StorageProvider {
 
     /// Runs `forward` (the call to ``base``) for every forwarded async requirement, after
     /// ``admit(_:)``: the place to log, time or retry it. `forward` may be called again for a
-    /// retry, except for a ``ProviderCall/Kind/write`` of a stream, whose bytes are read once.
+    /// retry, except for a call whose bytes are read once (``ProviderCall/isReplayable``).
     /// The default calls it once.
     func intercept<T>(_ call: ProviderCall, _ forward: () async throws -> T) async throws -> T
 }
@@ -70,6 +70,11 @@ public struct ProviderCall: Sendable, Hashable, CustomStringConvertible {
     /// Every key it touches: the source and then the destination of a copy or a move, each key
     /// of a batch delete; none for a call about no key (a listing, a connection).
     public var keys: [ObjectKey]
+
+    /// Whether the call may be made again after it failed: false for the two that read their
+    /// bytes once (`upload`, from a stream, and `receiveFile`, from its fill), true for every
+    /// other. A retrying layer (``ForwardingStorageProvider/intercept(_:_:)``) checks it.
+    public var isReplayable: Bool { name != "upload" && name != "receiveFile" }
 
     /// Describes a call.
     public init(_ name: String, _ kind: Kind, keys: [ObjectKey] = []) {

@@ -50,6 +50,18 @@ public struct EngineRegistry: Sendable {
         }
     }
 
+    /// Registers a factory closure under `type`: an engine assembled from others (the chunk
+    /// engine and its index), or one whose opening needs more than its configuration.
+    ///
+    /// - Throws: ``BuckiaError/Code/alreadyExists`` if that type is already registered.
+    public mutating func register(
+        _ type: EngineType, factory: @escaping @Sendable (EngineConfiguration) async throws -> any StorageEngine
+    ) throws {
+        try storage.register(type) { configuration in
+            { try await factory(configuration) }
+        }
+    }
+
     /// The registered type names, sorted.
     public var registeredTypes: [EngineType] { storage.registeredTypes }
 

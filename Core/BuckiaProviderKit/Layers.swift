@@ -96,15 +96,10 @@ public struct LoggingLayer: ForwardingStorageProvider {
     }
 
     public func intercept<T>(_ call: ProviderCall, _ forward: () async throws -> T) async throws -> T {
-        let start = now()
-        do {
-            let result = try await forward()
-            log("\(call): ok in \(Self.milliseconds(now() - start)) ms")
-            return result
-        } catch {
+        try await timed(forward, now: now) { error, took in
+            guard let error else { return log("\(call): ok in \(Self.milliseconds(took)) ms") }
             let failure = BuckiaError.wrapping(error, operation: call.name)
-            log("\(call): \(failure.code) in \(Self.milliseconds(now() - start)) ms: \(failure.message)")
-            throw error
+            log("\(call): \(failure.code) in \(Self.milliseconds(took)) ms: \(failure.message)")
         }
     }
 
@@ -166,15 +161,23 @@ public struct MetricsLayer: ForwardingStorageProvider {
     }
 
     public func intercept<T>(_ call: ProviderCall, _ forward: () async throws -> T) async throws -> T {
-        let start = now()
-        do {
-            let result = try await forward()
-            metrics.record(call.name, failed: false, time: now() - start)
-            return result
-        } catch {
-            metrics.record(call.name, failed: true, time: now() - start)
-            throw error
-        }
+        try await timed(forward, now: now) { error, took in metrics.record(call.name, failed: error != nil, time: took) }
+    }
+}
+
+/// Runs `forward`, then tells `ended` how it ended (its error, or nil) and how long it took by
+/// `now`; returns or rethrows what `forward` did.
+private func timed<T>(
+    _ forward: () async throws -> T, now: @Sendable () -> ContinuousClock.Instant, ended: (_ error: (any Error)?, _ took: Duration) -> Void
+) async throws -> T {
+    let start = now()
+    do {
+        let result = try await forward()
+        ended(nil, now() - start)
+        return result
+    } catch {
+        ended(error, now() - start)
+        throw error
     }
 }
 

@@ -34,8 +34,7 @@ extension SyncEndpoint {
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws -> SyncEndpoint {
         if configuration.provider == .local {
-            // The folder as a provider made from the configuration resolves it (`~`, links).
-            let root = try LocalProvider(configuration: configuration, environment: environment).root
+            let root = try LocalProvider.resolvedRoot(of: configuration, environment: environment)
             return try SyncEndpoint(provider: provider, path: path, backend: "local:\(root.path)")
         }
         var backend = "\(configuration.provider.rawValue):\(configuration.bucketName)"

@@ -23,14 +23,22 @@ public struct ReadOnlyLayer: ForwardingStorageProvider {
     }
 }
 
-/// Tries a call again when it fails with a retryable error (`transient` or `rateLimited`), up
-/// to ``maxAttempts`` attempts, waiting a random time up to `baseDelay × 2^(n−1)` (at most
-/// `maxDelay`) before attempt n + 1: full jitter, so that clients failing together do not retry
-/// together. Any other error, and a cancellation, ends it at once.
+/// Tries a call again when it fails with a retryable error (`transient`, or `rateLimited`, an
+/// error of any type as ``BuckiaCore/BuckiaError/wrapping(_:operation:path:)`` maps it), up to
+/// ``maxAttempts`` attempts. Before attempt n + 1 it waits a random time up to
+/// `baseDelay × 2^(n−1)`, at most `maxDelay` (full jitter, so that clients failing together do
+/// not retry together), and at least the error's ``BuckiaCore/BuckiaError/retryAfter`` when the
+/// backend asked for one. Any other error, and a cancellation, ends it at once.
 ///
 /// For providers with no retries of their own (the built-ins retry each HTTP request already).
 /// A call whose bytes are read once (``BuckiaCore/ProviderCall/isReplayable`` is false: an
-/// upload from a stream, a `receiveFile`) is never tried again.
+/// upload from a stream, a `receiveFile`) is never tried again. Every other call is, writes
+/// included: a write whose answer was lost and that is tried again can fail where the first
+/// succeeded (a move finds no source, a conditional upload's condition no longer holds), so
+/// an app that retries such writes checks the object after a failure.
+///
+/// A listing or a read stream is retried as the call that opens it; the pages and bytes read
+/// after it returns are not.
 public struct RetryLayer: ForwardingStorageProvider {
     public let base: any StorageProvider
     /// The most attempts a call gets, the first included; 1 means never retry.
@@ -60,27 +68,35 @@ public struct RetryLayer: ForwardingStorageProvider {
         while true {
             do {
                 return try await forward()
-            } catch let error as BuckiaError where error.isRetryable && attempt < maxAttempts {
-                try await wait(before: attempt + 1, call: call)
+            } catch {
+                let failure = BuckiaError.wrapping(error, operation: call.name)
+                guard failure.isRetryable, attempt < maxAttempts else { throw error }
+                try await wait(before: attempt + 1, after: failure, call: call)
                 attempt += 1
             }
         }
     }
 
-    /// The wait before attempt `next`; a cancelled task ends the retries with `cancelled`.
-    private func wait(before next: Int, call: ProviderCall) async throws {
+    /// The wait before attempt `next`, after `failure`; a cancelled task ends the retries with
+    /// `cancelled`, the last failure as its cause.
+    private func wait(before next: Int, after failure: BuckiaError, call: ProviderCall) async throws {
         let ceiling = min(maxDelay, baseDelay * (1 << min(next - 2, 30)))
+        let jittered = ceiling * min(1, max(0, random()))
         do {
-            try await sleep(ceiling * min(1, max(0, random())))
+            try Task.checkCancellation()
+            try await sleep(max(jittered, failure.retryAfter ?? .zero))
+            try Task.checkCancellation()
         } catch {
-            throw BuckiaError(.cancelled, "\(call) was cancelled while waiting to try again.", operation: call.name, path: call.keys.first?.rawValue)
+            throw BuckiaError(
+                .cancelled, "\(call) was cancelled while waiting to try again.", operation: call.name, path: call.keys.first?.rawValue, cause: failure)
         }
     }
 }
 
 /// Writes a line for every async call when it ends: what it was, and how it ended (`ok` or the
 /// error's code and message) after how long. A line names keys and never a credential: error
-/// messages are scrubbed of secrets where they are made.
+/// messages are scrubbed of secrets where they are made. A listing or a read stream is one
+/// line, for the call that opens it.
 public struct LoggingLayer: ForwardingStorageProvider {
     public let base: any StorageProvider
     private let log: @Sendable (String) -> Void
@@ -146,7 +162,8 @@ public final class ProviderMetrics: Sendable {
     }
 }
 
-/// Counts every async call into a ``ProviderMetrics``.
+/// Counts every async call into a ``ProviderMetrics``; a listing or a read stream counts as the
+/// call that opens it.
 public struct MetricsLayer: ForwardingStorageProvider {
     public let base: any StorageProvider
     /// Where the counts go.
@@ -196,11 +213,17 @@ public final class FaultPlan: Sendable {
 
     /// Fail the next `times` calls that match every criterion given.
     public struct Rule: Sendable {
+        /// The requirement's name (`stat`, `uploadData`, …); nil for any.
         public var name: String?
+        /// The kind of call; nil for any.
         public var kind: ProviderCall.Kind?
+        /// A key the call touches; nil for any.
         public var key: ObjectKey?
+        /// How many matching calls fail; one fewer each time.
         public var times: Int
+        /// Before the provider acts, or after it has answered.
         public var moment: Moment
+        /// What the failing calls throw.
         public var error: BuckiaError
 
         /// A rule; a criterion left nil matches every call.
@@ -223,7 +246,8 @@ public final class FaultPlan: Sendable {
 
     private let state: Locked<(rules: [Rule], injected: Int)>
 
-    /// A plan of `rules`, the first matching one deciding.
+    /// A plan of `rules`. At each moment of a call, the first rule for that moment that matches
+    /// it and has faults left decides.
     public init(_ rules: [Rule]) { state = Locked((rules, 0)) }
 
     /// How many faults have been thrown.

@@ -69,6 +69,37 @@ public struct LocalProvider: StorageProviderPlugin {
     /// in `root` is `environment`'s `HOME` (the user's home as the shell sees it).
     public init(configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         try configuration.checkOptions(known: LocalProvider.knownOptions ?? [])
+        let root = try Self.configuredRoot(configuration, environment: environment)
+        let fsync = configuration.options["fsync"] ?? "true"
+        guard let durable = Bool(fsync) else {
+            throw BuckiaError(.invalidConfiguration, "The local provider's fsync option must be true or false.", path: "options.fsync")
+        }
+        guard let keepsMetadata = Bool(configuration.options["metadata"] ?? "true") else {
+            throw BuckiaError(.invalidConfiguration, "The local provider's metadata option must be true or false.", path: "options.metadata")
+        }
+        // A configured remote's root is created by the first write, not by opening it: `ls`
+        // of a remote whose folder is missing lists nothing and leaves nothing behind.
+        try self.init(root: URL(fileURLWithPath: root, isDirectory: true), durable: durable, createRoot: false, keepsMetadata: keepsMetadata)
+    }
+
+    /// The folder a configuration's `root` names, resolved as a provider made from it resolves
+    /// it (a leading `~` from `environment`'s `HOME`, symbolic links followed), without making
+    /// one: nothing is created, swept or written. A sync names a local remote by it.
+    public static func resolvedRoot(of configuration: BuckiaConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> URL {
+        let root = try configuredRoot(configuration, environment: environment)
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
+            return URL(fileURLWithPath: try resolveMissing(root), isDirectory: true)
+        }
+        guard let resolved = realpath(root, nil) else {
+            throw BuckiaError.posix(errno, operation: "resolve root", path: root)
+        }
+        defer { free(resolved) }
+        return URL(fileURLWithPath: String(cString: resolved), isDirectory: true)
+    }
+
+    /// The `root` option as an absolute path, its leading `~` expanded.
+    private static func configuredRoot(_ configuration: BuckiaConfiguration, environment: [String: String]) throws -> String {
         let raw = try configuration.requireOption("root")
         let expanded: String
         if raw == "~" || raw.hasPrefix("~/") {
@@ -86,16 +117,7 @@ public struct LocalProvider: StorageProviderPlugin {
                 .invalidConfiguration, "The local provider's root must be an absolute path; it is \(raw.debugDescription).",
                 path: "options.root")
         }
-        let fsync = configuration.options["fsync"] ?? "true"
-        guard let durable = Bool(fsync) else {
-            throw BuckiaError(.invalidConfiguration, "The local provider's fsync option must be true or false.", path: "options.fsync")
-        }
-        guard let keepsMetadata = Bool(configuration.options["metadata"] ?? "true") else {
-            throw BuckiaError(.invalidConfiguration, "The local provider's metadata option must be true or false.", path: "options.metadata")
-        }
-        // A configured remote's root is created by the first write, not by opening it: `ls`
-        // of a remote whose folder is missing lists nothing and leaves nothing behind.
-        try self.init(root: URL(fileURLWithPath: expanded, isDirectory: true), durable: durable, createRoot: false, keepsMetadata: keepsMetadata)
+        return expanded
     }
 
     /// Creates a provider over `root`.

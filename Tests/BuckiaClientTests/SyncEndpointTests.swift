@@ -47,6 +47,24 @@ struct SyncEndpointTests {
         #expect(remote.identity == "local:\(root.path)")
     }
 
+    @Test("A local remote is named by its folder as its provider resolves it (links followed), and naming it creates nothing")
+    func namedAsResolved() throws {
+        let folder = try TestFolder.make("buckia-endpoint")
+        defer { TestFolder.remove(folder) }
+        let real = folder.appendingPathComponent("real", isDirectory: true)
+        try FileManager.default.createDirectory(at: real, withIntermediateDirectories: true)
+        let link = folder.appendingPathComponent("link")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real)
+        let linked = BuckiaConfiguration(provider: .local, bucketName: "l", options: ["root": link.path])
+        let provider = try LocalProvider(configuration: linked)
+        #expect(try SyncEndpoint.bucket(provider, configuration: linked).identity == "local:\(provider.root.path)")
+        #expect(provider.root.path.hasSuffix("/real"))
+        let missing = BuckiaConfiguration(provider: .local, bucketName: "m", options: ["root": link.appendingPathComponent("not/yet").path])
+        #expect(try SyncEndpoint.bucket(provider, configuration: missing).identity == "local:\(real.path)/not/yet")
+        #expect(!FileManager.default.fileExists(atPath: real.appendingPathComponent("not").path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: real.path).isEmpty, "nothing swept or made in the folder")
+    }
+
     @Test("A leading ~ in a local root is the given environment's HOME")
     func homeFromEnvironment() throws {
         let home = try TestFolder.make("buckia-endpoint-home")

@@ -25,16 +25,26 @@ struct ShippedLayersTests {
 
     static var a: ObjectKey { get throws { try ObjectKey("a.txt") } }
 
-    @Test("Every provider scenario passes through a stack of every layer over a local folder", arguments: ProviderConformance.scenarios)
+    @Test("Every provider scenario passes through a stack of the logging, metrics, retry and fault layers over a local folder, the faults absorbed by the retries", arguments: ProviderConformance.scenarios)
     func conformance(_ scenario: ProviderScenario) async throws {
         let root = try TestFolder.make("buckia-layers")
         defer { TestFolder.remove(root) }
         let metrics = ProviderMetrics()
+        let lines = Locked(0)
+        // The first stat, read, listing and whole upload of each scenario fail once, transiently
+        // (async calls: a synchronous one, such as a URL, is not retried).
+        let plan = FaultPlan([.init(name: "stat"), .init(name: "readData"), .init(kind: .list), .init(name: "uploadData")])
         try await scenario.check(
             .opening("layers over local") {
                 let local = try LocalProvider(root: root, createRoot: false)
-                return LoggingLayer(MetricsLayer(RetryLayer(FaultLayer(local, plan: FaultPlan([]))), metrics: metrics), log: { _ in })
+                let retried = RetryLayer(FaultLayer(local, plan: plan), maxAttempts: 2, sleep: { _ in })
+                return LoggingLayer(MetricsLayer(retried, metrics: metrics), log: { _ in lines.withLock { $0 += 1 } })
             })
+        // The read-only layer refuses the writes the scenarios make, so it has tests of its own.
+        let calls = metrics.snapshot.values.reduce(0) { $0 + $1.calls }
+        #expect(calls == lines.withLock { $0 }, "one line per call the metrics counted")
+        #expect(metrics.snapshot.values.allSatisfy { $0.failures <= $0.calls })
+        #expect(plan.injected <= 4)
     }
 
     @Test("The retry layer tries a transient failure again after a jittered, doubling wait, and succeeds")
@@ -69,6 +79,76 @@ struct ShippedLayersTests {
         }
         #expect(streamed.injected == 1)
         #expect(try await base.readData(remotePath: Self.a, options: ReadOptions()) == Data("kept".utf8))
+    }
+
+    @Test("The wait doubles up to maxDelay, never beyond its ceiling, and is at least what a rate-limited backend asks")
+    func waits() async throws {
+        let waits = Locked<[Duration]>([])
+        let record: @Sendable (Duration) async throws -> Void = { wait in waits.withLock { $0.append(wait) } }
+        let plan = FaultPlan([.init(name: "stat", times: 3)])
+        let layer = RetryLayer(
+            FaultLayer(try await Self.memory(), plan: plan), maxAttempts: 4, baseDelay: .seconds(1), maxDelay: .milliseconds(1500), sleep: record, random: { 2 })
+        _ = try await layer.stat(remotePath: Self.a)
+        #expect(waits.withLock { $0 } == [.seconds(1), .milliseconds(1500), .milliseconds(1500)])
+
+        waits.withLock { $0.removeAll() }
+        let slowDown = BuckiaError(.rateLimited, "Slow down.", retryAfter: .seconds(30))
+        let limited = FaultPlan([.init(name: "stat", error: slowDown)])
+        _ = try await RetryLayer(FaultLayer(try await Self.memory(), plan: limited), sleep: record, random: { 0 }).stat(remotePath: Self.a)
+        #expect(waits.withLock { $0 } == [.seconds(30)])
+    }
+
+    /// A provider whose every call fails with what URLSession throws on a timeout.
+    struct TimingOut: ForwardingStorageProvider {
+        let base: any StorageProvider
+        let attempts = Locked(0)
+        func admit(_ call: ProviderCall) throws {
+            attempts.withLock { $0 += 1 }
+            throw URLError(.timedOut)
+        }
+    }
+
+    @Test("An error of another type is retried when it maps to a retryable one (a timeout), and rethrown as it was")
+    func foreignErrors() async throws {
+        let timingOut = TimingOut(base: try await Self.memory())
+        await #expect(throws: URLError.self) { try await RetryLayer(timingOut, maxAttempts: 3, sleep: { _ in }).stat(remotePath: Self.a) }
+        #expect(timingOut.attempts.withLock { $0 } == 3)
+    }
+
+    @Test("A cancelled task ends the retries even when the wait itself does not see the cancellation")
+    func cancelledTask() async throws {
+        let plan = FaultPlan([.init(name: "stat", times: 5)])
+        let (stalled, stalls) = AsyncStream.makeStream(of: Void.self)
+        let (resume, resumes) = AsyncStream.makeStream(of: Void.self)
+        let layer = RetryLayer(FaultLayer(try await Self.memory(), plan: plan), sleep: { _ in
+            stalls.yield()
+            var iterator = resume.makeAsyncIterator()
+            _ = await iterator.next()
+        })
+        let call = Task { try await layer.stat(remotePath: Self.a) }
+        var waiting = stalled.makeAsyncIterator()
+        _ = await waiting.next()
+        call.cancel()
+        resumes.yield()
+        let error = await #expect(throws: BuckiaError.self) { try await call.value }
+        #expect(error?.code == .cancelled)
+        #expect(plan.injected == 1, "no attempt after the cancellation")
+    }
+
+    @Test("Only an upload from a stream and a receiveFile read their bytes once", arguments: try ForwardedCall.all())
+    func replayable(_ row: ForwardedCall) {
+        #expect(row.call.isReplayable == !["upload", "receiveFile"].contains(row.call.name))
+    }
+
+    @Test("A fault rule with a key fails only calls that touch it")
+    func faultKeys() async throws {
+        let base = try await Self.memory()
+        try await base.uploadData(Data("b".utf8), remotePath: try ObjectKey("b.txt"), options: UploadOptions())
+        let plan = FaultPlan([.init(key: try ObjectKey("b.txt"))])
+        let layer = FaultLayer(base, plan: plan)
+        #expect(try await layer.stat(remotePath: Self.a) != nil)
+        await #expect(throws: BuckiaError.self) { try await layer.stat(remotePath: try ObjectKey("b.txt")) }
+        #expect(plan.injected == 1)
     }
 
     @Test("A retry whose wait is cancelled ends with cancelled")

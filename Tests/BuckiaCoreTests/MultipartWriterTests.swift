@@ -16,6 +16,9 @@ struct MultipartWriterTests {
         var initiateFails = false
         /// Part 2 says it has started here, then waits until its task is cancelled.
         var stalls: AsyncStream<Void>.Continuation?
+        /// What part 2 waits on: a stream nothing is sent on, whose `next()` ends when the
+        /// waiting task is cancelled.
+        let never = AsyncStream.makeStream(of: Void.self)
         var partLimit: (count: Int, upload: String, setting: String) { (3, "one test upload", "partSize") }
         var leftBehind: String { "The parts stay." }
 
@@ -34,8 +37,9 @@ struct MultipartWriterTests {
             if number == failing { throw BuckiaError(.transient, "part \(number) refused") }
             if number == 2, let stalls {
                 stalls.yield()
-                // Ends when the writing task is cancelled; the limit only guards a hang.
-                try await Task.sleep(for: .seconds(600))
+                var waiting = never.stream.makeAsyncIterator()
+                _ = await waiting.next()
+                try Task.checkCancellation()
             }
             steps.withLock { $0.append("part \(number) \(part.count) \(upload)") }
             return number * 100

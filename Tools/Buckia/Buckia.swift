@@ -32,27 +32,17 @@ extension ProviderRegistry {
     ///
     /// Add your own on a copy: `var registry = ProviderRegistry.builtIn; try registry.register(FTPProvider.self)`.
     public static var builtIn: ProviderRegistry {
-        var registry = ProviderRegistry()
-        // Each built-in type is distinct, so registration cannot collide.
-        try? registry.register(LocalProvider.self)
-        try? registry.register(MemoryProvider.self)
-        try? registry.register(S3Provider.self)
-        try? registry.register(B2Provider.self)
-        try? registry.register(BunnyProvider.self)
-        return registry
+        ProviderRegistry(distinct: [LocalProvider.self, MemoryProvider.self, S3Provider.self, B2Provider.self, BunnyProvider.self])
     }
 }
 
 extension EngineRegistry {
     /// A registry with every engine that ships with Buckia.
     public static var builtIn: EngineRegistry {
-        var registry = EngineRegistry()
-        try? registry.register(MemoryStorageEngine.self)
-        try? registry.register(SQLiteStorageEngine.self)
-        try? registry.register(DiskStorageEngine.self)
-        // Assembled here, where both engines are known: its index is a disk engine.
-        try? registry.register(ChunkStorageEngine.engineType) { try await ChunkStorageEngine(configuration: $0) }
-        return registry
+        EngineRegistry(
+            distinct: [MemoryStorageEngine.self, SQLiteStorageEngine.self, DiskStorageEngine.self],
+            // Assembled here, where both engines are known: its index is a disk engine.
+            factories: [ChunkStorageEngine.engineType: { try await ChunkStorageEngine(configuration: $0) }])
     }
 }
 

@@ -50,6 +50,26 @@ public struct EngineRegistry: Sendable {
         }
     }
 
+    /// A registry of `plugins` and `factories`, whose types are distinct (the umbrella's
+    /// built-ins): nothing to refuse, so nothing thrown.
+    package init(
+        distinct plugins: [any StorageEnginePlugin.Type],
+        factories: [EngineType: @Sendable (EngineConfiguration) async throws -> any StorageEngine] = [:]
+    ) {
+        for plugin in plugins { set(plugin) }
+        for (type, factory) in factories {
+            storage.set(type) { configuration in
+                { try await factory(configuration) }
+            }
+        }
+    }
+
+    private mutating func set<Plugin: StorageEnginePlugin>(_ plugin: Plugin.Type) {
+        storage.set(Plugin.engineType) { configuration in
+            { try await Plugin(configuration: configuration) }
+        }
+    }
+
     /// Registers a factory closure under `type`: an engine assembled from others (the chunk
     /// engine and its index), or one whose opening needs more than its configuration.
     ///

@@ -14,6 +14,12 @@ struct PluginRegistry<Kind: StringIdentifier, Configuration: Sendable, Product>:
                 "A \(noun) of type \(kind.rawValue.debugDescription) is already registered; each type registers once.",
                 operation: "register", path: kind.rawValue)
         }
+        set(kind, factory: factory)
+    }
+
+    /// Puts `factory` under `kind`, replacing any before it: for a set whose types are known
+    /// to be distinct (the umbrella's built-ins), where a duplicate cannot arise.
+    mutating func set(_ kind: Kind, factory: @escaping Factory) {
         factories[kind] = factory
     }
 

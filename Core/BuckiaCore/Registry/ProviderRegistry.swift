@@ -97,6 +97,17 @@ public struct ProviderRegistry: Sendable {
         options[Plugin.providerType] = Plugin.knownOptions
     }
 
+    /// A registry of `plugins`, whose types are distinct (the umbrella's built-ins): nothing to
+    /// refuse, so nothing thrown.
+    package init(distinct plugins: [any StorageProviderPlugin.Type]) {
+        for plugin in plugins { set(plugin) }
+    }
+
+    private mutating func set<Plugin: StorageProviderPlugin>(_ plugin: Plugin.Type) {
+        storage.set(Plugin.providerType) { try Plugin(context: $0) }
+        options[Plugin.providerType] = Plugin.knownOptions
+    }
+
     /// The options a registered provider type reads, when it declares them.
     public func knownOptions(for type: ProviderType) -> Set<String>? { options[type] }
 

@@ -91,11 +91,16 @@ public struct LocalProvider: StorageProviderPlugin {
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
             return URL(fileURLWithPath: try resolveMissing(root), isDirectory: true)
         }
-        guard let resolved = realpath(root, nil) else {
-            throw BuckiaError.posix(errno, operation: "resolve root", path: root)
+        return URL(fileURLWithPath: try realPath(root), isDirectory: true)
+    }
+
+    /// An existing folder's path with every symbolic link followed.
+    private static func realPath(_ path: String) throws -> String {
+        guard let resolved = realpath(path, nil) else {
+            throw BuckiaError.posix(errno, operation: "resolve root", path: path)
         }
         defer { free(resolved) }
-        return URL(fileURLWithPath: String(cString: resolved), isDirectory: true)
+        return String(cString: resolved)
     }
 
     /// The `root` option as an absolute path, its leading `~` expanded.
@@ -138,11 +143,7 @@ public struct LocalProvider: StorageProviderPlugin {
         }
         if createRoot || isFolder.boolValue {
             try Self.createRoot(root.path)
-            guard let resolved = realpath(root.path, nil) else {
-                throw BuckiaError.posix(errno, operation: "resolve root", path: root.path)
-            }
-            rootPath = String(cString: resolved)
-            free(resolved)
+            rootPath = try Self.realPath(root.path)
         } else {
             rootPath = try Self.resolveMissing(root.path)
         }

@@ -17,11 +17,8 @@ struct ShippedLayersTests {
         return { start + .milliseconds(5 * reads.withLock { $0 += 1; return $0 }) }
     }
 
-    static func memory() async throws -> any StorageProvider {
-        let memory = try MemoryProvider(configuration: BuckiaConfiguration(provider: .memory))
-        try await memory.uploadData(Data("kept".utf8), remotePath: try ObjectKey("a.txt"), options: UploadOptions())
-        return memory
-    }
+    /// A memory provider holding `a.txt`, as `ProviderLayerTests` uses.
+    static func memory() async throws -> any StorageProvider { try await ProviderLayerTests.memory() }
 
     static var a: ObjectKey { get throws { try ObjectKey("a.txt") } }
 
